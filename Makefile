@@ -1,0 +1,52 @@
+# rankkit: every target sets up its own virtual environment, so a fresh clone needs only Python.
+#   make demo    train, predict and evaluate on the bundled sample in data/
+#   make test    run the whole test suite
+#   make bench   run the benchmarks (installs scikit-learn into .venv for the reader comparison)
+#   make sample  regenerate data/ (deterministic)
+#   make clean   remove the virtual environment, caches and generated outputs
+
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+RANKKIT := $(VENV)/bin/rankkit
+STAMP  := $(VENV)/.installed
+BENCH_STAMP := $(VENV)/.bench-installed
+OUT    := out
+
+.PHONY: all venv demo test bench sample clean
+
+all: test
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+demo: $(STAMP)
+	@mkdir -p $(OUT)
+	$(RANKKIT) train data/sample.train.txt $(OUT)/sample.model -C 0.01 -v
+	$(RANKKIT) predict data/sample.test.txt $(OUT)/sample.model $(OUT)/sample.test.scores
+	$(RANKKIT) eval data/sample.test.txt $(OUT)/sample.test.scores
+
+# Tests compile the kernels into a fresh numba cache, so a stale cache can never hide an edit.
+test: $(STAMP)
+	@cache=$$(mktemp -d); \
+	NUMBA_CACHE_DIR=$$cache $(PY) -m pytest -q tests; status=$$?; \
+	rm -rf $$cache; exit $$status
+
+$(BENCH_STAMP): $(STAMP)
+	$(PY) -m pip install --quiet -e '.[test,bench]'
+	touch $(BENCH_STAMP)
+
+bench: $(BENCH_STAMP)
+	$(PY) scripts/bench.py
+
+sample: $(STAMP)
+	$(PY) scripts/make_sample.py data
+
+clean:
+	rm -rf $(VENV) $(OUT) bench-data build *.egg-info .pytest_cache
+	find . -name __pycache__ -type d -prune -exec rm -rf {} +

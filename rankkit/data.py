@@ -1,0 +1,160 @@
+"""The in-memory dataset every part of rankkit works on.
+
+A dataset is a CSR matrix (float64 values, int32 column indices, int64 row pointers), float64
+labels, int64 query ids per row, and query offsets `qptr`: query q is the contiguous row slice
+`qptr[q]:qptr[q+1]`. Rows keep the order of the file unless the reader was asked to group
+scattered queries, in which case `order[i]` is the input position of row i.
+
+Imports nothing from rankkit above it (only errors).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from rankkit.errors import DataError
+
+
+@dataclass
+class Dataset:
+    data: np.ndarray  # float64[nnz]
+    indices: np.ndarray  # int32[nnz], 0-based columns
+    indptr: np.ndarray  # int64[n + 1]
+    y: np.ndarray  # float64[n] labels (zeros when the file had none)
+    qid: np.ndarray  # int64[n]
+    qptr: np.ndarray  # int64[n_queries + 1]
+    n_features: int  # number of columns: 1 + largest column index seen (0 if none)
+    source: str = "<data>"  # file name used in messages
+    line: np.ndarray | None = None  # int64[n] 1-based line number of each row in the source
+    has_qid: bool = True
+    docid_spans: np.ndarray | None = None  # int64[n, 2] byte spans of `# docid = X` in docid_buf; -1 if none
+    docid_buf: bytes | None = None
+    order: np.ndarray | None = None  # int64[n] input position of each row, when rows were regrouped
+    _levels: np.ndarray | None = field(default=None, repr=False)
+    _pairs: np.ndarray | None = field(default=None, repr=False)
+
+    # -- shape -------------------------------------------------------------------------------
+    @property
+    def n_rows(self) -> int:
+        return int(self.y.shape[0])
+
+    @property
+    def n_queries(self) -> int:
+        return int(self.qptr.shape[0] - 1)
+
+    @property
+    def nnz(self) -> int:
+        return int(self.indptr[-1])
+
+    def csr(self, n_features: int | None = None):
+        """A scipy CSR matrix sharing this dataset's arrays (columns >= n_features dropped)."""
+        import scipy.sparse as sp
+
+        nf = self.n_features if n_features is None else n_features
+        if nf >= self.n_features:
+            return sp.csr_matrix((self.data, self.indices, self.indptr), shape=(self.n_rows, nf))
+        keep = self.indices < nf
+        counts = np.add.reduceat(keep.astype(np.int64), self.indptr[:-1]) if self.nnz else None
+        indptr = np.zeros(self.n_rows + 1, dtype=np.int64)
+        if counts is not None:
+            counts[np.diff(self.indptr) == 0] = 0  # reduceat repeats a value for empty rows
+            np.cumsum(counts, out=indptr[1:])
+        return sp.csr_matrix((self.data[keep], self.indices[keep], indptr), shape=(self.n_rows, nf))
+
+    # -- per-query structure ---------------------------------------------------------------
+    @property
+    def query_index(self) -> np.ndarray:
+        """int64[n]: the query number (0..n_queries-1) of each row."""
+        return np.repeat(np.arange(self.n_queries, dtype=np.int64), np.diff(self.qptr))
+
+    @property
+    def levels(self) -> np.ndarray:
+        """int32[n]: dense rank of each row's label within its query (0 = lowest label)."""
+        if self._levels is None:
+            self._levels, self._pairs = _levels_and_pairs(self.y, self.qptr)
+        return self._levels
+
+    @property
+    def pairs_per_query(self) -> np.ndarray:
+        """int64[n_queries]: preference pairs (two documents, different labels) in each query."""
+        if self._pairs is None:
+            self._levels, self._pairs = _levels_and_pairs(self.y, self.qptr)
+        return self._pairs
+
+    @property
+    def n_pairs(self) -> int:
+        return int(self.pairs_per_query.sum())
+
+    @property
+    def levels_per_query(self) -> np.ndarray:
+        """int64[n_queries]: number of distinct labels in each query."""
+        if self.n_rows == 0:
+            return np.zeros(self.n_queries, dtype=np.int64)
+        return np.maximum.reduceat(self.levels, self.qptr[:-1]).astype(np.int64) + 1
+
+    # -- docids ------------------------------------------------------------------------------
+    def docids(self) -> list[str | None]:
+        """The `# docid = X` of each row (None where the line had none)."""
+        if self.docid_spans is None or self.docid_buf is None:
+            return [None] * self.n_rows
+        buf = self.docid_buf
+        return [
+            buf[s:e].decode("utf-8", "replace") if s >= 0 else None for s, e in self.docid_spans.tolist()
+        ]
+
+    # -- checks ------------------------------------------------------------------------------
+    def validate(self) -> "Dataset":
+        """Check dtypes and structural invariants once, at the boundary; kernels then trust them."""
+        n = self.n_rows
+        checks = [
+            (self.data.dtype == np.float64, "data must be float64"),
+            (self.indices.dtype == np.int32, "indices must be int32"),
+            (self.indptr.dtype == np.int64, "indptr must be int64"),
+            (self.y.dtype == np.float64, "labels must be float64"),
+            (self.qid.dtype == np.int64, "qid must be int64"),
+            (self.qptr.dtype == np.int64, "qptr must be int64"),
+            (self.indptr.shape == (n + 1,), "indptr has the wrong length"),
+            (self.qid.shape == (n,), "qid has the wrong length"),
+            (self.qptr[0] == 0 and self.qptr[-1] == n, "qptr must span all rows"),
+            (bool(np.all(np.diff(self.qptr) > 0)) or n == 0, "queries must be non-empty"),
+            (self.indptr[0] == 0 and self.indptr[-1] == self.data.shape[0], "indptr must span data"),
+        ]
+        for ok, what in checks:
+            if not ok:
+                raise DataError(self.source, f"invalid dataset: {what}")
+        return self
+
+    def require_pairs(self) -> None:
+        """Training needs at least one preference pair."""
+        if self.n_pairs == 0:
+            what = "the single query has" if self.n_queries == 1 else "every query has"
+            raise DataError(
+                self.source,
+                f"no preference pairs: {what} only one relevance level, so there is nothing to rank",
+            )
+
+
+def _levels_and_pairs(y: np.ndarray, qptr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    n = y.shape[0]
+    nq = qptr.shape[0] - 1
+    if n == 0:
+        return np.zeros(0, np.int32), np.zeros(nq, np.int64)
+    qidx = np.repeat(np.arange(nq, dtype=np.int64), np.diff(qptr))
+    order = np.lexsort((y, qidx))
+    ys, qs = y[order], qidx[order]
+    new_group = np.ones(n, dtype=bool)  # a new (query, label) group starts here
+    new_group[1:] = (ys[1:] != ys[:-1]) | (qs[1:] != qs[:-1])
+    gid = np.cumsum(new_group) - 1  # global group id in sorted order
+    first_gid_of_query = gid[np.searchsorted(qs, np.arange(nq))]  # queries are non-empty
+    levels = np.empty(n, dtype=np.int32)
+    levels[order] = (gid - first_gid_of_query[qs]).astype(np.int32)
+    # pairs per query = (n_q^2 - sum_r n_qr^2) / 2
+    group_sizes = np.bincount(gid).astype(np.int64)
+    group_query = qs[new_group]
+    sq = np.zeros(nq, dtype=np.int64)
+    np.add.at(sq, group_query, group_sizes * group_sizes)
+    nq_sizes = np.diff(qptr).astype(np.int64)
+    pairs = (nq_sizes * nq_sizes - sq) // 2
+    return levels, pairs

@@ -1,0 +1,36 @@
+"""Errors a user can fix. The CLI prints them as one line and exits with `exit_code`; never a traceback.
+
+Everything in rankkit that rejects input raises one of these; kernels return status codes and the
+Python wrapper around them raises. Imports nothing from rankkit.
+"""
+
+from __future__ import annotations
+
+EXIT_OK = 0
+EXIT_FAILURE = 1  # an unexpected internal error (a bug): the CLI still prints one line
+EXIT_USAGE = 2  # bad options, bad data, bad model file: the user's input is wrong
+
+
+class RankkitError(Exception):
+    """Base class: a message for the user and the exit status that goes with it."""
+
+    exit_code = EXIT_USAGE
+
+
+class UsageError(RankkitError):
+    """Options that cannot work together, or a request the data cannot satisfy."""
+
+
+class DataError(RankkitError):
+    """A problem in an input file, located as `path:line: message` (line omitted when unknown)."""
+
+    def __init__(self, path: str, message: str, line: int | None = None):
+        self.path = path
+        self.line = line
+        self.message = message
+        where = f"{path}:{line}" if line is not None else path
+        super().__init__(f"{where}: {message}")
+
+
+class ModelError(DataError):
+    """A model file that is not a rankkit model, or is damaged, or does not fit the data."""

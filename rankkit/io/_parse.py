@@ -1,0 +1,377 @@
+"""Numba kernels that turn the raw bytes of an SVMlight/LETOR file into CSR arrays.
+
+One pass counts lines and ':' bytes (upper bounds for rows and non-zeros); the second pass parses
+into preallocated arrays. Kernels never raise: they stop at the first bad token and return a
+status code with the line number and the token's byte span, and the Python wrapper
+(`rankkit.io.svmlight`) turns that into a `file:line: message` error.
+
+Numbers: a decimal literal whose significand fits in 2^53 and fits in 2^53, with a
+decimal exponent in [-22, 22], is converted exactly (one correctly rounded multiply or divide of
+two exact doubles, Clinger's fast path), which covers LETOR's `%.6f` values and integers. Any
+other valid literal (e.g. 17-digit `%.17g` output) is flagged "slow": its span is recorded and the
+wrapper converts it with Python's correctly rounded float(). Every value is therefore bit-exact.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from rankkit.objectives._numba import njit
+
+# status codes (index 0 of the status array); keep in sync with svmlight._MESSAGES
+OK = 0
+BAD_LABEL = 1
+NONFINITE_LABEL = 2
+BAD_QID = 3
+MISSING_COLON = 4
+BAD_INDEX = 5
+INDEX_ZERO = 6
+INDEX_TOO_LARGE = 7
+NOT_INCREASING = 8
+BAD_VALUE = 9
+NULL_VALUE = 10
+NONFINITE_VALUE = 11
+
+# results of _parse_number
+_NUM_OK = 0
+_NUM_BAD = 1
+_NUM_NONFINITE = 2
+
+_SPACE, _TAB, _CR, _LF, _HASH, _COLON = 32, 9, 13, 10, 35, 58
+_MAX_EXACT = 2**53
+_MAX_INDEX = 2**31 - 1
+
+_POW10 = np.array([10.0**i for i in range(23)], dtype=np.float64)
+
+
+@njit
+def count_lines_and_colons(buf):
+    """Upper bounds for the number of rows and of non-zeros."""
+    lines = 1
+    colons = 0
+    for i in range(buf.shape[0]):
+        c = buf[i]
+        if c == _LF:
+            lines += 1
+        elif c == _COLON:
+            colons += 1
+    return lines, colons
+
+
+@njit
+def _is_space(c):
+    return c == _SPACE or c == _TAB or c == _CR or c == 11 or c == 12
+
+
+@njit
+def _lower(c):
+    return c | 0x20
+
+
+@njit
+def _match_word(buf, s, e, word):
+    """Case-insensitive: does buf[s:e] equal the ASCII letters in `word` (a uint8 array)?"""
+    if e - s != word.shape[0]:
+        return False
+    for i in range(word.shape[0]):
+        if _lower(buf[s + i]) != word[i]:
+            return False
+    return True
+
+
+_NAN = np.frombuffer(b"nan", dtype=np.uint8).copy()
+_INF = np.frombuffer(b"inf", dtype=np.uint8).copy()
+_INFINITY = np.frombuffer(b"infinity", dtype=np.uint8).copy()
+_NULL = np.frombuffer(b"null", dtype=np.uint8).copy()
+_DOCID = np.frombuffer(b"docid", dtype=np.uint8).copy()
+
+
+@njit
+def _parse_number(buf, s, e, pow10):
+    """Parse buf[s:e] as a decimal float. Returns (status, value, slow)."""
+    i = s
+    neg = False
+    if i < e and (buf[i] == 43 or buf[i] == 45):  # + -
+        neg = buf[i] == 45
+        i += 1
+    if i >= e:
+        return _NUM_BAD, 0.0, False
+    c = _lower(buf[i])
+    if c == 110 or c == 105:  # 'n' or 'i'
+        if _match_word(buf, i, e, _NAN):
+            return _NUM_NONFINITE, np.nan, False
+        if _match_word(buf, i, e, _INF) or _match_word(buf, i, e, _INFINITY):
+            return _NUM_NONFINITE, -np.inf if neg else np.inf, False
+        return _NUM_BAD, 0.0, False
+    m = 0
+    nd = 0
+    exp = 0
+    any_digit = False
+    slow = False
+    while i < e and 48 <= buf[i] <= 57:
+        d = buf[i] - 48
+        any_digit = True
+        if m == 0 and d == 0:
+            pass
+        elif nd < 18:
+            m = m * 10 + d
+            nd += 1
+        else:
+            exp += 1
+            slow = True
+        i += 1
+    if i < e and buf[i] == 46:  # '.'
+        i += 1
+        while i < e and 48 <= buf[i] <= 57:
+            d = buf[i] - 48
+            any_digit = True
+            if m == 0 and d == 0:
+                exp -= 1
+            elif nd < 18:
+                m = m * 10 + d
+                nd += 1
+                exp -= 1
+            else:
+                slow = True
+            i += 1
+    if not any_digit:
+        return _NUM_BAD, 0.0, False
+    if i < e and (buf[i] == 101 or buf[i] == 69):  # e E
+        i += 1
+        eneg = False
+        if i < e and (buf[i] == 43 or buf[i] == 45):
+            eneg = buf[i] == 45
+            i += 1
+        if i >= e or not (48 <= buf[i] <= 57):
+            return _NUM_BAD, 0.0, False
+        ev = 0
+        while i < e and 48 <= buf[i] <= 57:
+            if ev < 100000:
+                ev = ev * 10 + (buf[i] - 48)
+            i += 1
+        exp += -ev if eneg else ev
+    if i != e:
+        return _NUM_BAD, 0.0, False
+    if m == 0:
+        v = 0.0
+    elif not slow and m <= _MAX_EXACT and -22 <= exp <= 22:
+        if exp >= 0:
+            v = m * pow10[exp]
+        else:
+            v = m / pow10[-exp]
+    else:
+        slow = True
+        v = 0.0  # placeholder: the wrapper converts this token with Python's float()
+    return _NUM_OK, -v if neg else v, slow
+
+
+@njit
+def _parse_uint(buf, s, e, limit):
+    """Parse buf[s:e] as a non-negative integer <= limit. Returns (ok, value, too_large)."""
+    if s >= e:
+        return False, 0, False
+    v = 0
+    for i in range(s, e):
+        c = buf[i]
+        if c < 48 or c > 57:
+            return False, 0, False
+        v = v * 10 + (c - 48)
+        if v > limit:
+            # keep scanning so that a non-digit later still reports "not an integer"
+            for j in range(i + 1, e):
+                if buf[j] < 48 or buf[j] > 57:
+                    return False, 0, False
+            return True, 0, True
+    return True, v, False
+
+
+@njit
+def parse_svmlight(
+    buf, zero_based, data, indices, indptr, y, qid, has_qid, line_no, docspan, slow, status
+):
+    """Parse every data line of `buf` into the preallocated output arrays.
+
+    Returns (n_rows, nnz, n_slow). `slow[k] = (kind, position, start, end)` marks numbers the
+    wrapper must convert (kind 0: data[position], kind 1: y[position]). On error `status` holds
+    (code, line, token_start, token_end, extra) and the counts parsed so far are returned.
+    """
+    n = buf.shape[0]
+    pos = 0
+    line = 0
+    row = 0
+    k = 0
+    ns = 0
+    pow10 = _POW10
+    indptr[0] = 0
+    while pos < n:
+        line += 1
+        end = pos
+        while end < n and buf[end] != _LF:
+            end += 1
+        nxt = end + 1
+        # content ends at the first '#'
+        cend = pos
+        while cend < end and buf[cend] != _HASH:
+            cend += 1
+        # first token
+        i = pos
+        while i < cend and _is_space(buf[i]):
+            i += 1
+        if i >= cend:
+            pos = nxt
+            continue  # blank or comment-only line
+        # ---- label
+        j = i
+        while j < cend and not _is_space(buf[j]):
+            j += 1
+        st, v, sl = _parse_number(buf, i, j, pow10)
+        if st == _NUM_BAD:
+            status[0] = BAD_LABEL
+        elif st == _NUM_NONFINITE:
+            status[0] = NONFINITE_LABEL
+        if st != _NUM_OK:
+            status[1] = line
+            status[2] = i
+            status[3] = j
+            return row, k, ns
+        y[row] = v
+        if sl:
+            slow[ns, 0] = 1
+            slow[ns, 1] = row
+            slow[ns, 2] = i
+            slow[ns, 3] = j
+            ns += 1
+        line_no[row] = line
+        has_qid[row] = 0
+        qid[row] = 0
+        prev = -1
+        first = True
+        i = j
+        while True:
+            while i < cend and _is_space(buf[i]):
+                i += 1
+            if i >= cend:
+                break
+            j = i
+            colon = -1
+            while j < cend and not _is_space(buf[j]):
+                if buf[j] == _COLON and colon < 0:
+                    colon = j
+                j += 1
+            status[1] = line
+            status[2] = i
+            status[3] = j
+            if colon < 0:
+                status[0] = MISSING_COLON
+                return row, k, ns
+            # qid:<int> right after the label
+            if (
+                first
+                and colon - i == 3
+                and _lower(buf[i]) == 113
+                and _lower(buf[i + 1]) == 105
+                and _lower(buf[i + 2]) == 100
+            ):
+                s = colon + 1
+                qneg = False
+                if s < j and (buf[s] == 45 or buf[s] == 43):
+                    qneg = buf[s] == 45
+                    s += 1
+                ok, qv, big = _parse_uint(buf, s, j, 999999999999999999)
+                if not ok or big:
+                    status[0] = BAD_QID
+                    status[2] = colon + 1
+                    return row, k, ns
+                qid[row] = -qv if qneg else qv
+                has_qid[row] = 1
+                first = False
+                i = j
+                continue
+            first = False
+            ok, idx, big = _parse_uint(buf, i, colon, _MAX_INDEX)
+            if not ok:
+                status[0] = BAD_INDEX
+                status[3] = colon
+                return row, k, ns
+            if big:
+                status[0] = INDEX_TOO_LARGE
+                status[3] = colon
+                return row, k, ns
+            if not zero_based:
+                if idx == 0:
+                    status[0] = INDEX_ZERO
+                    status[3] = colon
+                    return row, k, ns
+                idx -= 1
+            if idx <= prev:
+                status[0] = NOT_INCREASING
+                status[3] = colon
+                status[4] = prev if zero_based else prev + 1
+                return row, k, ns
+            prev = idx
+            st, v, sl = _parse_number(buf, colon + 1, j, pow10)
+            if st != _NUM_OK:
+                if st == _NUM_NONFINITE:
+                    status[0] = NONFINITE_VALUE
+                elif _match_word(buf, colon + 1, j, _NULL):
+                    status[0] = NULL_VALUE
+                else:
+                    status[0] = BAD_VALUE
+                status[2] = colon + 1
+                return row, k, ns
+            data[k] = v
+            indices[k] = idx
+            if sl:
+                slow[ns, 0] = 0
+                slow[ns, 1] = k
+                slow[ns, 2] = colon + 1
+                slow[ns, 3] = j
+                ns += 1
+            k += 1
+            i = j
+        # docid in the comment: "docid" [spaces] ('=' | ':') [spaces] TOKEN
+        docspan[row, 0] = -1
+        docspan[row, 1] = -1
+        if cend < end:
+            c = cend + 1
+            while c + 5 <= end:
+                if _match_word(buf, c, c + 5, _DOCID):
+                    d = c + 5
+                    while d < end and _is_space(buf[d]):
+                        d += 1
+                    if d < end and (buf[d] == 61 or buf[d] == _COLON):
+                        d += 1
+                        while d < end and _is_space(buf[d]):
+                            d += 1
+                        t = d
+                        while t < end and not _is_space(buf[t]):
+                            t += 1
+                        if t > d:
+                            docspan[row, 0] = d
+                            docspan[row, 1] = t
+                    break
+                c += 1
+        row += 1
+        indptr[row] = k
+        pos = nxt
+    status[0] = OK
+    return row, k, ns
+
+
+@njit
+def query_blocks(qid):
+    """Start offsets of runs of equal qid (plus n at the end)."""
+    n = qid.shape[0]
+    count = 1 if n > 0 else 0
+    for i in range(1, n):
+        if qid[i] != qid[i - 1]:
+            count += 1
+    out = np.empty(count + 1, dtype=np.int64)
+    out[0] = 0
+    b = 1
+    for i in range(1, n):
+        if qid[i] != qid[i - 1]:
+            out[b] = i
+            b += 1
+    out[count] = n
+    return out

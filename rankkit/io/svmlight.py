@@ -1,0 +1,213 @@
+"""Read and write SVMlight / LETOR text files.
+
+    <label> [qid:<int>] <index>:<value> ... [# comment, e.g. docid = X]
+
+Accepted: gzip/bz2/xz by file extension and `-` for standard input; comments and blank lines;
+CRLF line endings and trailing white space; 1-based indices (0-based with `zero_based=True`);
+files without qid (the whole file is one query). The documents of one query must be contiguous;
+queries may come in any qid order. A qid that comes back after another query is an error unless
+`group_queries=True`, which gathers each query's documents (stable, in order of first appearance)
+and records the permutation in `Dataset.order`.
+
+The byte loop is the Numba kernel in `_parse.py`; this module opens files, maps kernel status
+codes to one-line errors (`path:line: message`) and builds the Dataset.
+"""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import lzma
+import os
+import sys
+from typing import BinaryIO
+
+import numpy as np
+
+from rankkit.data import Dataset
+from rankkit.errors import DataError
+from rankkit.io import _parse as K
+
+_MESSAGES = {
+    K.BAD_LABEL: "label '{tok}' is not a number",
+    K.NONFINITE_LABEL: "label '{tok}' is not finite",
+    K.BAD_QID: "qid '{tok}' is not an integer",
+    K.MISSING_COLON: "token '{tok}' is not of the form index:value (missing ':')",
+    K.BAD_INDEX: "feature index '{tok}' is not an integer",
+    K.INDEX_ZERO: "feature index '{tok}' is out of range: indices are 1-based (use --zero-based for 0-based files)",
+    K.INDEX_TOO_LARGE: "feature index '{tok}' is too large (at most 2147483647)",
+    K.NOT_INCREASING: "feature index '{tok}' is not greater than the previous index {extra} (indices must be strictly increasing)",
+    K.BAD_VALUE: "feature value '{tok}' is not a number",
+    K.NULL_VALUE: "feature value '{tok}' is a missing value; rankkit needs numbers (replace NULL, e.g. by 0, or use the file's 'min' or 'Querylevelnorm' variant)",
+    K.NONFINITE_VALUE: "feature value '{tok}' is not finite",
+}
+
+_OPENERS = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}
+
+
+def display_name(path: str) -> str:
+    return "<stdin>" if path == "-" else str(path)
+
+
+def read_bytes(path: str) -> np.ndarray:
+    """The whole (decompressed) content of `path` as a uint8 array; `-` reads standard input."""
+    name = display_name(path)
+    try:
+        if path == "-":
+            raw = sys.stdin.buffer.read()
+            return np.frombuffer(raw, dtype=np.uint8)
+        ext = os.path.splitext(str(path))[1].lower()
+        opener = _OPENERS.get(ext)
+        if opener is None:
+            return np.fromfile(path, dtype=np.uint8)
+        with opener(path, "rb") as fh:
+            return np.frombuffer(fh.read(), dtype=np.uint8)
+    except FileNotFoundError:
+        raise DataError(name, "no such file") from None
+    except IsADirectoryError:
+        raise DataError(name, "is a directory, not a data file") from None
+    except PermissionError:
+        raise DataError(name, "permission denied") from None
+    except (OSError, EOFError, lzma.LZMAError) as exc:
+        raise DataError(name, f"cannot read ({exc.__class__.__name__}: {exc})") from None
+
+
+def _token(buf: np.ndarray, start: int, end: int) -> str:
+    text = bytes(buf[start:end]).decode("utf-8", "replace")
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def parse_bytes(
+    buf: np.ndarray, source: str = "<data>", zero_based: bool = False, group_queries: bool = False
+) -> Dataset:
+    """Parse an SVMlight/LETOR buffer (uint8) into a validated Dataset."""
+    max_rows, max_nnz = K.count_lines_and_colons(buf)
+    data = np.empty(max_nnz, dtype=np.float64)
+    indices = np.empty(max_nnz, dtype=np.int32)
+    indptr = np.empty(max_rows + 1, dtype=np.int64)
+    y = np.empty(max_rows, dtype=np.float64)
+    qid = np.empty(max_rows, dtype=np.int64)
+    has_qid = np.empty(max_rows, dtype=np.uint8)
+    line_no = np.empty(max_rows, dtype=np.int64)
+    docspan = np.empty((max_rows, 2), dtype=np.int64)
+    slow = np.empty((max_nnz + max_rows, 4), dtype=np.int64)
+    status = np.zeros(5, dtype=np.int64)
+    n, nnz, n_slow = K.parse_svmlight(
+        buf, bool(zero_based), data, indices, indptr, y, qid, has_qid, line_no, docspan, slow, status
+    )
+    if status[0] != K.OK:
+        code, line, start, end, extra = (int(v) for v in status)
+        raise DataError(source, _MESSAGES[code].format(tok=_token(buf, start, end), extra=extra), line)
+    if n == 0:
+        what = "is empty" if buf.shape[0] == 0 else "has no data lines (only blank lines or comments)"
+        raise DataError(source, what)
+    data, indices, indptr = data[:nnz], indices[:nnz], indptr[: n + 1]
+    y, qid, has_qid, line_no, docspan = y[:n], qid[:n], has_qid[:n], line_no[:n], docspan[:n]
+    _convert_slow_numbers(buf, slow[:n_slow], data, y, line_no, indptr, source)
+
+    with_qid = int(has_qid.sum())
+    if 0 < with_qid < n:
+        bad = int(np.argmin(has_qid)) if has_qid[0] else int(np.argmax(has_qid))
+        which = "has no qid but other lines do" if has_qid[0] else "has a qid but earlier lines do not"
+        raise DataError(source, f"line {which} (every line needs qid:<int>, or none)", int(line_no[bad]))
+
+    order = None
+    blocks = K.query_blocks(qid)
+    starts = blocks[:-1]
+    block_qids = qid[starts]
+    uniq, first_block = np.unique(block_qids, return_index=True)
+    if uniq.shape[0] != block_qids.shape[0]:
+        if not group_queries:
+            seen = np.zeros(block_qids.shape[0], dtype=bool)
+            seen[first_block] = True
+            b = int(np.argmin(seen))  # first block whose qid was seen before
+            q = int(block_qids[b])
+            first_line = int(line_no[starts[first_block[np.searchsorted(uniq, q)]]])
+            raise DataError(
+                source,
+                f"qid {q} appears again after other queries (first seen at line {first_line}); "
+                "a query's documents must be contiguous, or pass --group-queries to gather them",
+                int(line_no[starts[b]]),
+            )
+        rank_of_qid = np.empty(uniq.shape[0], dtype=np.int64)
+        rank_of_qid[np.argsort(first_block, kind="stable")] = np.arange(uniq.shape[0])
+        key = rank_of_qid[np.searchsorted(uniq, qid)]
+        order = np.argsort(key, kind="stable").astype(np.int64)
+        data, indices, indptr = _take_rows(data, indices, indptr, order)
+        y, qid, line_no, docspan = y[order], qid[order], line_no[order], docspan[order]
+        blocks = K.query_blocks(qid)
+
+    n_features = int(indices.max()) + 1 if nnz else 0
+    ds = Dataset(
+        data=data,
+        indices=indices,
+        indptr=indptr,
+        y=y,
+        qid=qid,
+        qptr=blocks,
+        n_features=n_features,
+        source=source,
+        line=line_no,
+        has_qid=bool(with_qid),
+        docid_spans=docspan,
+        docid_buf=bytes(buf) if bool(np.any(docspan[:, 0] >= 0)) else None,
+        order=order,
+    )
+    if ds.docid_buf is None:
+        ds.docid_spans = None
+    return ds.validate()
+
+
+def _convert_slow_numbers(buf, slow, data, y, line_no, indptr, source):
+    """Convert the literals the kernel could not do exactly, with Python's correctly rounded float()."""
+    for kind, position, start, end in slow.tolist():
+        text = bytes(buf[start:end]).decode("ascii", "replace")
+        value = float(text)
+        if not np.isfinite(value):
+            row = position if kind == 1 else int(np.searchsorted(indptr, position, side="right") - 1)
+            what = "label" if kind == 1 else "feature value"
+            raise DataError(source, f"{what} '{text}' is not finite (overflows a double)", int(line_no[row]))
+        if kind == 0:
+            data[position] = value
+        else:
+            y[position] = value
+
+
+def _take_rows(data, indices, indptr, order):
+    lengths = np.diff(indptr)[order]
+    new_indptr = np.zeros(order.shape[0] + 1, dtype=np.int64)
+    np.cumsum(lengths, out=new_indptr[1:])
+    src = np.repeat(indptr[:-1][order] - new_indptr[:-1], lengths) + np.arange(new_indptr[-1])
+    return data[src], indices[src], new_indptr
+
+
+def read_svmlight(
+    path: str, zero_based: bool = False, group_queries: bool = False
+) -> Dataset:
+    """Read an SVMlight/LETOR file (plain, .gz, .bz2, .xz, or `-` for stdin)."""
+    name = display_name(path)
+    buf = read_bytes(path)
+    return parse_bytes(buf, source=name, zero_based=zero_based, group_queries=group_queries)
+
+
+def _format_number(v: float) -> str:
+    if v == int(v) and abs(v) < 1e15:
+        return str(int(v))
+    return repr(float(v))
+
+
+def write_svmlight(fh: BinaryIO, ds: Dataset, zero_based: bool = False, write_qid: bool | None = None) -> None:
+    """Write `ds` as SVMlight/LETOR text (shortest exact repr of every value; docids as comments)."""
+    write_qid = ds.has_qid if write_qid is None else write_qid
+    base = 0 if zero_based else 1
+    docids = ds.docids()
+    data, indices, indptr = ds.data.tolist(), ds.indices.tolist(), ds.indptr.tolist()
+    for r in range(ds.n_rows):
+        parts = [_format_number(float(ds.y[r]))]
+        if write_qid:
+            parts.append(f"qid:{int(ds.qid[r])}")
+        for t in range(indptr[r], indptr[r + 1]):
+            parts.append(f"{indices[t] + base}:{_format_number(data[t])}")
+        if docids[r] is not None:
+            parts.append(f"# docid = {docids[r]}")
+        fh.write((" ".join(parts) + "\n").encode("utf-8"))

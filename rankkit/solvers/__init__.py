@@ -1,0 +1,43 @@
+"""The solver registry: the CLI's `--solver` choices come from SOLVERS.
+
+Each entry names the module and class that implement it; the module is imported only when the
+solver is used, so listing the choices (`rankkit train --help`) does not load numba. A new method
+joins by adding one SolverSpec here and one module under rankkit/solvers/.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class SolverSpec:
+    name: str
+    summary: str
+    module: str
+    cls: str
+    losses: tuple[str, ...]
+
+    def load(self):
+        return getattr(importlib.import_module(self.module), self.cls)
+
+
+SOLVERS: dict[str, SolverSpec] = {
+    spec.name: spec
+    for spec in [
+        SolverSpec(
+            name="newton",
+            summary="primal truncated-Newton RankSVM, O(nnz + n log n) per step (Chapelle & Keerthi, PRSVM+)",
+            module="rankkit.solvers.newton",
+            cls="NewtonRankSVM",
+            losses=("squared-hinge",),
+        ),
+    ]
+}
+
+DEFAULT_SOLVER = "newton"
+
+
+def get_solver(name: str) -> SolverSpec:
+    return SOLVERS[name]
