@@ -187,7 +187,7 @@ def _parse_uint(buf, s, e, limit):
 
 @njit
 def parse_svmlight(
-    buf, zero_based, data, indices, indptr, y, qid, has_qid, line_no, docspan, slow, status
+    buf, zero_based, labels_optional, data, indices, indptr, y, qid, has_qid, line_no, docspan, slow, status
 ):
     """Parse every data line of `buf` into the preallocated output arrays.
 
@@ -220,11 +220,18 @@ def parse_svmlight(
         if i >= cend:
             pos = nxt
             continue  # blank or comment-only line
-        # ---- label
+        # ---- label (optional for prediction: a first token with ':' is a feature or qid)
         j = i
+        has_colon = False
         while j < cend and not _is_space(buf[j]):
+            if buf[j] == _COLON:
+                has_colon = True
             j += 1
-        st, v, sl = _parse_number(buf, i, j, pow10)
+        if labels_optional and has_colon:
+            st, v, sl = _NUM_OK, 0.0, False
+            j = i
+        else:
+            st, v, sl = _parse_number(buf, i, j, pow10)
         if st == _NUM_BAD:
             status[0] = BAD_LABEL
         elif st == _NUM_NONFINITE:

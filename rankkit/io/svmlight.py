@@ -78,7 +78,11 @@ def _token(buf: np.ndarray, start: int, end: int) -> str:
 
 
 def parse_bytes(
-    buf: np.ndarray, source: str = "<data>", zero_based: bool = False, group_queries: bool = False
+    buf: np.ndarray,
+    source: str = "<data>",
+    zero_based: bool = False,
+    group_queries: bool = False,
+    labels_optional: bool = False,
 ) -> Dataset:
     """Parse an SVMlight/LETOR buffer (uint8) into a validated Dataset."""
     max_rows, max_nnz = K.count_lines_and_colons(buf)
@@ -93,7 +97,7 @@ def parse_bytes(
     slow = np.empty((max_nnz + max_rows, 4), dtype=np.int64)
     status = np.zeros(5, dtype=np.int64)
     n, nnz, n_slow = K.parse_svmlight(
-        buf, bool(zero_based), data, indices, indptr, y, qid, has_qid, line_no, docspan, slow, status
+        buf, bool(zero_based), bool(labels_optional), data, indices, indptr, y, qid, has_qid, line_no, docspan, slow, status
     )
     if status[0] != K.OK:
         code, line, start, end, extra = (int(v) for v in status)
@@ -149,13 +153,23 @@ def parse_bytes(
         source=source,
         line=line_no,
         has_qid=bool(with_qid),
-        docid_spans=docspan,
-        docid_buf=bytes(buf) if bool(np.any(docspan[:, 0] >= 0)) else None,
         order=order,
     )
-    if ds.docid_buf is None:
-        ds.docid_spans = None
+    if bool(np.any(docspan[:, 0] >= 0)):
+        ds.docid_buf, ds.docid_spans = _compact_spans(buf, docspan)
     return ds.validate()
+
+
+def _compact_spans(buf: np.ndarray, spans: np.ndarray) -> tuple[bytes, np.ndarray]:
+    """Copy the docid bytes out of the file buffer so the buffer can be freed."""
+    has = spans[:, 0] >= 0
+    lengths = np.where(has, spans[:, 1] - spans[:, 0], 0)
+    starts = np.zeros(spans.shape[0], dtype=np.int64)
+    np.cumsum(lengths[:-1], out=starts[1:])
+    src = np.repeat(spans[:, 0] - starts, lengths) + np.arange(int(lengths.sum()))
+    new = np.stack([starts, starts + lengths], axis=1)
+    new[~has] = -1
+    return buf[src].tobytes(), new
 
 
 def _convert_slow_numbers(buf, slow, data, y, line_no, indptr, source):
@@ -182,12 +196,14 @@ def _take_rows(data, indices, indptr, order):
 
 
 def read_svmlight(
-    path: str, zero_based: bool = False, group_queries: bool = False
+    path: str, zero_based: bool = False, group_queries: bool = False, labels_optional: bool = False
 ) -> Dataset:
-    """Read an SVMlight/LETOR file (plain, .gz, .bz2, .xz, or `-` for stdin)."""
+    """Read an SVMlight/LETOR file (plain, .gz, .bz2, .xz, or `-` for stdin).
+
+    With labels_optional, a line may start directly with qid:/features (label taken as 0)."""
     name = display_name(path)
     buf = read_bytes(path)
-    return parse_bytes(buf, source=name, zero_based=zero_based, group_queries=group_queries)
+    return parse_bytes(buf, name, zero_based, group_queries, labels_optional)
 
 
 def _format_number(v: float) -> str:

@@ -1,0 +1,47 @@
+"""Write files atomically: a temporary file in the same directory, fsync, then rename over the
+target. A reader (say a cron job loading the model) sees either the old file or the new one,
+never half of one, and a failed run leaves the old file in place. `-` means standard output."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import tempfile
+
+from rankkit.errors import UsageError
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+@contextlib.contextmanager
+def atomic_open(path: str, binary: bool = False):
+    if path == "-":
+        yield sys.stdout.buffer if binary else sys.stdout
+        (sys.stdout.buffer if binary else sys.stdout).flush()
+        return
+    target = os.path.abspath(path)
+    if os.path.isdir(target):
+        raise UsageError(f"cannot write '{path}': it is a directory")
+    directory = os.path.dirname(target)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(target)}.", suffix=".tmp", dir=directory)
+    except FileNotFoundError:
+        raise UsageError(f"cannot write '{path}': directory '{directory}' does not exist") from None
+    except PermissionError:
+        raise UsageError(f"cannot write '{path}': permission denied") from None
+    try:
+        with os.fdopen(fd, "wb" if binary else "w", encoding=None if binary else "utf-8", newline=None if binary else "\n") as fh:
+            yield fh
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise

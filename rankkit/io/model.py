@@ -1,0 +1,122 @@
+"""Model files: short self-describing text header, then the weights at full precision.
+
+    rankkit-model 1
+    rankkit_version 0.1.0
+    solver newton
+    ...              (one `key value` per line: every hyperparameter and training fact)
+    weights 46
+    0.12345678901234566          (weight of feature 1, `%.17g`: exact double round trip)
+    ...
+
+The first line names the format and its version; readers refuse other files and newer versions.
+Keys are never removed within a format version, only added; unknown keys are kept and ignored.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from rankkit.errors import ModelError
+from rankkit.io.atomic import atomic_open
+
+MAGIC = "rankkit-model"
+FORMAT_VERSION = 1
+
+
+@dataclass
+class Model:
+    weights: np.ndarray
+    header: dict = field(default_factory=dict)  # ordered key -> value (str, int, float or bool)
+
+    @property
+    def n_features(self) -> int:
+        return int(self.weights.shape[0])
+
+    @property
+    def zero_based(self) -> bool:
+        return str(self.header.get("index_base", "1")) == "0"
+
+
+def _format_value(v) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, float):
+        return repr(v)  # shortest string that round-trips
+    text = str(v)
+    return text.replace("\\", "\\\\").replace("\n", "\\n")
+
+
+def write_model(path: str, model: Model) -> None:
+    """Write atomically (temp file + rename)."""
+    lines = [f"{MAGIC} {FORMAT_VERSION}"]
+    for key, value in model.header.items():
+        if key in ("weights",) or not key or any(c.isspace() for c in key):
+            raise ValueError(f"bad model header key {key!r}")
+        lines.append(f"{key} {_format_value(value)}")
+    lines.append(f"weights {model.n_features}")
+    lines.extend("%.17g" % v for v in model.weights.tolist())
+    with atomic_open(path) as fh:
+        fh.write("\n".join(lines) + "\n")
+
+
+def read_model(path: str) -> Model:
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read()
+    except FileNotFoundError:
+        raise ModelError(path, "no such model file") from None
+    except IsADirectoryError:
+        raise ModelError(path, "is a directory, not a model file") from None
+    except OSError as exc:
+        raise ModelError(path, f"cannot read ({exc.strerror})") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ModelError(path, f"not a rankkit model file (binary content; expected '{MAGIC} {FORMAT_VERSION}')", 1) from None
+    lines = text.split("\n")
+    first = lines[0].strip()
+    parts = first.split()
+    if len(parts) != 2 or parts[0] != MAGIC:
+        shown = first if len(first) <= 40 else first[:37] + "..."
+        raise ModelError(path, f"not a rankkit model file (first line '{shown}', expected '{MAGIC} {FORMAT_VERSION}')", 1)
+    if not parts[1].isdigit():
+        raise ModelError(path, f"model format version '{parts[1]}' is not an integer", 1)
+    if int(parts[1]) > FORMAT_VERSION:
+        raise ModelError(
+            path, f"model format version {parts[1]} is newer than this rankkit reads ({FORMAT_VERSION}); upgrade rankkit", 1
+        )
+    header: dict = {}
+    i = 1
+    n_weights = None
+    while i < len(lines):
+        line = lines[i].rstrip("\r")
+        i += 1
+        if not line.strip() or line.startswith("#"):
+            continue
+        key, _, value = line.partition(" ")
+        if key == "weights":
+            if not value.strip().isdigit():
+                raise ModelError(path, f"weights count '{value}' is not an integer", i)
+            n_weights = int(value)
+            break
+        header[key] = value
+    if n_weights is None:
+        raise ModelError(path, "truncated model file: no 'weights' line")
+    body = [ln.strip() for ln in lines[i:]]
+    while body and body[-1] == "":
+        body.pop()
+    if len(body) != n_weights:
+        raise ModelError(path, f"expected {n_weights} weights after line {i}, found {len(body)} (truncated or damaged model)")
+    weights = np.empty(n_weights)
+    for k, token in enumerate(body):
+        try:
+            v = float(token)
+        except ValueError:
+            raise ModelError(path, f"weight '{token}' is not a number", i + 1 + k) from None
+        if not math.isfinite(v):
+            raise ModelError(path, f"weight '{token}' is not finite", i + 1 + k)
+        weights[k] = v
+    return Model(weights=weights, header=header)

@@ -1,0 +1,68 @@
+"""Brute-force references: every pair enumerated explicitly, dense matrices, no cleverness.
+
+The fast kernels are checked against these. Tolerances used across the suite are named here.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from rankkit.data import Dataset
+
+RTOL_KERNEL = 1e-10  # fast O(n log n) kernels vs explicit pairs
+RTOL_OPTIMUM = 1e-6  # objectives of two solvers minimising the same function
+FD_STEP = 1e-6  # central finite differences
+
+
+def explicit_pairs(y: np.ndarray, qptr: np.ndarray) -> np.ndarray:
+    """All (i, j) within one query with label_i > label_j, as an int64 array of shape (p, 2)."""
+    pairs = []
+    for q in range(len(qptr) - 1):
+        rows = range(qptr[q], qptr[q + 1])
+        for i in rows:
+            for j in rows:
+                if y[i] > y[j]:
+                    pairs.append((i, j))
+    return np.array(pairs, dtype=np.int64).reshape(-1, 2)
+
+
+def dense(ds: Dataset) -> np.ndarray:
+    X = np.zeros((ds.n_rows, ds.n_features))
+    for r in range(ds.n_rows):
+        for t in range(ds.indptr[r], ds.indptr[r + 1]):
+            X[r, ds.indices[t]] = ds.data[t]
+    return X
+
+
+def pair_matrix(ds: Dataset) -> np.ndarray:
+    """Rows x_i - x_j for every preference pair (the matrix AX of Chapelle & Keerthi Sect. 3)."""
+    X = dense(ds)
+    P = explicit_pairs(ds.y, ds.qptr)
+    return X[P[:, 0]] - X[P[:, 1]]
+
+
+def sqhinge_objective(ds: Dataset, C: float, w: np.ndarray):
+    """f, gradient and dense Hessian of 0.5||w||^2 + C sum_pairs max(0, 1 - w.(x_i - x_j))^2."""
+    A = pair_matrix(ds)
+    margins = 1.0 - A @ w
+    active = margins > 0
+    f = 0.5 * w @ w + C * np.sum(margins[active] ** 2)
+    g = w - 2.0 * C * A[active].T @ margins[active]
+    H = np.eye(len(w)) + 2.0 * C * A[active].T @ A[active]
+    return f, g, H
+
+
+def sqhinge_loss_y(y_scores: np.ndarray, labels: np.ndarray, qptr: np.ndarray, d: np.ndarray):
+    """In score space: L(y), dL/dy and (H_L d), pair by pair."""
+    L = 0.0
+    g = np.zeros_like(y_scores)
+    Hd = np.zeros_like(y_scores)
+    for i, j in explicit_pairs(labels, qptr):
+        m = 1.0 - (y_scores[i] - y_scores[j])
+        if m > 0:
+            L += m * m
+            g[i] -= 2 * m
+            g[j] += 2 * m
+            Hd[i] += 2 * (d[i] - d[j])
+            Hd[j] -= 2 * (d[i] - d[j])
+    return L, g, Hd

@@ -1,0 +1,134 @@
+"""The O(n log n) squared-hinge kernels against explicit pair enumeration."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from rankkit.objectives import pairwise
+from rankkit.objectives.pairwise import PairwiseObjective
+from tests.conftest import make_dataset
+from tests.reference import FD_STEP, RTOL_KERNEL, sqhinge_loss_y, sqhinge_objective
+
+
+def _close(a, b, rtol=RTOL_KERNEL):
+    scale = max(1.0, float(np.max(np.abs(b))) if np.size(b) else 1.0)
+    np.testing.assert_allclose(a, b, rtol=0, atol=rtol * scale)
+
+
+def _weights(ds, seed, scale):
+    return np.random.default_rng(seed).standard_normal(ds.n_features) * scale
+
+
+DATASETS = {
+    "mixed": dict(seed=0),
+    "integer-features": dict(seed=3, integer_features=True, n_labels=4),
+    "binary": dict(seed=5, n_labels=2),
+    "many-levels": dict(seed=7, n_labels=9, sizes=(40, 3, 1, 60)),
+    "one-query": dict(seed=9, sizes=(80,), one_label_queries=()),
+}
+
+
+@pytest.mark.parametrize("name", sorted(DATASETS))
+@pytest.mark.parametrize("scale", [0.0, 0.05, 0.5, 5.0])
+def test_value_gradient_hessian_match_explicit_pairs(name, scale):
+    ds = make_dataset(**DATASETS[name])
+    C = 0.7
+    obj = PairwiseObjective(ds, C)
+    for seed in range(3):
+        w = _weights(ds, seed, scale)
+        f, g = obj.fun_grad(w)
+        f_ref, g_ref, H_ref = sqhinge_objective(ds, C, w)
+        _close(f, f_ref)
+        _close(g, g_ref)
+        s = np.random.default_rng(100 + seed).standard_normal(ds.n_features)
+        _close(obj.hess_vec(s), H_ref @ s)
+
+
+@pytest.mark.parametrize("name", sorted(DATASETS))
+def test_score_space_kernels_with_tied_scores(name):
+    """Scores drawn from a few values: many exact ties, and pairs whose margin is exactly 0 or 1."""
+    ds = make_dataset(**DATASETS[name])
+    obj = PairwiseObjective(ds, 1.0)
+    rng = np.random.default_rng(1)
+    for levels in ([0.0], [0.0, 0.5], [0.0, 0.25, 1.0, 3.0]):
+        y = rng.choice(levels, size=ds.n_rows).astype(np.float64)
+        d = rng.standard_normal(ds.n_rows)
+        L = obj.loss_y(y)
+        Hd = obj.hess_vec_y(d).copy()
+        L_ref, g_ref, Hd_ref = sqhinge_loss_y(y, ds.y, ds.qptr, d)
+        _close(L, L_ref)
+        _close(obj.gy, g_ref)
+        _close(Hd, Hd_ref)
+
+
+def test_numpy_sorted_large_queries_match_kernel_sorted(monkeypatch):
+    """Queries above NUMPY_SORT_MIN are sorted by NumPy in Python; both paths give the same sums."""
+    ds = make_dataset(seed=11, sizes=(50, 3, 70, 1, 20), one_label_queries=())
+    w = _weights(ds, 0, 0.3)
+    f1, g1 = PairwiseObjective(ds, 0.3).fun_grad(w)
+    monkeypatch.setattr(pairwise, "NUMPY_SORT_MIN", 10)
+    obj = PairwiseObjective(ds, 0.3)
+    assert len(obj._numpy_sorted) == 3
+    f2, g2 = obj.fun_grad(w)
+    f_ref, g_ref, H_ref = sqhinge_objective(ds, 0.3, w)
+    _close(f2, f_ref)
+    _close(g2, g_ref)
+    _close(f1, f2)
+    s = np.ones(ds.n_features)
+    _close(obj.hess_vec(s), H_ref @ s)
+
+
+def test_gradient_matches_central_differences(small_ds):
+    obj = PairwiseObjective(small_ds, 0.4)
+    w = _weights(small_ds, 3, 0.3)
+    _, g = obj.fun_grad(w)
+    fd = np.empty_like(w)
+    for k in range(len(w)):
+        e = np.zeros_like(w)
+        e[k] = FD_STEP
+        fd[k] = (obj.fun_grad(w + e)[0] - obj.fun_grad(w - e)[0]) / (2 * FD_STEP)
+    np.testing.assert_allclose(g, fd, rtol=1e-6, atol=1e-6)
+
+
+def test_hessian_vector_matches_gradient_differences(small_ds):
+    """Hv = (g(w + eps v) - g(w - eps v)) / 2 eps, away from kinks (the loss is piecewise quadratic)."""
+    obj = PairwiseObjective(small_ds, 0.4)
+    w = _weights(small_ds, 4, 0.3)
+    v = np.random.default_rng(5).standard_normal(small_ds.n_features)
+    obj.fun_grad(w)
+    Hv = obj.hess_vec(v).copy()
+    eps = 1e-7
+    gp = obj.fun_grad(w + eps * v)[1]
+    gm = obj.fun_grad(w - eps * v)[1]
+    np.testing.assert_allclose(Hv, (gp - gm) / (2 * eps), rtol=1e-5, atol=1e-5)
+
+
+def test_hessian_is_symmetric_positive_definite(small_ds):
+    obj = PairwiseObjective(small_ds, 2.0)
+    obj.fun_grad(_weights(small_ds, 6, 0.5))
+    d = small_ds.n_features
+    H = np.column_stack([obj.hess_vec(e).copy() for e in np.eye(d)])
+    np.testing.assert_allclose(H, H.T, rtol=0, atol=1e-10 * np.abs(H).max())
+    assert np.linalg.eigvalsh(H).min() >= 1.0 - 1e-9  # I + C * PSD
+
+
+def test_one_label_queries_contribute_nothing():
+    ds = make_dataset(seed=2, sizes=(5, 6), one_label_queries=(0, 1))
+    assert ds.n_pairs == 0
+    obj = PairwiseObjective(ds, 1.0)
+    w = _weights(ds, 0, 1.0)
+    f, g = obj.fun_grad(w)
+    assert f == pytest.approx(0.5 * w @ w)
+    np.testing.assert_allclose(g, w)
+
+
+def test_pair_counts_match_enumeration():
+    from tests.reference import explicit_pairs
+
+    for spec in DATASETS.values():
+        ds = make_dataset(**spec)
+        P = explicit_pairs(ds.y, ds.qptr)
+        assert ds.n_pairs == len(P)
+        per_q = np.bincount(np.searchsorted(ds.qptr, P[:, 0], side="right") - 1, minlength=ds.n_queries)
+        np.testing.assert_array_equal(ds.pairs_per_query, per_q)
