@@ -29,6 +29,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from numba import prange
+
 from rankkit.objectives._numba import njit
 
 
@@ -64,14 +66,14 @@ def _fen_prefix3(tree, level):
     return a, b, c
 
 
-@njit
+@njit(parallel=True)
 def sort_queries(y, qptr, skip, order):
     """order[s:e] = rows of query q in ascending y (stable), for every query with skip[q] == 0.
 
     Large queries are sorted by the caller with NumPy's faster argsort and flagged in `skip`.
     """
     nq = qptr.shape[0] - 1
-    for q in range(nq):
+    for q in prange(nq):
         if skip[q]:
             continue
         s = qptr[q]
@@ -130,23 +132,20 @@ def _query_fun_grad(y, lev, s, e, R, order, ys, ls, gs, tree):
     return loss, n_active
 
 
-@njit
+@njit(parallel=True)
 def fun_grad_y(y, lev, qptr, nlev, order, ys, ls, gs, gy):
     """Loss L(y) and gy = dL/dy for all queries. Returns (loss, number of active pairs).
 
     `order` holds each query's rows in ascending y (see sort_queries). Writes the centred sorted
     scores `ys` and sorted levels `ls` that hess_vec_y reuses, so its active set is identical.
     nlev[q] is the number of distinct labels of query q; queries with one level are skipped.
+    Queries run in parallel; per-query sums are added in query order, so the result does not
+    depend on the number of threads.
     """
     nq = qptr.shape[0] - 1
-    rmax = 1
-    for q in range(nq):
-        if nlev[q] > rmax:
-            rmax = nlev[q]
-    tree = np.empty((rmax + 1, 3), dtype=np.float64)
-    loss = 0.0
-    n_active = 0.0
-    for q in range(nq):
+    qloss = np.zeros(nq)
+    qactive = np.zeros(nq)
+    for q in prange(nq):
         s = qptr[q]
         e = qptr[q + 1]
         if nlev[q] < 2:
@@ -155,11 +154,17 @@ def fun_grad_y(y, lev, qptr, nlev, order, ys, ls, gs, gy):
                 ys[t] = 0.0
                 ls[t] = 0
             continue
+        tree = np.empty((nlev[q] + 1, 3), dtype=np.float64)
         lq, aq = _query_fun_grad(y, lev, s, e, nlev[q], order, ys, ls, gs, tree)
         for t in range(s, e):
             gy[order[t]] = gs[t]
-        loss += lq
-        n_active += aq
+        qloss[q] = lq
+        qactive[q] = aq
+    loss = 0.0
+    n_active = 0.0
+    for q in range(nq):
+        loss += qloss[q]
+        n_active += qactive[q]
     return loss, n_active
 
 
@@ -191,22 +196,18 @@ def _query_hv(ys, ls, s, e, R, ds, zs, tree):
         zs[t] = 2.0 * (zs[t] + (tot_c - cnt) * ds[t] - (tot_g - G))
 
 
-@njit
+@njit(parallel=True)
 def hess_vec_y(ys, ls, qptr, nlev, order, d, ds, zs, z):
     """z = H_L d in score space, at the active set of the last fun_grad_y (ys, ls, order)."""
     nq = qptr.shape[0] - 1
-    rmax = 1
-    for q in range(nq):
-        if nlev[q] > rmax:
-            rmax = nlev[q]
-    tree = np.empty((rmax + 1, 3), dtype=np.float64)
-    for q in range(nq):
+    for q in prange(nq):
         s = qptr[q]
         e = qptr[q + 1]
         if nlev[q] < 2:
             for t in range(s, e):
                 z[order[t]] = 0.0
             continue
+        tree = np.empty((nlev[q] + 1, 3), dtype=np.float64)
         for t in range(s, e):
             ds[t] = d[order[t]]
         _query_hv(ys, ls, s, e, nlev[q], ds, zs, tree)

@@ -1,0 +1,136 @@
+"""The truncated-Newton solver reaches the optimum of the objective it claims to minimise."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.optimize as so
+
+from rankkit.objectives.pairwise import PairwiseObjective
+from rankkit.solvers import SOLVERS
+from rankkit.solvers.newton import NewtonRankSVM, conjugate_gradient, line_search
+from tests.conftest import make_dataset
+from tests.reference import RTOL_OPTIMUM, sqhinge_objective
+
+
+def _reference_optimum(ds, C):
+    """Minimise the brute-force objective with scipy (exact pairs, dense Hessian Newton-CG)."""
+
+    def fg(w):
+        f, g, _ = sqhinge_objective(ds, C, w)
+        return f, g
+
+    res = so.minimize(
+        fg,
+        np.zeros(ds.n_features),
+        jac=True,
+        hess=lambda w: sqhinge_objective(ds, C, w)[2],
+        method="trust-exact",
+        options={"gtol": 1e-12, "maxiter": 1000},
+    )
+    return res.x, res.fun
+
+
+@pytest.mark.parametrize("C", [1e-3, 0.1, 10.0])
+@pytest.mark.parametrize("seed", [0, 3])
+def test_newton_matches_scipy_on_explicit_pairs(C, seed):
+    ds = make_dataset(seed=seed, integer_features=seed == 3, n_labels=3 + seed)
+    res = NewtonRankSVM(C=C, tol=1e-12).fit(ds)
+    w_ref, f_ref = _reference_optimum(ds, C)
+    assert res.converged, res.message
+    assert abs(res.objective - f_ref) <= RTOL_OPTIMUM * f_ref
+    # strongly convex (Hessian >= I): ||w - w*||^2 <= 2 (f(w) - f*)
+    assert np.linalg.norm(res.w - w_ref) <= 1e-4 * max(1.0, np.linalg.norm(w_ref))
+
+
+def test_returned_w_meets_optimality_condition():
+    ds = make_dataset(seed=1, sizes=(40, 25, 1, 60, 3, 30), n_features=10)
+    C = 1.0
+    res = NewtonRankSVM(C=C, tol=1e-10).fit(ds)
+    f, g, H = sqhinge_objective(ds, C, res.w)
+    assert f == pytest.approx(res.objective, rel=1e-12)
+    # relative gradient norm at the solution, and the Newton decrement g'H^-1 g relative to f
+    g0 = sqhinge_objective(ds, C, np.zeros(ds.n_features))[1]
+    assert np.linalg.norm(g) <= 1e-5 * np.linalg.norm(g0)
+    assert g @ np.linalg.solve(H, g) <= 1e-10 * f
+
+
+def test_default_tolerance_objective_is_within_1e6_of_optimum():
+    ds = make_dataset(seed=4, sizes=(30, 30, 30), n_features=8)
+    res = NewtonRankSVM(C=0.5).fit(ds)  # default tol 1e-6
+    _, f_ref = _reference_optimum(ds, 0.5)
+    assert res.converged
+    assert res.objective - f_ref <= 1e-6 * f_ref
+
+
+def test_warm_start_reaches_the_same_optimum_in_fewer_iterations():
+    ds = make_dataset(seed=5, sizes=(50, 40, 30), n_features=8)
+    cold = NewtonRankSVM(C=1.0, tol=1e-12).fit(ds)
+    warm = NewtonRankSVM(C=1.0, tol=1e-12).fit(ds, w0=cold.w)
+    assert warm.objective == pytest.approx(cold.objective, rel=1e-12)
+    assert warm.iterations < cold.iterations
+
+
+def test_max_iter_reports_not_converged_instead_of_failing():
+    ds = make_dataset(seed=6, sizes=(50, 40), n_features=8)
+    res = NewtonRankSVM(C=100.0, tol=1e-14, max_iter=1).fit(ds)
+    assert not res.converged
+    assert "max-iter" in res.message
+    assert res.iterations == 1
+
+
+def test_log_has_one_line_per_iteration():
+    ds = make_dataset(seed=7)
+    lines = []
+    res = NewtonRankSVM(C=1.0).fit(ds, log=lines.append)
+    assert len(lines) == res.iterations + 1  # iteration 0 plus one per Newton step
+    assert all(line.startswith("iter") for line in lines)
+
+
+def test_line_search_finds_the_exact_minimum_along_a_bad_direction():
+    """When t = 1 fails (a direction 50x too long), the 1-D Newton search lands on the minimiser."""
+    ds = make_dataset(seed=8, sizes=(30, 30))
+    obj = PairwiseObjective(ds, 1.0)
+    w = np.zeros(ds.n_features)
+    y = obj.scores(w)
+    f0 = obj.evaluate(w, y)
+    g = obj.gradient(w)
+    d = -50.0 * g
+    t, ft = line_search(obj, w, y, d, obj.scores(d), f0, float(g @ d))
+    assert 0 < t < 1 and ft < f0
+    ts = np.linspace(0, 2 * t, 2001)
+    phis = [sqhinge_objective(ds, 1.0, w + s * d)[0] for s in ts]
+    assert ft <= min(phis) + 1e-9 * f0
+    assert obj.evaluate(w + t * d, obj.scores(w + t * d)) == pytest.approx(ft, rel=1e-12)
+
+
+def test_conjugate_gradient_solves_spd_system():
+    rng = np.random.default_rng(0)
+    A = rng.standard_normal((20, 20))
+    H = A @ A.T + np.eye(20)
+    b = rng.standard_normal(20)
+    x, it, res = conjugate_gradient(lambda v: H @ v, b, 1e-12, 200)
+    np.testing.assert_allclose(H @ x, b, atol=1e-9)
+    assert it <= 60
+
+
+def test_training_needs_pairs():
+    from rankkit.errors import DataError
+
+    ds = make_dataset(seed=2, sizes=(5, 6), one_label_queries=(0, 1))
+    with pytest.raises(DataError, match="no preference pairs"):
+        NewtonRankSVM().fit(ds)
+
+
+def test_registry_lists_newton_as_default():
+    from rankkit.solvers import DEFAULT_SOLVER
+
+    assert DEFAULT_SOLVER == "newton"
+    assert SOLVERS["newton"].load() is NewtonRankSVM
+
+
+def test_fit_is_deterministic():
+    ds = make_dataset(seed=9)
+    a = NewtonRankSVM(C=2.0).fit(ds)
+    b = NewtonRankSVM(C=2.0).fit(ds)
+    assert np.array_equal(a.w, b.w) and a.objective == b.objective
