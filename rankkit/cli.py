@@ -27,6 +27,24 @@ def _warn(msg: str) -> None:
     click.echo(f"rankkit: warning: {msg}", err=True)
 
 
+def _quiet_broken_pipe(fn):
+    """`rankkit predict ... | head` closes the pipe early: that is not an error. Click would turn
+    the BrokenPipeError into exit 1, so end the command here with status 0 and a silent stdout."""
+
+    import functools
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except BrokenPipeError:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            raise click.exceptions.Exit(0) from None
+
+    return wrapper
+
+
 @click.group(context_settings=CONTEXT)
 @click.version_option(__version__, prog_name="rankkit")
 def cli():
@@ -124,6 +142,7 @@ def train(train_file, model_file, solver, C, tol, max_iter, zero_based, group_qu
 )
 @_reader_options
 @_verbose
+@_quiet_broken_pipe
 def predict(data_file, model_file, out_file, zero_based, group_queries, verbose):
     """Score DATA with MODEL: one score per line, in input order, at full precision (%.17g).
 
@@ -164,6 +183,7 @@ def predict(data_file, model_file, out_file, zero_based, group_queries, verbose)
 )
 @click.option("--zero-based", is_flag=True, help="Feature indices in DATA start at 0.")
 @_reader_options
+@_quiet_broken_pipe
 def eval_(data_file, scores_file, metrics, fmt, zero_based, group_queries):
     """Evaluate SCORES (one per line, as `rankkit predict` writes) against the labels of DATA.
 

@@ -16,6 +16,7 @@ import numpy as np
 
 from rankkit import __version__
 from rankkit.errors import DataError, ModelError, UsageError
+from rankkit.io.atomic import check_writable
 from rankkit.io.model import Model, read_model, write_model
 from rankkit.io.output import read_scores, write_scores
 from rankkit.io.svmlight import display_name, parse_bytes, read_bytes, read_svmlight
@@ -39,6 +40,7 @@ class _Checksum(threading.Thread):
 
 def train(train_file, model_file, solver, params, zero_based=False, group_queries=False, log: Log = None, warn=print):
     t0 = time.perf_counter()
+    check_writable(model_file)  # fail now, not after training
     name = display_name(train_file)
     buf = read_bytes(train_file)
     checksum = _Checksum(buf)
@@ -103,6 +105,7 @@ def _linear_scores(model: Model, ds) -> tuple[np.ndarray, int]:
 
 
 def predict(data_file, model_file, out_file="-", zero_based=None, group_queries=False, log: Log = None):
+    check_writable(out_file)
     model = read_model(model_file)
     base0 = model.zero_based if zero_based is None else zero_based
     ds = read_svmlight(data_file, zero_based=base0, group_queries=group_queries, labels_optional=True)
@@ -116,8 +119,8 @@ def predict(data_file, model_file, out_file="-", zero_based=None, group_queries=
         log(f"scored {ds.n_rows} documents in {ds.n_queries} queries with {model_file} ({model.n_features} features)")
         if ignored:
             log(
-                f"ignored {ignored} feature values with an index above {model.n_features + (0 if base0 else 0)}"
-                f" (features the model was not trained on)"
+                f"ignored {ignored} feature values with an index above "
+                f"{model.n_features - 1 if base0 else model.n_features} (features the model was not trained on)"
             )
     return scores
 

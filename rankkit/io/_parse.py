@@ -5,7 +5,7 @@ into preallocated arrays. Kernels never raise: they stop at the first bad token 
 status code with the line number and the token's byte span, and the Python wrapper
 (`rankkit.io.svmlight`) turns that into a `file:line: message` error.
 
-Numbers: a decimal literal whose significand fits in 2^53 and fits in 2^53, with a
+Numbers: a decimal literal whose significand has at most 18 digits and fits in 2^53, with a
 decimal exponent in [-22, 22], is converted exactly (one correctly rounded multiply or divide of
 two exact doubles, Clinger's fast path), which covers LETOR's `%.6f` values and integers. Any
 other valid literal (e.g. 17-digit `%.17g` output) is flagged "slow": its span is recorded and the
@@ -31,6 +31,7 @@ NOT_INCREASING = 8
 BAD_VALUE = 9
 NULL_VALUE = 10
 NONFINITE_VALUE = 11
+QID_TOO_LARGE = 12
 
 # results of _parse_number
 _NUM_OK = 0
@@ -40,6 +41,7 @@ _NUM_NONFINITE = 2
 _SPACE, _TAB, _CR, _LF, _HASH, _COLON = 32, 9, 13, 10, 35, 58
 _MAX_EXACT = 2**53
 _MAX_INDEX = 2**31 - 1
+_MAX_QID = 2**63 - 1
 
 _POW10 = np.array([10.0**i for i in range(23)], dtype=np.float64)
 
@@ -175,13 +177,14 @@ def _parse_uint(buf, s, e, limit):
         c = buf[i]
         if c < 48 or c > 57:
             return False, 0, False
-        v = v * 10 + (c - 48)
-        if v > limit:
+        d = np.int64(c) - 48
+        if v > (limit - d) // 10:  # v * 10 + d > limit, tested before it can overflow int64
             # keep scanning so that a non-digit later still reports "not an integer"
             for j in range(i + 1, e):
                 if buf[j] < 48 or buf[j] > 57:
                     return False, 0, False
             return True, 0, True
+        v = v * 10 + d
     return True, v, False
 
 
@@ -284,9 +287,9 @@ def parse_svmlight(
                 if s < j and (buf[s] == 45 or buf[s] == 43):
                     qneg = buf[s] == 45
                     s += 1
-                ok, qv, big = _parse_uint(buf, s, j, 999999999999999999)
+                ok, qv, big = _parse_uint(buf, s, j, _MAX_QID)
                 if not ok or big:
-                    status[0] = BAD_QID
+                    status[0] = BAD_QID if not ok else QID_TOO_LARGE
                     status[2] = colon + 1
                     return row, k, ns
                 qid[row] = -qv if qneg else qv

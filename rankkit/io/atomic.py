@@ -18,6 +18,21 @@ def _umask() -> int:
     return mask
 
 
+def check_writable(path: str) -> None:
+    """Raise the UsageError atomic_open(path) would raise for a missing or unwritable directory,
+    before a long computation whose result would then be lost."""
+    if path == "-":
+        return
+    target = os.path.abspath(path)
+    if os.path.isdir(target):
+        raise UsageError(f"cannot write '{path}': it is a directory")
+    directory = os.path.dirname(target)
+    if not os.path.isdir(directory):
+        raise UsageError(f"cannot write '{path}': directory '{directory}' does not exist")
+    if not os.access(directory, os.W_OK | os.X_OK):
+        raise UsageError(f"cannot write '{path}': permission denied")
+
+
 @contextlib.contextmanager
 def atomic_open(path: str, binary: bool = False):
     if path == "-":
@@ -34,6 +49,8 @@ def atomic_open(path: str, binary: bool = False):
         raise UsageError(f"cannot write '{path}': directory '{directory}' does not exist") from None
     except PermissionError:
         raise UsageError(f"cannot write '{path}': permission denied") from None
+    except OSError as exc:
+        raise UsageError(f"cannot write '{path}': {exc.strerror or exc}") from None
     try:
         with os.fdopen(fd, "wb" if binary else "w", encoding=None if binary else "utf-8", newline=None if binary else "\n") as fh:
             yield fh
@@ -41,7 +58,9 @@ def atomic_open(path: str, binary: bool = False):
             os.fsync(fh.fileno())
         os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, target)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
+        if isinstance(exc, OSError):  # disk full, quota, read-only file system: one line, old file kept
+            raise UsageError(f"cannot write '{path}': {exc.strerror or exc} (any previous file is unchanged)") from None
         raise

@@ -15,6 +15,7 @@ Keys are never removed within a format version, only added; unknown keys are kep
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -24,6 +25,8 @@ from rankkit.io.atomic import atomic_open
 
 MAGIC = "rankkit-model"
 FORMAT_VERSION = 1
+
+_UINT = re.compile(r"[0-9]+\Z")  # ASCII digits only: str.isdigit() also accepts '²', which int() rejects
 
 
 @dataclass
@@ -46,7 +49,21 @@ def _format_value(v) -> str:
     if isinstance(v, float):
         return repr(v)  # shortest string that round-trips
     text = str(v)
-    return text.replace("\\", "\\\\").replace("\n", "\\n")
+    return text.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r")
+
+
+def _parse_value(text: str) -> str:
+    """Undo _format_value's escapes (values are read back as strings)."""
+    if "\\" not in text:
+        return text
+    return re.sub(r"\\(.)", lambda m: {"n": "\n", "r": "\r"}.get(m.group(1), m.group(1)), text)
+
+
+def _shown(text: str, limit: int = 40) -> str:
+    """`text` for an error message: shortened, control characters escaped, so it stays one line."""
+    if len(text) > limit:
+        text = text[: limit - 3] + "..."
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def write_model(path: str, model: Model) -> None:
@@ -76,14 +93,17 @@ def read_model(path: str) -> Model:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise ModelError(path, f"not a rankkit model file (binary content; expected '{MAGIC} {FORMAT_VERSION}')", 1) from None
+    if not text.strip():
+        raise ModelError(path, f"is empty, not a rankkit model file (expected '{MAGIC} {FORMAT_VERSION}' on line 1)")
     lines = text.split("\n")
     first = lines[0].strip()
     parts = first.split()
     if len(parts) != 2 or parts[0] != MAGIC:
-        shown = first if len(first) <= 40 else first[:37] + "..."
-        raise ModelError(path, f"not a rankkit model file (first line '{shown}', expected '{MAGIC} {FORMAT_VERSION}')", 1)
-    if not parts[1].isdigit():
-        raise ModelError(path, f"model format version '{parts[1]}' is not an integer", 1)
+        raise ModelError(
+            path, f"not a rankkit model file (first line '{_shown(first)}', expected '{MAGIC} {FORMAT_VERSION}')", 1
+        )
+    if not _UINT.match(parts[1]):
+        raise ModelError(path, f"model format version '{_shown(parts[1])}' is not an integer", 1)
     if int(parts[1]) > FORMAT_VERSION:
         raise ModelError(
             path, f"model format version {parts[1]} is newer than this rankkit reads ({FORMAT_VERSION}); upgrade rankkit", 1
@@ -98,11 +118,11 @@ def read_model(path: str) -> Model:
             continue
         key, _, value = line.partition(" ")
         if key == "weights":
-            if not value.strip().isdigit():
-                raise ModelError(path, f"weights count '{value}' is not an integer", i)
+            if not _UINT.match(value.strip()):
+                raise ModelError(path, f"weights count '{_shown(value)}' is not an integer", i)
             n_weights = int(value)
             break
-        header[key] = value
+        header[key] = _parse_value(value)
     if n_weights is None:
         raise ModelError(path, "truncated model file: no 'weights' line")
     body = [ln.strip() for ln in lines[i:]]
@@ -115,8 +135,8 @@ def read_model(path: str) -> Model:
         try:
             v = float(token)
         except ValueError:
-            raise ModelError(path, f"weight '{token}' is not a number", i + 1 + k) from None
+            raise ModelError(path, f"weight '{_shown(token)}' is not a number", i + 1 + k) from None
         if not math.isfinite(v):
-            raise ModelError(path, f"weight '{token}' is not finite", i + 1 + k)
+            raise ModelError(path, f"weight '{_shown(token)}' is not finite", i + 1 + k)
         weights[k] = v
     return Model(weights=weights, header=header)

@@ -47,4 +47,5 @@ def read_scores(path: str) -> np.ndarray:
                 raise DataError(name, f"score '{text}' is not a number", i) from None
             if not np.isfinite(v):
                 raise DataError(name, f"score '{text}' is not finite", i)
+        scores = np.array([float(t) for t in tokens], dtype=np.float64)  # numpy refused what float() takes
     return scores

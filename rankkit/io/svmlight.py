@@ -18,7 +18,9 @@ from __future__ import annotations
 import bz2
 import gzip
 import lzma
+import math
 import os
+import stat
 import sys
 from typing import BinaryIO
 
@@ -32,6 +34,7 @@ _MESSAGES = {
     K.BAD_LABEL: "label '{tok}' is not a number",
     K.NONFINITE_LABEL: "label '{tok}' is not finite",
     K.BAD_QID: "qid '{tok}' is not an integer",
+    K.QID_TOO_LARGE: "qid '{tok}' is too large (at most 9223372036854775807 in absolute value)",
     K.MISSING_COLON: "token '{tok}' is not of the form index:value (missing ':')",
     K.BAD_INDEX: "feature index '{tok}' is not an integer",
     K.INDEX_ZERO: "feature index '{tok}' is out of range: indices are 1-based (use --zero-based for 0-based files)",
@@ -54,14 +57,16 @@ def read_bytes(path: str) -> np.ndarray:
     name = display_name(path)
     try:
         if path == "-":
-            raw = sys.stdin.buffer.read()
-            return np.frombuffer(raw, dtype=np.uint8)
+            return _read_stream(sys.stdin.buffer)
         ext = os.path.splitext(str(path))[1].lower()
         opener = _OPENERS.get(ext)
-        if opener is None:
-            return np.fromfile(path, dtype=np.uint8)
-        with opener(path, "rb") as fh:
-            return np.frombuffer(fh.read(), dtype=np.uint8)
+        if opener is not None:
+            with opener(path, "rb") as fh:
+                return _read_stream(fh)
+        with open(path, "rb") as fh:
+            if stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+                return np.fromfile(fh, dtype=np.uint8)
+            return _read_stream(fh)  # a pipe, e.g. `<(zcat train.txt.gz)`: np.fromfile needs seek
     except FileNotFoundError:
         raise DataError(name, "no such file") from None
     except IsADirectoryError:
@@ -72,9 +77,28 @@ def read_bytes(path: str) -> np.ndarray:
         raise DataError(name, f"cannot read ({exc.__class__.__name__}: {exc})") from None
 
 
+def _read_stream(fh) -> np.ndarray:
+    """Everything `fh` yields, as a writable uint8 array (the same array type as np.fromfile
+    gives, so the kernel is compiled once)."""
+    out = bytearray()
+    while True:
+        chunk = fh.read(1 << 24)
+        if not chunk:
+            return np.frombuffer(out, dtype=np.uint8)
+        out += chunk
+
+
+def _printable(text: str, limit: int = 60) -> str:
+    """`text` shortened to `limit` characters, control characters escaped: it stays on one line."""
+    if len(text) > limit:
+        text = text[: limit - 3] + "..."
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 def _token(buf: np.ndarray, start: int, end: int) -> str:
-    text = bytes(buf[start:end]).decode("utf-8", "replace")
-    return text if len(text) <= 60 else text[:57] + "..."
+    return _printable(bytes(buf[start:end]).decode("utf-8", "replace"))
 
 
 def parse_bytes(
@@ -207,9 +231,9 @@ def read_svmlight(
 
 
 def _format_number(v: float) -> str:
-    if v == int(v) and abs(v) < 1e15:
+    if math.isfinite(v) and v == int(v) and abs(v) < 1e15 and not (v == 0 and math.copysign(1.0, v) < 0):
         return str(int(v))
-    return repr(float(v))
+    return repr(float(v))  # shortest exact repr; keeps the sign of -0.0
 
 
 def write_svmlight(fh: BinaryIO, ds: Dataset, zero_based: bool = False, write_qid: bool | None = None) -> None:
