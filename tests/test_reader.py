@@ -448,3 +448,82 @@ def test_mslr_sample_with_trailing_spaces():
     ds = read_svmlight(_shared("MSLR-WEB-sample/search_tiny_train.txt"))
     assert (ds.n_rows, ds.n_queries, ds.n_features) == (582, 7, 136)
     assert ds.data.max() == 11089534.0
+
+
+# -- the parallel reader (files above PARALLEL_MIN_BYTES) must give exactly the serial result -----
+def _parse_both(text: bytes, monkeypatch, **kw):
+    import rankkit.io.svmlight as S
+
+    buf = np.frombuffer(text, dtype=np.uint8)
+    monkeypatch.setattr(S, "PARALLEL_MIN_BYTES", 1 << 40)
+    try:
+        serial = parse_bytes(buf, "f.txt", **kw)
+    except DataError as exc:
+        serial = exc
+    monkeypatch.setattr(S, "PARALLEL_MIN_BYTES", 64)  # many small chunks
+    assert S._n_chunks(len(text)) > 2
+    try:
+        parallel = parse_bytes(buf, "f.txt", **kw)
+    except DataError as exc:
+        parallel = exc
+    return serial, parallel
+
+
+def _assert_same(a, b):
+    if isinstance(a, DataError) or isinstance(b, DataError):
+        assert str(a) == str(b)
+        return
+    for k in ("data", "indices", "indptr", "y", "qid", "qptr", "line"):
+        x, z = getattr(a, k), getattr(b, k)
+        assert x.dtype == z.dtype and np.array_equal(x.view(np.uint8), z.view(np.uint8)), k
+    assert a.docids() == b.docids()
+    assert a.n_features == b.n_features and a.has_qid == b.has_qid
+
+
+def _messy_file(seed: int, n_lines: int = 400) -> bytes:
+    rng = np.random.default_rng(seed)
+    lines = []
+    q = 0
+    for i in range(n_lines):
+        if rng.random() < 0.2:
+            q += 1
+        kind = rng.random()
+        if kind < 0.05:
+            lines.append("")  # blank
+            continue
+        if kind < 0.08:
+            lines.append("# a comment line: with colons 1:2")
+            continue
+        feats = sorted(rng.choice(30, size=rng.integers(0, 8), replace=False) + 1)
+        vals = [rng.choice(["0.5", "%.6f" % rng.random(), "%.17g" % rng.standard_normal(), "1e-30", "-7", "3.25E+02"]) for _ in feats]
+        body = " ".join(f"{f}:{v}" for f, v in zip(feats, vals))
+        comment = rng.choice(["", f" # docid = D{i}", f" #docid = G{i} inc = 1 prob = 0.5"])
+        end = rng.choice(["", " ", "\r", "\t "])
+        lines.append(f"{rng.integers(0, 3)} qid:{q} {body}{comment}{end}")
+    return ("\n".join(lines)).encode()  # no final newline
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_parallel_reader_equals_serial(seed, monkeypatch):
+    text = _messy_file(seed)
+    _assert_same(*_parse_both(text, monkeypatch))
+    _assert_same(*_parse_both(text, monkeypatch, zero_based=True))
+
+
+def test_parallel_reader_labels_optional_and_no_qid(monkeypatch):
+    text = b"".join(b"qid:%d %d:0.25 %d:1\n" % (i // 7, 1 + i % 5, 6 + i % 3) for i in range(300))
+    _assert_same(*_parse_both(text, monkeypatch, labels_optional=True))
+    text = b"".join(b"%d %d:0.123456789012345678 7:1e300\n" % (i % 2, 1 + i % 5) for i in range(300))
+    _assert_same(*_parse_both(text, monkeypatch))
+
+
+@pytest.mark.parametrize(
+    "bad", ["1 qid:3 4:abc", "1 qid:3 0:1", "x qid:3 1:1", "1 qid:3 5:1 5:2", "1 qid:3 2:NULL", "1 qid:x 1:1", "1 qid:3 1:1e999"]
+)
+def test_parallel_reader_reports_the_same_first_error(bad, monkeypatch):
+    good = [f"{i % 3} qid:{i // 10} 1:0.5 2:{i}" for i in range(300)]
+    for where in (5, 150, 299):
+        lines = good[:where] + [bad.replace("qid:3", f"qid:{where // 10}")] + good[where:] + [bad]
+        serial, parallel = _parse_both("\n".join(lines).encode(), monkeypatch)
+        assert isinstance(serial, DataError) and f"f.txt:{where + 1}:" in str(serial)
+        _assert_same(serial, parallel)

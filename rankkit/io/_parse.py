@@ -15,6 +15,7 @@ wrapper converts it with Python's correctly rounded float(). Every value is ther
 from __future__ import annotations
 
 import numpy as np
+from numba import prange
 
 from rankkit.objectives._numba import njit
 
@@ -385,3 +386,126 @@ def query_blocks(qid):
             b += 1
     out[count] = n
     return out
+
+
+# -- parallel parsing: the file is cut at line boundaries into chunks, each chunk is parsed by
+# parse_svmlight into its own region of the output arrays (sized by the chunk's counts), and the
+# regions are gathered into compact arrays. The result is identical for any number of chunks.
+
+
+@njit
+def chunk_bounds(buf, n_chunks):
+    """Start offsets of n_chunks pieces of buf, each starting right after a newline (plus len)."""
+    n = buf.shape[0]
+    bounds = np.empty(n_chunks + 1, dtype=np.int64)
+    bounds[0] = 0
+    for c in range(1, n_chunks):
+        p = max(c * n // n_chunks, bounds[c - 1])
+        while p < n and buf[p - 1] != _LF:
+            p += 1
+        bounds[c] = p
+    bounds[n_chunks] = n
+    return bounds
+
+
+@njit
+def _count_exact(buf, s, e, labels_optional):
+    """Rows, non-zeros and newlines of buf[s:e], tokenised exactly as parse_svmlight does (for
+    valid input; on a bad line the parser stops with an error before reaching the counts)."""
+    rows = 0
+    nnz = 0
+    newlines = 0
+    pos = s
+    while pos < e:
+        end = pos
+        while end < e and buf[end] != _LF:
+            end += 1
+        if end < e:
+            newlines += 1
+        cend = pos
+        while cend < end and buf[cend] != _HASH:
+            cend += 1
+        i = pos
+        while i < cend and _is_space(buf[i]):
+            i += 1
+        if i < cend:
+            rows += 1
+            j = i
+            has_colon = False
+            while j < cend and not _is_space(buf[j]):
+                if buf[j] == _COLON:
+                    has_colon = True
+                j += 1
+            if not (labels_optional and has_colon):
+                i = j  # the label
+            first = True
+            while True:
+                while i < cend and _is_space(buf[i]):
+                    i += 1
+                if i >= cend:
+                    break
+                j = i
+                while j < cend and not _is_space(buf[j]):
+                    j += 1
+                is_qid = (
+                    first
+                    and j - i > 3
+                    and buf[i + 3] == _COLON
+                    and _lower(buf[i]) == 113
+                    and _lower(buf[i + 1]) == 105
+                    and _lower(buf[i + 2]) == 100
+                )
+                if not is_qid:
+                    nnz += 1
+                first = False
+                i = j
+        pos = end + 1
+    return rows, nnz, newlines
+
+
+@njit(parallel=True)
+def count_chunks(buf, bounds, labels_optional, counts):
+    """counts[c] = (rows, non-zeros, newlines) of chunk c."""
+    for c in prange(bounds.shape[0] - 1):
+        r, k, nl = _count_exact(buf, bounds[c], bounds[c + 1], labels_optional)
+        counts[c, 0] = r
+        counts[c, 1] = k
+        counts[c, 2] = nl
+
+
+@njit(parallel=True)
+def parse_chunks(
+    buf, bounds, zero_based, labels_optional, rows_at, nnz_at, line_before,
+    data, indices, indptr, y, qid, has_qid, line_no, docspan, slow, status, parsed,
+):
+    """Parse chunk c straight into its final rows rows_at[c].. and non-zeros nnz_at[c].., then fix
+    up what parse_svmlight wrote relative to the chunk (row pointers, line numbers, byte offsets).
+    Slow-number entries of chunk c start at rows_at[c] + nnz_at[c]. parsed[c] = (rows, nnz, slow)."""
+    nc = bounds.shape[0] - 1
+    for c in prange(nc):
+        r0 = rows_at[c]
+        k0 = nnz_at[c]
+        n, k, ns = parse_svmlight(
+            buf[bounds[c] : bounds[c + 1]], zero_based, labels_optional,
+            data[k0:], indices[k0:], indptr[r0:], y[r0:], qid[r0:], has_qid[r0:],
+            line_no[r0:], docspan[r0:], slow[r0 + k0 :], status[c],
+        )
+        parsed[c, 0] = n
+        parsed[c, 1] = k
+        parsed[c, 2] = ns
+    # chunk c wrote indptr[r0 .. r0 + n] relative to k0, and indptr[r0] collides with the last
+    # entry of chunk c - 1: rewrite every chunk's entries after all chunks are done
+    for c in prange(nc):
+        r0 = rows_at[c]
+        k0 = nnz_at[c]
+        off = bounds[c]
+        for i in range(parsed[c, 0]):
+            if i > 0:
+                indptr[r0 + i] += k0
+            line_no[r0 + i] += line_before[c]
+            if docspan[r0 + i, 0] >= 0:
+                docspan[r0 + i, 0] += off
+                docspan[r0 + i, 1] += off
+    for c in range(nc):
+        indptr[rows_at[c]] = nnz_at[c]
+    indptr[indptr.shape[0] - 1] = data.shape[0]

@@ -109,29 +109,16 @@ def parse_bytes(
     labels_optional: bool = False,
 ) -> Dataset:
     """Parse an SVMlight/LETOR buffer (uint8) into a validated Dataset."""
-    max_rows, max_nnz = K.count_lines_and_colons(buf)
-    data = np.empty(max_nnz, dtype=np.float64)
-    indices = np.empty(max_nnz, dtype=np.int32)
-    indptr = np.empty(max_rows + 1, dtype=np.int64)
-    y = np.empty(max_rows, dtype=np.float64)
-    qid = np.empty(max_rows, dtype=np.int64)
-    has_qid = np.empty(max_rows, dtype=np.uint8)
-    line_no = np.empty(max_rows, dtype=np.int64)
-    docspan = np.empty((max_rows, 2), dtype=np.int64)
-    slow = np.empty((max_nnz + max_rows, 4), dtype=np.int64)
-    status = np.zeros(5, dtype=np.int64)
-    n, nnz, n_slow = K.parse_svmlight(
-        buf, bool(zero_based), bool(labels_optional), data, indices, indptr, y, qid, has_qid, line_no, docspan, slow, status
-    )
-    if status[0] != K.OK:
-        code, line, start, end, extra = (int(v) for v in status)
-        raise DataError(source, _MESSAGES[code].format(tok=_token(buf, start, end), extra=extra), line)
+    n_chunks = _n_chunks(buf.shape[0])
+    if n_chunks == 1:
+        arrays = _parse_serial(buf, source, zero_based, labels_optional)
+    else:
+        arrays = _parse_parallel(buf, source, zero_based, labels_optional, n_chunks)
+    data, indices, indptr, y, qid, has_qid, line_no, docspan = arrays
+    n, nnz = y.shape[0], data.shape[0]
     if n == 0:
         what = "is empty" if buf.shape[0] == 0 else "has no data lines (only blank lines or comments)"
         raise DataError(source, what)
-    data, indices, indptr = data[:nnz], indices[:nnz], indptr[: n + 1]
-    y, qid, has_qid, line_no, docspan = y[:n], qid[:n], has_qid[:n], line_no[:n], docspan[:n]
-    _convert_slow_numbers(buf, slow[:n_slow], data, y, line_no, indptr, source)
 
     with_qid = int(has_qid.sum())
     if 0 < with_qid < n:
@@ -182,6 +169,93 @@ def parse_bytes(
     if bool(np.any(docspan[:, 0] >= 0)):
         ds.docid_buf, ds.docid_spans = _compact_spans(buf, docspan)
     return ds.validate()
+
+
+# Files below this size are parsed by one thread; above it, in chunks of at least this size.
+PARALLEL_MIN_BYTES = 4 << 20
+
+
+def _n_chunks(size: int) -> int:
+    if size < PARALLEL_MIN_BYTES:
+        return 1
+    import numba
+
+    return int(max(2, min(4 * numba.get_num_threads(), size // PARALLEL_MIN_BYTES)))
+
+
+def _raise_status(buf, source, code, line, start, end, extra):
+    raise DataError(source, _MESSAGES[code].format(tok=_token(buf, start, end), extra=extra), line)
+
+
+def _parse_serial(buf, source, zero_based, labels_optional):
+    max_rows, max_nnz = K.count_lines_and_colons(buf)
+    data = np.empty(max_nnz, dtype=np.float64)
+    indices = np.empty(max_nnz, dtype=np.int32)
+    indptr = np.empty(max_rows + 1, dtype=np.int64)
+    y = np.empty(max_rows, dtype=np.float64)
+    qid = np.empty(max_rows, dtype=np.int64)
+    has_qid = np.empty(max_rows, dtype=np.uint8)
+    line_no = np.empty(max_rows, dtype=np.int64)
+    docspan = np.empty((max_rows, 2), dtype=np.int64)
+    slow = np.empty((max_nnz + max_rows, 4), dtype=np.int64)
+    status = np.zeros(5, dtype=np.int64)
+    n, nnz, n_slow = K.parse_svmlight(
+        buf, bool(zero_based), bool(labels_optional), data, indices, indptr, y, qid, has_qid, line_no, docspan, slow, status
+    )
+    if status[0] != K.OK:
+        _raise_status(buf, source, *(int(v) for v in status))
+    data, indices, indptr = data[:nnz], indices[:nnz], indptr[: n + 1]
+    y, qid, has_qid, line_no, docspan = y[:n], qid[:n], has_qid[:n], line_no[:n], docspan[:n]
+    _convert_slow_numbers(buf, slow[:n_slow], data, y, line_no, indptr, source)
+    return data, indices, indptr, y, qid, has_qid, line_no, docspan
+
+
+def _exclusive_cumsum(a: np.ndarray) -> np.ndarray:
+    out = np.zeros(a.shape[0], dtype=np.int64)
+    np.cumsum(a[:-1], out=out[1:])
+    return out
+
+
+def _parse_parallel(buf, source, zero_based, labels_optional, n_chunks):
+    """The same result as _parse_serial, parsing chunks of lines on all cores: an exact count of
+    rows and non-zeros per chunk, then every chunk parses straight into its final place."""
+    bounds = K.chunk_bounds(buf, n_chunks)
+    counts = np.zeros((n_chunks, 3), dtype=np.int64)
+    K.count_chunks(buf, bounds, bool(labels_optional), counts)
+    rows_at, nnz_at = _exclusive_cumsum(counts[:, 0]), _exclusive_cumsum(counts[:, 1])
+    line_before = _exclusive_cumsum(counts[:, 2])
+    n, nnz = int(counts[:, 0].sum()), int(counts[:, 1].sum())
+    data = np.empty(nnz, dtype=np.float64)
+    indices = np.empty(nnz, dtype=np.int32)
+    indptr = np.empty(n + 1, dtype=np.int64)
+    y = np.empty(n, dtype=np.float64)
+    qid = np.empty(n, dtype=np.int64)
+    has_qid = np.empty(n, dtype=np.uint8)
+    line_no = np.empty(n, dtype=np.int64)
+    docspan = np.empty((n, 2), dtype=np.int64)
+    slow = np.empty((n + nnz, 4), dtype=np.int64)
+    status = np.zeros((n_chunks, 5), dtype=np.int64)
+    parsed = np.zeros((n_chunks, 3), dtype=np.int64)
+    K.parse_chunks(
+        buf, bounds, bool(zero_based), bool(labels_optional), rows_at, nnz_at, line_before,
+        data, indices, indptr, y, qid, has_qid, line_no, docspan, slow, status, parsed,
+    )
+    for c in range(n_chunks):  # the first error in file order
+        if status[c, 0] != K.OK:
+            code, line, start, end, extra = (int(v) for v in status[c])
+            _raise_status(buf, source, code, line + int(line_before[c]), start + int(bounds[c]), end + int(bounds[c]), extra)
+    if not np.array_equal(parsed[:, :2], counts[:, :2]):  # cannot happen: the counter mirrors the parser
+        raise RuntimeError("parallel reader: chunk counts disagree with the parser")
+    if parsed[:, 2].any():
+        pieces = []
+        for c in range(n_chunks):
+            s0 = int(rows_at[c] + nnz_at[c])
+            sl = slow[s0 : s0 + int(parsed[c, 2])].copy()
+            sl[:, 1] += np.where(sl[:, 0] == 0, nnz_at[c], rows_at[c])
+            sl[:, 2:] += bounds[c]
+            pieces.append(sl)
+        _convert_slow_numbers(buf, np.concatenate(pieces), data, y, line_no, indptr, source)
+    return data, indices, indptr, y, qid, has_qid, line_no, docspan
 
 
 def _compact_spans(buf: np.ndarray, spans: np.ndarray) -> tuple[bytes, np.ndarray]:
