@@ -1,7 +1,8 @@
 """Numba kernels that turn the raw bytes of an SVMlight/LETOR file into CSR arrays.
 
-One pass counts lines and ':' bytes (upper bounds for rows and non-zeros); the second pass parses
-into preallocated arrays. Kernels never raise: they stop at the first bad token and return a
+The file is cut at line boundaries into chunks (one for small files); a first pass counts each
+chunk's rows and non-zeros exactly, with the same tokenising helpers as the parser, and the
+second pass parses every chunk straight into its final place in the output arrays. Kernels never raise: they stop at the first bad token and return a
 status code with the line number and the token's byte span, and the Python wrapper
 (`rankkit.io.svmlight`) turns that into a `file:line: message` error.
 
@@ -45,20 +46,6 @@ _MAX_INDEX = 2**31 - 1
 _MAX_QID = 2**63 - 1
 
 _POW10 = np.array([10.0**i for i in range(23)], dtype=np.float64)
-
-
-@njit
-def count_lines_and_colons(buf):
-    """Upper bounds for the number of rows and of non-zeros."""
-    lines = 1
-    colons = 0
-    for i in range(buf.shape[0]):
-        c = buf[i]
-        if c == _LF:
-            lines += 1
-        elif c == _COLON:
-            colons += 1
-    return lines, colons
 
 
 @njit
@@ -190,6 +177,43 @@ def _parse_uint(buf, s, e, limit):
 
 
 @njit
+def _line_bounds(buf, pos, n):
+    """For the line starting at pos: (end of line, end of content before '#', first non-space)."""
+    end = pos
+    while end < n and buf[end] != _LF:
+        end += 1
+    cend = pos
+    while cend < end and buf[cend] != _HASH:
+        cend += 1
+    i = pos
+    while i < cend and _is_space(buf[i]):
+        i += 1
+    return end, cend, i
+
+
+@njit
+def _token_end(buf, i, cend):
+    """(end of the token starting at i, position of its first ':' or -1)."""
+    j = i
+    colon = -1
+    while j < cend and not _is_space(buf[j]):
+        if buf[j] == _COLON and colon < 0:
+            colon = j
+        j += 1
+    return j, colon
+
+
+@njit
+def _is_qid(buf, i, colon):
+    return (
+        colon - i == 3
+        and _lower(buf[i]) == 113
+        and _lower(buf[i + 1]) == 105
+        and _lower(buf[i + 2]) == 100
+    )
+
+
+@njit
 def parse_svmlight(
     buf, zero_based, labels_optional, data, indices, indptr, y, qid, has_qid, line_no, docspan, slow, status
 ):
@@ -209,29 +233,14 @@ def parse_svmlight(
     indptr[0] = 0
     while pos < n:
         line += 1
-        end = pos
-        while end < n and buf[end] != _LF:
-            end += 1
+        end, cend, i = _line_bounds(buf, pos, n)  # content ends at the first '#'
         nxt = end + 1
-        # content ends at the first '#'
-        cend = pos
-        while cend < end and buf[cend] != _HASH:
-            cend += 1
-        # first token
-        i = pos
-        while i < cend and _is_space(buf[i]):
-            i += 1
         if i >= cend:
             pos = nxt
             continue  # blank or comment-only line
         # ---- label (optional for prediction: a first token with ':' is a feature or qid)
-        j = i
-        has_colon = False
-        while j < cend and not _is_space(buf[j]):
-            if buf[j] == _COLON:
-                has_colon = True
-            j += 1
-        if labels_optional and has_colon:
+        j, first_colon = _token_end(buf, i, cend)
+        if labels_optional and first_colon >= 0:
             st, v, sl = _NUM_OK, 0.0, False
             j = i
         else:
@@ -263,12 +272,7 @@ def parse_svmlight(
                 i += 1
             if i >= cend:
                 break
-            j = i
-            colon = -1
-            while j < cend and not _is_space(buf[j]):
-                if buf[j] == _COLON and colon < 0:
-                    colon = j
-                j += 1
+            j, colon = _token_end(buf, i, cend)
             status[1] = line
             status[2] = i
             status[3] = j
@@ -276,13 +280,7 @@ def parse_svmlight(
                 status[0] = MISSING_COLON
                 return row, k, ns
             # qid:<int> right after the label
-            if (
-                first
-                and colon - i == 3
-                and _lower(buf[i]) == 113
-                and _lower(buf[i + 1]) == 105
-                and _lower(buf[i + 2]) == 100
-            ):
+            if first and _is_qid(buf, i, colon):
                 s = colon + 1
                 qneg = False
                 if s < j and (buf[s] == 45 or buf[s] == 43):
@@ -410,33 +408,20 @@ def chunk_bounds(buf, n_chunks):
 
 @njit
 def _count_exact(buf, s, e, labels_optional):
-    """Rows, non-zeros and newlines of buf[s:e], tokenised exactly as parse_svmlight does (for
-    valid input; on a bad line the parser stops with an error before reaching the counts)."""
+    """Rows, non-zeros and newlines of buf[s:e], tokenised exactly as parse_svmlight does (same
+    helpers; on a bad line the parser stops with an error before the counts matter)."""
     rows = 0
     nnz = 0
     newlines = 0
     pos = s
     while pos < e:
-        end = pos
-        while end < e and buf[end] != _LF:
-            end += 1
+        end, cend, i = _line_bounds(buf, pos, e)
         if end < e:
             newlines += 1
-        cend = pos
-        while cend < end and buf[cend] != _HASH:
-            cend += 1
-        i = pos
-        while i < cend and _is_space(buf[i]):
-            i += 1
         if i < cend:
             rows += 1
-            j = i
-            has_colon = False
-            while j < cend and not _is_space(buf[j]):
-                if buf[j] == _COLON:
-                    has_colon = True
-                j += 1
-            if not (labels_optional and has_colon):
+            j, colon = _token_end(buf, i, cend)
+            if not (labels_optional and colon >= 0):
                 i = j  # the label
             first = True
             while True:
@@ -444,18 +429,8 @@ def _count_exact(buf, s, e, labels_optional):
                     i += 1
                 if i >= cend:
                     break
-                j = i
-                while j < cend and not _is_space(buf[j]):
-                    j += 1
-                is_qid = (
-                    first
-                    and j - i > 3
-                    and buf[i + 3] == _COLON
-                    and _lower(buf[i]) == 113
-                    and _lower(buf[i + 1]) == 105
-                    and _lower(buf[i + 2]) == 100
-                )
-                if not is_qid:
+                j, colon = _token_end(buf, i, cend)
+                if not (first and _is_qid(buf, i, colon)):
                     nnz += 1
                 first = False
                 i = j

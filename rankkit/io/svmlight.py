@@ -109,11 +109,7 @@ def parse_bytes(
     labels_optional: bool = False,
 ) -> Dataset:
     """Parse an SVMlight/LETOR buffer (uint8) into a validated Dataset."""
-    n_chunks = _n_chunks(buf.shape[0])
-    if n_chunks == 1:
-        arrays = _parse_serial(buf, source, zero_based, labels_optional)
-    else:
-        arrays = _parse_parallel(buf, source, zero_based, labels_optional, n_chunks)
+    arrays = _parse_chunked(buf, source, zero_based, labels_optional, _n_chunks(buf.shape[0]))
     data, indices, indptr, y, qid, has_qid, line_no, docspan = arrays
     n, nnz = y.shape[0], data.shape[0]
     if n == 0:
@@ -171,7 +167,7 @@ def parse_bytes(
     return ds.validate()
 
 
-# Files below this size are parsed by one thread; above it, in chunks of at least this size.
+# Files below this size are parsed as one chunk; above it, in chunks of at least this size.
 PARALLEL_MIN_BYTES = 4 << 20
 
 
@@ -187,38 +183,15 @@ def _raise_status(buf, source, code, line, start, end, extra):
     raise DataError(source, _MESSAGES[code].format(tok=_token(buf, start, end), extra=extra), line)
 
 
-def _parse_serial(buf, source, zero_based, labels_optional):
-    max_rows, max_nnz = K.count_lines_and_colons(buf)
-    data = np.empty(max_nnz, dtype=np.float64)
-    indices = np.empty(max_nnz, dtype=np.int32)
-    indptr = np.empty(max_rows + 1, dtype=np.int64)
-    y = np.empty(max_rows, dtype=np.float64)
-    qid = np.empty(max_rows, dtype=np.int64)
-    has_qid = np.empty(max_rows, dtype=np.uint8)
-    line_no = np.empty(max_rows, dtype=np.int64)
-    docspan = np.empty((max_rows, 2), dtype=np.int64)
-    slow = np.empty((max_nnz + max_rows, 4), dtype=np.int64)
-    status = np.zeros(5, dtype=np.int64)
-    n, nnz, n_slow = K.parse_svmlight(
-        buf, bool(zero_based), bool(labels_optional), data, indices, indptr, y, qid, has_qid, line_no, docspan, slow, status
-    )
-    if status[0] != K.OK:
-        _raise_status(buf, source, *(int(v) for v in status))
-    data, indices, indptr = data[:nnz], indices[:nnz], indptr[: n + 1]
-    y, qid, has_qid, line_no, docspan = y[:n], qid[:n], has_qid[:n], line_no[:n], docspan[:n]
-    _convert_slow_numbers(buf, slow[:n_slow], data, y, line_no, indptr, source)
-    return data, indices, indptr, y, qid, has_qid, line_no, docspan
-
-
 def _exclusive_cumsum(a: np.ndarray) -> np.ndarray:
     out = np.zeros(a.shape[0], dtype=np.int64)
     np.cumsum(a[:-1], out=out[1:])
     return out
 
 
-def _parse_parallel(buf, source, zero_based, labels_optional, n_chunks):
-    """The same result as _parse_serial, parsing chunks of lines on all cores: an exact count of
-    rows and non-zeros per chunk, then every chunk parses straight into its final place."""
+def _parse_chunked(buf, source, zero_based, labels_optional, n_chunks):
+    """Parse chunks of lines on all cores: an exact count of rows and non-zeros per chunk, then
+    every chunk parses straight into its final place. The result does not depend on n_chunks."""
     bounds = K.chunk_bounds(buf, n_chunks)
     counts = np.zeros((n_chunks, 3), dtype=np.int64)
     K.count_chunks(buf, bounds, bool(labels_optional), counts)
