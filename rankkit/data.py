@@ -121,6 +121,9 @@ class Dataset:
             (bool(np.all(np.diff(self.qptr) > 0)) or n == 0, "queries must be non-empty"),
             (self.indptr[0] == 0 and self.indptr[-1] == self.data.shape[0], "indptr must span data"),
         ]
+        if self.indices.shape[0]:
+            lo, hi = int(self.indices.min()), int(self.indices.max())
+            checks.append((lo >= 0 and hi < self.n_features, "column indices must lie in [0, n_features)"))
         for ok, what in checks:
             if not ok:
                 raise DataError(self.source, f"invalid dataset: {what}")

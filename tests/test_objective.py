@@ -132,3 +132,36 @@ def test_pair_counts_match_enumeration():
         assert ds.n_pairs == len(P)
         per_q = np.bincount(np.searchsorted(ds.qptr, P[:, 0], side="right") - 1, minlength=ds.n_queries)
         np.testing.assert_array_equal(ds.pairs_per_query, per_q)
+
+
+def test_huge_score_offsets_lose_no_accuracy():
+    """Scores 2^30 and more away from zero, per-query offsets, exact differences: the loss is a sum
+    of non-negative terms in the kernels, so it matches explicit pairs to full precision (the
+    expanded form sum alpha y^2 - beta y would lose every digit here)."""
+    ds = make_dataset(seed=12, sizes=(40, 3, 25, 1, 30), one_label_queries=())
+    rng = np.random.default_rng(0)
+    u = rng.integers(-256, 256, ds.n_rows) / 64.0  # few bits: y_i - y_j is exact
+    offsets = (2.0**30) * (1 + np.arange(ds.n_queries))
+    y = u + np.repeat(offsets, np.diff(ds.qptr))
+    d = rng.standard_normal(ds.n_rows)
+    obj = PairwiseObjective(ds, 1.0)
+    L = obj.loss_y(y)
+    Hd = obj.hess_vec_y(d).copy()
+    L_ref, g_ref, Hd_ref = sqhinge_loss_y(y, ds.y, ds.qptr, d)
+    assert abs(L - L_ref) <= 1e-12 * L_ref
+    _close(obj.gy, g_ref)
+    _close(Hd, Hd_ref)
+
+
+def test_margin_exactly_one_is_inactive_like_the_reference():
+    """y_i - y_j == 1 exactly: loss 0 and not in the generalised Hessian, as `1 - (y_i - y_j) > 0`."""
+    ds = make_dataset(seed=13, sizes=(6,), one_label_queries=())
+    obj = PairwiseObjective(ds, 1.0)
+    for base in (0.0, 0.1, 1e8 + 0.5):
+        y = base + ds.y.copy()  # labels differ by integers: many margins exactly 0 or 1
+        d = np.arange(ds.n_rows, dtype=float)
+        L = obj.loss_y(y)
+        Hd = obj.hess_vec_y(d).copy()
+        L_ref, g_ref, Hd_ref = sqhinge_loss_y(y, ds.y, ds.qptr, d)
+        assert L == pytest.approx(L_ref, abs=1e-12)
+        _close(Hd, Hd_ref)

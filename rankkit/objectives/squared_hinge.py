@@ -2,27 +2,32 @@
 
     L(y) = sum over queries q, pairs (i, j) in q with label_i > label_j of max(0, 1 - (y_i - y_j))^2
 
-with y = X w. No pair is ever materialised. A pair (i above j) is *active* when y_j + 1 > y_i.
-For each document k let
+with y = X w. No pair is ever materialised. A pair (i above j) is *active* when y_i - y_j < 1,
+tested as exactly that floating-point expression everywhere (so the kernels and a brute-force
+`1 - (y_i - y_j) > 0` agree even at margin exactly 1). For each document k let
 
-    U-role (k is the higher document):  J_k = {j in q(k): lev_j < lev_k, y_j + 1 > y_k}
-    L-role (k is the lower document):   I_k = {i in q(k): lev_i > lev_k, y_i < y_k + 1}
+    U-role (k is the higher document):  J_k = {j in q(k): lev_j < lev_k, y_k - y_j < 1}
+    L-role (k is the lower document):   I_k = {i in q(k): lev_i > lev_k, y_i - y_k < 1}
 
-Then, with v = y + 1,
+and write n, m and M2 for the count, mean and sum of squared deviations of the scores in a set.
+Then
 
-    L      = sum_k  sum_{j in J_k} (v_j - y_k)^2 = sum_k Q_k - 2 y_k S_k + |J_k| y_k^2
-    dL/dy_k = -2 sum_{j in J_k} (v_j - y_k) + 2 sum_{i in I_k} (v_k - y_i)
-    (H_L d)_k = 2 [ (|J_k| + |I_k|) d_k - sum_{j in J_k} d_j - sum_{i in I_k} d_i ]
+    L        = sum_k  M2(J_k) + n(J_k) (m(J_k) + 1 - y_k)^2
+    dL/dy_k  = -2 n(J_k) (m(J_k) + 1 - y_k) + 2 n(I_k) (1 - m(I_k) + y_k)
+    (H_L d)_k = 2 [ (n(J_k) + n(I_k)) d_k - sum_{j in J_k} d_j - sum_{i in I_k} d_i ]
 
-(H_L is the generalised Hessian: the active set is fixed at the point where the gradient was
-taken.) Per query the documents are sorted by y once; J_k is a prefix of the descending order
-restricted to lower levels, I_k a prefix of the ascending order restricted to higher levels. Two
-sweeps with a Fenwick tree over the query's relevance levels give all sums in
-O(n_q log n_q + n_q log R_q). Scores are centred per query before the sweeps (pair differences do
-not change) to limit cancellation in the expanded squares.
+(H_L is the generalised Hessian: the active set is fixed where the gradient was taken.) Per
+query the documents are sorted by y once; J_k is a prefix of the descending order restricted to
+lower levels, I_k a prefix of the ascending order restricted to higher levels. Two sweeps with a
+Fenwick tree over the query's relevance levels give every (n, m, M2) in O(n_q log n_q +
+n_q log R_q). The tree nodes hold (n, m, M2) of the scores minus the query's median score,
+merged with Chan et al.'s pairwise update, so the loss is a sum of non-negative terms computed
+from differences: no cancellation however large the scores are (the paper's expanded form
+sum alpha y^2 - beta y loses digits as |y| grows). Sweeps for "levels above"
+index the tree by reversed level, so no aggregate is ever subtracted.
 
-Kernels take raw arrays only. `yc` (centred scores) and `order` (per-query ascending order, global
-row numbers) written by `fun_grad_y` are what `hess_vec_y` reuses, so the active set is identical.
+Kernels take raw arrays only. `ys` (scores in per-query sorted order), `ls` (their levels) and
+`order` written by `fun_grad_y` are what `hess_vec_y` reuses, so the active set is identical.
 """
 
 from __future__ import annotations
@@ -35,35 +40,71 @@ from rankkit.objectives._numba import njit
 
 
 @njit
-def _fen_reset(tree, R, width):
+def _fen_reset(tree, R):
     for i in range(R + 1):
-        for c in range(width):
-            tree[i, c] = 0.0
+        tree[i, 0] = 0.0
+        tree[i, 1] = 0.0
+        tree[i, 2] = 0.0
 
 
 @njit
-def _fen_add3(tree, R, level, a, b, c):
+def _fen_insert(tree, R, level, x):
+    """Add the value x at `level` to the (count, mean, M2) nodes (Welford's update)."""
     i = level + 1
     while i <= R:
-        tree[i, 0] += a
-        tree[i, 1] += b
-        tree[i, 2] += c
+        cnt = tree[i, 0] + 1.0
+        delta = x - tree[i, 1]
+        tree[i, 0] = cnt
+        tree[i, 1] += delta / cnt
+        tree[i, 2] += delta * (x - tree[i, 1])
         i += i & (-i)
 
 
 @njit
-def _fen_prefix3(tree, level):
-    """Sums of the three fields over levels < level."""
+def _fen_stats(tree, level):
+    """(count, mean, M2) of the values at levels < level (Chan et al.'s merge of the nodes)."""
+    n = 0.0
+    m = 0.0
+    M2 = 0.0
+    i = level
+    while i > 0:
+        nb = tree[i, 0]
+        if nb > 0.0:
+            if n == 0.0:
+                n = nb
+                m = tree[i, 1]
+                M2 = tree[i, 2]
+            else:
+                tot = n + nb
+                d = tree[i, 1] - m
+                m += d * (nb / tot)
+                M2 += tree[i, 2] + d * d * (n * nb / tot)
+                n = tot
+        i -= i & (-i)
+    return n, m, M2
+
+
+@njit
+def _fen_add_sum(tree, R, level, x):
+    """Add 1 to the count and x to the sum of `level` (Hessian-vector sweeps)."""
+    i = level + 1
+    while i <= R:
+        tree[i, 0] += 1.0
+        tree[i, 1] += x
+        i += i & (-i)
+
+
+@njit
+def _fen_sums(tree, level):
+    """(count, sum) over levels < level."""
     a = 0.0
     b = 0.0
-    c = 0.0
     i = level
     while i > 0:
         a += tree[i, 0]
         b += tree[i, 1]
-        c += tree[i, 2]
         i -= i & (-i)
-    return a, b, c
+    return a, b
 
 
 @njit(parallel=True)
@@ -86,49 +127,42 @@ def sort_queries(y, qptr, skip, order):
 @njit
 def _query_fun_grad(y, lev, s, e, R, order, ys, ls, gs, tree):
     """Loss, active-pair count and sorted-space gradient gs[s:e] of one query (rows s:e)."""
-    m = e - s
-    c = 0.0
-    for k in range(s, e):
-        c += y[k]
-    c /= m
     for t in range(s, e):
         k = order[t]
-        ys[t] = y[k] - c
+        ys[t] = y[k]
         ls[t] = lev[k]
     loss = 0.0
     n_active = 0.0
-    # sweep 1, descending: position t as the higher document of its pairs
-    _fen_reset(tree, R, 3)
+    # statistics are kept relative to the query's median score (activity uses the raw scores)
+    a = ys[(s + e) // 2]
+    # sweep 1, descending: position t as the higher document; J_t = lower levels, y_t - y_j < 1
+    _fen_reset(tree, R)
     p = e - 1
     for t in range(e - 1, s - 1, -1):
         yk = ys[t]
-        while p >= s and ys[p] + 1.0 > yk:
-            vj = ys[p] + 1.0
-            _fen_add3(tree, R, ls[p], 1.0, vj, vj * vj)
+        while p >= s and yk - ys[p] < 1.0:
+            _fen_insert(tree, R, ls[p], ys[p] - a)
             p -= 1
-        cnt, S, Q = _fen_prefix3(tree, ls[t])
-        if cnt > 0.0:
-            loss += Q - 2.0 * yk * S + cnt * yk * yk
-            gs[t] = -2.0 * (S - cnt * yk)
-            n_active += cnt
+        n, m, M2 = _fen_stats(tree, ls[t])
+        if n > 0.0:
+            r = m + 1.0 - (yk - a)
+            loss += M2 + n * r * r
+            gs[t] = -2.0 * n * r
+            n_active += n
         else:
             gs[t] = 0.0
-    # sweep 2, ascending: position t as the lower document of its pairs
-    _fen_reset(tree, R, 3)
-    tot_c = 0.0
-    tot_s = 0.0
+    # sweep 2, ascending: position t as the lower document; I_t = higher levels, y_i - y_t < 1
+    # (the tree is indexed by reversed level, so "levels above" is a prefix)
+    _fen_reset(tree, R)
     p = s
     for t in range(s, e):
-        vk = ys[t] + 1.0
-        while p < e and ys[p] < vk:
-            _fen_add3(tree, R, ls[p], 1.0, ys[p], 0.0)
-            tot_c += 1.0
-            tot_s += ys[p]
+        yk = ys[t]
+        while p < e and ys[p] - yk < 1.0:
+            _fen_insert(tree, R, R - 1 - ls[p], ys[p] - a)
             p += 1
-        cnt, S, _ = _fen_prefix3(tree, ls[t] + 1)
-        cnt = tot_c - cnt
-        if cnt > 0.0:
-            gs[t] += 2.0 * (cnt * vk - (tot_s - S))
+        n, m, _ = _fen_stats(tree, R - 1 - ls[t])
+        if n > 0.0:
+            gs[t] += 2.0 * n * (1.0 - m + (yk - a))
     return loss, n_active
 
 
@@ -136,8 +170,8 @@ def _query_fun_grad(y, lev, s, e, R, order, ys, ls, gs, tree):
 def fun_grad_y(y, lev, qptr, nlev, order, ys, ls, gs, gy):
     """Loss L(y) and gy = dL/dy for all queries. Returns (loss, number of active pairs).
 
-    `order` holds each query's rows in ascending y (see sort_queries). Writes the centred sorted
-    scores `ys` and sorted levels `ls` that hess_vec_y reuses, so its active set is identical.
+    `order` holds each query's rows in ascending y (see sort_queries). Writes the sorted scores
+    `ys` and sorted levels `ls` that hess_vec_y reuses, so its active set is identical.
     nlev[q] is the number of distinct labels of query q; queries with one level are skipped.
     Queries run in parallel; per-query sums are added in query order, so the result does not
     depend on the number of threads.
@@ -170,30 +204,26 @@ def fun_grad_y(y, lev, qptr, nlev, order, ys, ls, gs, gy):
 
 @njit
 def _query_hv(ys, ls, s, e, R, ds, zs, tree):
-    # sweep 1, descending
-    _fen_reset(tree, R, 3)
+    # sweep 1, descending (same pointer rule as _query_fun_grad)
+    _fen_reset(tree, R)
     p = e - 1
     for t in range(e - 1, s - 1, -1):
         yk = ys[t]
-        while p >= s and ys[p] + 1.0 > yk:
-            _fen_add3(tree, R, ls[p], 1.0, ds[p], 0.0)
+        while p >= s and yk - ys[p] < 1.0:
+            _fen_add_sum(tree, R, ls[p], ds[p])
             p -= 1
-        cnt, G, _ = _fen_prefix3(tree, ls[t])
+        cnt, G = _fen_sums(tree, ls[t])
         zs[t] = cnt * ds[t] - G
-    # sweep 2, ascending
-    _fen_reset(tree, R, 3)
-    tot_c = 0.0
-    tot_g = 0.0
+    # sweep 2, ascending, reversed levels
+    _fen_reset(tree, R)
     p = s
     for t in range(s, e):
-        vk = ys[t] + 1.0
-        while p < e and ys[p] < vk:
-            _fen_add3(tree, R, ls[p], 1.0, ds[p], 0.0)
-            tot_c += 1.0
-            tot_g += ds[p]
+        yk = ys[t]
+        while p < e and ys[p] - yk < 1.0:
+            _fen_add_sum(tree, R, R - 1 - ls[p], ds[p])
             p += 1
-        cnt, G, _ = _fen_prefix3(tree, ls[t] + 1)
-        zs[t] = 2.0 * (zs[t] + (tot_c - cnt) * ds[t] - (tot_g - G))
+        cnt, G = _fen_sums(tree, R - 1 - ls[t])
+        zs[t] = 2.0 * (zs[t] + cnt * ds[t] - G)
 
 
 @njit(parallel=True)

@@ -7,8 +7,9 @@ Each Newton iteration solves H d = -g approximately by linear conjugate gradient
 vector products, never H), then steps along d with a line search: t = 1 first (Armijo), and if that
 fails a safeguarded one-dimensional Newton search on the piecewise-quadratic phi(t) = f(w + t d),
 which is exact for this loss. It stops when the Newton decrement -g.d (an estimate of g' H^-1 g
-from CG) falls below tol * f, the paper's relative rule (decrement / objective < 1e-6), and warns
-rather than fails at --max-iter or when the line search cannot decrease f.
+from CG) falls below tol * f, the paper's relative rule (decrement / objective < 1e-6), confirmed
+by an accurate CG solve (a loose CG underestimates the decrement on ill-conditioned problems), and
+warns rather than fails at --max-iter or when the line search cannot decrease f.
 
 The driver only talks to the objective through scores / evaluate / gradient / hess_vec /
 hess_vec_y, like liblinear's newton.h, so other smooth pairwise losses can reuse it.
@@ -29,6 +30,7 @@ DEFAULT_C = 1.0
 DEFAULT_TOL = 1e-6
 DEFAULT_MAX_ITER = 100
 CG_MAX_ITER = 1000
+CG_CONFIRM_RTOL = 1e-8  # relative CG residual of the solve that confirms the stopping rule
 ARMIJO = 1e-4
 
 
@@ -74,7 +76,7 @@ def line_search(obj: PairwiseObjective, w, y, d, delta, f0: float, gd: float):
             hi = t
         else:
             lo = t
-        if abs(d1) <= 1e-10 * abs(gd) and ft <= f0:
+        if abs(d1) <= 1e-10 * abs(gd) and ft < f0:
             break
         t_new = t - d1 / d2
         if not (lo < t_new < hi):
@@ -83,7 +85,7 @@ def line_search(obj: PairwiseObjective, w, y, d, delta, f0: float, gd: float):
             break
         t = t_new
         ft = obj.evaluate(w + t * d, y + t * delta)
-    if ft <= f0:
+    if ft < f0:
         return t, ft
     obj.evaluate(w, y)  # restore the state at w
     return 0.0, f0
@@ -97,7 +99,12 @@ def truncated_newton(
     log: Log | None = None,
 ) -> FitResult:
     t_start = time.perf_counter()
-    w = np.zeros(obj.n_features) if w0 is None else np.array(w0, dtype=np.float64, copy=True)
+    if w0 is None:
+        w = np.zeros(obj.n_features)
+    else:
+        w = np.array(w0, dtype=np.float64, copy=True)
+        if w.shape != (obj.n_features,) or not np.all(np.isfinite(w)):
+            raise ValueError(f"w0 must be {obj.n_features} finite numbers, got shape {w.shape}")
     y = obj.scores(w)
     f = obj.evaluate(w, y)
     g = obj.gradient(w)
@@ -120,8 +127,15 @@ def truncated_newton(
         eta = min(0.1, math.sqrt(g_norm / g0_norm)) if g0_norm > 0 else 0.1
         d, cg_it, _ = conjugate_gradient(obj.hess_vec, -g, eta, CG_MAX_ITER)
         cg_total += cg_it
-        gd = float(g @ d)
-        decrement = -gd
+        decrement = -float(g @ d)
+        if decrement <= tol * f and eta > CG_CONFIRM_RTOL:
+            # CG from 0 underestimates g'H^-1g when it stops early and H is ill-conditioned:
+            # confirm convergence with an accurate solve before trusting the estimate
+            d, more, _ = conjugate_gradient(obj.hess_vec, -g, CG_CONFIRM_RTOL, CG_MAX_ITER)
+            cg_it += more
+            cg_total += more
+            decrement = -float(g @ d)
+        gd = -decrement
         if decrement <= tol * f:
             converged = True
             message = f"Newton decrement / objective = {decrement / f:.3g} < tol {tol:g}"

@@ -1,0 +1,80 @@
+"""Parallel kernels give bit-identical results for any number of threads.
+
+The data is large enough (> 4096 rows, many queries) for the chunked X^T z and the parallel
+per-query sweeps to run in parallel.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+import pytest
+
+from rankkit.objectives._sparse import csr_rmatvec, rmatvec_chunks
+from rankkit.objectives.pairwise import PairwiseObjective
+from rankkit.solvers.newton import NewtonRankSVM
+from tests.conftest import make_dataset
+from tests.reference import RTOL_KERNEL
+
+
+@pytest.fixture(scope="module")
+def big_ds():
+    rng = np.random.default_rng(0)
+    sizes = tuple(int(v) for v in rng.integers(1, 60, size=250))
+    ds = make_dataset(seed=21, sizes=sizes, n_features=12, n_labels=4)
+    assert ds.n_rows > 4096 and rmatvec_chunks(ds.n_rows, ds.n_features) > 1
+    return ds
+
+
+def _with_threads(n, fn):
+    old = numba.get_num_threads()
+    numba.set_num_threads(n)
+    try:
+        return fn()
+    finally:
+        numba.set_num_threads(old)
+
+
+def test_rmatvec_matches_scipy_and_is_thread_independent(big_ds):
+    z = np.random.default_rng(1).standard_normal(big_ds.n_rows)
+    X = big_ds.csr()
+
+    def run():
+        return csr_rmatvec(big_ds.data, big_ds.indices, big_ds.indptr, z, np.empty(big_ds.n_features))
+
+    one, two = _with_threads(1, run), _with_threads(2, run)
+    assert np.array_equal(one, two)
+    np.testing.assert_allclose(one, X.T @ z, rtol=0, atol=RTOL_KERNEL * np.abs(X.T @ z).max())
+
+
+def test_objective_and_fit_are_bitwise_thread_independent(big_ds):
+    w = np.random.default_rng(2).standard_normal(big_ds.n_features) * 0.3
+    s = np.random.default_rng(3).standard_normal(big_ds.n_features)
+
+    def run():
+        obj = PairwiseObjective(big_ds, 0.01)
+        f, g = obj.fun_grad(w)
+        hv = obj.hess_vec(s)
+        fit = NewtonRankSVM(C=0.01).fit(big_ds)
+        return f, g.copy(), hv.copy(), fit.w.copy(), fit.objective
+
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("numba runs with one thread here")
+    one, two = _with_threads(1, run), _with_threads(2, run)
+    assert one[0] == two[0] and one[4] == two[4]
+    for a, b in zip(one[1:4], two[1:4]):
+        assert np.array_equal(a, b)
+
+
+def test_parallel_objective_matches_explicit_pairs_on_big_data(big_ds):
+    from tests.reference import sqhinge_loss_y
+
+    obj = PairwiseObjective(big_ds, 1.0)
+    y = np.random.default_rng(4).standard_normal(big_ds.n_rows)
+    d = np.random.default_rng(5).standard_normal(big_ds.n_rows)
+    L = obj.loss_y(y)
+    Hd = obj.hess_vec_y(d).copy()
+    L_ref, g_ref, Hd_ref = sqhinge_loss_y(y, big_ds.y, big_ds.qptr, d)
+    assert abs(L - L_ref) <= RTOL_KERNEL * L_ref
+    np.testing.assert_allclose(obj.gy, g_ref, rtol=0, atol=RTOL_KERNEL * np.abs(g_ref).max())
+    np.testing.assert_allclose(Hd, Hd_ref, rtol=0, atol=RTOL_KERNEL * np.abs(Hd_ref).max())
