@@ -15,7 +15,7 @@ from typing import Callable
 import numpy as np
 
 from rankkit import __version__
-from rankkit.errors import DataError, ModelError, UsageError
+from rankkit.errors import DataError
 from rankkit.io.atomic import check_writable
 from rankkit.io.model import Model, read_model, write_model
 from rankkit.io.output import read_scores, write_scores
@@ -154,5 +154,3 @@ def evaluate(data_file, scores_file, metrics=None, fmt="table", zero_based=False
             echo(f"{k:<{width}}  {v:.6f}")
     return values
 
-
-__all__ = ["train", "predict", "evaluate", "ModelError", "UsageError"]

@@ -188,13 +188,13 @@ def bench_scaling(report, repeat, max_n):
     for n in sizes:
         ds = single_query(n, d, 1)
         C = 1e4 / ds.n_pairs
-        t, res = best_of(lambda: NewtonRankSVM(C=C).fit(ds), repeat if n < 10**7 else 1)
+        t, res = best_of(lambda ds=ds, C=C: NewtonRankSVM(C=C).fit(ds), repeat if n < 10**7 else 1)
         ns.append(n)
         ts.append(t)
         report.append(
             f"| {n:,} | {ds.n_pairs:.3g} | {res.iterations} | {res.extra['cg_iterations']} | {t:.3f} | {t / res.iterations:.4f} |"
         )
-        del ds
+        del ds  # free the largest inputs before the next size
     if len(ns) >= 2:
         a, _ = np.polyfit(np.log(ns), np.log(ts), 1)
         report.append(f"\nFitted exponent of fit time vs n (least squares on log-log): **{a:.2f}**.\n")

@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
 import sys
 import time
 from statistics import NormalDist
@@ -259,7 +258,7 @@ VALUE_WIDTH = 10  # [sign][i1][i0][.][f0..f5]  or  [sign][m][.][d0 d1 d2][e][s][
 def _varied_values(rng: np.random.Generator, shape: tuple) -> np.ndarray:
     """(*shape, VALUE_WIDTH) value texts in mixed notations, PAD where unused."""
     cls = rng.integers(0, 100, size=shape, dtype=np.int8)
-    fixed, trimmed, integer = cls < 40, (cls >= 40) & (cls < 70), (cls >= 70) & (cls < 85)
+    trimmed, integer = (cls >= 40) & (cls < 70), (cls >= 70) & (cls < 85)  # cls < 40: '%.6f'
     sci = cls >= 85
 
     # '%.6f' and '%g'-like: [sign][ip][.][6 fraction digits]

@@ -50,8 +50,8 @@ def main(argv):
         rows.append(t)
         print(f"Fold{fold}: C={C:g} (vali MAP {vmap:.4f})  " + "  ".join(f"{k} {t[k]:.4f}" for k in METRICS))
     mean = {k: float(np.mean([r[k] for r in rows])) for k in METRICS}
-    print(f"mean over 5 folds:        " + "  ".join(f"{k} {mean[k]:.4f}" for k in METRICS))
-    print(f"published RSVM (Zhang et al. Table 4): " + "  ".join(f"{k} {v:.4f}" for k, v in PUBLISHED.items()))
+    print("mean over 5 folds:        " + "  ".join(f"{k} {mean[k]:.4f}" for k in METRICS))
+    print("published RSVM (Zhang et al. Table 4): " + "  ".join(f"{k} {v:.4f}" for k, v in PUBLISHED.items()))
     print(f"total time {time.perf_counter() - t0:.1f}s for {5 * len(GRID)} fits")
     return 0
 
