@@ -13,6 +13,14 @@ import sys
 import click
 
 from rankkit import __version__
+from rankkit.config import (
+    CONVENTION_NAMES,
+    DEFAULT_CONVENTION,
+    DEFAULT_PERMUTATIONS,
+    EMPTY_QUERY_CHOICES,
+    PREDICT_FORMATS,
+    SIGNIFICANCE_TESTS,
+)
 from rankkit.errors import EXIT_FAILURE, EXIT_USAGE, RankkitError
 from rankkit.solvers import DEFAULT_SOLVER, SOLVERS
 
@@ -53,7 +61,7 @@ def cli():
     \b
     rankkit train TRAIN MODEL          fit a ranker (primal Newton RankSVM by default)
     rankkit predict DATA MODEL [OUT]   one score per line, in input order
-    rankkit eval DATA SCORES           NDCG@k and MAP, LETOR 4.0 conventions
+    rankkit eval DATA SCORES...        NDCG, MAP, ERR, ... in the LETOR, TREC or LightGBM conventions
     """
 
 
@@ -140,11 +148,22 @@ def train(train_file, model_file, solver, C, tol, max_iter, zero_based, group_qu
     default=None,
     help="Index base of DATA (default: the one the model was trained with).",
 )
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(PREDICT_FORMATS),
+    default="scores",
+    show_default=True,
+    help="scores: one score per line in input order; trec: a TREC run `qid Q0 docid rank score tag` "
+    "(docid from `# docid = X`, else the line number); ranked: each query's documents by score, "
+    "as qid, rank, docid, score, label.",
+)
+@click.option("--tag", default="rankkit", show_default=True, help="Run tag of --format trec.")
 @_reader_options
 @_verbose
 @_quiet_broken_pipe
-def predict(data_file, model_file, out_file, zero_based, group_queries, verbose):
-    """Score DATA with MODEL: one score per line, in input order, at full precision (%.17g).
+def predict(data_file, model_file, out_file, fmt, tag, zero_based, group_queries, verbose):
+    """Score DATA with MODEL: by default one score per line, in input order, at full precision (%.17g).
 
     Labels in DATA are optional. Features beyond the model's are ignored (counted with -v).
     OUT defaults to standard output; a file is written atomically.
@@ -155,6 +174,8 @@ def predict(data_file, model_file, out_file, zero_based, group_queries, verbose)
         data_file,
         model_file,
         out_file,
+        fmt=fmt,
+        tag=tag,
         zero_based=zero_based,
         group_queries=group_queries,
         log=_say if verbose else None,
@@ -163,15 +184,29 @@ def predict(data_file, model_file, out_file, zero_based, group_queries, verbose)
 
 # -- eval -------------------------------------------------------------------------------------
 @cli.command(name="eval", context_settings=CONTEXT)
-@click.argument("data_file", metavar="DATA")
-@click.argument("scores_file", metavar="SCORES")
+@click.argument("files", metavar="DATA SCORES [SCORES ...]", nargs=-1, required=True)
 @click.option(
     "-m",
     "--metric",
     "metrics",
     multiple=True,
-    help="Metric to report, repeatable: ndcg@K, dcg@K, p@K, map. "
-    "[default: ndcg@1 ndcg@3 ndcg@5 ndcg@10 map]",
+    help="Metric to report, repeatable: ndcg@K, dcg@K, map, map@K, p@K, mrr, rr@K, err@K, auc, "
+    "pairwise-accuracy, kendall-tau. [default: ndcg@1 ndcg@3 ndcg@5 ndcg@10 map]",
+)
+@click.option(
+    "--convention",
+    type=click.Choice(CONVENTION_NAMES),
+    default=DEFAULT_CONVENTION,
+    show_default=True,
+    help="Whose numbers to reproduce: letor4 / letor3 (official LETOR scripts), mslr, trec "
+    "(trec_eval), exp (RankLib / LightGBM / XGBoost). See the README.",
+)
+@click.option(
+    "--empty-query",
+    type=click.Choice(EMPTY_QUERY_CHOICES),
+    default=None,
+    help="Score of a query without relevant documents: 0, 1, or skip it (not averaged). "
+    "[default: the convention's]",
 )
 @click.option(
     "--format",
@@ -179,28 +214,63 @@ def predict(data_file, model_file, out_file, zero_based, group_queries, verbose)
     type=click.Choice(["table", "tsv", "json"]),
     default="table",
     show_default=True,
-    help="table: aligned text; tsv: metric<TAB>value lines; json: one object {metric: value}.",
+    help="table: aligned text; tsv: tab-separated with a header row; json: {metric: value} for one "
+    "SCORES file, a nested object for several or with --per-query.",
+)
+@click.option("--per-query", is_flag=True, help="Also one row per query.")
+@click.option(
+    "--test",
+    "test_name",
+    type=click.Choice(SIGNIFICANCE_TESTS),
+    default="randomization",
+    show_default=True,
+    help="Paired significance test of each SCORES file against the first, per metric.",
+)
+@click.option(
+    "--permutations",
+    type=click.IntRange(min=100),
+    default=DEFAULT_PERMUTATIONS,
+    show_default=True,
+    help="Permutations of the randomization test.",
+)
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the randomization test.")
+@click.option(
+    "--qrels",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Evaluate TREC runs instead: `rankkit eval --qrels QRELS RUN [RUN ...]` "
+    "(runs: `qid Q0 docid rank score tag`; qrels: `qid iter docid rel`).",
 )
 @click.option("--zero-based", is_flag=True, help="Feature indices in DATA start at 0.")
 @_reader_options
 @_quiet_broken_pipe
-def eval_(data_file, scores_file, metrics, fmt, zero_based, group_queries):
-    """Evaluate SCORES (one per line, as `rankkit predict` writes) against the labels of DATA.
+def eval_(files, metrics, convention, empty_query, fmt, per_query, test_name, permutations, seed, qrels,
+          zero_based, group_queries):
+    """Evaluate rankings: SCORES files (one score per line, as `rankkit predict` writes) against
+    the labels and queries of DATA; or, with --qrels, TREC runs made by any system.
 
-    Means over all queries, LETOR 4.0 conventions: gains 0/1/3 for labels 0/1/2, positions 1 and
-    2 undiscounted and position p>=3 divided by log2(p), NDCG@k = 0 for a query with fewer than k
-    documents or no relevant document (averaged in), relevant = label 1 or 2, ties in score
-    broken by file order.
+    Prints the mean over queries of each metric in the chosen convention (named in the output).
+    Several SCORES files (or runs) are compared side by side, with a paired significance test of
+    each against the first.
     """
     from rankkit import commands
 
+    if qrels is None and len(files) < 2:
+        raise click.UsageError("eval needs DATA and at least one SCORES file (or --qrels QRELS RUN ...)")
     commands.evaluate(
-        data_file,
-        scores_file,
+        files,
+        qrels=qrels,
         metrics=metrics or None,
+        convention=convention,
+        empty_query=empty_query,
         fmt=fmt,
+        per_query=per_query,
+        test=test_name,
+        permutations=permutations,
+        seed=seed,
         zero_based=zero_based,
         group_queries=group_queries,
+        echo=click.echo,
     )
 
 

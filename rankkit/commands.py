@@ -104,17 +104,25 @@ def _linear_scores(model: Model, ds) -> tuple[np.ndarray, int]:
     return scores, int(ignored_entries(ds.indices, model.n_features))
 
 
-def predict(data_file, model_file, out_file="-", zero_based=None, group_queries=False, log: Log = None):
+def predict(data_file, model_file, out_file="-", fmt="scores", tag="rankkit", zero_based=None, group_queries=False,
+            log: Log = None):
     check_writable(out_file)
     model = read_model(model_file)
     base0 = model.zero_based if zero_based is None else zero_based
     ds = read_svmlight(data_file, zero_based=base0, group_queries=group_queries, labels_optional=True)
     scores, ignored = _linear_scores(model, ds)
-    if ds.order is not None:
-        unsorted = np.empty_like(scores)
-        unsorted[ds.order] = scores
-        scores = unsorted
-    write_scores(out_file, scores)
+    if fmt == "scores":
+        in_input_order = scores
+        if ds.order is not None:
+            in_input_order = np.empty_like(scores)
+            in_input_order[ds.order] = scores
+        write_scores(out_file, in_input_order)
+    elif fmt == "trec":
+        from rankkit.io.trec import write_trec_run
+
+        write_trec_run(out_file, _query_names(ds), _docids(ds), scores, ds.qptr, tag=tag)
+    else:
+        write_ranked(out_file, ds, scores, _docids(ds))
     if log:
         log(f"scored {ds.n_rows} documents in {ds.n_queries} queries with {model_file} ({model.n_features} features)")
         if ignored:
@@ -125,32 +133,178 @@ def predict(data_file, model_file, out_file="-", zero_based=None, group_queries=
     return scores
 
 
-def evaluate(data_file, scores_file, metrics=None, fmt="table", zero_based=False, group_queries=False, echo=print):
+def _docids(ds) -> list[str]:
+    """The `# docid = X` of each row, or its line number where the line had none."""
+    return [d if d is not None else str(line) for d, line in zip(ds.docids(), ds.line.tolist())]
+
+
+def _query_names(ds) -> list[str]:
+    """The qid of each row as text (the TREC run's first column); 1 for a file without qids."""
+    return [str(q) for q in ds.qid.tolist()] if ds.has_qid else ["1"] * ds.n_rows
+
+
+def write_ranked(out_file, ds, scores, docids) -> None:
+    """Each query's documents by score (ties: file order): qid, rank, docid, score, label."""
+    from rankkit.io.atomic import atomic_open
+
+    labelled = ds.labelled
+    qnames = _query_names(ds)
+    with atomic_open(out_file) as fh:
+        fh.write("qid\trank\tdocid\tscore\tlabel\n")
+        for q in range(ds.n_queries):
+            s, e = int(ds.qptr[q]), int(ds.qptr[q + 1])
+            order = s + np.argsort(-scores[s:e], kind="stable")
+            for rank, i in enumerate(order.tolist(), start=1):
+                label = "" if labelled is not None and not labelled[i] else _format_label(ds.y[i])
+                fh.write(f"{qnames[i]}\t{rank}\t{docids[i]}\t{'%.17g' % scores[i]}\t{label}\n")
+
+
+def _format_label(v: float) -> str:
+    return str(int(v)) if float(v).is_integer() else repr(float(v))
+
+
+def _tiebreak(docids: list[str]) -> np.ndarray:
+    """Rank of each docid in byte order (larger ranks first among equal scores: trec_eval)."""
+    from rankkit.io.trec import lexicographic_rank
+
+    return lexicographic_rank(docids)
+
+
+def evaluate(files, qrels=None, metrics=None, convention="letor4", empty_query=None, fmt="table", per_query=False,
+             test="randomization", permutations=10_000, seed=0, zero_based=False, group_queries=False, echo=print):
+    """`rankkit eval`: DATA SCORES [SCORES ...], or RUN [RUN ...] against qrels."""
     from rankkit import metrics as M
+    from rankkit import stats
 
     names = tuple(metrics) if metrics else M.DEFAULT_METRICS
     for m in names:
         M.parse_metric(m)  # fail on a bad metric name before reading anything
-    ds = read_svmlight(data_file, zero_based=zero_based, group_queries=group_queries)
-    scores = read_scores(scores_file)
-    if scores.shape[0] != ds.n_rows:
-        raise DataError(
-            display_name(scores_file),
-            f"has {scores.shape[0]} scores but {display_name(data_file)} has {ds.n_rows} documents",
-        )
-    if ds.order is not None:
-        scores = scores[ds.order]
-    convention = "letor4"
-    values = M.evaluate(ds.y, scores, ds.qptr, names, convention=convention)
-    if fmt == "json":
-        echo(json.dumps(values))
-    elif fmt == "tsv":
-        for k, v in values.items():
-            echo(f"{k}\t{v!r}")
-    else:
-        width = max(len(k) for k in values)
-        echo(f"# {ds.n_queries} queries, {ds.n_rows} documents, convention {convention}")
-        for k, v in values.items():
-            echo(f"{k:<{width}}  {v:.6f}")
-    return values
+    systems = []  # (name, query ids, {metric: per-query values})
+    if qrels is not None:
+        from rankkit.io.trec import read_qrels, read_trec_run, run_against_qrels, skipped_queries
 
+        judgements = read_qrels(qrels)
+        skipped = []
+        for run_path in files:
+            run = read_trec_run(run_path)
+            labels, scores, qptr, tiebreak, judged, qids = run_against_qrels(run, judgements)[:6]
+            table = M.per_query_table(names, labels, scores, qptr, convention,
+                                      tiebreak=tiebreak, judged=judged, empty_query=empty_query)
+            systems.append((display_name(run_path), list(qids), table))
+            if skipped_queries(run, judgements):
+                skipped.append(f"{display_name(run_path)}: {len(skipped_queries(run, judgements))}")
+        described = f"{len(systems[0][1])} queries of {display_name(files[0])} judged in {display_name(qrels)}"
+        if skipped:
+            described += "; run queries without judgements (ignored, as trec_eval does): " + ", ".join(skipped)
+    else:
+        data_file, score_files = files[0], files[1:]
+        ds = read_svmlight(data_file, zero_based=zero_based, group_queries=group_queries)
+        tiebreak = _tiebreak(_docids(ds)) if convention == "trec" else None
+        qids = [str(q) for q in ds.qid[ds.qptr[:-1]].tolist()] if ds.has_qid else ["1"]
+        for path in score_files:
+            scores = read_scores(path)
+            if scores.shape[0] != ds.n_rows:
+                raise DataError(
+                    display_name(path),
+                    f"has {scores.shape[0]} scores but {display_name(data_file)} has {ds.n_rows} documents",
+                )
+            if ds.order is not None:
+                scores = scores[ds.order]
+            table = M.per_query_table(names, ds.y, scores, ds.qptr, convention,
+                                      tiebreak=tiebreak, empty_query=empty_query)
+            systems.append((display_name(path), qids, table))
+        described = f"{ds.n_queries} queries, {ds.n_rows} documents in {display_name(data_file)}"
+    means = [{m: _mean(t[m]) for m in names} for _, _, t in systems]
+    pvalues = [None] + [
+        {m: _paired_p(systems[0], other, m, test, permutations, seed, stats) for m in names} for other in systems[1:]
+    ]
+    header = f"convention {convention}: {M.describe(convention)}"
+    if len(systems) > 1:
+        what = f"{permutations} permutations, seed {seed}" if test == "randomization" else "two-sided"
+        header += f"\nsignificance: paired {test} test ({what}) of each system against {systems[0][0]}"
+    _print_evaluation(echo, fmt, names, systems, means, pvalues, per_query, header, described, convention)
+    return means[0] if len(means) == 1 else means
+
+
+def _mean(values: np.ndarray) -> float:
+    kept = values[~np.isnan(values)]
+    return float(kept.mean()) if kept.size else float("nan")
+
+
+def _paired_p(base, other, metric, test, permutations, seed, stats) -> float:
+    """p-value of the paired test on the queries both systems scored (matched by query id)."""
+    a_ids, a = base[1], base[2][metric]
+    b_ids, b = other[1], other[2][metric]
+    if a_ids != b_ids:
+        pos = {q: i for i, q in enumerate(b_ids)}
+        keep = [i for i, q in enumerate(a_ids) if q in pos]
+        a = a[keep]
+        b = b[[pos[a_ids[i]] for i in keep]]
+    if test == "randomization":
+        return stats.randomization_test(a, b, n_permutations=permutations, seed=seed)
+    return stats.TESTS[test](a, b)
+
+
+def _fmt(v, digits=6) -> str:
+    return "nan" if v is None or v != v else f"{v:.{digits}f}"
+
+
+def _print_evaluation(echo, fmt, names, systems, means, pvalues, per_query, header, described, convention):
+    sys_names = [s[0] for s in systems]
+    if fmt == "json":
+        if len(systems) == 1 and not per_query:
+            echo(json.dumps(means[0]))
+            return
+        out = {"convention": convention, "systems": {}}
+        for (name, qids, table), mean, p in zip(systems, means, pvalues):
+            entry = {"mean": mean}
+            if p is not None:
+                entry["p_value"] = p
+            if per_query:
+                entry["per_query"] = {"qid": qids, **{m: [None if v != v else float(v) for v in table[m]] for m in names}}
+            out["systems"][name] = entry
+        echo(json.dumps(out))
+        return
+    columns = []
+    for i, name in enumerate(sys_names):
+        columns.append(name)
+        if i > 0:
+            columns.append(f"p({name})")
+    rows = []  # (qid, metric, cells)
+    if per_query:
+        base_qids = systems[0][1]
+        lookups = [{q: i for i, q in enumerate(qids)} for _, qids, _ in systems]
+        for q in base_qids:
+            for m in names:
+                cells = []
+                for i, (_, _, table) in enumerate(systems):
+                    j = lookups[i].get(q)
+                    cells.append(table[m][j] if j is not None else float("nan"))
+                    if i > 0:
+                        cells.append(None)
+                rows.append((q, m, cells))
+    for m in names:
+        cells = []
+        for i, mean in enumerate(means):
+            cells.append(mean[m])
+            if i > 0:
+                cells.append(pvalues[i][m])
+        rows.append(("all", m, cells))
+    if fmt == "tsv":
+        for line in header.split("\n"):
+            echo(f"# {line}")
+        echo("\t".join(["qid", "metric", *columns]))
+        for q, m, cells in rows:
+            echo("\t".join([q, m, *("" if c is None else repr(float(c)) for c in cells)]))
+        return
+    for line in header.split("\n"):
+        echo(f"# {line}")
+    echo(f"# {described}")
+    text = [["qid", "metric", *columns]] if per_query else [["metric", *columns]]
+    p_column = [False] + [c.startswith("p(") for c in columns[1:]]
+    for q, m, cells in rows:
+        shown = ["" if c is None else _fmt(c, 4 if p_column[i] else 6) for i, c in enumerate(cells)]
+        text.append([q, m, *shown] if per_query else [m, *shown])
+    widths = [max(len(r[c]) for r in text) for c in range(len(text[0]))]
+    for r in text:
+        echo("  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip())

@@ -32,6 +32,7 @@ class Dataset:
     docid_spans: np.ndarray | None = None  # int64[n, 2] byte spans of `# docid = X` in docid_buf; -1 if none
     docid_buf: bytes | None = None
     order: np.ndarray | None = None  # int64[n] input position of each row, when rows were regrouped
+    labelled: np.ndarray | None = None  # bool[n] which lines had a label (None: all of them)
     _levels: np.ndarray | None = field(default=None, repr=False)
     _pairs: np.ndarray | None = field(default=None, repr=False)
 

@@ -1,28 +1,78 @@
-"""Ranking metrics on (labels, scores, query offsets): NDCG@k, DCG@k, P@k, MAP.
+"""Ranking metrics on (labels, scores, query offsets): NDCG, DCG, MAP, P, RR, ERR, AUC, pairwise
+accuracy and Kendall's tau.
 
 Query q is the row slice `qptr[q]:qptr[q+1]`. Each query's documents are ranked by score,
-descending, with a stable sort: exact ties keep file order (the earlier row ranks higher). Every
-metric is computed per query and `evaluate` averages over all queries.
+descending, with a stable sort: exact ties keep file order (the earlier row ranks higher), or,
+with `tiebreak`, the row with the larger tiebreak value ranks first (file order among equal
+tiebreaks). Every metric is computed per query; `evaluate` averages over the queries that are
+not skipped.
 
-A `Convention` fixes how labels become gains, how positions are discounted, and what a query that
-is too short or has nothing relevant scores. Conventions and metrics are registries
-(`CONVENTIONS`, `METRICS`) of integer codes: one jitted kernel loops over the queries, sorts each
-once and computes every requested metric, dispatching on those codes (never on Python functions,
-which would make the kernel uncacheable). A new convention is a new `Convention` entry (plus a
-new mode code if no existing one fits); a new metric is a code, a `METRICS` entry and a branch
-in `_metrics_kernel`.
+Metrics (`METRIC_NAMES`), for a query of n ranked documents, position p = 1..n:
+- ndcg@k, dcg@k: DCG@k = sum over p <= min(k, n) of gain(p) / discount(p); NDCG@k = DCG@k / IDCG@k,
+  IDCG@k the DCG@k of the best ordering of the query's labels (of the judged labels with `judged`).
+- p@k: relevant documents in the top k divided by k (missing positions count as non-relevant).
+- map, map@k: AP@k = sum over the relevant documents at p <= k of P@p, divided by R (map, and
+  map@k in conventions that say so) or by min(R, k); R is the number of relevant documents of the
+  query (of the judged documents with `judged`).
+- mrr, rr@k: 1/p of the first relevant document (in the top k); 0 if there is none.
+- err@k (Chapelle et al. 2009): sum over p <= min(k, n) of (1/p) R_p prod_{i<p} (1 - R_i), with
+  R = (2^g - 1) / 2^g_max and g the graded label clipped at 0. Conventions with a gain table read
+  2^g - 1 from it (letor4: 0/1/3, labels other than 0/1/2 give 0). g_max is fixed by the
+  convention (letor: 2, mslr: 4) or, in trec and exp, max(2, largest label in the labels and
+  judged labels passed in): ERR@k of a query then depends on the other queries of the file.
+- auc: among (relevant, non-relevant) pairs of ranked documents, the fraction with the relevant
+  document scored higher; score ties count 1/2. O(n log n) from the score groups.
+- pairwise-accuracy: among pairs with different labels (raw labels), the fraction ordered like
+  the labels by score; score ties count 1/2.
+- kendall-tau: Kendall's tau-b between scores and raw labels (scipy.stats.kendalltau's default):
+  (C - D) / sqrt((n0 - n_score_ties)(n0 - n_label_ties)), n0 = n(n-1)/2. O(n log n): one sort by
+  (label, score) and a merge-sort count of the discordant pairs.
+Pair counts are int64: one query holds up to ~n^2/2 pairs.
 
-The `letor4` convention (the default) is that of the LETOR 4.0 evaluation script:
-- gain 0/1/3 for labels 0/1/2, 0 for any other label (3, 4, negative, fractional);
-- discount 1 at positions 1 and 2, log2(p) at position p >= 3;
-- NDCG@k = 0 for a query with fewer than k documents, and for a query whose ideal DCG@k is 0;
-- relevant means gain > 0 (label 1 or 2); P@k divides by k even when the query is shorter;
-- AP = mean of P@p over the positions p of the relevant documents; 0 without relevant documents.
-DCG@k is the plain sum over positions 1..min(k, n): the short-query rule applies to NDCG only.
+Empty queries. A query is *empty* for a metric when it has nothing to find:
+    ndcg, dcg                 IDCG@k <= 0
+    map, p, mrr, rr           no relevant document (R = 0)
+    err                       no document with R_i > 0 (all gains <= 0)
+    auc                       no relevant or no non-relevant ranked document
+    pairwise-accuracy         no pair of ranked documents with different labels
+    kendall-tau               tau-b undefined: every score equal or every label equal (or n < 2)
+The `empty_query` rule decides: "skip" leaves the query out (NaN per query, not averaged in);
+"0" and "1" give the ratio metrics that are 0/0 there (ndcg, map, auc, pairwise-accuracy,
+kendall-tau) the value 0 or 1, while dcg, p, rr and err keep their natural value (0 when nothing
+is relevant). Emptiness is checked before the short-query rule.
+
+Conventions (`CONVENTIONS`, `describe(name)`) fix gains, discount, relevance, the short-query and
+empty-query rules, g_max for ERR, and the map@k denominator:
+
+    name    gain               discount           relevant      short NDCG  empty  ERR g_max  map@k divides by
+    letor4  0/1/3 (labels 0-2) 1 if p<=2, log2 p  gain > 0      0           0      2          min(R,k)
+    letor3  as letor4 (the LETOR 3.0 script differs only in parsing)
+    mslr    0/1/3/7/15 (0-4)   1 if p<=2, log2 p  label >= 2    0           0      4          min(R,k)
+    trec    max(label, 0)      1 if p<=2, log2 p  label >= 1    truncate    skip   data       R
+    exp     2^label - 1        log2(p + 1)        label >= 1    truncate    1      data       min(R,k)
+
+- letor4 is the official LETOR 4.0 script (the default): NDCG@k = 0 for a query with fewer than k
+  documents and for a query without relevant documents, both averaged in; P@k divides by k.
+- trec follows trec_eval 9 (ndcg_cut, map, map_cut, P, recip_rank): the gain is the qrels label;
+  the discount is trec_eval's log2(rank) with rank 1 undiscounted (`gain / log2(i + 1)` for the
+  0-based index i > 0 in m_ndcg_cut.c), i.e. the same as LETOR's; NDCG@k over the documents
+  retrieved; AP divided by the number of relevant judged documents; ties broken by docid
+  descending when the caller passes `tiebreak`. A query without relevant documents is skipped by
+  default (trec_eval itself scores it 0 and averages it in when the query is in the qrels:
+  `empty_query="0"` reproduces that).
+- exp is the RankLib / LightGBM / XGBoost style. Its default empty rule is LightGBM's (and
+  XGBoost's without the "-" suffix): NDCG and MAP of a query without positive label are 1.
+
+A `Convention` and a metric are integer codes: one jitted kernel loops over the queries, sorts
+each once and computes every requested metric, dispatching on those codes (never on Python
+functions, which would make the kernel uncacheable). A new convention is a new `Convention`
+entry (plus a new mode code if no existing one fits); a new metric is a code, a `METRICS` entry
+and a branch in `_metrics_kernel`.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 
@@ -36,33 +86,46 @@ from rankkit.objectives._numba import njit
 GAIN_TABLE = 0  # gain_table[label] for an integer label in 0..len(table)-1; 0 for any other label
 GAIN_EXP = 1  # 2**label - 1
 GAIN_LINEAR = 2  # label itself
+GAIN_LINEAR_CLIP = 3  # max(label, 0) (trec_eval: negative judgments have no gain)
 
 # Discount of 1-based position p.
-DISCOUNT_LETOR4 = 0  # 1 if p <= 2 else log2(p)
+DISCOUNT_LETOR4 = 0  # 1 if p <= 2 else log2(p) (LETOR scripts, and trec_eval's log2(rank), rank 1 = 1)
 DISCOUNT_LOG2P1 = 1  # log2(p + 1)
 
 # NDCG@k of a query with fewer than k documents.
 SHORT_ZERO = 0  # 0
 SHORT_TRUNCATE = 1  # computed over the documents the query has
 
-# NDCG of a query whose ideal DCG@k is 0; AP of a query without relevant documents.
+# Empty queries (see the module docstring).
 EMPTY_ZERO = 0
 EMPTY_ONE = 1
+EMPTY_SKIP = 2
 
-# Which documents are relevant (P@k, AP).
+# Which documents are relevant (P@k, AP, RR, AUC).
 RELEVANT_GAIN = 0  # gain > 0
 RELEVANT_LABEL = 1  # label >= relevance_threshold
+
+# Denominator of AP@k (map@k); map without k always divides by R.
+MAPCUT_MIN_RK = 0  # min(R, k)
+MAPCUT_R = 1  # R, the number of relevant documents (trec_eval's map_cut)
 
 # Metric codes.
 M_NDCG = 0
 M_DCG = 1
 M_PRECISION = 2
 M_AP = 3
+M_RR = 4
+M_ERR = 5
+M_AUC = 6
+M_PAIRWISE = 7
+M_TAU = 8
+
+_K_ALL = 2**62  # the cutoff the kernel sees for a metric without k: the whole ranking
 
 
 @dataclass(frozen=True)
 class Convention:
-    """How a ranking is scored: gains, discounts, and the rules for short and empty queries."""
+    """How a ranking is scored: gains, discounts, relevance, and the rules for short and empty queries."""
 
     name: str
     gain_mode: int
@@ -73,15 +136,20 @@ class Convention:
     gain_table: tuple[float, ...] = ()  # used by GAIN_TABLE: gain of label 0, 1, 2, ...
     relevance_threshold: float = 0.0  # used by RELEVANT_LABEL
     description: str = ""
+    err_max_grade: float | None = None  # g_max of ERR; None: max(2, largest label passed in)
+    map_cut: int = MAPCUT_MIN_RK
 
     def __post_init__(self):
+        g = self.err_max_grade
         checks = [
-            (self.gain_mode in (GAIN_TABLE, GAIN_EXP, GAIN_LINEAR), "gain_mode"),
+            (self.gain_mode in (GAIN_TABLE, GAIN_EXP, GAIN_LINEAR, GAIN_LINEAR_CLIP), "gain_mode"),
             (self.discount_mode in (DISCOUNT_LETOR4, DISCOUNT_LOG2P1), "discount_mode"),
             (self.short_query in (SHORT_ZERO, SHORT_TRUNCATE), "short_query"),
-            (self.empty_query in (EMPTY_ZERO, EMPTY_ONE), "empty_query"),
+            (self.empty_query in (EMPTY_ZERO, EMPTY_ONE, EMPTY_SKIP), "empty_query"),
             (self.relevance_mode in (RELEVANT_GAIN, RELEVANT_LABEL), "relevance_mode"),
             (self.gain_mode != GAIN_TABLE or len(self.gain_table) > 0, "gain_table"),
+            (g is None or (isinstance(g, (int, float)) and math.isfinite(g) and g > 0), "err_max_grade"),
+            (self.map_cut in (MAPCUT_MIN_RK, MAPCUT_R), "map_cut"),
         ]
         for ok, what in checks:
             if not ok:
@@ -92,6 +160,12 @@ class Convention:
         return np.asarray(self.gain_table if self.gain_table else (0.0,), dtype=np.float64)
 
 
+_LETOR_RULES = (
+    "positions 1-2 undiscounted, p >= 3 divided by log2(p); NDCG@k = 0 for a query with fewer than "
+    "k documents; a query without relevant documents scores 0 and is averaged in; P@k divides by k; "
+    "ties in file order"
+)
+
 CONVENTIONS: dict[str, Convention] = {
     "letor4": Convention(
         name="letor4",
@@ -101,9 +175,72 @@ CONVENTIONS: dict[str, Convention] = {
         short_query=SHORT_ZERO,
         empty_query=EMPTY_ZERO,
         relevance_mode=RELEVANT_GAIN,
-        description="LETOR 4.0 script: gains 0/1/3, discount max(1, log2 p), short or empty query scores 0",
+        err_max_grade=2.0,
+        description="LETOR 4.0 script: gains 0/1/3 for labels 0/1/2 (other labels 0), relevant = label 1 or 2, "
+        + _LETOR_RULES,
+    ),
+    "letor3": Convention(
+        name="letor3",
+        gain_mode=GAIN_TABLE,
+        gain_table=(0.0, 1.0, 3.0),
+        discount_mode=DISCOUNT_LETOR4,
+        short_query=SHORT_ZERO,
+        empty_query=EMPTY_ZERO,
+        relevance_mode=RELEVANT_GAIN,
+        err_max_grade=2.0,
+        description="LETOR 3.0 script (same formulas as LETOR 4.0): gains 0/1/3 for labels 0/1/2 "
+        "(other labels 0), relevant = label 1 or 2, " + _LETOR_RULES,
+    ),
+    "mslr": Convention(
+        name="mslr",
+        gain_mode=GAIN_TABLE,
+        gain_table=(0.0, 1.0, 3.0, 7.0, 15.0),
+        discount_mode=DISCOUNT_LETOR4,
+        short_query=SHORT_ZERO,
+        empty_query=EMPTY_ZERO,
+        relevance_mode=RELEVANT_LABEL,
+        relevance_threshold=2.0,
+        err_max_grade=4.0,
+        description="MSLR-WEB (LETOR script, 5 grades): gains 2^l - 1 = 0/1/3/7/15 for labels 0..4 "
+        "(other labels 0), relevant = label >= 2, " + _LETOR_RULES,
+    ),
+    "trec": Convention(
+        name="trec",
+        gain_mode=GAIN_LINEAR_CLIP,
+        discount_mode=DISCOUNT_LETOR4,
+        short_query=SHORT_TRUNCATE,
+        empty_query=EMPTY_ZERO,
+        relevance_mode=RELEVANT_LABEL,
+        relevance_threshold=1.0,
+        map_cut=MAPCUT_R,
+        description="trec_eval (ndcg_cut, map, P, recip_rank): gain = label (negative labels 0), rank 1 "
+        "undiscounted and rank r >= 2 divided by log2(r), relevant = label >= 1, NDCG@k over the "
+        "documents the query has, AP divided by the number of relevant (judged) documents, a judged "
+        "query without relevant documents scores 0 and is averaged in (trec_eval skips only queries "
+        "absent from the qrels), ties by docid descending when docids are given",
+    ),
+    "exp": Convention(
+        name="exp",
+        gain_mode=GAIN_EXP,
+        discount_mode=DISCOUNT_LOG2P1,
+        short_query=SHORT_TRUNCATE,
+        empty_query=EMPTY_ONE,
+        relevance_mode=RELEVANT_LABEL,
+        relevance_threshold=1.0,
+        description="RankLib/LightGBM/XGBoost style: gain 2^label - 1, position p divided by log2(p + 1), "
+        "relevant = label >= 1, NDCG@k over the documents the query has, a query with ideal DCG 0 "
+        "(no positive label) has NDCG and AP 1 (LightGBM's default), ties in file order",
     ),
 }
+
+EMPTY_QUERY_CHOICES = ("0", "1", "skip")
+_EMPTY_CODES = {"0": EMPTY_ZERO, "1": EMPTY_ONE, "skip": EMPTY_SKIP}
+
+
+def describe(convention: str | Convention) -> str:
+    """The human description of a convention, as printed with evaluation results."""
+    conv = _convention(convention)
+    return conv.description or conv.name
 
 
 @dataclass(frozen=True)
@@ -119,24 +256,35 @@ class Metric:
 METRICS: dict[str, Metric] = {
     "ndcg": Metric(M_NDCG, True, False, "normalized discounted cumulative gain at k"),
     "dcg": Metric(M_DCG, True, False, "discounted cumulative gain at k"),
+    "map": Metric(M_AP, True, True, "(mean) average precision, over the whole ranking or the top k"),
     "p": Metric(M_PRECISION, True, False, "precision at k (missing positions count as non-relevant)"),
-    "map": Metric(M_AP, False, True, "mean average precision over the whole ranking"),
+    "mrr": Metric(M_RR, False, True, "(mean) reciprocal rank of the first relevant document"),
+    "rr": Metric(M_RR, True, False, "reciprocal rank of the first relevant document in the top k, else 0"),
+    "err": Metric(M_ERR, True, False, "expected reciprocal rank at k (Chapelle et al. 2009)"),
+    "auc": Metric(M_AUC, False, True, "per-query AUC of relevant vs non-relevant, score ties 1/2"),
+    "pairwise-accuracy": Metric(
+        M_PAIRWISE, False, True, "fraction of pairs with different labels ordered correctly, score ties 1/2"
+    ),
+    "kendall-tau": Metric(M_TAU, False, True, "Kendall's tau-b between scores and labels"),
 }
+
+
+def _metric_names() -> tuple[str, ...]:
+    names = []
+    for name, m in METRICS.items():
+        if m.without_k:
+            names.append(name)
+        if m.with_k:
+            names.append(f"{name}@k")
+    return tuple(names)
+
+
+METRIC_NAMES: tuple[str, ...] = _metric_names()  # for help texts: "ndcg@k", ..., "kendall-tau"
 
 DEFAULT_METRICS = ("ndcg@1", "ndcg@3", "ndcg@5", "ndcg@10", "map")
 
 _K_MAX = 2**31 - 1
-_METRIC_RE = re.compile(r"([a-z]+)(?:@([0-9]+))?")
-
-
-def _known_metrics() -> str:
-    names = []
-    for name, m in METRICS.items():
-        if m.with_k:
-            names.append(f"{name}@k")
-        if m.without_k:
-            names.append(name)
-    return ", ".join(names)
+_METRIC_RE = re.compile(r"([a-z]+(?:-[a-z]+)*)(?:@([0-9]+))?")
 
 
 def parse_metric(name: str) -> tuple[str, int | None]:
@@ -151,7 +299,7 @@ def parse_metric(name: str) -> tuple[str, int | None]:
                 return base, None
             if k is not None and spec.with_k and 1 <= k <= _K_MAX:
                 return base, k
-    raise UsageError(f"unknown metric {name!r} (known: {_known_metrics()})")
+    raise UsageError(f"unknown metric {name!r} (known: {', '.join(METRIC_NAMES)})")
 
 
 # -- boundary checks --------------------------------------------------------------------------------
@@ -167,17 +315,23 @@ def _as_float_vector(x, what: str) -> np.ndarray:
     return a
 
 
+def _as_int_vector(x, what: str) -> np.ndarray:
+    q = np.asarray(x)
+    if q.ndim != 1 or q.shape[0] < 1:
+        raise UsageError(f"{what} must be a non-empty 1-D array")
+    if q.dtype.kind not in "iu":
+        raise UsageError(f"{what} must be integers, got dtype {q.dtype}")
+    if q.dtype.kind == "u" and q.shape[0] and q.max() > np.iinfo(np.int64).max:
+        raise UsageError(f"{what} exceed the int64 range")
+    return np.ascontiguousarray(q, dtype=np.int64)
+
+
 def _check_inputs(labels, scores, qptr) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     labels = _as_float_vector(labels, "labels")
     scores = _as_float_vector(scores, "scores")
     if labels.shape != scores.shape:
         raise UsageError(f"{labels.shape[0]} labels but {scores.shape[0]} scores")
-    q = np.asarray(qptr)
-    if q.ndim != 1 or q.shape[0] < 1:
-        raise UsageError("query offsets must be a non-empty 1-D array")
-    if q.dtype.kind not in "iu":
-        raise UsageError(f"query offsets must be integers, got dtype {q.dtype}")
-    q = np.ascontiguousarray(q, dtype=np.int64)
+    q = _as_int_vector(qptr, "query offsets")
     n = labels.shape[0]
     if q[0] != 0 or q[-1] != n:
         raise UsageError(f"query offsets must run from 0 to {n} (the number of rows), got {q[0]} to {q[-1]}")
@@ -187,6 +341,33 @@ def _check_inputs(labels, scores, qptr) -> tuple[np.ndarray, np.ndarray, np.ndar
     return labels, scores, q
 
 
+def _check_tiebreak(tiebreak, n: int) -> np.ndarray:
+    t = np.asarray(tiebreak)
+    if t.ndim != 1:
+        raise UsageError(f"tiebreak must be a 1-D array, got {t.ndim} dimensions")
+    if t.shape[0] != n:
+        raise UsageError(f"{t.shape[0]} tiebreak values but {n} rows")
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    return _as_int_vector(t, "tiebreak")
+
+
+def _check_judged(judged, nq: int) -> tuple[np.ndarray, np.ndarray]:
+    if not isinstance(judged, (tuple, list)) or len(judged) != 2:
+        raise UsageError("judged must be a pair (judged offsets, judged labels)")
+    jlabels = _as_float_vector(judged[1], "judged labels")
+    jptr = _as_int_vector(judged[0], "judged offsets")
+    m = jlabels.shape[0]
+    if jptr.shape[0] != nq + 1:
+        raise UsageError(f"judged offsets must have one entry per query plus one ({nq + 1}), got {jptr.shape[0]}")
+    if jptr[0] != 0 or jptr[-1] != m:
+        raise UsageError(f"judged offsets must run from 0 to {m} (the number of judged labels), got {jptr[0]} to {jptr[-1]}")
+    if jptr.shape[0] > 1 and not np.all(np.diff(jptr) >= 0):
+        bad = int(np.flatnonzero(np.diff(jptr) < 0)[0])
+        raise UsageError(f"judged offsets must be non-decreasing (query {bad} is reversed)")
+    return jptr, jlabels
+
+
 def _convention(convention: str | Convention) -> Convention:
     if isinstance(convention, Convention):
         return convention
@@ -194,6 +375,17 @@ def _convention(convention: str | Convention) -> Convention:
     if conv is None:
         raise UsageError(f"unknown convention {convention!r} (known: {', '.join(CONVENTIONS)})")
     return conv
+
+
+def _empty_code(empty_query, conv: Convention) -> int:
+    if empty_query is None:
+        return conv.empty_query
+    key = empty_query
+    if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
+        key = str(int(key))
+    if isinstance(key, str) and key.strip().lower() in _EMPTY_CODES:
+        return _EMPTY_CODES[key.strip().lower()]
+    raise UsageError(f"unknown empty-query rule {empty_query!r} (known: {', '.join(EMPTY_QUERY_CHOICES)})")
 
 
 # -- kernels ------------------------------------------------------------------------------------------
@@ -207,7 +399,17 @@ def _gain(label, gain_mode, gain_table):
         return 0.0
     if gain_mode == GAIN_EXP:
         return 2.0**label - 1.0
+    if gain_mode == GAIN_LINEAR_CLIP:
+        return max(label, 0.0)
     return label
+
+
+@njit
+def _err_numerator(label, gain, gain_mode):
+    """2^g - 1 for ERR, g the label clipped at 0; a gain table gives 2^g - 1 directly."""
+    if gain_mode == GAIN_TABLE:
+        return max(gain, 0.0)
+    return 2.0 ** max(label, 0.0) - 1.0
 
 
 @njit
@@ -221,12 +423,57 @@ def _discount(p, discount_mode):
 
 
 @njit
+def _count_inversions(a, tmp, n):
+    """Sort a[:n] ascending (stable bottom-up merge sort, tmp[:n] as scratch) and return the number
+    of pairs i < j with a[i] > a[j] strictly (equal values are not inversions). int64, O(n log n)."""
+    inv = np.int64(0)
+    width = 1
+    in_a = True  # which buffer holds the current runs
+    while width < n:
+        src = a if in_a else tmp
+        dst = tmp if in_a else a
+        lo = 0
+        while lo < n:
+            mid = min(lo + width, n)
+            hi = min(lo + 2 * width, n)
+            i = lo
+            j = mid
+            o = lo
+            while i < mid and j < hi:
+                if src[j] < src[i]:  # a strictly smaller right element passes mid - i left elements
+                    dst[o] = src[j]
+                    inv += mid - i
+                    j += 1
+                else:
+                    dst[o] = src[i]
+                    i += 1
+                o += 1
+            while i < mid:
+                dst[o] = src[i]
+                i += 1
+                o += 1
+            while j < hi:
+                dst[o] = src[j]
+                j += 1
+                o += 1
+            lo = hi
+        in_a = not in_a
+        width *= 2
+    if not in_a:
+        a[:n] = tmp[:n]
+    return inv
+
+
+@njit
 def _metrics_kernel(
     codes,  # int64[M] metric codes
-    ks,  # int64[M] cutoffs (ignored by metrics without k)
+    ks,  # int64[M] cutoffs (_K_ALL for metrics without k)
     labels,  # float64[n]
     scores,  # float64[n], no NaN
     qptr,  # int64[Q + 1], strictly increasing from 0 to n
+    has_judged,  # bool: ideal DCG, R and ERR emptiness from (jptr, jlabels) instead of the query's labels
+    jptr,  # int64[Q + 1], non-decreasing from 0 to m (a dummy [0] when not has_judged)
+    jlabels,  # float64[m]
     gain_mode,
     gain_table,  # float64[T]
     discount_mode,
@@ -234,107 +481,288 @@ def _metrics_kernel(
     empty_query,
     relevance_mode,
     relevance_threshold,
+    map_cut,
+    err_denominator,  # 2**g_max
     out,  # float64[M, Q]
 ):
     """Rank each query once (stable sort on -score) and write every requested metric; 0 or status."""
     nq = qptr.shape[0] - 1
     nm = codes.shape[0]
     need_ideal = False
+    need_pairs = False
+    need_tau = False
     for m in range(nm):
-        if codes[m] == M_NDCG:
+        c = codes[m]
+        if c == M_NDCG or c == M_DCG:
             need_ideal = True
-        elif codes[m] != M_DCG and codes[m] != M_PRECISION and codes[m] != M_AP:
+        elif c == M_AUC:
+            need_pairs = True
+        elif c == M_PAIRWISE or c == M_TAU:
+            need_pairs = True
+            need_tau = True
+        elif c != M_PRECISION and c != M_AP and c != M_RR and c != M_ERR:
             return 1
+    if empty_query == EMPTY_SKIP:
+        empty_value = np.nan
+    elif empty_query == EMPTY_ONE:
+        empty_value = 1.0
+    else:
+        empty_value = 0.0
+    skip = empty_query == EMPTY_SKIP
     maxlen = 0
     for q in range(nq):
         maxlen = max(maxlen, qptr[q + 1] - qptr[q])
+        if has_judged:
+            maxlen = max(maxlen, jptr[q + 1] - jptr[q])
     neg = np.empty(maxlen, dtype=np.float64)
     gains = np.empty(maxlen, dtype=np.float64)  # in ranked order
-    ideal = np.empty(maxlen, dtype=np.float64)  # ascending; ideal[n - 1 - p] is the p-th best gain
+    errp = np.empty(maxlen, dtype=np.float64)  # ERR probability R_p in ranked order
+    ideal = np.empty(maxlen, dtype=np.float64)  # ascending; ideal[m - 1 - p] is the p-th best gain
     rel = np.empty(maxlen, dtype=np.bool_)  # in ranked order
+    lab2 = np.empty(maxlen, dtype=np.float64)  # scratch for (label, score) order
+    sc2 = np.empty(maxlen, dtype=np.float64)
+    seq = np.empty(maxlen, dtype=np.float64)
+    tmp = np.empty(maxlen, dtype=np.float64)
     for q in range(nq):
         b = qptr[q]
         n = qptr[q + 1] - b
         for i in range(n):
             neg[i] = -scores[b + i]
-        order = np.argsort(neg[:n], kind="mergesort")  # stable: ties keep file order
-        nrel = 0
+        order = np.argsort(neg[:n], kind="mergesort")  # stable: ties keep (possibly permuted) row order
+        nrel_ranked = 0
         for p in range(n):
             lab = labels[b + order[p]]
             g = _gain(lab, gain_mode, gain_table)
             gains[p] = g
+            errp[p] = _err_numerator(lab, g, gain_mode) / err_denominator
             if relevance_mode == RELEVANT_GAIN:
                 r = g > 0.0
             else:
                 r = lab >= relevance_threshold
             rel[p] = r
             if r:
-                nrel += 1
+                nrel_ranked += 1
+        # R, ERR emptiness and the ideal ordering: from the judged labels or the query's own
+        if has_judged:
+            jb = jptr[q]
+            mq = jptr[q + 1] - jb
+            nrel = 0
+            any_err = False
+            for i in range(mq):
+                lab = jlabels[jb + i]
+                g = _gain(lab, gain_mode, gain_table)
+                ideal[i] = g
+                if relevance_mode == RELEVANT_GAIN:
+                    r = g > 0.0
+                else:
+                    r = lab >= relevance_threshold
+                if r:
+                    nrel += 1
+                if _err_numerator(lab, g, gain_mode) > 0.0:
+                    any_err = True
+        else:
+            mq = n
+            nrel = nrel_ranked
+            any_err = False
+            for p in range(n):
+                ideal[p] = gains[p]
+                if errp[p] > 0.0:
+                    any_err = True
         if need_ideal:
-            ideal[:n] = gains[:n]
-            ideal[:n].sort()
+            ideal[:mq].sort()
+        # pair statistics (score ties count 1/2): AUC from the score groups of the ranking; the
+        # tau-b counts from one sort by (label, score) and a merge-sort count of discordant pairs
+        auc2 = np.int64(0)  # twice the number of correctly ordered (relevant, non-relevant) pairs
+        n1 = np.int64(0)  # pairs tied in score
+        n2 = np.int64(0)  # pairs tied in label
+        n3 = np.int64(0)  # pairs tied in both
+        disc = np.int64(0)  # pairs ordered oppositely by score and label (both strict)
+        npos = np.int64(nrel_ranked)
+        nneg = np.int64(n - nrel_ranked)
+        if need_pairs:
+            neg_seen = np.int64(0)
+            s = 0
+            while s < n:
+                e = s + 1
+                sv = scores[b + order[s]]
+                while e < n and scores[b + order[e]] == sv:
+                    e += 1
+                pos_g = np.int64(0)
+                for p in range(s, e):
+                    if rel[p]:
+                        pos_g += 1
+                neg_g = np.int64(e - s) - pos_g
+                auc2 += 2 * pos_g * (nneg - neg_seen - neg_g) + pos_g * neg_g
+                neg_seen += neg_g
+                size = np.int64(e - s)
+                n1 += size * (size - 1) // 2
+                s = e
+        if need_tau:
+            for i in range(n):  # the ranking reversed: scores non-decreasing
+                lab2[i] = labels[b + order[n - 1 - i]]
+                sc2[i] = scores[b + order[n - 1 - i]]
+            o2 = np.argsort(lab2[:n], kind="mergesort")  # stable: scores stay non-decreasing per label
+            for i in range(n):
+                seq[i] = sc2[o2[i]]
+            s = 0
+            while s < n:
+                e = s + 1
+                lv = lab2[o2[s]]
+                while e < n and lab2[o2[e]] == lv:
+                    e += 1
+                size = np.int64(e - s)
+                n2 += size * (size - 1) // 2
+                t = s
+                while t < e:  # within a label group, equal scores are contiguous
+                    u = t + 1
+                    while u < e and seq[u] == seq[t]:
+                        u += 1
+                    size = np.int64(u - t)
+                    n3 += size * (size - 1) // 2
+                    t = u
+                s = e
+            disc = _count_inversions(seq, tmp, n)
+        n0 = np.int64(n) * np.int64(n - 1) // 2
         for m in range(nm):
             code = codes[m]
             k = ks[m]
             kk = min(k, n)
             v = 0.0
-            if code == M_NDCG:
-                if n < k and short_query == SHORT_ZERO:
+            if code == M_NDCG or code == M_DCG:
+                idcg = 0.0
+                for p in range(min(k, mq)):
+                    idcg += ideal[mq - 1 - p] / _discount(p + 1, discount_mode)
+                dcg = 0.0
+                for p in range(kk):
+                    dcg += gains[p] / _discount(p + 1, discount_mode)
+                if code == M_DCG:
+                    v = np.nan if (skip and idcg <= 0.0) else dcg
+                elif idcg <= 0.0:
+                    v = empty_value
+                elif n < k and short_query == SHORT_ZERO:
                     v = 0.0
                 else:
-                    dcg = 0.0
-                    idcg = 0.0
-                    for p in range(kk):
-                        d = _discount(p + 1, discount_mode)
-                        dcg += gains[p] / d
-                        idcg += ideal[n - 1 - p] / d
-                    if idcg > 0.0:
-                        v = dcg / idcg
-                    else:
-                        v = 1.0 if empty_query == EMPTY_ONE else 0.0
-            elif code == M_DCG:
-                for p in range(kk):
-                    v += gains[p] / _discount(p + 1, discount_mode)
+                    v = dcg / idcg
             elif code == M_PRECISION:
-                hits = 0
-                for p in range(kk):
-                    if rel[p]:
-                        hits += 1
-                v = hits / k
-            else:  # M_AP
+                if skip and nrel == 0:
+                    v = np.nan
+                else:
+                    hits = 0
+                    for p in range(kk):
+                        if rel[p]:
+                            hits += 1
+                    v = hits / k
+            elif code == M_AP:
                 if nrel == 0:
-                    v = 1.0 if empty_query == EMPTY_ONE else 0.0
+                    v = empty_value
                 else:
                     hits = 0
                     total = 0.0
-                    for p in range(n):
+                    for p in range(kk):
                         if rel[p]:
                             hits += 1
                             total += hits / (p + 1.0)
-                    v = total / nrel
+                    v = total / (nrel if map_cut == MAPCUT_R else min(nrel, k))
+            elif code == M_RR:
+                if skip and nrel == 0:
+                    v = np.nan
+                else:
+                    for p in range(kk):
+                        if rel[p]:
+                            v = 1.0 / (p + 1.0)
+                            break
+            elif code == M_ERR:
+                if skip and not any_err:
+                    v = np.nan
+                else:
+                    stay = 1.0  # probability that the user reaches position p
+                    for p in range(kk):
+                        v += stay * errp[p] / (p + 1.0)
+                        stay *= 1.0 - errp[p]
+            elif code == M_AUC:
+                if npos == 0 or nneg == 0:
+                    v = empty_value
+                else:
+                    v = auc2 / (2.0 * float(npos) * float(nneg))
+            elif code == M_PAIRWISE:
+                npairs = n0 - n2  # pairs with different labels
+                if npairs == 0:
+                    v = empty_value
+                else:
+                    tied = n1 - n3  # different labels, equal scores
+                    conc = npairs - disc - tied
+                    v = (2 * conc + tied) / (2.0 * float(npairs))
+            else:  # M_TAU
+                if n0 - n1 == 0 or n0 - n2 == 0:
+                    v = empty_value
+                else:
+                    conc = n0 - n2 - disc - (n1 - n3)
+                    v = float(conc - disc) / np.sqrt(float(n0 - n1) * float(n0 - n2))
             out[m, q] = v
     return 0
 
 
-def _run(parsed: list[tuple[str, int | None]], labels, scores, qptr, convention) -> np.ndarray:
+# Metrics that are undefined (not "zero") on a query without a pair to order: such a query is left
+# out of their mean unless --empty-query is given explicitly. The LETOR/TREC "score 0 and average
+# in" rules are about NDCG/MAP/P, which those scripts compute; these metrics are not among them.
+SKIP_WHEN_UNDEFINED = ("auc", "pairwise-accuracy", "kendall-tau")
+
+
+def _run(
+    parsed: list[tuple[str, int | None]], labels, scores, qptr, convention, tiebreak, judged, empty_query
+) -> np.ndarray:
+    split = [i for i, (base, _) in enumerate(parsed) if base in SKIP_WHEN_UNDEFINED]
+    if empty_query is None and split and len(split) < len(parsed):
+        rest = [i for i in range(len(parsed)) if i not in split]
+        a = _run([parsed[i] for i in rest], labels, scores, qptr, convention, tiebreak, judged, None)
+        b = _run([parsed[i] for i in split], labels, scores, qptr, convention, tiebreak, judged, "skip")
+        out = np.empty((len(parsed), a.shape[1]), dtype=np.float64)
+        out[rest] = a
+        out[split] = b
+        return out
+    if empty_query is None and split:
+        empty_query = "skip"
     conv = _convention(convention)
+    empty = _empty_code(empty_query, conv)
     labels, scores, qptr = _check_inputs(labels, scores, qptr)
+    nq = qptr.shape[0] - 1
+    if tiebreak is not None:
+        t = _check_tiebreak(tiebreak, labels.shape[0])
+        # Within each query, larger tiebreak first (file order among equal values), so that the
+        # kernel's stable sort on -score breaks score ties by tiebreak. ~t = -t - 1 cannot overflow.
+        query_of_row = np.repeat(np.arange(nq, dtype=np.int64), np.diff(qptr))
+        perm = np.lexsort((~t, query_of_row))
+        labels = labels[perm]
+        scores = scores[perm]
+    if judged is not None:
+        jptr, jlabels = _check_judged(judged, nq)
+    else:
+        jptr, jlabels = np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.float64)
+    if conv.err_max_grade is not None:
+        g_max = float(conv.err_max_grade)
+    else:
+        g_max = max(2.0, float(labels.max(initial=2.0)), float(jlabels.max(initial=2.0)))
     codes = np.array([METRICS[base].code for base, _ in parsed], dtype=np.int64)
-    ks = np.array([0 if k is None else k for _, k in parsed], dtype=np.int64)
-    out = np.empty((len(parsed), qptr.shape[0] - 1), dtype=np.float64)
+    ks = np.array([_K_ALL if k is None else k for _, k in parsed], dtype=np.int64)
+    out = np.empty((len(parsed), nq), dtype=np.float64)
     status = _metrics_kernel(
         codes,
         ks,
         labels,
         scores,
         qptr,
+        judged is not None,
+        jptr,
+        jlabels,
         conv.gain_mode,
         conv.table(),
         conv.discount_mode,
         conv.short_query,
-        conv.empty_query,
+        empty,
         conv.relevance_mode,
         float(conv.relevance_threshold),
+        conv.map_cut,
+        2.0**g_max,
         out,
     )
     if status != 0:
@@ -342,20 +770,72 @@ def _run(parsed: list[tuple[str, int | None]], labels, scores, qptr, convention)
     return out
 
 
+def _names(metrics) -> list[str]:
+    return [metrics] if isinstance(metrics, str) else list(metrics)
+
+
 # -- public API ----------------------------------------------------------------------------------
-def per_query(metric: str, labels, scores, qptr, convention: str | Convention = "letor4") -> np.ndarray:
-    """float64[Q]: the metric of each query."""
-    return _run([parse_metric(metric)], labels, scores, qptr, convention)[0]
+def per_query(
+    metric: str,
+    labels,
+    scores,
+    qptr,
+    convention: str | Convention = "letor4",
+    *,
+    tiebreak=None,
+    judged=None,
+    empty_query=None,
+) -> np.ndarray:
+    """float64[Q]: the metric of each query; NaN marks a query skipped by the empty-query rule.
+
+    tiebreak: int64[n]; among equal scores the row with the larger value ranks first.
+    judged: (jptr int64[Q+1], jlabels float64[m]), the labels of all judged documents of each query:
+        the ideal DCG and the number of relevant documents come from them.
+    empty_query: None (the convention's rule), "0", "1" or "skip".
+    """
+    return _run([parse_metric(metric)], labels, scores, qptr, convention, tiebreak, judged, empty_query)[0]
+
+
+def per_query_table(
+    metrics,
+    labels,
+    scores,
+    qptr,
+    convention: str | Convention = "letor4",
+    *,
+    tiebreak=None,
+    judged=None,
+    empty_query=None,
+) -> dict[str, np.ndarray]:
+    """{metric name as given: float64[Q]} from one pass over the queries (see `per_query`)."""
+    names = _names(metrics)
+    out = _run([parse_metric(m) for m in names], labels, scores, qptr, convention, tiebreak, judged, empty_query)
+    return {name: out[i] for i, name in enumerate(names)}
 
 
 def evaluate(
-    labels, scores, qptr, metrics=DEFAULT_METRICS, convention: str | Convention = "letor4"
+    labels,
+    scores,
+    qptr,
+    metrics=DEFAULT_METRICS,
+    convention: str | Convention = "letor4",
+    *,
+    tiebreak=None,
+    judged=None,
+    empty_query=None,
 ) -> dict[str, float]:
-    """{metric name as given: mean over all queries}. Each query is ranked once for all metrics."""
-    metrics = [metrics] if isinstance(metrics, str) else list(metrics)
-    parsed = [parse_metric(m) for m in metrics]
-    out = _run(parsed, labels, scores, qptr, convention)
+    """{metric name as given: mean over the queries not skipped (NaN if all are)}.
+
+    Each query is ranked once for all metrics; see `per_query` for the keyword arguments.
+    """
+    names = _names(metrics)
+    parsed = [parse_metric(m) for m in names]
+    out = _run(parsed, labels, scores, qptr, convention, tiebreak, judged, empty_query)
     if out.shape[1] == 0:
         raise UsageError("no queries to evaluate")
-    means = out.mean(axis=1)
-    return {name: float(means[i]) for i, name in enumerate(metrics)}
+    result = {}
+    for i, name in enumerate(names):
+        row = out[i]
+        kept = row[~np.isnan(row)]
+        result[name] = float(kept.mean()) if kept.shape[0] else math.nan
+    return result

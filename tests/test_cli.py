@@ -254,8 +254,11 @@ def test_eval_table_and_json(trained):
     assert all(isinstance(v, float) and 0.0 <= v <= 1.0 for v in values.values())
     table = rankkit("eval", SAMPLE_TEST, scores, cwd=trained)
     assert table.returncode == 0, table.stderr.decode()
-    rows = {ln.split()[0]: ln.split()[1] for ln in table.stdout.decode().splitlines() if not ln.startswith("#")}
+    lines = [ln.split() for ln in table.stdout.decode().splitlines() if not ln.startswith("#")]
+    assert lines[0] == ["metric", str(scores)]  # header row: the SCORES file names the column
+    rows = {cells[0]: cells[1] for cells in lines[1:]}
     assert rows == {k: f"{v:.6f}" for k, v in values.items()}
+    assert "convention letor4" in table.stdout.decode()
 
 
 def test_training_is_reproducible(trained):

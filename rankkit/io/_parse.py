@@ -35,6 +35,10 @@ NULL_VALUE = 10
 NONFINITE_VALUE = 11
 QID_TOO_LARGE = 12
 
+# bits of the per-row flags array (called has_qid in the kernels)
+FLAG_QID = 1
+FLAG_LABEL = 2
+
 # results of _parse_number
 _NUM_OK = 0
 _NUM_BAD = 1
@@ -240,11 +244,12 @@ def parse_svmlight(
             continue  # blank or comment-only line
         # ---- label (optional for prediction: a first token with ':' is a feature or qid)
         j, first_colon = _token_end(buf, i, cend)
-        if labels_optional and first_colon >= 0:
+        labelled = not (labels_optional and first_colon >= 0)
+        if labelled:
+            st, v, sl = _parse_number(buf, i, j, pow10)
+        else:
             st, v, sl = _NUM_OK, 0.0, False
             j = i
-        else:
-            st, v, sl = _parse_number(buf, i, j, pow10)
         if st == _NUM_BAD:
             status[0] = BAD_LABEL
         elif st == _NUM_NONFINITE:
@@ -262,7 +267,7 @@ def parse_svmlight(
             slow[ns, 3] = j
             ns += 1
         line_no[row] = line
-        has_qid[row] = 0
+        has_qid[row] = FLAG_LABEL if labelled else 0
         qid[row] = 0
         prev = -1
         first = True
@@ -292,7 +297,7 @@ def parse_svmlight(
                     status[2] = colon + 1
                     return row, k, ns
                 qid[row] = -qv if qneg else qv
-                has_qid[row] = 1
+                has_qid[row] |= FLAG_QID
                 first = False
                 i = j
                 continue

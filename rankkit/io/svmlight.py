@@ -110,7 +110,9 @@ def parse_bytes(
 ) -> Dataset:
     """Parse an SVMlight/LETOR buffer (uint8) into a validated Dataset."""
     arrays = _parse_chunked(buf, source, zero_based, labels_optional, _n_chunks(buf.shape[0]))
-    data, indices, indptr, y, qid, has_qid, line_no, docspan = arrays
+    data, indices, indptr, y, qid, flags, line_no, docspan = arrays
+    has_qid = flags & K.FLAG_QID
+    labelled = (flags & K.FLAG_LABEL) != 0
     n, nnz = y.shape[0], data.shape[0]
     if n == 0:
         what = "is empty" if buf.shape[0] == 0 else "has no data lines (only blank lines or comments)"
@@ -146,6 +148,7 @@ def parse_bytes(
         order = np.argsort(key, kind="stable").astype(np.int64)
         data, indices, indptr = _take_rows(data, indices, indptr, order)
         y, qid, line_no, docspan = y[order], qid[order], line_no[order], docspan[order]
+        labelled = labelled[order]
         blocks = K.query_blocks(qid)
 
     n_features = int(indices.max()) + 1 if nnz else 0
@@ -160,6 +163,7 @@ def parse_bytes(
         source=source,
         line=line_no,
         has_qid=bool(with_qid),
+        labelled=None if bool(labelled.all()) else labelled,
         order=order,
     )
     if bool(np.any(docspan[:, 0] >= 0)):
