@@ -255,14 +255,14 @@ def _print_evaluation(echo, fmt, names, systems, means, pvalues, per_query, head
         if len(systems) == 1 and not per_query:
             echo(json.dumps(means[0]))
             return
-        out = {"convention": convention, "systems": {}}
+        out = {"convention": convention, "systems": []}  # a list: the same file may be given twice
         for (name, qids, table), mean, p in zip(systems, means, pvalues):
-            entry = {"mean": mean}
+            entry = {"name": name, "mean": mean}
             if p is not None:
                 entry["p_value"] = p
             if per_query:
                 entry["per_query"] = {"qid": qids, **{m: [None if v != v else float(v) for v in table[m]] for m in names}}
-            out["systems"][name] = entry
+            out["systems"].append(entry)
         echo(json.dumps(out))
         return
     columns = []

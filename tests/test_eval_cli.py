@@ -1,0 +1,132 @@
+"""`rankkit eval` and `rankkit predict --format` end to end (issue 3), through the real CLI."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from rankkit import config
+from tests.test_cli import SAMPLE_TEST, SAMPLE_TRAIN, rankkit
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """Two models' scores, TREC runs of both, and qrels made from the sample's labels and docids."""
+    d = tmp_path_factory.mktemp("evalcli")
+    for name, C in (("a", "0.01"), ("b", "10")):
+        assert rankkit("train", SAMPLE_TRAIN, f"{name}.model", "-C", C, cwd=d).returncode == 0
+        assert rankkit("predict", SAMPLE_TEST, f"{name}.model", f"{name}.scores", cwd=d).returncode == 0
+        proc = rankkit("predict", SAMPLE_TEST, f"{name}.model", f"{name}.run", "--format", "trec", "--tag", name, cwd=d)
+        assert proc.returncode == 0, proc.stderr.decode()
+    qrels = []
+    for line in SAMPLE_TEST.read_text().splitlines():
+        label, qid = line.split()[:2]
+        docid = line.split("docid = ")[1].split()[0]
+        qrels.append(f"{qid.split(':')[1]} 0 {docid} {label}")
+    (d / "test.qrels").write_text("\n".join(qrels) + "\n")
+    return d
+
+
+def _json(proc):
+    assert proc.returncode == 0, proc.stderr.decode()
+    return json.loads(proc.stdout)
+
+
+def test_cli_choices_match_the_registries():
+    from rankkit import metrics, stats
+
+    assert set(config.CONVENTION_NAMES) == set(metrics.CONVENTIONS)
+    assert set(config.SIGNIFICANCE_TESTS) == set(stats.TESTS)
+    assert tuple(config.EMPTY_QUERY_CHOICES) == tuple(metrics.EMPTY_QUERY_CHOICES)
+
+
+def test_trec_run_format(runs):
+    lines = (runs / "a.run").read_text().splitlines()
+    n_docs = len(SAMPLE_TEST.read_text().splitlines())
+    assert len(lines) == n_docs
+    fields = [ln.split() for ln in lines]
+    assert all(len(f) == 6 and f[1] == "Q0" and f[5] == "a" for f in fields)
+    by_query = {}
+    for qid, _, docid, rank, score, _ in fields:
+        by_query.setdefault(qid, []).append((int(rank), float(score), docid))
+    for rows in by_query.values():
+        assert [r for r, _, _ in rows] == list(range(1, len(rows) + 1))
+        scores = [s for _, s, _ in rows]
+        assert scores == sorted(scores, reverse=True)
+    assert all(f[2].startswith("D") for f in fields)  # docids from the `# docid = ...` comments
+
+
+def test_ranked_format(runs):
+    proc = rankkit("predict", SAMPLE_TEST, "a.model", "--format", "ranked", cwd=runs)
+    assert proc.returncode == 0
+    lines = proc.stdout.decode().splitlines()
+    assert lines[0].split("\t") == ["qid", "rank", "docid", "score", "label"]
+    rows = [ln.split("\t") for ln in lines[1:]]
+    assert len(rows) == len(SAMPLE_TEST.read_text().splitlines())
+    assert {r[4] for r in rows} <= {"0", "1", "2"}
+
+
+def test_trec_run_against_qrels_equals_data_and_scores(runs):
+    """The same ranking evaluated from DATA + SCORES and from a TREC run + qrels gives the same numbers."""
+    metrics = ["ndcg@10", "map", "p@5", "mrr", "err@10"]
+    args = [a for m in metrics for a in ("-m", m)]
+    for convention in ("trec", "exp", "letor4"):
+        direct = _json(rankkit("eval", SAMPLE_TEST, "a.scores", "--convention", convention, "--format", "json", *args, cwd=runs))
+        via_run = _json(rankkit("eval", "--qrels", "test.qrels", "a.run", "--convention", convention, "--format", "json", *args, cwd=runs))
+        for m in metrics:
+            assert via_run[m] == pytest.approx(direct[m], abs=1e-12), (convention, m)
+
+
+def test_two_systems_side_by_side_with_p_values(runs):
+    out = _json(rankkit("eval", SAMPLE_TEST, "a.scores", "b.scores", "a.scores", "--format", "json", cwd=runs))
+    assert out["convention"] == "letor4"
+    first, second, third = out["systems"]
+    assert [s["name"] for s in out["systems"]] == ["a.scores", "b.scores", "a.scores"]
+    assert "p_value" not in first and set(second["p_value"]) == set(second["mean"])
+    assert set(third["p_value"].values()) == {1.0}  # the first file against itself: randomization p = 1
+    assert third["mean"] == first["mean"]
+    t = _json(rankkit("eval", SAMPLE_TEST, "a.scores", "b.scores", "--test", "t", "--format", "json", cwd=runs))
+    assert all(0.0 <= v <= 1.0 for v in t["systems"][1]["p_value"].values())
+    table = rankkit("eval", SAMPLE_TEST, "a.scores", "b.scores", cwd=runs).stdout.decode()
+    assert "p(b.scores)" in table and "randomization" in table
+
+
+def test_per_query_json(runs):
+    out = _json(rankkit("eval", SAMPLE_TEST, "a.scores", "--per-query", "--format", "json", "-m", "map", cwd=runs))
+    (system,) = out["systems"]
+    assert len(system["per_query"]["qid"]) == len(system["per_query"]["map"]) == 70
+    assert system["mean"]["map"] == pytest.approx(np.mean(system["per_query"]["map"]), abs=1e-12)
+
+
+def test_per_query_rows_average_to_the_summary(runs):
+    proc = rankkit("eval", SAMPLE_TEST, "a.scores", "--per-query", "--format", "tsv", "-m", "ndcg@5", "-m", "map", cwd=runs)
+    assert proc.returncode == 0
+    rows = [ln.split("\t") for ln in proc.stdout.decode().splitlines() if not ln.startswith("#")]
+    assert rows[0] == ["qid", "metric", "a.scores"]
+    for m in ("ndcg@5", "map"):
+        per_q = [float(r[2]) for r in rows[1:] if r[1] == m and r[0] != "all"]
+        (summary,) = [float(r[2]) for r in rows[1:] if r[1] == m and r[0] == "all"]
+        assert len(per_q) == 70 and summary == pytest.approx(np.mean(per_q), abs=1e-12)
+
+
+def test_empty_query_skip_changes_the_mean(runs):
+    zero = _json(rankkit("eval", SAMPLE_TEST, "a.scores", "--format", "json", "-m", "map", cwd=runs))
+    skip = _json(rankkit("eval", SAMPLE_TEST, "a.scores", "--format", "json", "-m", "map", "--empty-query", "skip", cwd=runs))
+    assert skip["map"] > zero["map"]  # the sample's test file has queries without relevant documents
+
+
+@pytest.mark.parametrize(
+    "args, fragment",
+    [
+        (["eval", str(SAMPLE_TEST)], "at least one SCORES"),
+        (["eval", str(SAMPLE_TEST), "a.scores", "-m", "ndcg@x"], "unknown metric"),
+        (["eval", str(SAMPLE_TEST), "a.scores", "--convention", "nope"], "nope"),
+        (["eval", "--qrels", "missing.qrels", "a.run"], "missing.qrels"),
+    ],
+)
+def test_eval_usage_errors(runs, args, fragment):
+    proc = rankkit(*args, cwd=runs)
+    err = proc.stderr.decode()
+    assert proc.returncode == 2 and fragment in err and "Traceback" not in err
