@@ -6,7 +6,8 @@ Sections:
   2. cli       wall time of `rankkit` commands as a user runs them (subprocess): --help, cold
                (fresh numba cache: compiling) and warm train on the bundled sample, MQ2008 Fold1,
                and the liblinear-ranksvm-sized files (reading included)
-  3. scaling   Newton training time vs n on one query with binary labels (n^2/4-ish implicit
+  3. eval      `rankkit eval` wall time on a 10-million-line file and its scores
+  4. scaling   Newton training time vs n on one query with binary labels (n^2/4-ish implicit
                pairs), with the least-squares exponent of time ~ n^a
 
 Timings are the best of `--repeat` runs. Inputs are generated under bench-data/ (git-ignored)
@@ -154,6 +155,25 @@ def bench_cli(report, repeat):
     report.append("")
 
 
+# -- eval on a 10-million-line file -----------------------------------------------------------
+def bench_eval(report, repeat):
+    data = ensure(BENCH / "eval10m.txt", lambda p: make_synthetic.write_letor(p, queries=100_000, docs=100, features=1, levels=3))
+    scores = BENCH / "eval10m.scores"
+    if not scores.exists():
+        from rankkit.io.output import write_scores
+
+        rng = np.random.default_rng(0)
+        write_scores(str(scores), rng.standard_normal(10_000_000))
+    metrics = ["-m", "ndcg@10", "-m", "map", "-m", "err@10", "-m", "auc"]
+    t, _ = best_of(lambda: run(rankkit_cmd("eval", str(data), str(scores), *metrics)), repeat)
+    report.append("## `rankkit eval` on 10 million lines\n")
+    report.append(
+        f"`rankkit eval` of a {data.stat().st_size / 1e6:.0f} MB LETOR file (100,000 queries x 100 documents) "
+        f"and a {scores.stat().st_size / 1e6:.0f} MB score file, metrics ndcg@10 map err@10 auc: **{t:.2f} s** "
+        "wall (reading both files included).\n"
+    )
+
+
 # -- 3. scaling --------------------------------------------------------------------------------
 def single_query(n: int, d: int, seed: int):
     from rankkit.data import Dataset
@@ -204,14 +224,16 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--max-n", type=float, default=1e7, help="largest n in the scaling run")
-    ap.add_argument("--only", choices=["parse", "cli", "scaling"], action="append")
+    ap.add_argument("--only", choices=["parse", "cli", "eval", "scaling"], action="append")
     args = ap.parse_args()
     report = [f"# rankkit benchmark, {dt.datetime.now().strftime('%Y-%m-%d %H:%M')}\n", f"Machine: {machine()}\n"]
-    sections = args.only or ["parse", "cli", "scaling"]
+    sections = args.only or ["parse", "cli", "eval", "scaling"]
     if "parse" in sections:
         bench_parse(report, args.repeat)
     if "cli" in sections:
         bench_cli(report, args.repeat)
+    if "eval" in sections:
+        bench_eval(report, args.repeat)
     if "scaling" in sections:
         bench_scaling(report, args.repeat, int(args.max_n))
     text = "\n".join(report)
