@@ -72,6 +72,7 @@ and a branch in `_metrics_kernel`.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from dataclasses import dataclass
@@ -166,28 +167,25 @@ _LETOR_RULES = (
     "ties in file order"
 )
 
+_LETOR4 = Convention(
+    name="letor4",
+    gain_mode=GAIN_TABLE,
+    gain_table=(0.0, 1.0, 3.0),
+    discount_mode=DISCOUNT_LETOR4,
+    short_query=SHORT_ZERO,
+    empty_query=EMPTY_ZERO,
+    relevance_mode=RELEVANT_GAIN,
+    err_max_grade=2.0,
+    description="LETOR 4.0 script: gains 0/1/3 for labels 0/1/2 (other labels 0), relevant = label 1 or 2, "
+    + _LETOR_RULES,
+)
+
 CONVENTIONS: dict[str, Convention] = {
-    "letor4": Convention(
-        name="letor4",
-        gain_mode=GAIN_TABLE,
-        gain_table=(0.0, 1.0, 3.0),
-        discount_mode=DISCOUNT_LETOR4,
-        short_query=SHORT_ZERO,
-        empty_query=EMPTY_ZERO,
-        relevance_mode=RELEVANT_GAIN,
-        err_max_grade=2.0,
-        description="LETOR 4.0 script: gains 0/1/3 for labels 0/1/2 (other labels 0), relevant = label 1 or 2, "
-        + _LETOR_RULES,
-    ),
-    "letor3": Convention(
+    "letor4": _LETOR4,
+    # the LETOR 3.0 script computes the same numbers (it differs only in how it parses its input)
+    "letor3": dataclasses.replace(
+        _LETOR4,
         name="letor3",
-        gain_mode=GAIN_TABLE,
-        gain_table=(0.0, 1.0, 3.0),
-        discount_mode=DISCOUNT_LETOR4,
-        short_query=SHORT_ZERO,
-        empty_query=EMPTY_ZERO,
-        relevance_mode=RELEVANT_GAIN,
-        err_max_grade=2.0,
         description="LETOR 3.0 script (same formulas as LETOR 4.0): gains 0/1/3 for labels 0/1/2 "
         "(other labels 0), relevant = label 1 or 2, " + _LETOR_RULES,
     ),
