@@ -80,6 +80,23 @@ def _verbose(f):
     return click.option("-v", "--verbose", is_flag=True, help="Progress and details on stderr.")(f)
 
 
+def _threads(f):
+    return click.option(
+        "--threads",
+        type=click.IntRange(min=1),
+        default=None,
+        help="Threads for the parallel kernels (reading, products, per-query sweeps, metrics). "
+        "Results are identical for any number. [default: all cores]",
+    )(f)
+
+
+def _use_threads(n: int | None) -> None:
+    if n is not None:
+        import numba
+
+        numba.set_num_threads(min(n, numba.config.NUMBA_NUM_THREADS))
+
+
 # -- train ------------------------------------------------------------------------------------
 @cli.command(context_settings=CONTEXT)
 @click.argument("train_file", metavar="TRAIN")
@@ -117,8 +134,9 @@ def _verbose(f):
 )
 @click.option("--zero-based", is_flag=True, help="Feature indices in TRAIN start at 0 (default: 1).")
 @_reader_options
+@_threads
 @_verbose
-def train(train_file, model_file, solver, C, tol, max_iter, zero_based, group_queries, verbose):
+def train(train_file, model_file, solver, C, tol, max_iter, zero_based, group_queries, threads, verbose):
     """Fit a ranker on TRAIN (SVMlight/LETOR; .gz/.bz2/.xz or - for stdin) and write MODEL.
 
     MODEL is written atomically: a cron job reading it never sees half a file, and a failed run
@@ -126,6 +144,7 @@ def train(train_file, model_file, solver, C, tol, max_iter, zero_based, group_qu
     """
     from rankkit import commands
 
+    _use_threads(threads)
     commands.train(
         train_file,
         model_file,
@@ -160,9 +179,10 @@ def train(train_file, model_file, solver, C, tol, max_iter, zero_based, group_qu
 )
 @click.option("--tag", default="rankkit", show_default=True, help="Run tag of --format trec.")
 @_reader_options
+@_threads
 @_verbose
 @_quiet_broken_pipe
-def predict(data_file, model_file, out_file, fmt, tag, zero_based, group_queries, verbose):
+def predict(data_file, model_file, out_file, fmt, tag, zero_based, group_queries, threads, verbose):
     """Score DATA with MODEL: by default one score per line, in input order, at full precision (%.17g).
 
     Labels in DATA are optional. Features beyond the model's are ignored (counted with -v).
@@ -170,6 +190,7 @@ def predict(data_file, model_file, out_file, fmt, tag, zero_based, group_queries
     """
     from rankkit import commands
 
+    _use_threads(threads)
     commands.predict(
         data_file,
         model_file,
@@ -243,9 +264,10 @@ def predict(data_file, model_file, out_file, fmt, tag, zero_based, group_queries
 )
 @click.option("--zero-based", is_flag=True, help="Feature indices in DATA start at 0.")
 @_reader_options
+@_threads
 @_quiet_broken_pipe
 def eval_(files, metrics, convention, empty_query, fmt, per_query, test_name, permutations, seed, qrels,
-          zero_based, group_queries):
+          zero_based, group_queries, threads):
     """Evaluate rankings: SCORES files (one score per line, as `rankkit predict` writes) against
     the labels and queries of DATA; or, with --qrels, TREC runs made by any system.
 
@@ -257,6 +279,7 @@ def eval_(files, metrics, convention, empty_query, fmt, per_query, test_name, pe
 
     if qrels is None and len(files) < 2:
         raise click.UsageError("eval needs DATA and at least one SCORES file (or --qrels QRELS RUN ...)")
+    _use_threads(threads)
     commands.evaluate(
         files,
         qrels=qrels,

@@ -78,3 +78,18 @@ def test_parallel_objective_matches_explicit_pairs_on_big_data(big_ds):
     assert abs(L - L_ref) <= RTOL_KERNEL * L_ref
     np.testing.assert_allclose(obj.gy, g_ref, rtol=0, atol=RTOL_KERNEL * np.abs(g_ref).max())
     np.testing.assert_allclose(Hd, Hd_ref, rtol=0, atol=RTOL_KERNEL * np.abs(Hd_ref).max())
+
+
+def test_cli_threads_give_identical_models(tmp_path):
+    """`rankkit train --threads 1` and `--threads 2` write the same weights, byte for byte."""
+    from tests.test_cli import SAMPLE_TRAIN, rankkit
+
+    for n in (1, 2):
+        proc = rankkit("train", SAMPLE_TRAIN, f"m{n}.txt", "--threads", str(n), cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr.decode()
+
+    def weights(name):
+        text = (tmp_path / name).read_text()
+        return text[text.index("\nweights ") :]
+
+    assert weights("m1.txt") == weights("m2.txt")
