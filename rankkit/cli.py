@@ -22,7 +22,7 @@ from rankkit.config import (
     SIGNIFICANCE_TESTS,
 )
 from rankkit.errors import EXIT_FAILURE, EXIT_USAGE, RankkitError
-from rankkit.solvers import DEFAULT_SOLVER, SOLVERS
+from rankkit.solvers import DEFAULT_SOLVER, LOSSES, SOLVERS
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -132,11 +132,32 @@ def _use_threads(n: int | None) -> None:
     show_default=True,
     help="At most this many Newton iterations (a warning, not an error, if reached).",
 )
+@click.option(
+    "--loss",
+    type=click.Choice(LOSSES),
+    default=LOSSES[0],
+    show_default=True,
+    help="Pair loss at margin t = w.(x_i - x_j): squared-hinge max(0,1-t)^2; huber "
+    "max(0,1-t)^2 - max(0,-t)^2 (quadratic near the margin, linear below 0: robust to outlier pairs).",
+)
+@click.option(
+    "--query-norm",
+    is_flag=True,
+    help="Divide each query's loss by its number of pairs (svm_rank / Cao et al.), so that queries "
+    "with many pairs do not dominate.",
+)
+@click.option(
+    "--query-weights",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="File of `qid weight` lines multiplying each query's loss (combined with --query-norm).",
+)
 @click.option("--zero-based", is_flag=True, help="Feature indices in TRAIN start at 0 (default: 1).")
 @_reader_options
 @_threads
 @_verbose
-def train(train_file, model_file, solver, C, tol, max_iter, zero_based, group_queries, threads, verbose):
+def train(train_file, model_file, solver, C, tol, max_iter, loss, query_norm, query_weights, zero_based, group_queries,
+          threads, verbose):
     """Fit a ranker on TRAIN (SVMlight/LETOR; .gz/.bz2/.xz or - for stdin) and write MODEL.
 
     MODEL is written atomically: a cron job reading it never sees half a file, and a failed run
@@ -149,7 +170,8 @@ def train(train_file, model_file, solver, C, tol, max_iter, zero_based, group_qu
         train_file,
         model_file,
         solver=solver,
-        params={"C": C, "tol": tol, "max_iter": max_iter},
+        params={"C": C, "tol": tol, "max_iter": max_iter, "loss": loss, "query_norm": query_norm},
+        query_weights_file=query_weights,
         zero_based=zero_based,
         group_queries=group_queries,
         log=_say if verbose else None,

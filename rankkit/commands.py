@@ -15,7 +15,7 @@ from typing import Callable
 import numpy as np
 
 from rankkit import __version__
-from rankkit.errors import DataError
+from rankkit.errors import DataError, UsageError
 from rankkit.io.atomic import check_writable
 from rankkit.io.model import Model, read_model, write_model
 from rankkit.io.output import read_scores, write_scores
@@ -38,7 +38,8 @@ class _Checksum(threading.Thread):
         self.hexdigest = hashlib.sha256(memoryview(self.buf)).hexdigest()
 
 
-def train(train_file, model_file, solver, params, zero_based=False, group_queries=False, log: Log = None, warn=print):
+def train(train_file, model_file, solver, params, zero_based=False, group_queries=False, log: Log = None, warn=print,
+          query_weights_file=None):
     t0 = time.perf_counter()
     check_writable(model_file)  # fail now, not after training
     name = display_name(train_file)
@@ -54,6 +55,12 @@ def train(train_file, model_file, solver, params, zero_based=False, group_querie
         )
     ds.require_pairs()
     spec = SOLVERS[solver]
+    if params.get("loss", spec.losses[0]) not in spec.losses:
+        raise UsageError(f"--solver {solver} does not offer --loss {params['loss']} (it offers: {', '.join(spec.losses)})")
+    if query_weights_file is not None:
+        from rankkit.io.query_weights import read_query_weights, weights_for
+
+        params = dict(params, query_weights=weights_for(ds, read_query_weights(query_weights_file), query_weights_file))
     model_solver = spec.load()(**params)
     result = model_solver.fit(ds, log=log)
     if not result.converged:
@@ -66,6 +73,8 @@ def train(train_file, model_file, solver, params, zero_based=False, group_querie
         "loss": getattr(model_solver, "loss", spec.losses[0]),
     }
     header.update(model_solver.hyperparameters())
+    if query_weights_file is not None:
+        header["query_weights_file"] = display_name(query_weights_file)
     header.update(
         {
             "index_base": 0 if zero_based else 1,

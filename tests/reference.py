@@ -66,3 +66,34 @@ def sqhinge_loss_y(y_scores: np.ndarray, labels: np.ndarray, qptr: np.ndarray, d
             Hd[i] += 2 * (d[i] - d[j])
             Hd[j] -= 2 * (d[i] - d[j])
     return L, g, Hd
+
+
+def pair_loss(t: float, loss: str) -> tuple[float, float, float]:
+    """(value, d/dt, d2/dt2) of one pair's loss at margin t = y_i - y_j (generalised 2nd derivative)."""
+    if loss == "squared-hinge":
+        return (1 - t) ** 2 if t < 1 else 0.0, -2 * (1 - t) if t < 1 else 0.0, 2.0 if t < 1 else 0.0
+    if loss == "huber":  # max(0, 1 - t)^2 - max(0, -t)^2
+        if t >= 1:
+            return 0.0, 0.0, 0.0
+        if t >= 0:
+            return (1 - t) ** 2, -2 * (1 - t), 2.0
+        return 1 - 2 * t, -2.0, 0.0
+    raise ValueError(loss)
+
+
+def pair_objective(ds: Dataset, C: float, w: np.ndarray, loss: str = "squared-hinge", qweight=None):
+    """f, gradient and dense (generalised) Hessian of 0.5||w||^2 + C sum_q w_q sum_pairs loss, pair by pair."""
+    X = dense(ds)
+    qweight = np.ones(ds.n_queries) if qweight is None else qweight
+    f = 0.5 * w @ w
+    g = w.copy()
+    H = np.eye(len(w))
+    query_of = np.searchsorted(ds.qptr, np.arange(ds.n_rows), side="right") - 1
+    for i, j in explicit_pairs(ds.y, ds.qptr):
+        a = X[i] - X[j]
+        v, d1, d2 = pair_loss(float(a @ w), loss)
+        c = C * qweight[query_of[i]]
+        f += c * v
+        g += c * d1 * a
+        H += c * d2 * np.outer(a, a)
+    return f, g, H

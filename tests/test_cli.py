@@ -273,3 +273,17 @@ def test_training_is_reproducible(trained):
     (a, na), (b, nb) = stable("model.txt"), stable("model2.txt")
     assert a == b and na == nb
     assert a[0] == "rankkit-model 1"
+
+
+def test_query_weights_file(tmp_path):
+    qids = sorted({ln.split()[1][4:] for ln in SAMPLE_TRAIN.read_text().splitlines()}, key=int)
+    (tmp_path / "w.txt").write_text("# weights\n" + "".join(f"{q} 1.5\n" for q in qids))
+    ok = rankkit("train", SAMPLE_TRAIN, "m.txt", "--query-weights", "w.txt", "--loss", "huber", cwd=tmp_path)
+    assert ok.returncode == 0, ok.stderr.decode()
+    assert "query_weights_file w.txt" in (tmp_path / "m.txt").read_text()
+    (tmp_path / "short.txt").write_text(f"{qids[0]} 1\n")
+    missing = rankkit("train", SAMPLE_TRAIN, "m.txt", "--query-weights", "short.txt", cwd=tmp_path)
+    assert missing.returncode == 2 and f"has no weight for qid {qids[1]}" in missing.stderr.decode()
+    (tmp_path / "bad.txt").write_text(f"{qids[0]} 1\n{qids[1]} heavy\n")
+    bad = rankkit("train", SAMPLE_TRAIN, "m.txt", "--query-weights", "bad.txt", cwd=tmp_path)
+    assert bad.returncode == 2 and "bad.txt:2: weight 'heavy' is not a number" in bad.stderr.decode()

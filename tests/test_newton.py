@@ -157,3 +157,26 @@ def test_bad_warm_start_is_rejected():
         NewtonRankSVM().fit(ds, w0=np.zeros(ds.n_features + 1))
     with pytest.raises(ValueError, match="w0"):
         NewtonRankSVM().fit(ds, w0=np.full(ds.n_features, np.nan))
+
+
+@pytest.mark.parametrize("loss", ["squared-hinge", "huber"])
+@pytest.mark.parametrize("query_norm", [False, True])
+def test_losses_and_query_weights_reach_the_explicit_pair_optimum(loss, query_norm):
+    from tests.reference import pair_objective
+
+    ds = make_dataset(seed=14, sizes=(30, 4, 25, 1, 40), n_features=6)
+    qw = np.random.default_rng(0).random(ds.n_queries) + 0.5
+    solver = NewtonRankSVM(C=2.0, tol=1e-12, loss=loss, query_norm=query_norm, query_weights=qw)
+    res = solver.fit(ds)
+    weights = solver.weights(ds)
+    if query_norm:
+        np.testing.assert_allclose(weights, qw / np.maximum(ds.pairs_per_query, 1))
+
+    def fg(w):
+        f, g, _ = pair_objective(ds, 2.0, w, loss, weights)
+        return f, g
+
+    ref = so.minimize(fg, np.zeros(ds.n_features), jac=True, method="L-BFGS-B",
+                      options={"gtol": 1e-12, "ftol": 1e-15, "maxiter": 10000})
+    assert res.converged
+    assert abs(res.objective - ref.fun) <= RTOL_OPTIMUM * ref.fun

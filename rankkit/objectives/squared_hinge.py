@@ -1,6 +1,11 @@
 """Squared-hinge pairwise loss in O(n log n): Chapelle & Keerthi (2010), Sect. 4 (PRSVM+).
 
-    L(y) = sum over queries q, pairs (i, j) in q with label_i > label_j of max(0, 1 - (y_i - y_j))^2
+    L(y) = sum over queries q of w_q * sum over pairs (i, j) in q with label_i > label_j of
+           max(0, margin - (y_i - y_j))^2
+
+(margin 1 below; the kernels take it as a parameter, so the Huber loss of Sect. 4.1,
+max(0, 1 - t)^2 - max(0, -t)^2, is two calls with margins 1 and 0 on one sort; w_q are per-query
+weights, e.g. 1 / pairs for svm_rank's normalisation)
 
 with y = X w. No pair is ever materialised. A pair (i above j) is *active* when y_i - y_j < 1,
 tested as exactly that floating-point expression everywhere (so the kernels and a brute-force
@@ -125,8 +130,9 @@ def sort_queries(y, qptr, skip, order):
 
 
 @njit
-def _query_fun_grad(y, lev, s, e, R, order, ys, ls, gs, tree):
-    """Loss, active-pair count and sorted-space gradient gs[s:e] of one query (rows s:e)."""
+def _query_fun_grad(y, lev, s, e, R, order, ys, ls, gs, tree, margin):
+    """Loss, active-pair count and sorted-space gradient gs[s:e] of one query (rows s:e), for the
+    pair loss max(0, margin - (y_i - y_j))^2."""
     for t in range(s, e):
         k = order[t]
         ys[t] = y[k]
@@ -140,12 +146,12 @@ def _query_fun_grad(y, lev, s, e, R, order, ys, ls, gs, tree):
     p = e - 1
     for t in range(e - 1, s - 1, -1):
         yk = ys[t]
-        while p >= s and yk - ys[p] < 1.0:
+        while p >= s and yk - ys[p] < margin:
             _fen_insert(tree, R, ls[p], ys[p] - a)
             p -= 1
         n, m, M2 = _fen_stats(tree, ls[t])
         if n > 0.0:
-            r = m + 1.0 - (yk - a)
+            r = m + margin - (yk - a)
             loss += M2 + n * r * r
             gs[t] = -2.0 * n * r
             n_active += n
@@ -157,22 +163,24 @@ def _query_fun_grad(y, lev, s, e, R, order, ys, ls, gs, tree):
     p = s
     for t in range(s, e):
         yk = ys[t]
-        while p < e and ys[p] - yk < 1.0:
+        while p < e and ys[p] - yk < margin:
             _fen_insert(tree, R, R - 1 - ls[p], ys[p] - a)
             p += 1
         n, m, _ = _fen_stats(tree, R - 1 - ls[t])
         if n > 0.0:
-            gs[t] += 2.0 * n * (1.0 - m + (yk - a))
+            gs[t] += 2.0 * n * (margin - m + (yk - a))
     return loss, n_active
 
 
 @njit(parallel=True)
-def fun_grad_y(y, lev, qptr, nlev, order, ys, ls, gs, gy):
+def fun_grad_y(y, lev, qptr, nlev, order, ys, ls, gs, gy, qweight, margin):
     """Loss L(y) and gy = dL/dy for all queries. Returns (loss, number of active pairs).
 
     `order` holds each query's rows in ascending y (see sort_queries). Writes the sorted scores
     `ys` and sorted levels `ls` that hess_vec_y reuses, so its active set is identical.
     nlev[q] is the number of distinct labels of query q; queries with one level are skipped.
+    qweight[q] multiplies query q's loss and gradient (0 skips it); `margin` is the hinge point
+    (1 for the RankSVM loss, 0 for the second term of the Huber decomposition).
     Queries run in parallel; per-query sums are added in query order, so the result does not
     depend on the number of threads.
     """
@@ -182,17 +190,18 @@ def fun_grad_y(y, lev, qptr, nlev, order, ys, ls, gs, gy):
     for q in prange(nq):
         s = qptr[q]
         e = qptr[q + 1]
-        if nlev[q] < 2:
+        wq = qweight[q]
+        if nlev[q] < 2 or wq == 0.0:
             for t in range(s, e):
                 gy[t] = 0.0
                 ys[t] = 0.0
                 ls[t] = 0
             continue
         tree = np.empty((nlev[q] + 1, 3), dtype=np.float64)
-        lq, aq = _query_fun_grad(y, lev, s, e, nlev[q], order, ys, ls, gs, tree)
+        lq, aq = _query_fun_grad(y, lev, s, e, nlev[q], order, ys, ls, gs, tree, margin)
         for t in range(s, e):
-            gy[order[t]] = gs[t]
-        qloss[q] = lq
+            gy[order[t]] = wq * gs[t]
+        qloss[q] = wq * lq
         qactive[q] = aq
     loss = 0.0
     n_active = 0.0
@@ -203,13 +212,13 @@ def fun_grad_y(y, lev, qptr, nlev, order, ys, ls, gs, gy):
 
 
 @njit
-def _query_hv(ys, ls, s, e, R, ds, zs, tree):
+def _query_hv(ys, ls, s, e, R, ds, zs, tree, margin):
     # sweep 1, descending (same pointer rule as _query_fun_grad)
     _fen_reset(tree, R)
     p = e - 1
     for t in range(e - 1, s - 1, -1):
         yk = ys[t]
-        while p >= s and yk - ys[p] < 1.0:
+        while p >= s and yk - ys[p] < margin:
             _fen_add_sum(tree, R, ls[p], ds[p])
             p -= 1
         cnt, G = _fen_sums(tree, ls[t])
@@ -219,7 +228,7 @@ def _query_hv(ys, ls, s, e, R, ds, zs, tree):
     p = s
     for t in range(s, e):
         yk = ys[t]
-        while p < e and ys[p] - yk < 1.0:
+        while p < e and ys[p] - yk < margin:
             _fen_add_sum(tree, R, R - 1 - ls[p], ds[p])
             p += 1
         cnt, G = _fen_sums(tree, R - 1 - ls[t])
@@ -227,20 +236,21 @@ def _query_hv(ys, ls, s, e, R, ds, zs, tree):
 
 
 @njit(parallel=True)
-def hess_vec_y(ys, ls, qptr, nlev, order, d, ds, zs, z):
+def hess_vec_y(ys, ls, qptr, nlev, order, d, ds, zs, z, qweight, margin):
     """z = H_L d in score space, at the active set of the last fun_grad_y (ys, ls, order)."""
     nq = qptr.shape[0] - 1
     for q in prange(nq):
         s = qptr[q]
         e = qptr[q + 1]
-        if nlev[q] < 2:
+        wq = qweight[q]
+        if nlev[q] < 2 or wq == 0.0:
             for t in range(s, e):
                 z[order[t]] = 0.0
             continue
         tree = np.empty((nlev[q] + 1, 3), dtype=np.float64)
         for t in range(s, e):
             ds[t] = d[order[t]]
-        _query_hv(ys, ls, s, e, nlev[q], ds, zs, tree)
+        _query_hv(ys, ls, s, e, nlev[q], ds, zs, tree, margin)
         for t in range(s, e):
-            z[order[t]] = zs[t]
+            z[order[t]] = wq * zs[t]
     return z

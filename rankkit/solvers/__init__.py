@@ -31,7 +31,7 @@ SOLVERS: dict[str, SolverSpec] = {
             summary="primal truncated-Newton RankSVM, O(nnz + n log n) per step (Chapelle & Keerthi, PRSVM+)",
             module="rankkit.solvers.newton",
             cls="NewtonRankSVM",
-            losses=("squared-hinge",),
+            losses=("squared-hinge", "huber"),
         ),
     ]
 }
@@ -41,3 +41,7 @@ DEFAULT_SOLVER = "newton"
 
 def get_solver(name: str) -> SolverSpec:
     return SOLVERS[name]
+
+
+# every loss some solver offers, for the CLI's --loss choices (the first is the default)
+LOSSES: tuple[str, ...] = tuple(dict.fromkeys(loss for spec in SOLVERS.values() for loss in spec.losses))

@@ -1,7 +1,10 @@
 """Primal truncated-Newton RankSVM (Chapelle & Keerthi 2010, Algorithm 1 with Sect. 4's O(n log n)
 gradient and Hessian-vector products): solver `newton`.
 
-    minimise f(w) = 0.5 ||w||^2 + C * sum over pairs max(0, 1 - w.(x_i - x_j))^2
+    minimise f(w) = 0.5 ||w||^2 + C * sum over queries q of w_q * sum over pairs of q loss(w.(x_i - x_j))
+
+with loss max(0, 1 - t)^2 (default) or Huber max(0, 1 - t)^2 - max(0, -t)^2, and w_q = 1 unless
+query weights or svm_rank's query normalisation (w_q = 1 / pairs of q) are asked for.
 
 Each Newton iteration solves H d = -g approximately by linear conjugate gradient (only Hessian-
 vector products, never H), then steps along d with a line search: t = 1 first (Armijo), and if that
@@ -181,13 +184,23 @@ class NewtonRankSVM:
     name = "newton"
 
     def __init__(self, C: float = DEFAULT_C, tol: float = DEFAULT_TOL, max_iter: int = DEFAULT_MAX_ITER,
-                 loss: str = "squared-hinge"):
+                 loss: str = "squared-hinge", query_norm: bool = False, query_weights: np.ndarray | None = None):
         self.C, self.tol, self.max_iter, self.loss = float(C), float(tol), int(max_iter), loss
+        self.query_norm = bool(query_norm)
+        self.query_weights = query_weights
 
     def hyperparameters(self) -> dict:
-        return {"C": self.C, "tol": self.tol, "max_iter": self.max_iter}
+        return {"C": self.C, "tol": self.tol, "max_iter": self.max_iter, "query_norm": self.query_norm}
+
+    def weights(self, ds: Dataset) -> np.ndarray | None:
+        """Per-query weights: the given ones, times 1 / pairs of the query with query_norm."""
+        w = None if self.query_weights is None else np.asarray(self.query_weights, dtype=np.float64)
+        if self.query_norm:
+            norm = 1.0 / np.maximum(ds.pairs_per_query, 1)
+            w = norm if w is None else w * norm
+        return w
 
     def fit(self, ds: Dataset, w0: np.ndarray | None = None, log: Log | None = None) -> FitResult:
         ds.require_pairs()
-        obj = PairwiseObjective(ds, self.C, self.loss)
+        obj = PairwiseObjective(ds, self.C, self.loss, query_weights=self.weights(ds))
         return truncated_newton(obj, w0=w0, tol=self.tol, max_iter=self.max_iter, log=log)
