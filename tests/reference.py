@@ -97,3 +97,20 @@ def pair_objective(ds: Dataset, C: float, w: np.ndarray, loss: str = "squared-hi
         g += c * d1 * a
         H += c * d2 * np.outer(a, a)
     return f, g, H
+
+
+def logistic_pair_objective(ds: Dataset, C: float, w: np.ndarray, qweight=None):
+    """0.5||w||^2 + C sum w_q log(1 + exp(-(x_i - x_j).w)), its gradient and Hessian, pair by pair."""
+    X = dense(ds)
+    qweight = np.ones(ds.n_queries) if qweight is None else qweight
+    query_of = np.searchsorted(ds.qptr, np.arange(ds.n_rows), side="right") - 1
+    f, g, H = 0.5 * w @ w, w.copy(), np.eye(len(w))
+    for i, j in explicit_pairs(ds.y, ds.qptr):
+        a = X[i] - X[j]
+        t = float(a @ w)
+        c = C * qweight[query_of[i]]
+        f += c * np.logaddexp(0.0, -t)
+        s = 1.0 / (1.0 + np.exp(t))  # sigma(-t)
+        g -= c * s * a
+        H += c * s * (1 - s) * np.outer(a, a)
+    return f, g, H

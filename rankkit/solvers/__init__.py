@@ -33,6 +33,14 @@ SOLVERS: dict[str, SolverSpec] = {
             cls="NewtonRankSVM",
             losses=("squared-hinge", "huber"),
         ),
+        SolverSpec(
+            name="newton-pairs",
+            summary="the same Newton method on the explicit pair list, O(nnz + pairs) per step "
+            "(Chapelle & Keerthi Sect. 3, PRSVM): any per-pair cost, exact logistic (RankNet) loss",
+            module="rankkit.solvers.newton",
+            cls="NewtonPairsRankSVM",
+            losses=("squared-hinge", "huber", "logistic"),
+        ),
     ]
 }
 
