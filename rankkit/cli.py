@@ -276,7 +276,7 @@ def predict(data_file, model_file, out_file, fmt, tag, zero_based, group_queries
     show_default=True,
     help="Permutations of the randomization test.",
 )
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the randomization test.")
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed of the randomization test.")
 @click.option(
     "--qrels",
     type=click.Path(dir_okay=False),

@@ -197,6 +197,8 @@ def evaluate(files, qrels=None, metrics=None, convention="letor4", empty_query=N
         for run_path in files:
             run = read_trec_run(run_path)
             labels, scores, qptr, tiebreak, judged, qids = run_against_qrels(run, judgements)[:6]
+            if len(qids) == 0:
+                raise DataError(display_name(qrels), f"judges none of the queries of {display_name(run_path)}")
             table = M.per_query_table(names, labels, scores, qptr, convention,
                                       tiebreak=tiebreak, judged=judged, empty_query=empty_query)
             systems.append((display_name(run_path), list(qids), table))
@@ -205,6 +207,15 @@ def evaluate(files, qrels=None, metrics=None, convention="letor4", empty_query=N
         described = f"{len(systems[0][1])} queries of {display_name(files[0])} judged in {display_name(qrels)}"
         if skipped:
             described += "; run queries without judgements (ignored, as trec_eval does): " + ", ".join(skipped)
+        query_sets = [set(q) for _, q, _ in systems]
+        if any(qs != query_sets[0] for qs in query_sets[1:]):
+            common = set.intersection(*query_sets)
+            described += (
+                "\nthe runs cover different queries ("
+                + ", ".join(f"{name}: {len(q)}" for name, q, _ in systems)
+                + f"; {len(common)} in common): each mean is over that run's own judged queries, "
+                "p-values over the queries in common"
+            )
     else:
         data_file, score_files = files[0], files[1:]
         ds = read_svmlight(data_file, zero_based=zero_based, group_queries=group_queries)
@@ -258,21 +269,26 @@ def _fmt(v, digits=6) -> str:
     return "nan" if v is None or v != v else f"{v:.{digits}f}"
 
 
+def _json_number(v):
+    """JSON has no NaN: an undefined value (a skipped query, a test on too few queries) is null."""
+    return None if v is None or v != v else float(v)
+
+
 def _print_evaluation(echo, fmt, names, systems, means, pvalues, per_query, header, described, convention):
     sys_names = [s[0] for s in systems]
     if fmt == "json":
         if len(systems) == 1 and not per_query:
-            echo(json.dumps(means[0]))
+            echo(json.dumps({m: _json_number(v) for m, v in means[0].items()}, allow_nan=False))
             return
         out = {"convention": convention, "systems": []}  # a list: the same file may be given twice
         for (name, qids, table), mean, p in zip(systems, means, pvalues):
-            entry = {"name": name, "mean": mean}
+            entry = {"name": name, "mean": {m: _json_number(v) for m, v in mean.items()}}
             if p is not None:
-                entry["p_value"] = p
+                entry["p_value"] = {m: _json_number(v) for m, v in p.items()}
             if per_query:
-                entry["per_query"] = {"qid": qids, **{m: [None if v != v else float(v) for v in table[m]] for m in names}}
+                entry["per_query"] = {"qid": qids, **{m: [_json_number(v) for v in table[m]] for m in names}}
             out["systems"].append(entry)
-        echo(json.dumps(out))
+        echo(json.dumps(out, allow_nan=False))
         return
     columns = []
     for i, name in enumerate(sys_names):
@@ -281,9 +297,9 @@ def _print_evaluation(echo, fmt, names, systems, means, pvalues, per_query, head
             columns.append(f"p({name})")
     rows = []  # (qid, metric, cells)
     if per_query:
-        base_qids = systems[0][1]
+        all_qids = list(dict.fromkeys(q for _, qids, _ in systems for q in qids))  # union, first-seen order
         lookups = [{q: i for i, q in enumerate(qids)} for _, qids, _ in systems]
-        for q in base_qids:
+        for q in all_qids:
             for m in names:
                 cells = []
                 for i, (_, _, table) in enumerate(systems):
@@ -299,16 +315,13 @@ def _print_evaluation(echo, fmt, names, systems, means, pvalues, per_query, head
             if i > 0:
                 cells.append(pvalues[i][m])
         rows.append(("all", m, cells))
-    if fmt == "tsv":
-        for line in header.split("\n"):
-            echo(f"# {line}")
+    if fmt == "tsv":  # plain TSV: a header row, no comments; summary rows have qid "all" (as trec_eval)
         echo("\t".join(["qid", "metric", *columns]))
         for q, m, cells in rows:
-            echo("\t".join([q, m, *("" if c is None else repr(float(c)) for c in cells)]))
+            echo("\t".join([q, m, *("" if c is None else ("nan" if c != c else repr(float(c))) for c in cells)]))
         return
-    for line in header.split("\n"):
+    for line in (header + "\n" + described).split("\n"):
         echo(f"# {line}")
-    echo(f"# {described}")
     text = [["qid", "metric", *columns]] if per_query else [["metric", *columns]]
     p_column = [False] + [c.startswith("p(") for c in columns[1:]]
     for q, m, cells in rows:

@@ -46,9 +46,9 @@ empty-query rules, g_max for ERR, and the map@k denominator:
 
     name    gain               discount           relevant      short NDCG  empty  ERR g_max  map@k divides by
     letor4  0/1/3 (labels 0-2) 1 if p<=2, log2 p  gain > 0      0           0      2          min(R,k)
-    letor3  as letor4 (the LETOR 3.0 script differs only in parsing)
+    letor3  as letor4, but P@k = 0 for a query with fewer than k documents (Eval-Score-3.0.pl)
     mslr    0/1/3/7/15 (0-4)   1 if p<=2, log2 p  label >= 2    0           0      4          min(R,k)
-    trec    max(label, 0)      1 if p<=2, log2 p  label >= 1    truncate    skip   data       R
+    trec    max(label, 0)      1 if p<=2, log2 p  label >= 1    truncate    0      data       R
     exp     2^label - 1        log2(p + 1)        label >= 1    truncate    1      data       min(R,k)
 
 - letor4 is the official LETOR 4.0 script (the default): NDCG@k = 0 for a query with fewer than k
@@ -57,9 +57,9 @@ empty-query rules, g_max for ERR, and the map@k denominator:
   the discount is trec_eval's log2(rank) with rank 1 undiscounted (`gain / log2(i + 1)` for the
   0-based index i > 0 in m_ndcg_cut.c), i.e. the same as LETOR's; NDCG@k over the documents
   retrieved; AP divided by the number of relevant judged documents; ties broken by docid
-  descending when the caller passes `tiebreak`. A query without relevant documents is skipped by
-  default (trec_eval itself scores it 0 and averages it in when the query is in the qrels:
-  `empty_query="0"` reproduces that).
+  descending when the caller passes `tiebreak`. A judged query without relevant documents scores
+  0 and is averaged in, as trec_eval does (it skips only queries absent from the qrels, which the
+  caller leaves out); `empty_query="skip"` leaves such queries out instead.
 - exp is the RankLib / LightGBM / XGBoost style. Its default empty rule is LightGBM's (and
   XGBoost's without the "-" suffix): NDCG and MAP of a query without positive label are 1.
 
@@ -121,6 +121,10 @@ M_AUC = 6
 M_PAIRWISE = 7
 M_TAU = 8
 
+# P@k of a query with fewer than k documents.
+PRECISION_HOLES = 0  # missing positions count as non-relevant: hits / k (LETOR 4.0, trec_eval)
+PRECISION_SHORT_ZERO = 1  # 0 (LETOR 3.0 script)
+
 _K_ALL = 2**62  # the cutoff the kernel sees for a metric without k: the whole ranking
 
 
@@ -139,6 +143,7 @@ class Convention:
     description: str = ""
     err_max_grade: float | None = None  # g_max of ERR; None: max(2, largest label passed in)
     map_cut: int = MAPCUT_MIN_RK
+    short_precision: int = 0  # PRECISION_HOLES or PRECISION_SHORT_ZERO
 
     def __post_init__(self):
         g = self.err_max_grade
@@ -151,6 +156,7 @@ class Convention:
             (self.gain_mode != GAIN_TABLE or len(self.gain_table) > 0, "gain_table"),
             (g is None or (isinstance(g, (int, float)) and math.isfinite(g) and g > 0), "err_max_grade"),
             (self.map_cut in (MAPCUT_MIN_RK, MAPCUT_R), "map_cut"),
+            (self.short_precision in (PRECISION_HOLES, PRECISION_SHORT_ZERO), "short_precision"),
         ]
         for ok, what in checks:
             if not ok:
@@ -183,11 +189,17 @@ _LETOR4 = Convention(
 CONVENTIONS: dict[str, Convention] = {
     "letor4": _LETOR4,
     # the LETOR 3.0 script computes the same numbers (it differs only in how it parses its input)
+    # The LETOR 3.0 script (Eval-Score-3.0.pl) computes NDCG and MAP as 4.0 does, but its P@k loop
+    # stops at the query's length, so a query with fewer than k documents adds 0 to P@k (4.0, from
+    # 2009-04-24, counts the missing positions as non-relevant instead).
     "letor3": dataclasses.replace(
         _LETOR4,
         name="letor3",
-        description="LETOR 3.0 script (same formulas as LETOR 4.0): gains 0/1/3 for labels 0/1/2 "
-        "(other labels 0), relevant = label 1 or 2, " + _LETOR_RULES,
+        short_precision=PRECISION_SHORT_ZERO,
+        description="LETOR 3.0 script (Eval-Score-3.0.pl): as LETOR 4.0 (gains 0/1/3 for labels 0/1/2, "
+        "relevant = label 1 or 2, positions 1-2 undiscounted, p >= 3 divided by log2(p), NDCG@k = 0 "
+        "for a query with fewer than k documents, a query without relevant documents scores 0), except "
+        "P@k = 0 for a query with fewer than k documents; ties in file order",
     ),
     "mslr": Convention(
         name="mslr",
@@ -480,6 +492,7 @@ def _metrics_kernel(
     relevance_mode,
     relevance_threshold,
     map_cut,
+    short_precision,
     err_denominator,  # 2**g_max
     out,  # float64[M, Q]
 ):
@@ -644,6 +657,8 @@ def _metrics_kernel(
             elif code == M_PRECISION:
                 if skip and nrel == 0:
                     v = np.nan
+                elif n < k and short_precision == PRECISION_SHORT_ZERO:
+                    v = 0.0
                 else:
                     hits = 0
                     for p in range(kk):
@@ -760,6 +775,7 @@ def _run(
         conv.relevance_mode,
         float(conv.relevance_threshold),
         conv.map_cut,
+        conv.short_precision,
         2.0**g_max,
         out,
     )

@@ -40,7 +40,7 @@ LETOR4 = {
 
 CONVENTIONS = {
     "letor4": LETOR4,
-    "letor3": dict(LETOR4),
+    "letor3": {**LETOR4, "short_p": "zero"},  # Eval-Score-3.0.pl: P@k = 0 when the query is shorter than k
     "mslr": {
         "gain": ("table", (0.0, 1.0, 3.0, 7.0, 15.0)),
         "discount": "letor4",
@@ -179,6 +179,8 @@ def precision(labels, scores, k, conv=LETOR4, tiebreak=None, judged=None):
     if skipping(conv) and n_relevant(labels, conv, judged) == 0:
         return NAN
     ranked = ranked_labels(labels, scores, tiebreak)
+    if conv.get("short_p") == "zero" and len(ranked) < k:
+        return 0.0
     hits = 0
     for p in range(1, k + 1):
         if p <= len(ranked) and is_relevant(ranked[p - 1], conv):

@@ -130,3 +130,74 @@ def test_eval_usage_errors(runs, args, fragment):
     proc = rankkit(*args, cwd=runs)
     err = proc.stderr.decode()
     assert proc.returncode == 2 and fragment in err and "Traceback" not in err
+
+
+def _write_runs(d):
+    """qrels for queries q1..q3; run r1 lists them 1, 2, 3 and r2 lists the same rankings 3, 2, 1;
+    r3 covers only q1 and q2. Per query AP: q1 = 1, q2 = 1/2, q3 = 1/3."""
+    (d / "qrels").write_text(
+        "q1 0 a 1\nq1 0 b 0\nq2 0 c 0\nq2 0 d 1\nq3 0 e 0\nq3 0 f 0\nq3 0 g 1\nq9 0 z 1\n"
+    )
+    blocks = {
+        "q1": "q1 Q0 a 1 3 t\nq1 Q0 b 2 2 t\n",
+        "q2": "q2 Q0 c 1 3 t\nq2 Q0 d 2 2 t\n",
+        "q3": "q3 Q0 e 1 3 t\nq3 Q0 f 2 2 t\nq3 Q0 g 3 1 t\n",
+    }
+    (d / "r1").write_text(blocks["q1"] + blocks["q2"] + blocks["q3"])
+    (d / "r2").write_text(blocks["q3"] + blocks["q2"] + blocks["q1"])
+    (d / "r3").write_text(blocks["q1"] + blocks["q2"])
+    (d / "other").write_text("x1 Q0 a 1 3 t\n")
+
+
+def test_runs_are_paired_by_query_id_not_position(tmp_path):
+    _write_runs(tmp_path)
+    out = _json(rankkit("eval", "--qrels", "qrels", "r1", "r2", "--format", "json", "-m", "map", cwd=tmp_path))
+    r1, r2 = out["systems"]
+    assert r1["mean"]["map"] == pytest.approx((1 + 1 / 2 + 1 / 3) / 3)
+    assert r2["mean"]["map"] == r1["mean"]["map"]
+    assert r2["p_value"]["map"] == 1.0  # identical per query once matched by id (by position they differ)
+    t = _json(rankkit("eval", "--qrels", "qrels", "r1", "r2", "--test", "t", "--format", "json", "-m", "map", cwd=tmp_path))
+    assert t["systems"][1]["p_value"]["map"] == 1.0
+
+
+def test_runs_over_different_queries_are_reported(tmp_path):
+    _write_runs(tmp_path)
+    table = rankkit("eval", "--qrels", "qrels", "r1", "r3", "-m", "map", "--per-query", cwd=tmp_path)
+    assert table.returncode == 0, table.stderr.decode()
+    text = table.stdout.decode()
+    assert "cover different queries" in text and "2 in common" in text
+    rows = [ln.split() for ln in text.splitlines() if not ln.startswith("#")]
+    assert {r[0] for r in rows[1:]} == {"q1", "q2", "q3", "all"}  # the union of the runs' queries
+    (q3,) = [r for r in rows if r[0] == "q3"]
+    assert q3[2:] == ["0.333333", "nan"]  # r3 has no q3
+    out = _json(rankkit("eval", "--qrels", "qrels", "r1", "r3", "--format", "json", "-m", "map", cwd=tmp_path))
+    assert out["systems"][1]["mean"]["map"] == pytest.approx(0.75)  # over r3's own queries
+
+
+def test_json_is_strict_without_nan(tmp_path):
+    _write_runs(tmp_path)
+    (tmp_path / "none").write_text("q3 Q0 e 1 3 t\n")  # q3 retrieved without its relevant document
+    proc = rankkit("eval", "--qrels", "qrels", "none", "none", "--format", "json", "-m", "auc",
+                   "--test", "t", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr.decode()
+
+    def reject(token):
+        raise AssertionError(f"non-standard JSON token {token}")
+
+    out = json.loads(proc.stdout, parse_constant=reject)
+    assert out["systems"][0]["mean"]["auc"] is None and out["systems"][1]["p_value"]["auc"] is None
+
+
+def test_qrels_judging_none_of_the_run_is_an_error(tmp_path):
+    _write_runs(tmp_path)
+    proc = rankkit("eval", "--qrels", "qrels", "other", cwd=tmp_path)
+    assert proc.returncode == 2 and "judges none of the queries of other" in proc.stderr.decode()
+
+
+def test_tsv_is_plain_and_seed_must_be_non_negative(runs):
+    tsv = rankkit("eval", SAMPLE_TEST, "a.scores", "b.scores", "--format", "tsv", cwd=runs).stdout.decode()
+    lines = tsv.splitlines()
+    assert lines[0].split("\t") == ["qid", "metric", "a.scores", "b.scores", "p(b.scores)"]
+    assert not any(ln.startswith("#") for ln in lines)
+    bad = rankkit("eval", SAMPLE_TEST, "a.scores", "--seed", "-1", cwd=runs)
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr.decode()

@@ -205,12 +205,27 @@ def test_registered_conventions_say_what_the_reference_says():
         assert c.map_cut == {"min": metrics.MAPCUT_MIN_RK, "R": metrics.MAPCUT_R}[r["map_cut"]]
 
 
-def test_letor3_is_letor4_with_its_own_description(data):
+def test_letor3_differs_from_letor4_only_in_short_query_precision(data):
+    """Eval-Score-3.0.pl stops its P@k loop at the query's length (P@k = 0 for a query shorter than
+    k); 4.0 counts the missing positions as non-relevant. Everything else is identical."""
     labels, scores, qptr = data
     a = per_query_table(EVERY_METRIC, labels, scores, qptr, convention="letor3")
     b = per_query_table(EVERY_METRIC, labels, scores, qptr, convention="letor4")
+    sizes = np.diff(np.asarray(qptr))
     for name in EVERY_METRIC:
-        np.testing.assert_array_equal(a[name], b[name])
+        if name.startswith("p@"):
+            k = int(name[2:])
+            short = sizes < k
+            np.testing.assert_array_equal(a[name][~short], b[name][~short])
+            assert np.all(a[name][short] == 0.0)
+            if k > 1:
+                assert np.any(b[name][short] > 0)  # the data has short queries with relevant documents
+        else:
+            np.testing.assert_array_equal(a[name], b[name])
+    # hand-worked: 3 documents, labels ranked 1, 0, 2; P@5: letor4 2/5, letor3 0 (query shorter than 5)
+    assert per_query("p@5", [1.0, 0.0, 2.0], [3.0, 2.0, 1.0], [0, 3], "letor4")[0] == 0.4
+    assert per_query("p@5", [1.0, 0.0, 2.0], [3.0, 2.0, 1.0], [0, 3], "letor3")[0] == 0.0
+    assert per_query("p@3", [1.0, 0.0, 2.0], [3.0, 2.0, 1.0], [0, 3], "letor3")[0] == 2 / 3
     assert "LETOR 3.0" in describe("letor3") and "LETOR 4.0" in describe("letor4")
 
 

@@ -225,3 +225,28 @@ def test_unwritable_destinations(tmp_path):
     atomic.check_writable(str(tmp_path / "new.txt"))
     atomic.check_writable("-")
     _only(tmp_path)
+
+
+def test_atomic_write_goes_through_symlinks_and_into_pipes(tmp_path):
+    """A symlinked output keeps its link (the target is replaced); a FIFO is written, not replaced."""
+    import os
+    import threading
+
+    from rankkit.io.atomic import atomic_open
+
+    real = tmp_path / "real.txt"
+    real.write_text("old\n")
+    link = tmp_path / "link.txt"
+    link.symlink_to(real)
+    with atomic_open(str(link)) as fh:
+        fh.write("new\n")
+    assert link.is_symlink() and real.read_text() == "new\n"
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    got = []
+    reader = threading.Thread(target=lambda: got.append(open(fifo).read()))
+    reader.start()
+    with atomic_open(str(fifo)) as fh:
+        fh.write("through the pipe\n")
+    reader.join(timeout=10)
+    assert got == ["through the pipe\n"] and fifo.exists() and not fifo.is_file()

@@ -39,9 +39,17 @@ def atomic_open(path: str, binary: bool = False):
         yield sys.stdout.buffer if binary else sys.stdout
         (sys.stdout.buffer if binary else sys.stdout).flush()
         return
-    target = os.path.abspath(path)
+    target = os.path.realpath(path)  # write through symlinks: replace the file, not the link
     if os.path.isdir(target):
         raise UsageError(f"cannot write '{path}': it is a directory")
+    if os.path.exists(target) and not os.path.isfile(target):
+        # a device or a pipe (/dev/stdout, a FIFO): it cannot be replaced, so write to it directly
+        try:
+            with open(target, "wb" if binary else "w", encoding=None if binary else "utf-8") as fh:
+                yield fh
+        except OSError as exc:
+            raise UsageError(f"cannot write '{path}': {exc.strerror or exc}") from None
+        return
     directory = os.path.dirname(target)
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(target)}.", suffix=".tmp", dir=directory)
