@@ -152,12 +152,18 @@ def _use_threads(n: int | None) -> None:
     default=None,
     help="File of `qid weight` lines multiplying each query's loss (combined with --query-norm).",
 )
+@click.option(
+    "--auc",
+    is_flag=True,
+    help="AUC optimisation: the whole file is one query with binary labels (qids ignored); the model "
+    "records the training AUC. A file without qid is one query anyway.",
+)
 @click.option("--zero-based", is_flag=True, help="Feature indices in TRAIN start at 0 (default: 1).")
 @_reader_options
 @_threads
 @_verbose
-def train(train_file, model_file, solver, C, tol, max_iter, loss, query_norm, query_weights, zero_based, group_queries,
-          threads, verbose):
+def train(train_file, model_file, solver, C, tol, max_iter, loss, query_norm, query_weights, auc, zero_based,
+          group_queries, threads, verbose):
     """Fit a ranker on TRAIN (SVMlight/LETOR; .gz/.bz2/.xz or - for stdin) and write MODEL.
 
     MODEL is written atomically: a cron job reading it never sees half a file, and a failed run
@@ -172,6 +178,7 @@ def train(train_file, model_file, solver, C, tol, max_iter, loss, query_norm, qu
         solver=solver,
         params={"C": C, "tol": tol, "max_iter": max_iter, "loss": loss, "query_norm": query_norm},
         query_weights_file=query_weights,
+        auc=auc,
         zero_based=zero_based,
         group_queries=group_queries,
         log=_say if verbose else None,

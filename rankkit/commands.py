@@ -39,7 +39,7 @@ class _Checksum(threading.Thread):
 
 
 def train(train_file, model_file, solver, params, zero_based=False, group_queries=False, log: Log = None, warn=print,
-          query_weights_file=None):
+          query_weights_file=None, auc=False):
     t0 = time.perf_counter()
     check_writable(model_file)  # fail now, not after training
     name = display_name(train_file)
@@ -53,6 +53,8 @@ def train(train_file, model_file, solver, params, zero_based=False, group_querie
             f"read {name}: {ds.n_rows} documents, {ds.n_queries} queries, {ds.n_pairs} pairs, "
             f"{ds.n_features} features, {ds.nnz} non-zeros in {t_read:.3f}s"
         )
+    if auc:
+        ds = ds.as_one_query()
     ds.require_pairs()
     spec = SOLVERS[solver]
     if params.get("loss", spec.losses[0]) not in spec.losses:
@@ -79,6 +81,7 @@ def train(train_file, model_file, solver, params, zero_based=False, group_querie
         {
             "index_base": 0 if zero_based else 1,
             "group_queries": bool(group_queries),
+            "auc": bool(auc),
             "n_features": ds.n_features,
             "train_file": name,
             "train_file_bytes": int(buf.shape[0]),
@@ -94,6 +97,13 @@ def train(train_file, model_file, solver, params, zero_based=False, group_querie
         }
     )
     header.update(result.extra)
+    if ds.n_queries == 1:  # AUC optimisation (a file without qid, or --auc): report the training AUC
+        from rankkit.metrics import per_query
+
+        scores = _linear_scores(Model(weights=result.w), ds)[0]
+        header["train_auc"] = float(per_query("auc", (ds.y > ds.y.min()).astype(float), scores, ds.qptr, "exp")[0])
+        if log:
+            log(f"training AUC {header['train_auc']:.6f}")
     header["read_time_seconds"] = round(t_read, 6)
     header["train_time_seconds"] = round(result.train_time, 6)
     write_model(model_file, Model(weights=result.w, header=header))

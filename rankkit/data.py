@@ -130,6 +130,35 @@ class Dataset:
                 raise DataError(self.source, f"invalid dataset: {what}")
         return self
 
+    def as_one_query(self) -> "Dataset":
+        """The whole file as a single query (AUC optimisation, Chapelle & Keerthi Sect. 5.2).
+
+        Labels must take exactly two values (e.g. 0/1 or -1/+1): every (positive, negative) pair is
+        then one preference pair, and the pairwise loss is a surrogate of 1 - AUC."""
+        values = np.unique(self.y)
+        if values.shape[0] != 2:
+            raise DataError(
+                self.source,
+                f"--auc needs binary labels; found {values.shape[0]} distinct labels "
+                f"({', '.join(f'{v:g}' for v in values[:5])}{', ...' if values.shape[0] > 5 else ''})",
+            )
+        return Dataset(
+            data=self.data,
+            indices=self.indices,
+            indptr=self.indptr,
+            y=self.y,
+            qid=np.zeros(self.n_rows, dtype=np.int64),
+            qptr=np.array([0, self.n_rows], dtype=np.int64),
+            n_features=self.n_features,
+            source=self.source,
+            line=self.line,
+            has_qid=False,
+            docid_spans=self.docid_spans,
+            docid_buf=self.docid_buf,
+            order=self.order,
+            labelled=self.labelled,
+        ).validate()
+
     def require_pairs(self) -> None:
         """Training needs at least one preference pair."""
         if self.n_pairs == 0:

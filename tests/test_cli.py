@@ -287,3 +287,24 @@ def test_query_weights_file(tmp_path):
     (tmp_path / "bad.txt").write_text(f"{qids[0]} 1\n{qids[1]} heavy\n")
     bad = rankkit("train", SAMPLE_TRAIN, "m.txt", "--query-weights", "bad.txt", cwd=tmp_path)
     assert bad.returncode == 2 and "bad.txt:2: weight 'heavy' is not a number" in bad.stderr.decode()
+
+
+def test_auc_training_reports_the_training_auc(tmp_path):
+    """--auc: the whole file is one query with binary labels; the model records the training AUC,
+    which equals the AUC of the model's own scores (counted pair by pair here)."""
+    lines = SAMPLE_TRAIN.read_text().splitlines()
+    binary = [("1" if ln.split()[0] != "0" else "0") + ln[ln.index(" ") :] for ln in lines]
+    (tmp_path / "bin.txt").write_text("\n".join(binary) + "\n")
+    ok = rankkit("train", "bin.txt", "m.txt", "--auc", "-C", "0.001", cwd=tmp_path)
+    assert ok.returncode == 0, ok.stderr.decode()
+    header = dict(ln.split(" ", 1) for ln in (tmp_path / "m.txt").read_text().split("\nweights")[0].splitlines()[1:])
+    assert header["n_queries"] == "1" and header["auc"] == "true"
+    pred = rankkit("predict", "bin.txt", "m.txt", cwd=tmp_path)
+    scores = [float(v) for v in pred.stdout.split()]
+    labels = [int(ln.split()[0]) for ln in binary]
+    pos = [s for s, lab in zip(scores, labels) if lab == 1]
+    neg = [s for s, lab in zip(scores, labels) if lab == 0]
+    auc = sum((p > n) + 0.5 * (p == n) for p in pos for n in neg) / (len(pos) * len(neg))
+    assert float(header["train_auc"]) == pytest.approx(auc, abs=1e-12)
+    graded = rankkit("train", SAMPLE_TRAIN, "g.txt", "--auc", cwd=tmp_path)
+    assert graded.returncode == 2 and "--auc needs binary labels; found 3 distinct labels" in graded.stderr.decode()
