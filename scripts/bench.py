@@ -7,6 +7,8 @@ Sections:
                (fresh numba cache: compiling) and warm train on the bundled sample, MQ2008 Fold1,
                and the liblinear-ranksvm-sized files (reading included)
   3. eval      `rankkit eval` wall time on a 10-million-line file and its scores
+  5. fig3/fig1 Chapelle & Keerthi's Fig. 3 (PRSVM vs PRSVM+ against n) and Fig. 1 (C on MQ2008)
+  6. threads   fit time with 1 and 2 threads
   4. scaling   Newton training time vs n on one query with binary labels (n^2/4-ish implicit
                pairs), with the least-squares exponent of time ~ n^a
 
@@ -174,6 +176,110 @@ def bench_eval(report, repeat):
     )
 
 
+# -- Chapelle & Keerthi's Fig. 3: PRSVM (explicit pairs) vs PRSVM+ (O(n log n)) ----------------
+def bench_fig3(report, repeat, max_pairs_n=19_200):
+    from rankkit.solvers.newton import NewtonPairsRankSVM, NewtonRankSVM
+
+    d = 20
+    NewtonPairsRankSVM(C=1e-3).fit(single_query(600, d, 0))
+    NewtonRankSVM(C=1e-3).fit(single_query(600, d, 0))
+    report.append("## Paper's Fig. 3: training time vs n, one query, binary labels (AUC optimisation)\n")
+    report.append("20 dense features, C = 10 / pairs; `newton-pairs` is PRSVM (Sect. 3, O(nnz + p) per product), "
+                  "`newton` is PRSVM+ (Sect. 4, O(nnz + n log n)).\n")
+    report.append("| n | pairs | newton-pairs s | newton s | ratio |")
+    report.append("|---:|---:|---:|---:|---:|")
+    rows = []
+    n = 1200
+    while n <= 1_228_800:
+        ds = single_query(n, d, 1)
+        C = 10.0 / ds.n_pairs
+        t_fast, _ = best_of(lambda ds=ds, C=C: NewtonRankSVM(C=C).fit(ds), repeat)
+        t_pairs = None
+        if n <= max_pairs_n:
+            t_pairs, _ = best_of(lambda ds=ds, C=C: NewtonPairsRankSVM(C=C).fit(ds), 1 if n > 5000 else repeat)
+        rows.append((n, t_pairs, t_fast))
+        shown = f"{t_pairs:.3f}" if t_pairs is not None else "-"
+        ratio = f"{t_pairs / t_fast:.1f}x" if t_pairs is not None else "-"
+        report.append(f"| {n:,} | {ds.n_pairs:.3g} | {shown} | {t_fast:.4f} | {ratio} |")
+        n *= 2
+    paired = [(n, tp, tf) for n, tp, tf in rows if tp is not None]
+    a_pairs = np.polyfit(np.log([r[0] for r in paired]), np.log([r[1] for r in paired]), 1)[0]
+    big = [(n, tf) for n, _, tf in rows if n >= 9600]
+    a_fast = np.polyfit(np.log([r[0] for r in big]), np.log([r[1] for r in big]), 1)[0]
+    report.append(f"\nSlopes (log time vs log n): newton-pairs **{a_pairs:.2f}** (n <= {max_pairs_n:,}), "
+                  f"newton **{a_fast:.2f}** (n >= 9,600).\n")
+
+
+# -- Chapelle & Keerthi's Fig. 1: C against test NDCG@10 and training time, MQ2008 --------------
+def bench_fig1(report, repeat):
+    from rankkit.io.svmlight import read_svmlight
+    from rankkit.metrics import evaluate
+    from rankkit.objectives._sparse import csr_matvec
+    from rankkit.solvers.newton import NewtonRankSVM
+
+    root = SHARED / "MQ2008"
+    if not root.exists():
+        return
+    folds = [[read_svmlight(str(root / f"Fold{k}" / f"{s}.txt")) for s in ("train", "test")] for k in range(1, 6)]
+    NewtonRankSVM(C=1.0).fit(folds[0][0])
+    report.append("## Paper's Fig. 1: C against test NDCG@10 and training time, MQ2008 (5 folds)\n")
+    report.append("| C | mean test NDCG@10 | mean test MAP | training time, 5 folds (s) | Newton iterations (sum) |")
+    report.append("|---:|---:|---:|---:|---:|")
+    for C in [10.0**e for e in range(-6, 3)]:
+        ndcg, maps, total, iters = [], [], 0.0, 0
+        for train, test in folds:
+            t, res = best_of(lambda train=train, C=C: NewtonRankSVM(C=C).fit(train), repeat)
+            total += t
+            iters += res.iterations
+            s = csr_matvec(test.data, test.indices, test.indptr, res.w, np.empty(test.n_rows))
+            m = evaluate(test.y, s, test.qptr, ("ndcg@10", "map"))
+            ndcg.append(m["ndcg@10"])
+            maps.append(m["map"])
+        report.append(f"| {C:g} | {np.mean(ndcg):.4f} | {np.mean(maps):.4f} | {total:.3f} | {iters} |")
+    report.append("")
+
+
+# -- threads -------------------------------------------------------------------------------------
+def bench_threads(report, repeat):
+    import numba
+
+    from rankkit.data import Dataset
+    from rankkit.io.svmlight import read_svmlight
+    from rankkit.solvers.newton import NewtonRankSVM
+
+    sets = []
+    mq = SHARED / "MQ2008" / "Fold1" / "train.txt"
+    if mq.exists():
+        sets.append(("MQ2008 Fold1 train (9,630 docs)", read_svmlight(str(mq)), 1e-3))
+    rng = np.random.default_rng(0)
+    nq, m, d = 10_000, 100, 46
+    X = rng.random((nq * m, d))
+    y = np.clip(np.floor((X @ rng.standard_normal(d)) / 2 + rng.standard_normal(nq * m)), 0, 4) + 0.0
+    sets.append(("synthetic 1e6 docs (10,000 queries x 100, 46 dense features, 5 levels)", Dataset(
+        data=X.ravel(), indices=np.tile(np.arange(d, dtype=np.int32), nq * m),
+        indptr=np.arange(0, nq * m * d + 1, d, dtype=np.int64), y=y,
+        qid=np.repeat(np.arange(nq, dtype=np.int64), m), qptr=np.arange(0, nq * m + 1, m, dtype=np.int64),
+        n_features=d).validate(), 1e-5))
+    sets.append(("synthetic 1e6 docs, one query, binary labels, 10 features", single_query(10**6, 10, 2), None))
+    report.append("## Threads: fit time of the O(n log n) Newton solver with 1 and 2 threads\n")
+    report.append("| data | C | 1 thread s | 2 threads s | speed-up | same w |")
+    report.append("|---|---:|---:|---:|---:|---|")
+    old = numba.get_num_threads()
+    try:
+        for name, ds, C in sets:
+            C = C if C is not None else 1e4 / ds.n_pairs
+            out = {}
+            for th in (1, 2):
+                numba.set_num_threads(th)
+                NewtonRankSVM(C=C).fit(ds)
+                out[th] = best_of(lambda ds=ds, C=C: NewtonRankSVM(C=C).fit(ds), repeat)
+            same = bool(np.array_equal(out[1][1].w, out[2][1].w))
+            report.append(f"| {name} | {C:g} | {out[1][0]:.3f} | {out[2][0]:.3f} | {out[1][0] / out[2][0]:.2f}x | {same} |")
+    finally:
+        numba.set_num_threads(old)
+    report.append("")
+
+
 # -- 3. scaling --------------------------------------------------------------------------------
 def single_query(n: int, d: int, seed: int):
     from rankkit.data import Dataset
@@ -224,10 +330,10 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--max-n", type=float, default=1e7, help="largest n in the scaling run")
-    ap.add_argument("--only", choices=["parse", "cli", "eval", "scaling"], action="append")
+    ap.add_argument("--only", choices=["parse", "cli", "eval", "scaling", "fig3", "fig1", "threads"], action="append")
     args = ap.parse_args()
     report = [f"# rankkit benchmark, {dt.datetime.now().strftime('%Y-%m-%d %H:%M')}\n", f"Machine: {machine()}\n"]
-    sections = args.only or ["parse", "cli", "eval", "scaling"]
+    sections = args.only or ["parse", "cli", "eval", "scaling", "fig3", "fig1", "threads"]
     if "parse" in sections:
         bench_parse(report, args.repeat)
     if "cli" in sections:
@@ -236,6 +342,12 @@ def main() -> int:
         bench_eval(report, args.repeat)
     if "scaling" in sections:
         bench_scaling(report, args.repeat, int(args.max_n))
+    if "fig3" in sections:
+        bench_fig3(report, args.repeat)
+    if "fig1" in sections:
+        bench_fig1(report, args.repeat)
+    if "threads" in sections:
+        bench_threads(report, args.repeat)
     text = "\n".join(report)
     print(text)
     (ROOT / "out").mkdir(exist_ok=True)
