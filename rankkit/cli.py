@@ -103,10 +103,10 @@ def _use_threads(n: int | None) -> None:
 @click.argument("model_file", metavar="MODEL")
 @click.option(
     "--solver",
-    type=click.Choice(sorted(SOLVERS)),
-    default=DEFAULT_SOLVER,
-    show_default=True,
-    help="; ".join(f"{s.name}: {s.summary}" for s in SOLVERS.values()),
+    type=click.Choice(list(SOLVERS)),
+    default=None,
+    help="; ".join(f"{s.name}: {s.summary}" for s in SOLVERS.values())
+    + f". [default: {DEFAULT_SOLVER}, or the solver of --loss when {DEFAULT_SOLVER} does not offer it]",
 )
 @click.option(
     "-C",
@@ -121,16 +121,16 @@ def _use_threads(n: int | None) -> None:
 @click.option(
     "--tol",
     type=click.FloatRange(min=0, min_open=True),
-    default=1e-6,
-    show_default=True,
-    help="Stop when the Newton decrement divided by the objective is below this.",
+    default=None,
+    help="Stopping rule: Newton decrement / objective for newton solvers [default: 1e-6]; relative "
+    "duality gap for bundle [default: 1e-4].",
 )
 @click.option(
     "--max-iter",
     type=click.IntRange(min=1),
-    default=100,
-    show_default=True,
-    help="At most this many Newton iterations (a warning, not an error, if reached).",
+    default=None,
+    help="At most this many iterations (a warning, not an error, if reached). "
+    "[default: 100 Newton iterations; 1000 bundle iterations]",
 )
 @click.option(
     "--loss",
@@ -138,7 +138,8 @@ def _use_threads(n: int | None) -> None:
     default=LOSSES[0],
     show_default=True,
     help="Pair loss at margin t = w.(x_i - x_j): squared-hinge max(0,1-t)^2; huber "
-    "max(0,1-t)^2 - max(0,-t)^2 (quadratic near the margin, linear below 0: robust to outlier pairs).",
+    "max(0,1-t)^2 - max(0,-t)^2 (quadratic near the margin, linear below 0: robust to outlier pairs); "
+    "logistic log(1+exp(-t)) (RankNet, newton-pairs); hinge max(0,1-t) (svm_rank's loss, bundle).",
 )
 @click.option(
     "--query-norm",

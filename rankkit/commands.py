@@ -56,6 +56,10 @@ def train(train_file, model_file, solver, params, zero_based=False, group_querie
     if auc:
         ds = ds.as_one_query()
     ds.require_pairs()
+    if solver is None:
+        from rankkit.solvers import solver_for
+
+        solver = solver_for(params.get("loss", "squared-hinge"))
     spec = SOLVERS[solver]
     if params.get("loss", spec.losses[0]) not in spec.losses:
         raise UsageError(f"--solver {solver} does not offer --loss {params['loss']} (it offers: {', '.join(spec.losses)})")

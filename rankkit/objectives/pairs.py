@@ -24,7 +24,7 @@ from rankkit.errors import UsageError
 from rankkit.objectives._numba import njit
 from rankkit.objectives._sparse import csr_matvec, csr_rmatvec
 
-LOSS_CODES = {"squared-hinge": 0, "huber": 1, "logistic": 2}
+LOSS_CODES = {"squared-hinge": 0, "huber": 1, "logistic": 2, "hinge": 3}
 MAX_PAIRS = 400_000_000  # 6.4 GB of pair indices: beyond this, use the O(n log n) solver
 
 
@@ -43,6 +43,10 @@ def _loss(t, code):
             r = 1.0 - t
             return r * r, -2.0 * r, 2.0
         return 1.0 - 2.0 * t, -2.0, 0.0
+    if code == 3:  # hinge: value and subgradient (bundle method only)
+        if t < 1.0:
+            return 1.0 - t, -1.0, 0.0
+        return 0.0, 0.0, 0.0
     # logistic, computed without overflow: log(1 + e^-t) = max(-t, 0) + log1p(e^-|t|)
     e = math.exp(-abs(t))
     value = max(-t, 0.0) + math.log1p(e)
@@ -67,7 +71,7 @@ def pair_fun_grad(y, pi, pj, cost, code, gy, curv):
         gy[i] += g
         gy[j] -= g
         curv[k] = c * d2
-        if d2 != 0.0:
+        if d1 != 0.0:
             active += 1
     return loss, active
 
@@ -159,6 +163,9 @@ class ExplicitPairObjective:
 
     def gradient(self, w):
         return w + self.C * csr_rmatvec(self.data, self.indices, self.indptr, self.gy, np.empty(self.n_features))
+
+    def gradient_loss(self):
+        return csr_rmatvec(self.data, self.indices, self.indptr, self.gy, np.empty(self.n_features))
 
     def hess_vec(self, s):
         csr_matvec(self.data, self.indices, self.indptr, s, self._delta)

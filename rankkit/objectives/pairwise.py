@@ -30,7 +30,7 @@ from rankkit.objectives._sparse import csr_matvec, csr_rmatvec
 # one compiled into the kernel); shorter ones are sorted inside the kernel, without Python overhead.
 NUMPY_SORT_MIN = 50_000
 
-LOSSES = ("squared-hinge", "huber")
+LOSSES = ("squared-hinge", "huber", "hinge")  # hinge: value and subgradient only (bundle method)
 
 
 class PairwiseObjective:
@@ -84,9 +84,9 @@ class PairwiseObjective:
             self.order[s:e] = s + np.argsort(y[s:e], kind="stable")
         sqh.sort_queries(y, self.qptr, self._skip, self.order)
         args = (y, self.lev, self.qptr, self.nlev, self.order, self.ys, self.ls, self.gs)
-        loss, n_active = sqh.fun_grad_y(*args, self.gy, self.qweight, 1.0)
+        loss, n_active = sqh.fun_grad_y(*args, self.gy, self.qweight, 1.0, self.loss != "hinge")
         if self.loss == "huber":  # minus max(0, -t)^2 over the same sorted queries
-            loss0, _ = sqh.fun_grad_y(*args, self._gy0, self.qweight, 0.0)
+            loss0, _ = sqh.fun_grad_y(*args, self._gy0, self.qweight, 0.0, True)
             loss -= loss0
             self.gy -= self._gy0
         self.loss_value = loss
@@ -95,6 +95,8 @@ class PairwiseObjective:
 
     def hess_vec_y(self, d: np.ndarray) -> np.ndarray:
         """H_L d in score space at the last evaluated point."""
+        if self.loss == "hinge":
+            raise ValueError("the hinge loss has no Hessian: use the bundle method")
         args = (self.ys, self.ls, self.qptr, self.nlev, self.order, d, self._ds, self._zs)
         z = sqh.hess_vec_y(*args, self._z, self.qweight, 1.0)
         if self.loss == "huber":
@@ -108,6 +110,10 @@ class PairwiseObjective:
 
     def gradient(self, w: np.ndarray) -> np.ndarray:
         return w + self.C * self._rmatvec(self.gy)
+
+    def gradient_loss(self) -> np.ndarray:
+        """X^T dL/dy: the (sub)gradient of the loss term alone at the last evaluated point."""
+        return self._rmatvec(self.gy)
 
     def hess_vec(self, s: np.ndarray) -> np.ndarray:
         csr_matvec(self.data, self.indices, self.indptr, s, self._delta)

@@ -3,7 +3,8 @@
     L(y) = sum over queries q of w_q * sum over pairs (i, j) in q with label_i > label_j of
            max(0, margin - (y_i - y_j))^2
 
-(margin 1 below; the kernels take it as a parameter, so the Huber loss of Sect. 4.1,
+(margin 1 below; `squared=False` gives the hinge max(0, margin - (y_i - y_j)) and a subgradient
+instead, for the bundle method; the kernels take the margin as a parameter, so the Huber loss of Sect. 4.1,
 max(0, 1 - t)^2 - max(0, -t)^2, is two calls with margins 1 and 0 on one sort; w_q are per-query
 weights, e.g. 1 / pairs for svm_rank's normalisation)
 
@@ -130,9 +131,10 @@ def sort_queries(y, qptr, skip, order):
 
 
 @njit
-def _query_fun_grad(y, lev, s, e, R, order, ys, ls, gs, tree, margin):
+def _query_fun_grad(y, lev, s, e, R, order, ys, ls, gs, tree, margin, squared):
     """Loss, active-pair count and sorted-space gradient gs[s:e] of one query (rows s:e), for the
-    pair loss max(0, margin - (y_i - y_j))^2."""
+    pair loss max(0, margin - (y_i - y_j))^2, or max(0, margin - (y_i - y_j)) (the hinge, with its
+    subgradient) when `squared` is False."""
     for t in range(s, e):
         k = order[t]
         ys[t] = y[k]
@@ -152,8 +154,12 @@ def _query_fun_grad(y, lev, s, e, R, order, ys, ls, gs, tree, margin):
         n, m, M2 = _fen_stats(tree, ls[t])
         if n > 0.0:
             r = m + margin - (yk - a)
-            loss += M2 + n * r * r
-            gs[t] = -2.0 * n * r
+            if squared:
+                loss += M2 + n * r * r
+                gs[t] = -2.0 * n * r
+            else:
+                loss += n * r
+                gs[t] = -n
             n_active += n
         else:
             gs[t] = 0.0
@@ -168,12 +174,15 @@ def _query_fun_grad(y, lev, s, e, R, order, ys, ls, gs, tree, margin):
             p += 1
         n, m, _ = _fen_stats(tree, R - 1 - ls[t])
         if n > 0.0:
-            gs[t] += 2.0 * n * (margin - m + (yk - a))
+            if squared:
+                gs[t] += 2.0 * n * (margin - m + (yk - a))
+            else:
+                gs[t] += n
     return loss, n_active
 
 
 @njit(parallel=True)
-def fun_grad_y(y, lev, qptr, nlev, order, ys, ls, gs, gy, qweight, margin):
+def fun_grad_y(y, lev, qptr, nlev, order, ys, ls, gs, gy, qweight, margin, squared):
     """Loss L(y) and gy = dL/dy for all queries. Returns (loss, number of active pairs).
 
     `order` holds each query's rows in ascending y (see sort_queries). Writes the sorted scores
@@ -198,7 +207,7 @@ def fun_grad_y(y, lev, qptr, nlev, order, ys, ls, gs, gy, qweight, margin):
                 ls[t] = 0
             continue
         tree = np.empty((nlev[q] + 1, 3), dtype=np.float64)
-        lq, aq = _query_fun_grad(y, lev, s, e, nlev[q], order, ys, ls, gs, tree, margin)
+        lq, aq = _query_fun_grad(y, lev, s, e, nlev[q], order, ys, ls, gs, tree, margin, squared)
         for t in range(s, e):
             gy[order[t]] = wq * gs[t]
         qloss[q] = wq * lq

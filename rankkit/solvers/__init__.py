@@ -41,6 +41,14 @@ SOLVERS: dict[str, SolverSpec] = {
             cls="NewtonPairsRankSVM",
             losses=("squared-hinge", "huber", "logistic"),
         ),
+        SolverSpec(
+            name="bundle",
+            summary="the hinge-loss RankSVM (svm_rank's objective) by a bundle / cutting-plane method (BMRM) "
+            "on the O(n log n) subgradient, stopped on the relative duality gap",
+            module="rankkit.solvers.bundle",
+            cls="BundleRankSVM",
+            losses=("hinge",),
+        ),
     ]
 }
 
@@ -49,6 +57,13 @@ DEFAULT_SOLVER = "newton"
 
 def get_solver(name: str) -> SolverSpec:
     return SOLVERS[name]
+
+
+def solver_for(loss: str) -> str:
+    """The default solver of a loss: newton where it applies, else the first solver offering it."""
+    if loss in SOLVERS[DEFAULT_SOLVER].losses:
+        return DEFAULT_SOLVER
+    return next(spec.name for spec in SOLVERS.values() if loss in spec.losses)
 
 
 # every loss some solver offers, for the CLI's --loss choices (the first is the default)

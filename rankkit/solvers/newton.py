@@ -183,9 +183,11 @@ class NewtonRankSVM:
 
     name = "newton"
 
-    def __init__(self, C: float = DEFAULT_C, tol: float = DEFAULT_TOL, max_iter: int = DEFAULT_MAX_ITER,
+    def __init__(self, C: float = DEFAULT_C, tol: float | None = None, max_iter: int | None = None,
                  loss: str = "squared-hinge", query_norm: bool = False, query_weights: np.ndarray | None = None):
-        self.C, self.tol, self.max_iter, self.loss = float(C), float(tol), int(max_iter), loss
+        self.C, self.loss = float(C), loss
+        self.tol = DEFAULT_TOL if tol is None else float(tol)
+        self.max_iter = DEFAULT_MAX_ITER if max_iter is None else int(max_iter)
         self.query_norm = bool(query_norm)
         self.query_weights = query_weights
 
