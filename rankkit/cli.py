@@ -154,6 +154,22 @@ def _use_threads(n: int | None) -> None:
     help="File of `qid weight` lines multiplying each query's loss (combined with --query-norm).",
 )
 @click.option(
+    "--rescale",
+    type=click.Choice(["margin", "slack"]),
+    default=None,
+    help="Cost-sensitive pairs (Sect. 6.2): margin max(0, D_ij - t)^2 or slack D_ij max(0, 1 - t)^2, with "
+    "D_ij from --delta. Margin rescaling with a label-based delta stays O(n log n); slack rescaling and "
+    "--delta swap need --solver newton-pairs.",
+)
+@click.option(
+    "--delta",
+    default="gain",
+    show_default=True,
+    help="D_ij of --rescale: gain (2^label_i - 2^label_j, the DCG gain difference), a comma-separated "
+    "value per label 0,1,2,... (D_ij = u_i - u_j), or swap (|change of NDCG| when i and j swap at their "
+    "ideal positions).",
+)
+@click.option(
     "--auc",
     is_flag=True,
     help="AUC optimisation: the whole file is one query with binary labels (qids ignored); the model "
@@ -163,8 +179,8 @@ def _use_threads(n: int | None) -> None:
 @_reader_options
 @_threads
 @_verbose
-def train(train_file, model_file, solver, C, tol, max_iter, loss, query_norm, query_weights, auc, zero_based,
-          group_queries, threads, verbose):
+def train(train_file, model_file, solver, C, tol, max_iter, loss, query_norm, query_weights, rescale, delta, auc,
+          zero_based, group_queries, threads, verbose):
     """Fit a ranker on TRAIN (SVMlight/LETOR; .gz/.bz2/.xz or - for stdin) and write MODEL.
 
     MODEL is written atomically: a cron job reading it never sees half a file, and a failed run
@@ -177,7 +193,8 @@ def train(train_file, model_file, solver, C, tol, max_iter, loss, query_norm, qu
         train_file,
         model_file,
         solver=solver,
-        params={"C": C, "tol": tol, "max_iter": max_iter, "loss": loss, "query_norm": query_norm},
+        params={"C": C, "tol": tol, "max_iter": max_iter, "loss": loss, "query_norm": query_norm,
+                **({"rescale": rescale, "delta": delta} if rescale else {})},
         query_weights_file=query_weights,
         auc=auc,
         zero_based=zero_based,

@@ -55,16 +55,17 @@ def _loss(t, code):
 
 
 @njit
-def pair_fun_grad(y, pi, pj, cost, code, gy, curv):
-    """Loss, dL/dy into gy, and each pair's weighted second derivative into curv. Returns
-    (loss, number of pairs with a non-zero second derivative)."""
+def pair_fun_grad(y, pi, pj, cost, shift, code, gy, curv):
+    """Loss, dL/dy into gy, and each pair's weighted second derivative into curv, with the pair's
+    margin moved to t = y_i - y_j - shift_k (margin rescaling: shift = Delta - 1). Returns
+    (loss, number of pairs with a non-zero derivative)."""
     gy[:] = 0.0
     loss = 0.0
     active = 0
     for k in range(pi.shape[0]):
         i = pi[k]
         j = pj[k]
-        v, d1, d2 = _loss(y[i] - y[j], code)
+        v, d1, d2 = _loss(y[i] - y[j] - shift[k], code)
         c = cost[k]
         loss += c * v
         g = c * d1
@@ -127,7 +128,9 @@ class ExplicitPairObjective:
     """Same interface as PairwiseObjective (scores / evaluate / gradient / hess_vec / hess_vec_y)."""
 
     def __init__(self, ds: Dataset, C: float, loss: str = "squared-hinge", query_weights=None, pair_costs=None,
-                 pairs=None):
+                 pairs=None, pair_margins=None):
+        """pair_costs (slack rescaling) multiply each pair's loss; pair_margins (margin rescaling)
+        replace the margin 1 of each pair: loss(t - (margin_k - 1))."""
         if loss not in LOSS_CODES:
             raise ValueError(f"unknown loss {loss!r}")
         self.loss, self.code, self.C = loss, LOSS_CODES[loss], float(C)
@@ -138,6 +141,8 @@ class ExplicitPairObjective:
         if query_weights is not None:
             cost = cost * np.asarray(query_weights, dtype=np.float64)[owner]
         self.cost = np.ascontiguousarray(cost)
+        margins = np.ones(self.pi.shape[0]) if pair_margins is None else np.asarray(pair_margins, dtype=np.float64)
+        self.shift = np.ascontiguousarray(margins - 1.0)
         self.n_pairs = int(self.pi.shape[0])
         self.gy = np.zeros(self.n_rows)
         self._curv = np.zeros(self.n_pairs)
@@ -151,7 +156,7 @@ class ExplicitPairObjective:
         return csr_matvec(self.data, self.indices, self.indptr, w, out)
 
     def loss_y(self, y):
-        loss, active = pair_fun_grad(y, self.pi, self.pj, self.cost, self.code, self.gy, self._curv)
+        loss, active = pair_fun_grad(y, self.pi, self.pj, self.cost, self.shift, self.code, self.gy, self._curv)
         self.loss_value, self.n_active = loss, int(active)
         return loss
 

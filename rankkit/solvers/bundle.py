@@ -24,6 +24,7 @@ import time
 import numpy as np
 
 from rankkit.data import Dataset
+from rankkit.errors import UsageError
 from rankkit.objectives.pairwise import PairwiseObjective
 from rankkit.solvers.base import FitResult, Log
 
@@ -59,7 +60,11 @@ class BundleRankSVM:
     name = "bundle"
 
     def __init__(self, C: float = 1.0, tol: float | None = None, max_iter: int | None = None, loss: str = "hinge",
-                 query_norm: bool = False, query_weights: np.ndarray | None = None):
+                 query_norm: bool = False, query_weights: np.ndarray | None = None, rescale: str | None = None,
+                 delta: str = "gain"):
+        if rescale not in (None, "margin") or (rescale and delta == "swap"):
+            raise UsageError("the bundle solver supports --rescale margin with a label-based --delta")
+        self.rescale, self.delta = rescale, delta
         if loss != "hinge":
             raise ValueError("the bundle solver minimises the hinge loss")
         self.C = float(C)
@@ -70,7 +75,10 @@ class BundleRankSVM:
         self.query_weights = query_weights
 
     def hyperparameters(self) -> dict:
-        return {"C": self.C, "tol": self.tol, "max_iter": self.max_iter, "query_norm": self.query_norm}
+        out = {"C": self.C, "tol": self.tol, "max_iter": self.max_iter, "query_norm": self.query_norm}
+        if self.rescale:
+            out.update({"rescale": self.rescale, "delta": self.delta})
+        return out
 
     def weights(self, ds: Dataset):
         w = None if self.query_weights is None else np.asarray(self.query_weights, dtype=np.float64)
@@ -80,7 +88,12 @@ class BundleRankSVM:
         return w
 
     def objective(self, ds: Dataset):
-        return PairwiseObjective(ds, self.C, "hinge", query_weights=self.weights(ds))
+        offsets = None
+        if self.rescale == "margin":
+            from rankkit.objectives.rescale import label_values
+
+            offsets = label_values(ds, self.delta)
+        return PairwiseObjective(ds, self.C, "hinge", query_weights=self.weights(ds), margin_offsets=offsets)
 
     def fit(self, ds: Dataset, w0: np.ndarray | None = None, log: Log | None = None) -> FitResult:
         ds.require_pairs()

@@ -26,6 +26,7 @@ import time
 import numpy as np
 
 from rankkit.data import Dataset
+from rankkit.errors import UsageError
 from rankkit.objectives.pairwise import PairwiseObjective
 from rankkit.solvers.base import FitResult, Log
 
@@ -184,15 +185,20 @@ class NewtonRankSVM:
     name = "newton"
 
     def __init__(self, C: float = DEFAULT_C, tol: float | None = None, max_iter: int | None = None,
-                 loss: str = "squared-hinge", query_norm: bool = False, query_weights: np.ndarray | None = None):
+                 loss: str = "squared-hinge", query_norm: bool = False, query_weights: np.ndarray | None = None,
+                 rescale: str | None = None, delta: str = "gain"):
         self.C, self.loss = float(C), loss
+        self.rescale, self.delta = rescale, delta
         self.tol = DEFAULT_TOL if tol is None else float(tol)
         self.max_iter = DEFAULT_MAX_ITER if max_iter is None else int(max_iter)
         self.query_norm = bool(query_norm)
         self.query_weights = query_weights
 
     def hyperparameters(self) -> dict:
-        return {"C": self.C, "tol": self.tol, "max_iter": self.max_iter, "query_norm": self.query_norm}
+        out = {"C": self.C, "tol": self.tol, "max_iter": self.max_iter, "query_norm": self.query_norm}
+        if self.rescale:
+            out.update({"rescale": self.rescale, "delta": self.delta})
+        return out
 
     def weights(self, ds: Dataset) -> np.ndarray | None:
         """Per-query weights: the given ones, times 1 / pairs of the query with query_norm."""
@@ -203,7 +209,17 @@ class NewtonRankSVM:
         return w
 
     def objective(self, ds: Dataset):
-        return PairwiseObjective(ds, self.C, self.loss, query_weights=self.weights(ds))
+        offsets = None
+        if self.rescale == "margin" and self.delta != "swap":
+            from rankkit.objectives.rescale import label_values
+
+            offsets = label_values(ds, self.delta)
+        elif self.rescale:
+            raise UsageError(
+                f"--rescale {self.rescale} --delta {self.delta} needs the explicit pair list: use --solver newton-pairs "
+                "(O(n log n) here: --rescale margin with a label-based --delta)"
+            )
+        return PairwiseObjective(ds, self.C, self.loss, query_weights=self.weights(ds), margin_offsets=offsets)
 
     def fit(self, ds: Dataset, w0: np.ndarray | None = None, log: Log | None = None) -> FitResult:
         ds.require_pairs()
@@ -221,6 +237,17 @@ class NewtonPairsRankSVM(NewtonRankSVM):
         self.pair_costs = pair_costs
 
     def objective(self, ds: Dataset):
-        from rankkit.objectives.pairs import ExplicitPairObjective
+        from rankkit.objectives.pairs import ExplicitPairObjective, explicit_pairs
 
-        return ExplicitPairObjective(ds, self.C, self.loss, query_weights=self.weights(ds), pair_costs=self.pair_costs)
+        pairs = explicit_pairs(ds)
+        costs, margins = self.pair_costs, None
+        if self.rescale:
+            from rankkit.objectives.rescale import pair_deltas
+
+            delta = pair_deltas(ds, *pairs, self.delta)
+            if self.rescale == "slack":
+                costs = delta if costs is None else costs * delta
+            else:
+                margins = delta
+        return ExplicitPairObjective(ds, self.C, self.loss, query_weights=self.weights(ds), pair_costs=costs,
+                                     pairs=pairs, pair_margins=margins)
