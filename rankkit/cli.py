@@ -170,6 +170,20 @@ def _use_threads(n: int | None) -> None:
     "ideal positions).",
 )
 @click.option(
+    "--kernel",
+    type=click.Choice(["linear", "poly", "rbf"]),
+    default=None,
+    help="Non-linear RankSVM (Sect. 6.3): train on the kernel PCA map of the landmarks; the model stores "
+    "the landmarks. Without --landmarks, every training document is one (exact; up to 4000 documents).",
+)
+@click.option("--gamma", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Kernel gamma: rbf exp(-gamma||x-z||^2), poly (gamma x.z + coef0)^degree. [default: 1/features]")
+@click.option("--degree", type=click.IntRange(min=1), default=3, show_default=True, help="Degree of the poly kernel.")
+@click.option("--coef0", type=float, default=0.0, show_default=True, help="coef0 of the poly kernel.")
+@click.option("--landmarks", type=click.IntRange(min=1), default=None,
+              help="Nystrom approximation with this many landmark documents drawn at random (--seed).")
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed of every random choice.")
+@click.option(
     "--auc",
     is_flag=True,
     help="AUC optimisation: the whole file is one query with binary labels (qids ignored); the model "
@@ -179,8 +193,8 @@ def _use_threads(n: int | None) -> None:
 @_reader_options
 @_threads
 @_verbose
-def train(train_file, model_file, solver, C, tol, max_iter, loss, query_norm, query_weights, rescale, delta, auc,
-          zero_based, group_queries, threads, verbose):
+def train(train_file, model_file, solver, C, tol, max_iter, loss, query_norm, query_weights, rescale, delta, kernel,
+          gamma, degree, coef0, landmarks, seed, auc, zero_based, group_queries, threads, verbose):
     """Fit a ranker on TRAIN (SVMlight/LETOR; .gz/.bz2/.xz or - for stdin) and write MODEL.
 
     MODEL is written atomically: a cron job reading it never sees half a file, and a failed run
@@ -197,6 +211,8 @@ def train(train_file, model_file, solver, C, tol, max_iter, loss, query_norm, qu
                 **({"rescale": rescale, "delta": delta} if rescale else {})},
         query_weights_file=query_weights,
         auc=auc,
+        kernel=None if kernel is None else {"name": kernel, "gamma": gamma, "degree": degree, "coef0": coef0,
+                                            "landmarks": landmarks, "seed": seed},
         zero_based=zero_based,
         group_queries=group_queries,
         log=_say if verbose else None,

@@ -15,7 +15,7 @@ from typing import Callable
 import numpy as np
 
 from rankkit import __version__
-from rankkit.errors import DataError, UsageError
+from rankkit.errors import DataError, ModelError, UsageError
 from rankkit.io.atomic import check_writable
 from rankkit.io.model import Model, read_model, write_model
 from rankkit.io.output import read_scores, write_scores
@@ -39,7 +39,7 @@ class _Checksum(threading.Thread):
 
 
 def train(train_file, model_file, solver, params, zero_based=False, group_queries=False, log: Log = None, warn=print,
-          query_weights_file=None, auc=False):
+          query_weights_file=None, auc=False, kernel=None):
     t0 = time.perf_counter()
     check_writable(model_file)  # fail now, not after training
     name = display_name(train_file)
@@ -68,7 +68,21 @@ def train(train_file, model_file, solver, params, zero_based=False, group_querie
 
         params = dict(params, query_weights=weights_for(ds, read_query_weights(query_weights_file), query_weights_file))
     model_solver = spec.load()(**params)
-    result = model_solver.fit(ds, log=log)
+    fit_ds, kmap = ds, None
+    if kernel is not None:  # non-linear: train the linear solver on the kernel map (Sect. 6.3)
+        from rankkit.kernels import choose_landmarks, fit_map, make_kernel, mapped_dataset
+
+        t_map = time.perf_counter()
+        k = make_kernel(kernel["name"], ds.n_features, kernel.get("gamma"), kernel.get("degree", 3), kernel.get("coef0", 0.0))
+        X = ds.csr()
+        kmap = fit_map(X, k, choose_landmarks(ds.n_rows, kernel.get("landmarks"), kernel.get("seed", 0)))
+        fit_ds = mapped_dataset(ds, kmap.transform(X))
+        if log:
+            log(
+                f"kernel map: {k.name}, {kmap.landmarks.shape[0]} landmarks, rank {kmap.projection.shape[1]} "
+                f"in {time.perf_counter() - t_map:.3f}s"
+            )
+    result = model_solver.fit(fit_ds, log=log)
     if not result.converged:
         warn(result.message)
     checksum.join()
@@ -79,6 +93,10 @@ def train(train_file, model_file, solver, params, zero_based=False, group_querie
         "loss": getattr(model_solver, "loss", spec.losses[0]),
     }
     header.update(model_solver.hyperparameters())
+    if kmap is not None:
+        header.update(kmap.kernel.params())
+        header.update({"landmarks": int(kmap.landmarks.shape[0]), "landmark_seed": kernel.get("seed", 0),
+                       "map_rank": int(kmap.projection.shape[1])})
     if query_weights_file is not None:
         header["query_weights_file"] = display_name(query_weights_file)
     header.update(
@@ -104,13 +122,16 @@ def train(train_file, model_file, solver, params, zero_based=False, group_querie
     if ds.n_queries == 1:  # AUC optimisation (a file without qid, or --auc): report the training AUC
         from rankkit.metrics import per_query
 
-        scores = _linear_scores(Model(weights=result.w), ds)[0]
+        scores = _linear_scores(Model(weights=result.w), fit_ds)[0]
         header["train_auc"] = float(per_query("auc", (ds.y > ds.y.min()).astype(float), scores, ds.qptr, "exp")[0])
         if log:
             log(f"training AUC {header['train_auc']:.6f}")
     header["read_time_seconds"] = round(t_read, 6)
     header["train_time_seconds"] = round(result.train_time, 6)
-    write_model(model_file, Model(weights=result.w, header=header))
+    if kmap is None:
+        write_model(model_file, Model(weights=result.w, header=header))
+    else:  # score = w' Phi(x) = beta' k(x): store the landmarks and beta
+        write_model(model_file, Model(weights=kmap.projection @ result.w, header=header, landmarks=kmap.landmarks))
     if log:
         log(
             f"{'converged' if result.converged else 'NOT converged'} after {result.iterations} iterations: "
@@ -121,10 +142,23 @@ def train(train_file, model_file, solver, params, zero_based=False, group_querie
 
 
 def _linear_scores(model: Model, ds) -> tuple[np.ndarray, int]:
+    """Scores of ds under the model (linear, or beta' k(x) for a kernel model), and how many
+    feature values lie beyond the model's features (ignored)."""
     from rankkit.objectives._sparse import csr_matvec, ignored_entries
 
+    ignored = int(ignored_entries(ds.indices, model.n_features))
+    if model.landmarks is not None:
+        from rankkit.kernels import kernel_scores, make_kernel
+
+        h = model.header
+        try:
+            k = make_kernel(h["kernel"], model.n_features, float(h["gamma"]) if "gamma" in h else None,
+                            int(h.get("degree", 3)), float(h.get("coef0", 0.0)))
+        except (KeyError, ValueError):
+            raise ModelError(str(h.get("train_file", "model")), "kernel model with bad kernel parameters") from None
+        return kernel_scores(k, model.landmarks, model.weights, ds.csr()), ignored
     scores = csr_matvec(ds.data, ds.indices, ds.indptr, model.weights, np.empty(ds.n_rows))
-    return scores, int(ignored_entries(ds.indices, model.n_features))
+    return scores, ignored
 
 
 def predict(data_file, model_file, out_file="-", fmt="scores", tag="rankkit", zero_based=None, group_queries=False,

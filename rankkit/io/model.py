@@ -33,9 +33,13 @@ _UINT = re.compile(r"[0-9]+\Z")  # ASCII digits only: str.isdigit() also accepts
 class Model:
     weights: np.ndarray
     header: dict = field(default_factory=dict)  # ordered key -> value (str, int, float or bool)
+    landmarks: object = None  # kernel models: scipy CSR (one row per weight), the documents k(x) uses
 
     @property
     def n_features(self) -> int:
+        """Input features the model uses: weights of a linear model, landmark columns of a kernel one."""
+        if self.landmarks is not None:
+            return int(self.landmarks.shape[1])
         return int(self.weights.shape[0])
 
     @property
@@ -73,8 +77,16 @@ def write_model(path: str, model: Model) -> None:
         if key in ("weights",) or not key or any(c.isspace() for c in key):
             raise ValueError(f"bad model header key {key!r}")
         lines.append(f"{key} {_format_value(value)}")
-    lines.append(f"weights {model.n_features}")
-    lines.extend("%.17g" % v for v in model.weights.tolist())
+    lines.append(f"weights {model.weights.shape[0]}")
+    if model.landmarks is None:
+        lines.extend("%.17g" % v for v in model.weights.tolist())
+    else:  # "beta index:value ...": the landmark's features, like an SVMlight model's support vectors
+        L = model.landmarks.tocsr()
+        base = 0 if model.zero_based else 1
+        for r, beta in enumerate(model.weights.tolist()):
+            a, b = L.indptr[r], L.indptr[r + 1]
+            feats = " ".join(f"{j + base}:{v!r}" for j, v in zip(L.indices[a:b].tolist(), L.data[a:b].tolist()))
+            lines.append(("%.17g" % beta) + (" " + feats if feats else ""))
     with atomic_open(path) as fh:
         fh.write("\n".join(lines) + "\n")
 
@@ -131,7 +143,11 @@ def read_model(path: str) -> Model:
     if len(body) != n_weights:
         raise ModelError(path, f"expected {n_weights} weights after line {i}, found {len(body)} (truncated or damaged model)")
     weights = np.empty(n_weights)
-    for k, token in enumerate(body):
+    kernel = "kernel" in header
+    rows, cols, vals = [], [], []
+    base = 0 if str(header.get("index_base", "1")) == "0" else 1
+    for k, line in enumerate(body):
+        token, *features = line.split() if kernel else (line,)
         try:
             v = float(token)
         except ValueError:
@@ -139,4 +155,23 @@ def read_model(path: str) -> Model:
         if not math.isfinite(v):
             raise ModelError(path, f"weight '{_shown(token)}' is not finite", i + 1 + k)
         weights[k] = v
-    return Model(weights=weights, header=header)
+        for feat in features:
+            idx, _, val = feat.partition(":")
+            try:
+                rows.append(k)
+                cols.append(int(idx) - base)
+                vals.append(float(val))
+            except ValueError:
+                raise ModelError(path, f"landmark feature '{_shown(feat)}' is not index:value", i + 1 + k) from None
+    landmarks = None
+    if kernel:
+        import scipy.sparse as sp
+
+        try:
+            n_features = int(header.get("n_features", "0"))
+        except ValueError:
+            raise ModelError(path, "n_features is not an integer") from None
+        if cols and (min(cols) < 0 or max(cols) >= n_features):
+            raise ModelError(path, f"a landmark feature index is outside 1..{n_features}")
+        landmarks = sp.csr_matrix((vals, (rows, cols)), shape=(n_weights, n_features))
+    return Model(weights=weights, header=header, landmarks=landmarks)
