@@ -71,3 +71,52 @@ def test_per_pair_costs_scale_the_loss():
     f1, _ = base.fun_grad(w)
     f2, _ = doubled.fun_grad(w)
     assert f2 - 0.5 * w @ w == pytest.approx(2 * (f1 - 0.5 * w @ w), rel=1e-12)
+
+
+def test_piecewise_quadratic_logistic_is_within_its_stated_error():
+    from rankkit.objectives.logistic import STATED_ERROR, approximation_error, piecewise_quadratic, pwq_value
+
+    assert approximation_error() <= STATED_ERROR
+    c, a = piecewise_quadratic()
+    assert abs(a.sum()) < 1e-12  # no curvature left of the knots: linear tail
+    assert np.all(np.cumsum(a[::-1]) >= -1e-15)  # l~'' >= 0 everywhere: convex
+    t = np.array([-50.0, -9.0, 0.0, 9.0, 50.0])
+    np.testing.assert_allclose(pwq_value(t), np.logaddexp(0, -t), atol=STATED_ERROR)
+
+
+def test_n_log_n_logistic_matches_explicit_pairs_of_the_same_approximation():
+    """The O(n log n) objective equals the pair-by-pair sum of the piecewise-quadratic loss."""
+    from rankkit.objectives.logistic import piecewise_quadratic
+    from rankkit.objectives.pairwise import PairwiseObjective
+    from tests.reference import dense
+
+    ds = make_dataset(seed=8, sizes=(25, 1, 18, 30), n_labels=3)
+    c, a = piecewise_quadratic()
+    obj = PairwiseObjective(ds, 0.6, "logistic")
+    X = dense(ds)
+    P = explicit_pairs(ds.y, ds.qptr)
+    A = X[P[:, 0]] - X[P[:, 1]]
+    for scale in (0.0, 0.5, 4.0):
+        w = np.random.default_rng(3).standard_normal(ds.n_features) * scale
+        f, g = obj.fun_grad(w)
+        t = A @ w
+        r = np.maximum(0.0, c[None, :] - t[:, None])
+        f_ref = 0.5 * w @ w + 0.6 * np.sum(a * r**2)
+        g_ref = w - 0.6 * A.T @ (2 * (a * r).sum(axis=1))
+        curv = 2 * (a[None, :] * (c[None, :] > t[:, None])).sum(axis=1)
+        H_ref = np.eye(len(w)) + 0.6 * (A * curv[:, None]).T @ A
+        _close(f, f_ref)
+        _close(g, g_ref)
+        s = np.random.default_rng(4).standard_normal(ds.n_features)
+        _close(obj.hess_vec(s), H_ref @ s)
+
+
+def test_n_log_n_logistic_optimum_is_close_to_the_exact_one():
+    from rankkit.objectives.logistic import STATED_ERROR
+
+    ds = make_dataset(seed=9, sizes=(30, 25, 1, 20), n_features=6)
+    approx = NewtonRankSVM(C=0.3, tol=1e-12, loss="logistic").fit(ds)
+    exact = NewtonPairsRankSVM(C=0.3, tol=1e-12, loss="logistic").fit(ds)
+    assert approx.converged and exact.converged
+    # |min f~ - min f| <= C * pairs * max|l~ - l|
+    assert abs(approx.objective - exact.objective) <= 0.3 * ds.n_pairs * STATED_ERROR

@@ -30,7 +30,8 @@ from rankkit.objectives._sparse import csr_matvec, csr_rmatvec
 # one compiled into the kernel); shorter ones are sorted inside the kernel, without Python overhead.
 NUMPY_SORT_MIN = 50_000
 
-LOSSES = ("squared-hinge", "huber", "hinge")  # hinge: value and subgradient only (bundle method)
+LOSSES = ("squared-hinge", "huber", "hinge", "logistic")  # hinge: value and subgradient only (bundle);
+# logistic: the piecewise-quadratic approximation of objectives/logistic.py
 
 
 class PairwiseObjective:
@@ -42,7 +43,7 @@ class PairwiseObjective:
         Still O(n log n). Chapelle & Keerthi Sect. 6.2."""
         if loss not in LOSSES:
             raise ValueError(f"unknown loss {loss!r}")
-        if margin_offsets is not None and loss == "huber":
+        if margin_offsets is not None and loss in ("huber", "logistic"):
             raise ValueError("margin rescaling is defined for the squared-hinge and hinge losses")
         self.offsets = None if margin_offsets is None else np.ascontiguousarray(margin_offsets, dtype=np.float64)
         self.margin = 1.0 if margin_offsets is None else 0.0
@@ -72,8 +73,13 @@ class PairwiseObjective:
         self._zs = np.zeros(n)
         self._z = np.zeros(n)
         self._delta = np.zeros(n)
-        self._gy0 = np.zeros(n) if loss == "huber" else None
-        self._z0 = np.zeros(n) if loss == "huber" else None
+        self._gy0 = np.zeros(n) if loss in ("huber", "logistic") else None
+        self._z0 = np.zeros(n) if loss in ("huber", "logistic") else None
+        self._pwq = None
+        if loss == "logistic":
+            from rankkit.objectives.logistic import piecewise_quadratic
+
+            self._pwq = piecewise_quadratic()
         self.loss_value = np.nan
         self.n_active = 0
 
@@ -95,6 +101,17 @@ class PairwiseObjective:
             self.order[s:e] = s + np.argsort(y[s:e], kind="stable")
         sqh.sort_queries(y, self.qptr, self._skip, self.order)
         args = (y, self.lev, self.qptr, self.nlev, self.order, self.ys, self.ls, self.gs)
+        if self._pwq is not None:  # sum_m a_m max(0, c_m - t)^2 over the same sorted queries
+            margins, coefs = self._pwq
+            self.gy[:] = 0.0
+            loss, n_active = 0.0, 0.0
+            for c_m, a_m in zip(margins.tolist(), coefs.tolist()):
+                l_m, act = sqh.fun_grad_y(*args, self._gy0, self.qweight, c_m, True)
+                loss += a_m * l_m
+                self.gy += a_m * self._gy0
+                n_active = max(n_active, act)
+            self.loss_value, self.n_active = loss, int(n_active)
+            return loss
         loss, n_active = sqh.fun_grad_y(*args, self.gy, self.qweight, self.margin, self.loss != "hinge")
         if self.loss == "huber":  # minus max(0, -t)^2 over the same sorted queries
             loss0, _ = sqh.fun_grad_y(*args, self._gy0, self.qweight, 0.0, True)
@@ -109,6 +126,11 @@ class PairwiseObjective:
         if self.loss == "hinge":
             raise ValueError("the hinge loss has no Hessian: use the bundle method")
         args = (self.ys, self.ls, self.qptr, self.nlev, self.order, d, self._ds, self._zs)
+        if self._pwq is not None:
+            self._z[:] = 0.0
+            for c_m, a_m in zip(*(v.tolist() for v in self._pwq)):
+                self._z += a_m * sqh.hess_vec_y(*args, self._z0, self.qweight, c_m)
+            return self._z
         z = sqh.hess_vec_y(*args, self._z, self.qweight, self.margin)
         if self.loss == "huber":
             z -= sqh.hess_vec_y(*args, self._z0, self.qweight, 0.0)

@@ -31,7 +31,7 @@ SOLVERS: dict[str, SolverSpec] = {
             summary="primal truncated-Newton RankSVM, O(nnz + n log n) per step (Chapelle & Keerthi, PRSVM+)",
             module="rankkit.solvers.newton",
             cls="NewtonRankSVM",
-            losses=("squared-hinge", "huber"),
+            losses=("squared-hinge", "huber", "logistic"),
         ),
         SolverSpec(
             name="newton-pairs",
