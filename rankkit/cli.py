@@ -158,8 +158,7 @@ def _use_threads(n: int | None) -> None:
     type=click.Choice(["margin", "slack"]),
     default=None,
     help="Cost-sensitive pairs (Sect. 6.2): margin max(0, D_ij - t)^2 or slack D_ij max(0, 1 - t)^2, with "
-    "D_ij from --delta. Margin rescaling with a label-based delta stays O(n log n); slack rescaling and "
-    "--delta swap need --solver newton-pairs.",
+    "D_ij from --delta; O(n log n) for a label-based delta, --delta swap needs --solver newton-pairs.",
 )
 @click.option(
     "--delta",

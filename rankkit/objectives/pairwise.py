@@ -36,15 +36,22 @@ LOSSES = ("squared-hinge", "huber", "hinge", "logistic")  # hinge: value and sub
 
 class PairwiseObjective:
     def __init__(self, ds: Dataset, C: float, loss: str = "squared-hinge", query_weights: np.ndarray | None = None,
-                 margin_offsets: np.ndarray | None = None):
+                 margin_offsets: np.ndarray | None = None, slack_values: np.ndarray | None = None):
         """margin_offsets (float64[n], optional): margin rescaling with Delta_ij = u_i - u_j, where u
         is a per-document value (e.g. its DCG gain): a pair is active when y_i - y_j < u_i - u_j, i.e.
         y~_i - y~_j < 0 for y~ = y - u, and its loss (Delta_ij - t)^2 is the margin-0 loss on y~.
-        Still O(n log n). Chapelle & Keerthi Sect. 6.2."""
+        Still O(n log n). Chapelle & Keerthi Sect. 6.2.
+
+        slack_values (float64[n], optional): slack rescaling, each pair's loss times u_i - u_j. With
+        the distinct labels v_0 < ... < v_{R-1}, u_i - u_j = sum_t (u(v_t) - u(v_{t-1})) [l_j < v_t <= l_i],
+        so the loss is a positive combination of binary RankSVM losses, one per label threshold:
+        R - 1 sweeps over the same sort, still O(n log n)."""
         if loss not in LOSSES:
             raise ValueError(f"unknown loss {loss!r}")
         if margin_offsets is not None and loss in ("huber", "logistic"):
             raise ValueError("margin rescaling is defined for the squared-hinge and hinge losses")
+        if margin_offsets is not None and slack_values is not None:
+            raise ValueError("choose margin or slack rescaling")
         self.offsets = None if margin_offsets is None else np.ascontiguousarray(margin_offsets, dtype=np.float64)
         self.margin = 1.0 if margin_offsets is None else 0.0
         nq = ds.n_queries
@@ -73,13 +80,23 @@ class PairwiseObjective:
         self._zs = np.zeros(n)
         self._z = np.zeros(n)
         self._delta = np.zeros(n)
-        self._gy0 = np.zeros(n) if loss in ("huber", "logistic") else None
-        self._z0 = np.zeros(n) if loss in ("huber", "logistic") else None
-        self._pwq = None
-        if loss == "logistic":
+        # the loss as a weighted sum of terms (coef, margin, squared, level set) over one sort
+        if loss == "huber":  # max(0, 1 - t)^2 - max(0, -t)^2
+            base = [(1.0, 1.0, True), (-1.0, 0.0, True)]
+        elif loss == "logistic":  # sum_m a_m max(0, c_m - t)^2
             from rankkit.objectives.logistic import piecewise_quadratic
 
-            self._pwq = piecewise_quadratic()
+            base = [(a_m, c_m, True) for c_m, a_m in zip(*(v.tolist() for v in piecewise_quadratic()))]
+        else:
+            base = [(1.0, self.margin, loss != "hinge")]
+        self._level_sets = [(self.lev, self.nlev)]
+        weights_t = [1.0]
+        if slack_values is not None:
+            self._level_sets, weights_t = _threshold_level_sets(ds, np.asarray(slack_values, dtype=np.float64))
+        self._terms = [(w_t * c, m, sq, si) for si, w_t in enumerate(weights_t) for c, m, sq in base]
+        self._ls_sets = [self.ls] + [np.zeros(n, dtype=np.int32) for _ in self._level_sets[1:]]
+        self._gy0 = np.zeros(n)
+        self._z0 = np.zeros(n)
         self.loss_value = np.nan
         self.n_active = 0
 
@@ -100,23 +117,21 @@ class PairwiseObjective:
             s, e = self.qptr[q], self.qptr[q + 1]
             self.order[s:e] = s + np.argsort(y[s:e], kind="stable")
         sqh.sort_queries(y, self.qptr, self._skip, self.order)
-        args = (y, self.lev, self.qptr, self.nlev, self.order, self.ys, self.ls, self.gs)
-        if self._pwq is not None:  # sum_m a_m max(0, c_m - t)^2 over the same sorted queries
-            margins, coefs = self._pwq
+        if len(self._terms) == 1 and self._terms[0][0] == 1.0:  # the plain loss: straight into gy
+            _, margin, squared, si = self._terms[0]
+            lev, nlev = self._level_sets[si]
+            loss, n_active = sqh.fun_grad_y(y, lev, self.qptr, nlev, self.order, self.ys, self._ls_sets[si],
+                                            self.gs, self.gy, self.qweight, margin, squared)
+        else:  # a weighted sum of squared-hinge / hinge terms over the same sorted queries
             self.gy[:] = 0.0
-            loss, n_active = 0.0, 0.0
-            for c_m, a_m in zip(margins.tolist(), coefs.tolist()):
-                l_m, act = sqh.fun_grad_y(*args, self._gy0, self.qweight, c_m, True)
-                loss += a_m * l_m
-                self.gy += a_m * self._gy0
-                n_active = max(n_active, act)
-            self.loss_value, self.n_active = loss, int(n_active)
-            return loss
-        loss, n_active = sqh.fun_grad_y(*args, self.gy, self.qweight, self.margin, self.loss != "hinge")
-        if self.loss == "huber":  # minus max(0, -t)^2 over the same sorted queries
-            loss0, _ = sqh.fun_grad_y(*args, self._gy0, self.qweight, 0.0, True)
-            loss -= loss0
-            self.gy -= self._gy0
+            loss, n_active = 0.0, None
+            for coef, margin, squared, si in self._terms:
+                lev, nlev = self._level_sets[si]
+                l_t, act = sqh.fun_grad_y(y, lev, self.qptr, nlev, self.order, self.ys, self._ls_sets[si],
+                                          self.gs, self._gy0, self.qweight, margin, squared)
+                loss += coef * l_t
+                self.gy += coef * self._gy0
+                n_active = act if n_active is None else n_active
         self.loss_value = loss
         self.n_active = int(n_active)
         return loss
@@ -125,16 +140,15 @@ class PairwiseObjective:
         """H_L d in score space at the last evaluated point."""
         if self.loss == "hinge":
             raise ValueError("the hinge loss has no Hessian: use the bundle method")
-        args = (self.ys, self.ls, self.qptr, self.nlev, self.order, d, self._ds, self._zs)
-        if self._pwq is not None:
-            self._z[:] = 0.0
-            for c_m, a_m in zip(*(v.tolist() for v in self._pwq)):
-                self._z += a_m * sqh.hess_vec_y(*args, self._z0, self.qweight, c_m)
-            return self._z
-        z = sqh.hess_vec_y(*args, self._z, self.qweight, self.margin)
-        if self.loss == "huber":
-            z -= sqh.hess_vec_y(*args, self._z0, self.qweight, 0.0)
-        return z
+        if len(self._terms) == 1 and self._terms[0][0] == 1.0:
+            _, margin, _, si = self._terms[0]
+            return sqh.hess_vec_y(self.ys, self._ls_sets[si], self.qptr, self._level_sets[si][1], self.order, d,
+                                  self._ds, self._zs, self._z, self.qweight, margin)
+        self._z[:] = 0.0
+        for coef, margin, _, si in self._terms:
+            self._z += coef * sqh.hess_vec_y(self.ys, self._ls_sets[si], self.qptr, self._level_sets[si][1], self.order,
+                                             d, self._ds, self._zs, self._z0, self.qweight, margin)
+        return self._z
 
     # -- the objective in w -------------------------------------------------------------------
     def evaluate(self, w: np.ndarray, y: np.ndarray) -> float:
@@ -156,3 +170,21 @@ class PairwiseObjective:
         """f(w) and its gradient (convenience for tests and scipy)."""
         f = self.evaluate(w, self.scores(w))
         return f, self.gradient(w)
+
+
+def _threshold_level_sets(ds: Dataset, u: np.ndarray):
+    """Binary level sets (label >= v_t) for every threshold v_t between distinct labels, with the
+    weights u(v_t) - u(v_{t-1}); u must be a function of the label that increases with it."""
+    values = np.unique(ds.y)
+    u_of = np.empty(values.shape[0])
+    idx = np.searchsorted(values, ds.y)
+    u_of[idx] = u
+    if not np.allclose(u_of[idx], u) or np.any(np.diff(u_of) <= 0):
+        raise ValueError("slack_values must be an increasing function of the label")
+    sets, weights = [], []
+    for t in range(1, values.shape[0]):
+        lev = (ds.y >= values[t]).astype(np.int32)
+        nlev = (np.maximum.reduceat(lev, ds.qptr[:-1]) - np.minimum.reduceat(lev, ds.qptr[:-1]) + 1).astype(np.int64)
+        sets.append((lev, nlev))
+        weights.append(float(u_of[t] - u_of[t - 1]))
+    return sets, weights

@@ -4,8 +4,8 @@
     margin rescaling:  max(0, Delta_ij - t)^2            (a per-pair margin)
 
 Label-based Delta_ij = u(label_i) - u(label_j), with u the DCG gain 2^label - 1 (`gain`) or a
-table of values per integer label (`0,1,3,7,15`): margin rescaling then stays O(n log n) (see
-PairwiseObjective's margin_offsets). `swap` is |Delta NDCG| of swapping the two documents at their
+table of values per integer label (`0,1,3,7,15`): both rescalings then stay O(n log n) (see
+PairwiseObjective's margin_offsets and slack_values). `swap` is |Delta NDCG| of swapping the two documents at their
 positions in the ideal ranking (LambdaRank's weight), which is not a function of the labels alone:
 it needs the explicit pair list (`newton-pairs`).
 """

@@ -62,8 +62,8 @@ class BundleRankSVM:
     def __init__(self, C: float = 1.0, tol: float | None = None, max_iter: int | None = None, loss: str = "hinge",
                  query_norm: bool = False, query_weights: np.ndarray | None = None, rescale: str | None = None,
                  delta: str = "gain"):
-        if rescale not in (None, "margin") or (rescale and delta == "swap"):
-            raise UsageError("the bundle solver supports --rescale margin with a label-based --delta")
+        if rescale and delta == "swap":
+            raise UsageError("--delta swap is not a function of the labels: it needs --solver newton-pairs")
         self.rescale, self.delta = rescale, delta
         if loss != "hinge":
             raise ValueError("the bundle solver minimises the hinge loss")
@@ -88,12 +88,16 @@ class BundleRankSVM:
         return w
 
     def objective(self, ds: Dataset):
-        offsets = None
-        if self.rescale == "margin":
+        offsets = slack = None
+        if self.rescale:
             from rankkit.objectives.rescale import label_values
 
-            offsets = label_values(ds, self.delta)
-        return PairwiseObjective(ds, self.C, "hinge", query_weights=self.weights(ds), margin_offsets=offsets)
+            if self.rescale == "margin":
+                offsets = label_values(ds, self.delta)
+            else:
+                slack = label_values(ds, self.delta)
+        return PairwiseObjective(ds, self.C, "hinge", query_weights=self.weights(ds), margin_offsets=offsets,
+                                 slack_values=slack)
 
     def fit(self, ds: Dataset, w0: np.ndarray | None = None, log: Log | None = None) -> FitResult:
         ds.require_pairs()

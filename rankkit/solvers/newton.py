@@ -209,17 +209,18 @@ class NewtonRankSVM:
         return w
 
     def objective(self, ds: Dataset):
-        offsets = None
-        if self.rescale == "margin" and self.delta != "swap":
+        offsets = slack = None
+        if self.rescale and self.delta == "swap":
+            raise UsageError("--delta swap is not a function of the labels: it needs --solver newton-pairs")
+        if self.rescale:
             from rankkit.objectives.rescale import label_values
 
-            offsets = label_values(ds, self.delta)
-        elif self.rescale:
-            raise UsageError(
-                f"--rescale {self.rescale} --delta {self.delta} needs the explicit pair list: use --solver newton-pairs "
-                "(O(n log n) here: --rescale margin with a label-based --delta)"
-            )
-        return PairwiseObjective(ds, self.C, self.loss, query_weights=self.weights(ds), margin_offsets=offsets)
+            if self.rescale == "margin":
+                offsets = label_values(ds, self.delta)
+            else:
+                slack = label_values(ds, self.delta)
+        return PairwiseObjective(ds, self.C, self.loss, query_weights=self.weights(ds), margin_offsets=offsets,
+                                 slack_values=slack)
 
     def fit(self, ds: Dataset, w0: np.ndarray | None = None, log: Log | None = None) -> FitResult:
         ds.require_pairs()
