@@ -90,6 +90,21 @@ def _threads(f):
     )(f)
 
 
+class _progress_bar:
+    """A Click progress bar on stderr for long stochastic runs (only on a terminal, not under -v)."""
+
+    def __init__(self, total: int, label: str):
+        self.bar = click.progressbar(length=total, label=label, file=sys.stderr)
+        self.bar.__enter__()
+        self.done = 0
+
+    def __call__(self, done: int, total: int) -> None:
+        self.bar.update(done - self.done)
+        self.done = done
+        if done >= total:
+            self.bar.__exit__(None, None, None)
+
+
 def _use_threads(n: int | None) -> None:
     if n is not None:
         import numba
@@ -135,11 +150,11 @@ def _use_threads(n: int | None) -> None:
 @click.option(
     "--loss",
     type=click.Choice(LOSSES),
-    default=LOSSES[0],
-    show_default=True,
+    default=None,
     help="Pair loss at margin t = w.(x_i - x_j): squared-hinge max(0,1-t)^2; huber "
     "max(0,1-t)^2 - max(0,-t)^2 (quadratic near the margin, linear below 0: robust to outlier pairs); "
-    "logistic log(1+exp(-t)) (RankNet, newton-pairs); hinge max(0,1-t) (svm_rank's loss, bundle).",
+    "logistic log(1+exp(-t)) (RankNet); hinge max(0,1-t) (svm_rank's loss, bundle). [default: the solver's "
+    "first: squared-hinge for newton]",
 )
 @click.option(
     "--query-norm",
@@ -168,6 +183,22 @@ def _use_threads(n: int | None) -> None:
     "value per label 0,1,2,... (D_ij = u_i - u_j), or swap (|change of NDCG| when i and j swap at their "
     "ideal positions).",
 )
+@click.option("--lambda", "lam", type=click.FloatRange(min=0), default=None,
+              help="Stochastic solvers: regularisation of lambda/2||w||^2 + mean hinge over pairs. [default: 0.1]")
+@click.option("--iterations", type=click.IntRange(min=1), default=None,
+              help="Stochastic solvers: number of steps. [default: 100000, as in the paper]")
+@click.option("--eta", type=click.Choice(["pegasos", "basic", "constant"]), default=None,
+              help="Stochastic solvers: learning rate 1/(lambda t) (pegasos), eta0*10/(t+10) (basic, sofia-ml's) or "
+              "eta0 (constant). [default: pegasos]")
+@click.option("--eta0", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Stochastic solvers: eta0 of --eta basic|constant. [default: 1]")
+@click.option("--batch-size", type=click.IntRange(min=1), default=None,
+              help="Stochastic solvers: pairs per step (averaged). [default: 1]")
+@click.option("--sampler", type=click.Choice(["uniform", "indexed", "query-norm", "roc"]), default=None,
+              help="Stochastic solvers: uniform (exactly uniform over all pairs), indexed (the paper's constant-time "
+              "sampler, sofia-ml's), query-norm (every query equally likely), roc (one query, AUC). [default: uniform]")
+@click.option("--valid", "valid_file", type=click.Path(dir_okay=False), default=None,
+              help="Stochastic solvers: validation file whose MAP and NDCG@10 -v prints at each checkpoint.")
 @click.option(
     "--kernel",
     type=click.Choice(["linear", "poly", "rbf"]),
@@ -192,8 +223,9 @@ def _use_threads(n: int | None) -> None:
 @_reader_options
 @_threads
 @_verbose
-def train(train_file, model_file, solver, C, tol, max_iter, loss, query_norm, query_weights, rescale, delta, kernel,
-          gamma, degree, coef0, landmarks, seed, auc, zero_based, group_queries, threads, verbose):
+def train(train_file, model_file, solver, C, tol, max_iter, loss, query_norm, query_weights, rescale, delta, lam,
+          iterations, eta, eta0, batch_size, sampler, valid_file, kernel, gamma, degree, coef0, landmarks, seed, auc,
+          zero_based, group_queries, threads, verbose):
     """Fit a ranker on TRAIN (SVMlight/LETOR; .gz/.bz2/.xz or - for stdin) and write MODEL.
 
     MODEL is written atomically: a cron job reading it never sees half a file, and a failed run
@@ -208,6 +240,9 @@ def train(train_file, model_file, solver, C, tol, max_iter, loss, query_norm, qu
         solver=solver,
         params={"C": C, "tol": tol, "max_iter": max_iter, "loss": loss, "query_norm": query_norm,
                 **({"rescale": rescale, "delta": delta} if rescale else {})},
+        stochastic={"lam": lam, "iterations": iterations, "eta": eta, "eta0": eta0, "batch_size": batch_size,
+                    "sampler": sampler, "seed": seed, "valid_file": valid_file},
+        progress=_progress_bar if (not verbose and sys.stderr.isatty()) else None,
         query_weights_file=query_weights,
         auc=auc,
         kernel=None if kernel is None else {"name": kernel, "gamma": gamma, "degree": degree, "coef0": coef0,

@@ -38,8 +38,40 @@ class _Checksum(threading.Thread):
         self.hexdigest = hashlib.sha256(memoryview(self.buf)).hexdigest()
 
 
+STOCHASTIC_DEFAULTS = {"lam": None, "iterations": None, "eta": "pegasos", "eta0": 1.0, "batch_size": 1,
+                       "sampler": "uniform"}
+STOCHASTIC_OPTIONS = {"lam": "--lambda", "iterations": "--iterations", "eta": "--eta", "eta0": "--eta0",
+                      "batch_size": "--batch-size", "sampler": "--sampler", "valid_file": "--valid"}
+
+
+def _solver_params(spec, params, stochastic, query_weights_file):
+    """The keyword arguments of the chosen solver; options that belong to the other kind of solver
+    are an error rather than silently ignored."""
+    stochastic = dict(stochastic or {})
+    if spec.stochastic:
+        for key, flag in (("query_norm", "--query-norm"), ("rescale", "--rescale")):
+            if params.get(key):
+                hint = " (use --sampler query-norm)" if key == "query_norm" else ""
+                raise UsageError(f"{flag} is for the Newton and bundle solvers, not --solver {spec.name}{hint}")
+        if query_weights_file is not None:
+            raise UsageError(f"--query-weights is for the Newton and bundle solvers, not --solver {spec.name}")
+        for key in ("tol", "max_iter"):
+            if params.get(key) is not None:
+                raise UsageError(f"--{key.replace('_', '-')} is for the Newton and bundle solvers; "
+                                 f"--solver {spec.name} runs --iterations steps")
+        out = {"C": params["C"], "loss": params.get("loss")}
+        for key, default in STOCHASTIC_DEFAULTS.items():
+            out[key] = stochastic.get(key) if stochastic.get(key) is not None else default
+        out["seed"] = stochastic.get("seed", 0)
+        return out
+    for key, flag in STOCHASTIC_OPTIONS.items():
+        if stochastic.get(key) is not None:
+            raise UsageError(f"{flag} is for the stochastic solvers (sgd, pegasos, ...), not --solver {spec.name}")
+    return {k: v for k, v in params.items() if v is not None}
+
+
 def train(train_file, model_file, solver, params, zero_based=False, group_queries=False, log: Log = None, warn=print,
-          query_weights_file=None, auc=False, kernel=None):
+          query_weights_file=None, auc=False, kernel=None, stochastic=None, progress=None):
     t0 = time.perf_counter()
     check_writable(model_file)  # fail now, not after training
     name = display_name(train_file)
@@ -59,10 +91,17 @@ def train(train_file, model_file, solver, params, zero_based=False, group_querie
     if solver is None:
         from rankkit.solvers import solver_for
 
-        solver = solver_for(params.get("loss", "squared-hinge"))
+        solver = solver_for(params.get("loss") or "squared-hinge")
     spec = SOLVERS[solver]
-    if params.get("loss", spec.losses[0]) not in spec.losses:
+    if params.get("loss") is None:
+        params = dict(params, loss=spec.losses[0])
+    if params["loss"] not in spec.losses:
         raise UsageError(f"--solver {solver} does not offer --loss {params['loss']} (it offers: {', '.join(spec.losses)})")
+    params = _solver_params(spec, params, stochastic, query_weights_file)
+    if spec.stochastic:
+        valid_file = (stochastic or {}).get("valid_file")
+        if valid_file is not None:
+            params["valid"] = read_svmlight(valid_file, zero_based=zero_based, group_queries=group_queries)
     if query_weights_file is not None:
         from rankkit.io.query_weights import read_query_weights, weights_for
 
@@ -82,7 +121,11 @@ def train(train_file, model_file, solver, params, zero_based=False, group_querie
                 f"kernel map: {k.name}, {kmap.landmarks.shape[0]} landmarks, rank {kmap.projection.shape[1]} "
                 f"in {time.perf_counter() - t_map:.3f}s"
             )
-    result = model_solver.fit(fit_ds, log=log)
+    if spec.stochastic:
+        bar = progress(params["iterations"], f"{solver}") if progress else None
+        result = model_solver.fit(fit_ds, log=log, progress=bar)
+    else:
+        result = model_solver.fit(fit_ds, log=log)
     if not result.converged:
         warn(result.message)
     checksum.join()

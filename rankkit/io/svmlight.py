@@ -19,6 +19,7 @@ import bz2
 import gzip
 import lzma
 import math
+import mmap
 import os
 import stat
 import sys
@@ -64,9 +65,14 @@ def read_bytes(path: str) -> np.ndarray:
             with opener(path, "rb") as fh:
                 return _read_stream(fh)
         with open(path, "rb") as fh:
-            if stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
-                return np.fromfile(fh, dtype=np.uint8)
-            return _read_stream(fh)  # a pipe, e.g. `<(zcat train.txt.gz)`: np.fromfile needs seek
+            st = os.fstat(fh.fileno())
+            if stat.S_ISREG(st.st_mode):
+                if st.st_size == 0:
+                    return np.zeros(0, dtype=np.uint8)
+                # map the file instead of copying it (copy-on-write keeps the array type writable,
+                # so the kernels see the same type as for a read buffer); pages come from the cache
+                return np.frombuffer(mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_COPY), dtype=np.uint8)
+            return _read_stream(fh)  # a pipe, e.g. `<(zcat train.txt.gz)`: it cannot be mapped
     except FileNotFoundError:
         raise DataError(name, "no such file") from None
     except IsADirectoryError:

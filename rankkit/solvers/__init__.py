@@ -18,6 +18,7 @@ class SolverSpec:
     module: str
     cls: str
     losses: tuple[str, ...]
+    stochastic: bool = False  # takes --lambda, --iterations, --eta, --sampler, ... instead of --tol
 
     def load(self):
         return getattr(importlib.import_module(self.module), self.cls)
@@ -49,6 +50,28 @@ SOLVERS: dict[str, SolverSpec] = {
             cls="BundleRankSVM",
             losses=("hinge",),
         ),
+    ]
+    + [
+        SolverSpec(
+            name=name,
+            summary=summary,
+            module="rankkit.solvers.sgd",
+            cls=cls,
+            losses=losses,
+            stochastic=True,
+        )
+        for name, cls, losses, summary in [
+            ("sgd", "SgdRankSVM", ("hinge",), "stochastic pairwise descent (sofia-ml): SGD-SVM, eta = 1/(lambda t)"),
+            ("pegasos", "PegasosRankSVM", ("hinge",), "SGD-SVM plus projection onto ||w|| <= 1/sqrt(lambda)"),
+            ("pa", "PaRankSVM", ("hinge",), "passive-aggressive PA-I on sampled pairs, aggressiveness -C"),
+            ("romma", "RommaRankSVM", ("hinge",), "aggressive ROMMA on sampled pairs"),
+            ("logreg", "LogregRankSVM", ("logistic",), "logistic loss with Pegasos-style steps on sampled pairs"),
+            ("margin-perceptron", "MarginPerceptronRankSVM", ("hinge",), "perceptron with margin 1 on sampled pairs"),
+            ("pair-sgd", "PairSgdRankSVM", ("squared-hinge",),
+             "Chapelle & Keerthi Algorithm 2: SGD on uniform pairs, squared hinge, step 1/t"),
+            ("query-sgd", "QuerySgdRankSVM", ("squared-hinge",),
+             "Chapelle & Keerthi Algorithm 3: SGD on whole queries with the O(n log n) gradient, step 1/t"),
+        ]
     ]
 }
 

@@ -1,0 +1,73 @@
+"""The stochastic solvers from the library and the CLI (issue 5)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from rankkit.errors import UsageError
+from rankkit.solvers.bundle import BundleRankSVM
+from rankkit.solvers.sgd import PegasosRankSVM, SgdRankSVM, checkpoints, hinge_objective
+from tests.conftest import make_dataset
+
+SGD_TOLERANCE = 5e-4  # relative gap to the exact hinge optimum after 10^6 uniform-sampler steps
+
+
+@pytest.mark.parametrize("cls", [PegasosRankSVM, SgdRankSVM])
+def test_sgd_and_pegasos_reach_the_exact_hinge_optimum(cls):
+    """lambda/2||w||^2 + mean hinge over pairs = lambda * (0.5||w||^2 + C sum hinge) with
+    C = 1/(lambda |P|): the bundle method gives its exact optimum."""
+    ds = make_dataset(seed=1, sizes=(20, 15, 1, 25, 30, 12), n_features=6)
+    lam = 0.01
+    ref = BundleRankSVM(C=1.0 / (lam * ds.n_pairs), tol=1e-10).fit(ds)
+    f_star = lam * ref.objective
+    assert hinge_objective(ds, ref.w, lam) == pytest.approx(f_star, rel=1e-12)
+    gaps = [(cls(lam=lam, iterations=it).fit(ds).objective - f_star) / f_star for it in (10**4, 10**6)]
+    assert 0 <= gaps[1] <= SGD_TOLERANCE and gaps[1] < gaps[0]
+
+
+def test_results_do_not_depend_on_verbosity_and_follow_the_seed():
+    ds = make_dataset(seed=2, sizes=(20, 15, 25), n_features=5)
+    lines = []
+    a = PegasosRankSVM(iterations=5000, seed=3).fit(ds, log=lines.append)
+    b = PegasosRankSVM(iterations=5000, seed=3).fit(ds)
+    c = PegasosRankSVM(iterations=5000, seed=4).fit(ds)
+    assert np.array_equal(a.w, b.w) and not np.array_equal(a.w, c.w)
+    assert [ln.split()[1] for ln in lines] == [str(cp) for cp in checkpoints(5000)]
+
+
+def test_checkpoints_grow():
+    assert checkpoints(100_000) == [100, 200, 500, 1000, 2000, 5000, 10_000, 20_000, 50_000, 100_000]
+    assert checkpoints(50) == [50] and checkpoints(150) == [100, 150]
+
+
+def test_roc_sampler_needs_one_query():
+    with pytest.raises(UsageError, match="roc"):
+        PegasosRankSVM(sampler="roc", iterations=10).fit(make_dataset(seed=3))
+
+
+def test_cli_stochastic_solvers(tmp_path):
+    from tests.test_cli import SAMPLE_TEST, SAMPLE_TRAIN, rankkit
+
+    for solver in ("sgd", "pegasos", "pa", "romma", "logreg", "margin-perceptron", "pair-sgd", "query-sgd"):
+        proc = rankkit("train", SAMPLE_TRAIN, f"{solver}.txt", "--solver", solver, "--iterations", "20000",
+                       "-C", "0.01", cwd=tmp_path)
+        assert proc.returncode == 0, (solver, proc.stderr.decode())
+        text = (tmp_path / f"{solver}.txt").read_text()
+        assert f"solver {solver}" in text and "iterations 20000" in text and "seed 0" in text
+        assert rankkit("predict", SAMPLE_TEST, f"{solver}.txt", cwd=tmp_path).returncode == 0
+    header = (tmp_path / "pegasos.txt").read_text()
+    assert "sampler uniform" in header and "lambda 0.1" in header
+    verbose = rankkit("train", SAMPLE_TRAIN, "v.txt", "--solver", "pegasos", "--iterations", "2000",
+                      "--valid", SAMPLE_TEST, "-v", "--sampler", "indexed", cwd=tmp_path)
+    assert verbose.returncode == 0 and "valid map" in verbose.stderr.decode()
+    for args, fragment in [
+        (["--solver", "pegasos", "--tol", "1e-3"], "--tol is for the Newton"),
+        (["--lambda", "0.1"], "--lambda is for the stochastic solvers"),
+        (["--solver", "pegasos", "--query-norm"], "--sampler query-norm"),
+        (["--solver", "pegasos", "--sampler", "roc"], "roc"),
+        (["--solver", "pa", "--batch-size", "4"], "batch"),
+    ]:
+        bad = rankkit("train", SAMPLE_TRAIN, "b.txt", *args, cwd=tmp_path)
+        err = bad.stderr.decode()
+        assert bad.returncode == 2 and fragment in err and "Traceback" not in err, (args, err)
