@@ -280,6 +280,180 @@ def bench_threads(report, repeat):
     report.append("")
 
 
+# -- issue 5: stochastic pairwise descent -----------------------------------------------------
+SGD_LEARNERS = ("sgd", "pegasos", "pa", "romma", "logreg", "margin-perceptron")
+
+
+def bench_sgd_cli(report, repeat):
+    letor = ensure(BENCH / "letor.txt", make_synthetic.write_letor)
+    out = Path(tempfile.mkdtemp(prefix="rankkit-bench-"))
+    report.append("## Stochastic pairwise descent against sofia-ml\n")
+    report.append("| command | seconds |")
+    report.append("|---|---:|")
+    for sampler in ("uniform", "indexed"):
+        t, _ = best_of(lambda: run(rankkit_cmd("train", str(letor), str(out / "m"), "--solver", "pegasos",
+                                               "--sampler", sampler)), repeat)
+        report.append(f"| `rankkit train --solver pegasos --sampler {sampler}` (100,000 steps), {letor.name} "
+                      f"({letor.stat().st_size / 1e6:.0f} MB, 200,000 docs x 46), reading included "
+                      f"(sofia-ml, published: 0.9 s on a 91 MB file) | {t:.2f} |")
+    report.append("")
+
+
+def bench_sgd_mq2008(report, repeat):
+    from rankkit.io.svmlight import read_svmlight
+    from rankkit.metrics import evaluate
+    from rankkit.objectives._sparse import csr_matvec
+    from rankkit.solvers import SOLVERS
+
+    root = SHARED / "MQ2008"
+    if not root.exists():
+        return
+    folds = [[read_svmlight(str(root / f"Fold{k}" / f"{s}.txt")) for s in ("train", "vali", "test")] for k in range(1, 6)]
+
+    def test_metrics(ds, w):
+        return evaluate(ds.y, csr_matvec(ds.data, ds.indices, ds.indptr, w, np.empty(ds.n_rows)), ds.qptr, ("map", "ndcg@10"))
+
+    report.append("## Stochastic learners on MQ2008 (5 folds, 100,000 steps, lambda picked on vali by MAP)\n")
+    report.append("| solver | CPU s per fold (mean) | test MAP | test NDCG@10 | lambda per fold |")
+    report.append("|---|---:|---:|---:|---|")
+    rows = [("newton", "C", [1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1.0])] + [(n, "lam", [1e-4, 1e-3, 1e-2, 1e-1, 1.0]) for n in SGD_LEARNERS]
+    for name, key, grid in rows:
+        cls = SOLVERS[name].load()
+        cls(**{key: grid[0]}).fit(folds[0][0])  # load kernels
+        times, maps, ndcgs, chosen = [], [], [], []
+        for train, vali, test in folds:
+            best = None
+            for v in grid:
+                t0 = time.process_time()
+                res = cls(**{key: v}).fit(train)
+                cpu = time.process_time() - t0
+                m = test_metrics(vali, res.w)["map"]
+                if best is None or m > best[0]:
+                    best = (m, v, res.w, cpu)
+            _, v, w, cpu = best
+            tm = test_metrics(test, w)
+            times.append(cpu)
+            maps.append(tm["map"])
+            ndcgs.append(tm["ndcg@10"])
+            chosen.append(f"{v:g}")
+        label = f"{name} (O(n log n) Newton, C)" if name == "newton" else name
+        report.append(f"| {label} | {np.mean(times):.3f} | {np.mean(maps):.4f} | {np.mean(ndcgs):.4f} | {', '.join(chosen)} |")
+    report.append("")
+
+
+def _svg_plot(path: Path, series: dict, title: str, ylabel: str) -> None:
+    """A plain SVG line chart, log-scale x (iterations), no plotting library needed."""
+    W, H, L, R, T, B = 740, 420, 95, 170, 40, 50
+    xs = sorted({x for pts in series.values() for x, _ in pts})
+    ys = [y for pts in series.values() for _, y in pts if np.isfinite(y) and y > 0]
+    lo, hi = np.log10(min(ys)), np.log10(max(ys))  # log scale on both axes
+    lx = np.log10(xs)
+    def px(x): return L + (np.log10(x) - lx.min()) / (lx.max() - lx.min()) * (W - L - R)
+    def py(y): return T + (1 - (np.log10(y) - lo) / (hi - lo)) * (H - T - B)
+    colors = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#17becf", "#7f7f7f"]
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" font-family="sans-serif" font-size="12">',
+           f'<rect width="{W}" height="{H}" fill="white"/>',
+           f'<text x="{W / 2}" y="20" text-anchor="middle" font-size="14">{title}</text>',
+           f'<line x1="{L}" y1="{H - B}" x2="{W - R}" y2="{H - B}" stroke="black"/>',
+           f'<line x1="{L}" y1="{T}" x2="{L}" y2="{H - B}" stroke="black"/>']
+    for x in xs:
+        out.append(f'<text x="{px(x):.1f}" y="{H - B + 16}" text-anchor="middle">1e{int(np.log10(x))}</text>')
+    for k in range(5):
+        y = 10 ** (lo + (hi - lo) * k / 4)
+        out.append(f'<text x="{L - 6}" y="{py(y) + 4:.1f}" text-anchor="end">{y:.3g}</text>')
+    out.append(f'<text x="{(L + W - R) / 2}" y="{H - 12}" text-anchor="middle">iterations</text>')
+    out.append(f'<text x="16" y="{(T + H - B) / 2}" transform="rotate(-90 16 {(T + H - B) / 2})" text-anchor="middle">{ylabel}</text>')
+    for i, (name, pts) in enumerate(series.items()):
+        c = colors[(i // 2) % len(colors)]  # train and test of one learner share a colour
+        dash = ' stroke-dasharray="5,3"' if name.endswith("test") else ""
+        path_d = " ".join(f"{'M' if j == 0 else 'L'}{px(x):.1f},{py(y):.1f}"
+                          for j, (x, y) in enumerate(pts) if np.isfinite(y) and y > 0)
+        out.append(f'<path d="{path_d}" fill="none" stroke="{c}" stroke-width="2"{dash}/>')
+        out.append(f'<text x="{W - R + 8}" y="{T + 14 * i + 4}" fill="{c}">{name}</text>')
+    out.append("</svg>")
+    path.write_text("\n".join(out) + "\n")
+
+
+def bench_sgd_convergence(report, max_iter=10**7):
+    from rankkit.io.svmlight import read_svmlight
+    from rankkit.solvers import SOLVERS
+    from rankkit.solvers.sgd import hinge_objective
+
+    root = SHARED / "MQ2008" / "Fold1"
+    if not root.exists():
+        return
+    train, test = read_svmlight(str(root / "train.txt")), read_svmlight(str(root / "test.txt"))
+    lam = 1e-3
+    iters = [10**k for k in range(2, int(np.log10(max_iter)) + 1)]
+    report.append(f"## Convergence: the RankSVM objective (lambda = {lam:g}) against iterations, MQ2008 Fold1\n")
+    report.append("lambda/2 ||w||^2 + mean hinge over all pairs, on train and on test (the paper's Fig. 2). "
+                  "Plot: `BENCHMARKS-convergence.svg`.\n")
+    report.append("| learner | set | " + " | ".join(f"1e{int(np.log10(i))}" for i in iters) + " |")
+    report.append("|---|---|" + "---:|" * len(iters))
+    series = {}
+    for name in SGD_LEARNERS:
+        cls = SOLVERS[name].load()
+        tr, te = [], []
+        for it in iters:
+            res = cls(lam=lam, iterations=it).fit(train)
+            tr.append(hinge_objective(train, res.w, lam))
+            te.append(hinge_objective(test, res.w, lam) if np.all(np.isfinite(res.w)) else float("nan"))
+        report.append(f"| {name} | train | " + " | ".join(f"{v:.4f}" for v in tr) + " |")
+        report.append(f"| {name} | test | " + " | ".join(f"{v:.4f}" for v in te) + " |")
+        series[f"{name} train"] = list(zip(iters, tr))
+        series[f"{name} test"] = list(zip(iters, te))
+    _svg_plot(ROOT / "BENCHMARKS-convergence.svg", series, "MQ2008 Fold1: RankSVM objective vs iterations (log-log)",
+              "lambda/2||w||^2 + mean hinge (dashed: test)")
+    report.append("")
+
+
+def bench_sgd_auc(report, repeat):
+    """RCV1-like single-query AUC problem: ~800,000 sparse examples, ~50,000 features, 0.2% positives."""
+    import scipy.sparse as sp
+
+    from rankkit.data import Dataset
+    from rankkit.metrics import per_query
+    from rankkit.objectives._sparse import csr_matvec
+    from rankkit.solvers.newton import NewtonRankSVM
+    from rankkit.solvers.sgd import PegasosRankSVM
+
+    rng = np.random.default_rng(0)
+    n, d, per_row = 800_000, 50_000, 75
+    cols = rng.integers(0, d, size=(n, per_row))
+    cols.sort(axis=1)
+    keep = np.ones_like(cols, dtype=bool)
+    keep[:, 1:] = cols[:, 1:] != cols[:, :-1]
+    X = sp.csr_matrix((rng.random(cols.shape)[keep], cols[keep], np.concatenate([[0], np.cumsum(keep.sum(1))])),
+                      shape=(n, d))
+    X.indices = X.indices.astype(np.int32)
+    X.indptr = X.indptr.astype(np.int64)
+    w_true = rng.standard_normal(d) * (rng.random(d) < 0.05)
+    score = X @ w_true + rng.standard_normal(n) * 0.5
+    y = (score > np.quantile(score, 0.998)).astype(np.float64)
+    split = int(0.8 * n)
+
+    def part(a, b):
+        Xp = X[a:b]
+        return Dataset(data=Xp.data, indices=Xp.indices.astype(np.int32), indptr=Xp.indptr.astype(np.int64),
+                       y=y[a:b], qid=np.zeros(b - a, dtype=np.int64), qptr=np.array([0, b - a], dtype=np.int64),
+                       n_features=d, has_qid=False).validate()
+
+    train, test = part(0, split), part(split, n)
+    report.append(f"## Large single-query AUC problem (RCV1-shaped): {n:,} sparse examples, {d:,} features, "
+                  f"{X.nnz / n:.0f} non-zeros per row, {y.mean() * 100:.1f}% positives; 80/20 split\n")
+    report.append("| solver | training s | test ROC area |")
+    report.append("|---|---:|---:|")
+    for name, make in [("pegasos, roc sampler, 100,000 steps, lambda 1e-4",
+                        lambda: PegasosRankSVM(lam=1e-4, sampler="roc")),
+                       ("newton (exact O(n log n) RankSVM), C = 1e-3 / positives", lambda: NewtonRankSVM(C=1e-3 / train.y.sum()))]:
+        make().fit(part(0, 2000) if False else train) if name.startswith("pegasos") else None
+        t, res = best_of(lambda: make().fit(train), repeat)
+        s = csr_matvec(test.data, test.indices, test.indptr, res.w, np.empty(test.n_rows))
+        auc = per_query("auc", test.y, s, test.qptr, "exp")[0]
+        report.append(f"| {name} | {t:.3f} | {auc:.4f} |")
+    report.append("")
+
+
 # -- 3. scaling --------------------------------------------------------------------------------
 def single_query(n: int, d: int, seed: int):
     from rankkit.data import Dataset
@@ -330,10 +504,12 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--max-n", type=float, default=1e7, help="largest n in the scaling run")
-    ap.add_argument("--only", choices=["parse", "cli", "eval", "scaling", "fig3", "fig1", "threads"], action="append")
+    ap.add_argument("--only", choices=["parse", "cli", "eval", "scaling", "fig3", "fig1", "threads", "sgd-cli", "sgd-mq2008",
+                                       "sgd-convergence", "sgd-auc"], action="append")
     args = ap.parse_args()
     report = [f"# rankkit benchmark, {dt.datetime.now().strftime('%Y-%m-%d %H:%M')}\n", f"Machine: {machine()}\n"]
-    sections = args.only or ["parse", "cli", "eval", "scaling", "fig3", "fig1", "threads"]
+    sections = args.only or ["parse", "cli", "eval", "scaling", "fig3", "fig1", "threads", "sgd-cli", "sgd-mq2008",
+                             "sgd-convergence", "sgd-auc"]
     if "parse" in sections:
         bench_parse(report, args.repeat)
     if "cli" in sections:
@@ -348,6 +524,14 @@ def main() -> int:
         bench_fig1(report, args.repeat)
     if "threads" in sections:
         bench_threads(report, args.repeat)
+    if "sgd-cli" in sections:
+        bench_sgd_cli(report, args.repeat)
+    if "sgd-mq2008" in sections:
+        bench_sgd_mq2008(report, args.repeat)
+    if "sgd-convergence" in sections:
+        bench_sgd_convergence(report)
+    if "sgd-auc" in sections:
+        bench_sgd_auc(report, args.repeat)
     text = "\n".join(report)
     print(text)
     (ROOT / "out").mkdir(exist_ok=True)
