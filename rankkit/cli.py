@@ -194,9 +194,10 @@ def _use_threads(n: int | None) -> None:
               help="Stochastic solvers: eta0 of --eta basic|constant. [default: 1]")
 @click.option("--batch-size", type=click.IntRange(min=1), default=None,
               help="Stochastic solvers: pairs per step (averaged). [default: 1]")
-@click.option("--sampler", type=click.Choice(["uniform", "indexed", "query-norm", "roc"]), default=None,
+@click.option("--sampler", type=click.Choice(["uniform", "indexed", "query-norm", "roc", "stream"]), default=None,
               help="Stochastic solvers: uniform (exactly uniform over all pairs), indexed (the paper's constant-time "
-              "sampler, sofia-ml's), query-norm (every query equally likely), roc (one query, AUC). [default: uniform]")
+              "sampler, sofia-ml's), query-norm (every query equally likely), roc (one query, AUC), stream (two "
+              "passes over the file without holding it: for files larger than memory). [default: uniform]")
 @click.option("--valid", "valid_file", type=click.Path(dir_okay=False), default=None,
               help="Stochastic solvers: validation file whose MAP and NDCG@10 -v prints at each checkpoint.")
 @click.option(

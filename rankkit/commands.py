@@ -74,6 +74,9 @@ def train(train_file, model_file, solver, params, zero_based=False, group_querie
           query_weights_file=None, auc=False, kernel=None, stochastic=None, progress=None):
     t0 = time.perf_counter()
     check_writable(model_file)  # fail now, not after training
+    if (stochastic or {}).get("sampler") == "stream":
+        return _train_stream(train_file, model_file, solver, params, stochastic, zero_based, group_queries, log,
+                             query_weights_file, auc, kernel, t0)
     name = display_name(train_file)
     buf = read_bytes(train_file)
     checksum = _Checksum(buf)
@@ -182,6 +185,53 @@ def train(train_file, model_file, solver, params, zero_based=False, group_querie
             f"wrote {model_file} in {time.perf_counter() - t0:.3f}s total"
         )
     return result
+
+
+def _train_stream(train_file, model_file, solver, params, stochastic, zero_based, group_queries, log,
+                  query_weights_file, auc, kernel, t0):
+    """--sampler stream: two streaming passes over the file, never holding it (rankkit.solvers.stream)."""
+    from rankkit.solvers.stream import train_stream
+
+    if solver is None:
+        raise UsageError("--sampler is for the stochastic solvers: add --solver pegasos (or sgd, pa, ...)")
+    spec = SOLVERS[solver]
+    if not spec.stochastic:
+        raise UsageError(f"--sampler is for the stochastic solvers, not --solver {spec.name}")
+    for flag, given in (("--auc", auc), ("--kernel", kernel is not None), ("--group-queries", group_queries),
+                        ("--valid", (stochastic or {}).get("valid_file") is not None)):
+        if given:
+            raise UsageError(f"{flag} does not work with --sampler stream")
+    if params.get("loss") is None:
+        params = dict(params, loss=spec.losses[0])
+    if params["loss"] not in spec.losses:
+        raise UsageError(f"--solver {spec.name} does not offer --loss {params['loss']}")
+    model_solver = spec.load()(**_solver_params(spec, params, stochastic, query_weights_file))
+    w, facts = train_stream(train_file, model_solver, zero_based=zero_based, log=log)
+    header = {
+        "rankkit_version": __version__,
+        "created": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "solver": spec.name,
+        "loss": model_solver.loss,
+        **model_solver.hyperparameters(),
+        "index_base": 0 if zero_based else 1,
+        "n_features": facts["n_features"],
+        "train_file": display_name(train_file),
+        "train_file_sha256": facts["sha256"],
+        "n_queries": facts["n_queries"],
+        "n_documents": facts["n_rows"],
+        "n_pairs": facts["n_pairs"],
+        "objective": float("nan"),
+        "stop_reason": "stream sampler: the exact objective needs another pass over the file, not computed",
+        "sampled_pair_hinge": facts["sampled_hinge"],
+        "iterations": model_solver.iterations,
+        "converged": True,
+        "train_time_seconds": round(facts["train_time"], 6),
+    }
+    write_model(model_file, Model(weights=w, header=header))
+    if log:
+        log(f"ran {model_solver.iterations} steps in two streaming passes; wrote {model_file} in "
+            f"{time.perf_counter() - t0:.3f}s total")
+    return None
 
 
 def _linear_scores(model: Model, ds) -> tuple[np.ndarray, int]:

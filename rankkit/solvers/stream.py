@@ -1,0 +1,195 @@
+"""`--sampler stream`: stochastic pairwise descent without holding the file in memory (Sculley
+2009, Sect. 3.1, "sampling without an index"), for training files larger than RAM.
+
+The file is read twice, in chunks cut at line boundaries; at most one chunk and one query are in
+memory at a time.
+
+  pass 1  counts the preference pairs of every query (labels and qids only) and the features;
+  pass 2  walks the queries in file order and gives query q the steps
+          round(T * P_<=q / |P|) - round(T * P_<q / |P|), so that every pair is equally likely to
+          be stepped on (in expectation, as with the uniform sampler); inside a query, pairs are
+          drawn by rejection: two documents uniformly at random until their labels differ.
+
+Unlike the in-memory samplers, the steps come in file order, query after query; the learning-rate
+schedule runs over the whole pass. Reproducible from the seed (one derived seed per query).
+"""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import lzma
+import os
+import re
+import time
+
+import numpy as np
+
+from rankkit.errors import DataError, UsageError
+from rankkit.objectives._numba import njit
+from rankkit.solvers import _sgd_kernels as K
+
+CHUNK_BYTES = 64 << 20
+_OPENERS = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}
+
+
+def _chunks(path: str, chunk_bytes: int, hasher=None):
+    """(bytes of whole lines, number of lines before them) for the file, chunk by chunk; the raw
+    bytes also go through `hasher` (e.g. hashlib.sha256()) when given."""
+    if path == "-":
+        raise UsageError("--sampler stream reads the training file twice: give a file, not standard input")
+    opener = _OPENERS.get(os.path.splitext(path)[1].lower(), open)
+    try:
+        fh = opener(path, "rb")
+    except FileNotFoundError:
+        raise DataError(path, "no such file") from None
+    lines_before = 0
+    rest = b""
+    with fh:
+        while True:
+            block = fh.read(chunk_bytes)
+            if not block:
+                break
+            if hasher is not None:
+                hasher.update(block)
+            block = rest + block
+            cut = block.rfind(b"\n") + 1
+            if cut == 0:
+                rest = block
+                continue
+            yield block[:cut], lines_before
+            lines_before += block.count(b"\n", 0, cut)
+            rest = block[cut:]
+    if rest:
+        yield rest, lines_before
+
+
+def _parse(text: bytes, lines_before: int, path: str, zero_based: bool):
+    from rankkit.io.svmlight import parse_bytes
+
+    try:
+        return parse_bytes(np.frombuffer(text, dtype=np.uint8), path, zero_based)
+    except DataError as exc:
+        if exc.line is None:
+            if "no data lines" in exc.message:
+                return None
+            raise
+        message = re.sub(r"(first seen at line )(\d+)", lambda m: m.group(1) + str(int(m.group(2)) + lines_before),
+                         exc.message)
+        raise DataError(path, message, exc.line + lines_before) from None
+
+
+def _query_blocks(path: str, zero_based: bool, chunk_bytes: int, hasher=None):
+    """Every query of the file as (qid, labels, data, indices, indptr, first line), in file order;
+    a query split across two chunks is joined. A qid that comes back later is an error."""
+    seen: set[int] = set()
+    pending = None
+    for text, lines_before in _chunks(path, chunk_bytes, hasher):
+        ds = _parse(text, lines_before, path, zero_based)
+        if ds is None:
+            continue
+        for q in range(ds.n_queries):
+            s, e = int(ds.qptr[q]), int(ds.qptr[q + 1])
+            a, b = int(ds.indptr[s]), int(ds.indptr[e])
+            block = (int(ds.qid[s]), ds.y[s:e], ds.data[a:b], ds.indices[a:b], ds.indptr[s : e + 1] - a,
+                     int(ds.line[s]) + lines_before)
+            if pending is not None and pending[0] == block[0]:  # the same query continues
+                pending = (pending[0], np.concatenate([pending[1], block[1]]), np.concatenate([pending[2], block[2]]),
+                           np.concatenate([pending[3], block[3]]),
+                           np.concatenate([pending[4], block[4][1:] + pending[4][-1]]), pending[5])
+                continue
+            if pending is not None:
+                yield pending
+            if block[0] in seen:
+                raise DataError(path, f"qid {block[0]} appears again after other queries "
+                                      "(--sampler stream needs each query's documents contiguous)", block[5])
+            seen.add(block[0])
+            pending = block
+    if pending is not None:
+        yield pending
+
+
+def _pairs(labels: np.ndarray) -> int:
+    _, counts = np.unique(labels, return_counts=True)
+    n = int(labels.shape[0])
+    return (n * n - int(np.sum(counts.astype(np.int64) ** 2))) // 2
+
+
+@njit
+def _stream_query(data, indices, indptr, y, n_steps, seed, learner, eta_mode, eta0, lam, C, t_start, w):
+    """n_steps steps on pairs of one query drawn by rejection. Returns (status, sum of hinge losses)."""
+    np.random.seed(seed)
+    n = y.shape[0]
+    pa = np.empty(1, dtype=np.int64)
+    pb = np.empty(1, dtype=np.int64)
+    hinge = 0.0
+    for k in range(n_steps):
+        a = np.random.randint(0, n)
+        b = np.random.randint(0, n)
+        while y[a] == y[b]:
+            a = np.random.randint(0, n)
+            b = np.random.randint(0, n)
+        if y[a] < y[b]:
+            a, b = b, a
+        pa[0] = a
+        pb[0] = b
+        p = 0.0
+        for t in range(indptr[a], indptr[a + 1]):
+            p += data[t] * w[indices[t]]
+        for t in range(indptr[b], indptr[b + 1]):
+            p -= data[t] * w[indices[t]]
+        if p < 1.0:
+            hinge += 1.0 - p
+        eta = K.eta_at(eta_mode, eta0, lam, t_start + k + 1)
+        status = K.step(learner, eta, lam, C, data, indices, indptr, pa, pb, w)
+        if status != 0:
+            return status, hinge
+    return 0, hinge
+
+
+def train_stream(path: str, solver, zero_based: bool = False, log=None, chunk_bytes: int = CHUNK_BYTES):
+    """Run `solver` (a StochasticRankSVM) over the file in two streaming passes. Returns
+    (w, facts) with facts = n_rows, n_queries, n_pairs, n_features, train_time, sha256, bytes."""
+    import hashlib
+
+    t0 = time.perf_counter()
+    hasher = hashlib.sha256()
+    if solver.learner in ("pair-sgd", "query-sgd"):
+        raise UsageError(f"--sampler stream is for the sofia-ml learners, not --solver {solver.learner}")
+    if solver.batch_size != 1:
+        raise UsageError("--sampler stream takes one pair per step (--batch-size 1)")
+    pairs, n_rows, n_features = [], 0, 0
+    for _, labels, _, indices, _, _ in _query_blocks(path, zero_based, chunk_bytes, hasher):
+        pairs.append(_pairs(labels))
+        n_rows += labels.shape[0]
+        if indices.shape[0]:
+            n_features = max(n_features, int(indices.max()) + 1)
+    total = int(sum(pairs))
+    if total == 0:
+        raise DataError(path, "no preference pairs: every query has only one relevance level, so there is nothing to rank")
+    if log:
+        log(f"stream pass 1: {n_rows} documents, {len(pairs)} queries, {total} pairs, {n_features} features "
+            f"in {time.perf_counter() - t0:.3f}s")
+    T = solver.iterations
+    w = np.zeros(n_features)
+    done, cum, hinge = 0, 0, 0.0
+    codes = (K.LEARNERS[solver.learner], K.ETA[solver.eta], solver.eta0, solver.lam, solver.C)
+    for q, (_, labels, data, indices, indptr, line) in enumerate(_query_blocks(path, zero_based, chunk_bytes)):
+        cum += pairs[q]
+        upto = int(round(T * cum / total))
+        n_steps = upto - done
+        if n_steps <= 0:
+            continue
+        seed = (solver.seed * 1_000_003 + 7919 * (q + 1)) % (2**31 - 1)
+        status, h = _stream_query(data, indices.astype(np.int32), indptr.astype(np.int64), labels, n_steps, seed,
+                                  *codes, done, w)
+        if status != K.OK:
+            raise UsageError(f"{solver.name}: {K.STATUS_MESSAGES[status]} (query starting at line {line})")
+        hinge += h
+        done = upto
+        if log and (q + 1) % max(1, len(pairs) // 10) == 0:
+            log(f"stream pass 2: {done} steps, query {q + 1}/{len(pairs)}, sampled-pair hinge {hinge / done:.6f}")
+    facts = {"n_rows": n_rows, "n_queries": len(pairs), "n_pairs": total, "n_features": n_features,
+             "train_time": time.perf_counter() - t0, "sampled_hinge": hinge / max(done, 1),
+             "sha256": hasher.hexdigest()}
+    return w, facts

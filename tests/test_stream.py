@@ -1,0 +1,109 @@
+"""--sampler stream: two streaming passes over the file, never holding it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.stats import chisquare
+
+from rankkit.errors import DataError, UsageError
+from rankkit.solvers.sgd import PegasosRankSVM
+from rankkit.solvers.stream import _query_blocks, _stream_query, train_stream
+from rankkit.solvers import _sgd_kernels as K
+from tests.test_cli import SAMPLE_TRAIN, rankkit
+
+
+def test_chunking_does_not_change_the_model():
+    """Chunks of 2 KB split many queries across chunks; the result equals one big chunk."""
+    solver = PegasosRankSVM(iterations=20_000, lam=0.01, seed=5)
+    w_big, facts = train_stream(str(SAMPLE_TRAIN), solver, chunk_bytes=1 << 26)
+    w_small, facts_small = train_stream(str(SAMPLE_TRAIN), solver, chunk_bytes=2048)
+    assert np.array_equal(w_big, w_small) and facts["n_pairs"] == facts_small["n_pairs"]
+    from rankkit.io.svmlight import read_svmlight
+
+    ds = read_svmlight(str(SAMPLE_TRAIN))
+    assert (facts["n_rows"], facts["n_queries"], facts["n_pairs"]) == (ds.n_rows, ds.n_queries, ds.n_pairs)
+
+
+def test_queries_are_joined_across_chunks_and_errors_keep_their_line(tmp_path):
+    text = "".join(f"{i % 3} qid:{1 + i // 40} 1:{i}.5 2:1\n" for i in range(400))
+    path = tmp_path / "t.txt"
+    path.write_text(text)
+    blocks = list(_query_blocks(str(path), False, 300))
+    assert [b[0] for b in blocks] == list(range(1, 11)) and all(b[1].shape[0] == 40 for b in blocks)
+    lines = text.splitlines()
+    lines[333] = "1 qid:9 1:oops"
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(DataError, match=r"t.txt:334: feature value 'oops'"):
+        list(_query_blocks(str(path), False, 300))
+    lines[333] = "1 qid:2 1:0.5"  # qid 2 again, inside qid 9's documents (lines 321-360)
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(DataError, match=r"t.txt:335: qid 9 appears again .*first seen at line 321"):
+        list(_query_blocks(str(path), False, 300))
+    lines[333] = "1 qid:9 1:0.5"
+    lines[380] = "1 qid:2 1:0.5"  # qid 2 inside qid 10's block, in another chunk than qid 2's own
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(DataError, match=r"qid (2|10) appears again"):
+        list(_query_blocks(str(path), False, 300))
+
+
+def test_steps_are_shared_in_proportion_to_pairs_and_pairs_are_uniform_in_a_query():
+    # rejection sampling inside one query: every (higher, lower) pair equally likely
+    y = np.array([0.0, 0.0, 1.0, 2.0, 2.0, 0.0])
+    n = y.shape[0]
+    data = np.ones(n)
+    indices = np.zeros(n, dtype=np.int32)
+    indptr = np.arange(n + 1, dtype=np.int64)
+    counts = {}
+    # drive the kernel with margin-perceptron and a constant tiny eta: record pairs via w changes is
+    # indirect, so sample with the same generator the kernel uses (numba's, seeded identically)
+    import numba
+
+    @numba.njit
+    def draws(y, m, seed):
+        np.random.seed(seed)
+        out = np.empty((m, 2), dtype=np.int64)
+        n = y.shape[0]
+        for k in range(m):
+            a = np.random.randint(0, n)
+            b = np.random.randint(0, n)
+            while y[a] == y[b]:
+                a = np.random.randint(0, n)
+                b = np.random.randint(0, n)
+            if y[a] < y[b]:
+                a, b = b, a
+            out[k, 0], out[k, 1] = a, b
+        return out
+
+    for a, b in draws(y, 60_000, 1).tolist():
+        assert y[a] > y[b]
+        counts[(a, b)] = counts.get((a, b), 0) + 1
+    expected = [(a, b) for a in range(n) for b in range(n) if y[a] > y[b]]
+    assert set(counts) == set(expected)
+    assert chisquare([counts[p] for p in expected]).pvalue > 1e-4
+    w = np.zeros(1)
+    status, _ = _stream_query(data, indices, indptr, y, 100, 1, K.LEARNERS["pegasos"], K.ETA["pegasos"], 1.0,
+                              0.1, 1.0, 0, w)
+    assert status == K.OK and np.isfinite(w).all()
+
+
+def test_cli_stream(tmp_path):
+    ok = rankkit("train", SAMPLE_TRAIN, "s.txt", "--solver", "pegasos", "--sampler", "stream", "--iterations", "5000",
+                 cwd=tmp_path)
+    assert ok.returncode == 0, ok.stderr.decode()
+    text = (tmp_path / "s.txt").read_text()
+    assert "sampler stream" in text and "objective nan" in text
+    again = rankkit("train", SAMPLE_TRAIN, "s2.txt", "--solver", "pegasos", "--sampler", "stream", "--iterations",
+                    "5000", cwd=tmp_path)
+    assert again.returncode == 0
+    weights = [(tmp_path / f).read_text().split("\nweights ")[1] for f in ("s.txt", "s2.txt")]
+    assert weights[0] == weights[1]
+    for args, fragment in [
+        (["-", "m.txt", "--solver", "pegasos", "--sampler", "stream"], "standard input"),
+        ([str(SAMPLE_TRAIN), "m.txt", "--solver", "pegasos", "--sampler", "stream", "--kernel", "rbf"], "--kernel"),
+        ([str(SAMPLE_TRAIN), "m.txt", "--sampler", "stream"], "stochastic"),
+    ]:
+        bad = rankkit("train", *args, cwd=tmp_path, stdin=b"")
+        assert bad.returncode == 2 and fragment in bad.stderr.decode(), (args, bad.stderr.decode())
+    with pytest.raises(UsageError):
+        train_stream(str(SAMPLE_TRAIN), PegasosRankSVM(batch_size=2))
