@@ -26,9 +26,8 @@ import time
 import numpy as np
 
 from rankkit.data import Dataset
-from rankkit.errors import UsageError
 from rankkit.objectives.pairwise import PairwiseObjective
-from rankkit.solvers.base import FitResult, Log
+from rankkit.solvers.base import ExactRankSVM, FitResult, Log
 
 DEFAULT_C = 1.0
 DEFAULT_TOL = 1e-6
@@ -179,48 +178,12 @@ def truncated_newton(
     )
 
 
-class NewtonRankSVM:
+class NewtonRankSVM(ExactRankSVM):
     """Solver `newton`: the registry entry the CLI instantiates."""
 
     name = "newton"
-
-    def __init__(self, C: float = DEFAULT_C, tol: float | None = None, max_iter: int | None = None,
-                 loss: str = "squared-hinge", query_norm: bool = False, query_weights: np.ndarray | None = None,
-                 rescale: str | None = None, delta: str = "gain"):
-        self.C, self.loss = float(C), loss
-        self.rescale, self.delta = rescale, delta
-        self.tol = DEFAULT_TOL if tol is None else float(tol)
-        self.max_iter = DEFAULT_MAX_ITER if max_iter is None else int(max_iter)
-        self.query_norm = bool(query_norm)
-        self.query_weights = query_weights
-
-    def hyperparameters(self) -> dict:
-        out = {"C": self.C, "tol": self.tol, "max_iter": self.max_iter, "query_norm": self.query_norm}
-        if self.rescale:
-            out.update({"rescale": self.rescale, "delta": self.delta})
-        return out
-
-    def weights(self, ds: Dataset) -> np.ndarray | None:
-        """Per-query weights: the given ones, times 1 / pairs of the query with query_norm."""
-        w = None if self.query_weights is None else np.asarray(self.query_weights, dtype=np.float64)
-        if self.query_norm:
-            norm = 1.0 / np.maximum(ds.pairs_per_query, 1)
-            w = norm if w is None else w * norm
-        return w
-
-    def objective(self, ds: Dataset):
-        offsets = slack = None
-        if self.rescale and self.delta == "swap":
-            raise UsageError("--delta swap is not a function of the labels: it needs --solver newton-pairs")
-        if self.rescale:
-            from rankkit.objectives.rescale import label_values
-
-            if self.rescale == "margin":
-                offsets = label_values(ds, self.delta)
-            else:
-                slack = label_values(ds, self.delta)
-        return PairwiseObjective(ds, self.C, self.loss, query_weights=self.weights(ds), margin_offsets=offsets,
-                                 slack_values=slack)
+    DEFAULT_TOL = DEFAULT_TOL
+    DEFAULT_MAX_ITER = DEFAULT_MAX_ITER
 
     def fit(self, ds: Dataset, w0: np.ndarray | None = None, log: Log | None = None) -> FitResult:
         ds.require_pairs()
