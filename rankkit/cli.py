@@ -200,6 +200,15 @@ def _use_threads(n: int | None) -> None:
               "passes over the file without holding it: for files larger than memory). [default: uniform]")
 @click.option("--valid", "valid_file", type=click.Path(dir_okay=False), default=None,
               help="Stochastic solvers: validation file whose MAP and NDCG@10 -v prints at each checkpoint.")
+@click.option("-K", "K", type=click.IntRange(min=1), default=None,
+              help="--solver factorized: latent dimension of the pair multipliers <v_i, v_j>. [default: 10]")
+@click.option("--init-scale", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="--solver factorized: standard deviation of the random initial factors. [default: 0.01]")
+@click.option("--patience", type=click.IntRange(min=1), default=None,
+              help="--solver factorized: stop when the --valid MAP has not improved for this many iterations, "
+              "keeping the best.")
+@click.option("--save-factors", type=click.Path(dir_okay=False), default=None,
+              help="--solver factorized: also write the factors V (one training document per line, K values).")
 @click.option(
     "--kernel",
     type=click.Choice(["linear", "poly", "rbf"]),
@@ -225,8 +234,8 @@ def _use_threads(n: int | None) -> None:
 @_threads
 @_verbose
 def train(train_file, model_file, solver, C, tol, max_iter, loss, query_norm, query_weights, rescale, delta, lam,
-          iterations, eta, eta0, batch_size, sampler, valid_file, kernel, gamma, degree, coef0, landmarks, seed, auc,
-          zero_based, group_queries, threads, verbose):
+          iterations, eta, eta0, batch_size, sampler, valid_file, K, init_scale, patience, save_factors, kernel, gamma,
+          degree, coef0, landmarks, seed, auc, zero_based, group_queries, threads, verbose):
     """Fit a ranker on TRAIN (SVMlight/LETOR; .gz/.bz2/.xz or - for stdin) and write MODEL.
 
     MODEL is written atomically: a cron job reading it never sees half a file, and a failed run
@@ -242,7 +251,8 @@ def train(train_file, model_file, solver, C, tol, max_iter, loss, query_norm, qu
         params={"C": C, "tol": tol, "max_iter": max_iter, "loss": loss, "query_norm": query_norm,
                 **({"rescale": rescale, "delta": delta} if rescale else {})},
         stochastic={"lam": lam, "iterations": iterations, "eta": eta, "eta0": eta0, "batch_size": batch_size,
-                    "sampler": sampler, "seed": seed, "valid_file": valid_file},
+                    "sampler": sampler, "seed": seed, "valid_file": valid_file, "K": K, "init_scale": init_scale,
+                    "patience": patience, "save_factors": save_factors},
         progress=_progress_bar if (not verbose and sys.stderr.isatty()) else None,
         query_weights_file=query_weights,
         auc=auc,

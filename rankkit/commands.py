@@ -44,10 +44,35 @@ STOCHASTIC_OPTIONS = {"lam": "--lambda", "iterations": "--iterations", "eta": "-
                       "batch_size": "--batch-size", "sampler": "--sampler", "valid_file": "--valid"}
 
 
+FACTORIZED_OPTIONS = {"K": "-K", "init_scale": "--init-scale", "patience": "--patience",
+                      "save_factors": "--save-factors"}
+
+
 def _solver_params(spec, params, stochastic, query_weights_file):
-    """The keyword arguments of the chosen solver; options that belong to the other kind of solver
+    """The keyword arguments of the chosen solver; options that belong to another kind of solver
     are an error rather than silently ignored."""
     stochastic = dict(stochastic or {})
+    if not spec.factorized:
+        for key, flag in FACTORIZED_OPTIONS.items():
+            if stochastic.get(key) is not None:
+                raise UsageError(f"{flag} is for --solver factorized, not --solver {spec.name}")
+    if spec.factorized:
+        for key, flag in (("query_norm", "--query-norm"), ("rescale", "--rescale"), ("tol", "--tol"),
+                          ("max_iter", "--max-iter")):
+            if params.get(key):
+                raise UsageError(f"{flag} is not an option of --solver factorized")
+        for key in ("lam", "batch_size", "sampler"):
+            if stochastic.get(key) is not None:
+                raise UsageError(f"{STOCHASTIC_OPTIONS[key]} is not an option of --solver factorized")
+        if query_weights_file is not None:
+            raise UsageError("--query-weights is not an option of --solver factorized")
+        out = {"C": params["C"], "loss": params.get("loss"), "seed": stochastic.get("seed", 0)}
+        for key in ("iterations", "eta", "eta0", "K", "init_scale", "patience"):
+            if stochastic.get(key) is not None:
+                out[key] = stochastic[key]
+        if "eta" not in out:
+            out["eta"] = "constant"
+        return out
     if spec.stochastic:
         for key, flag in (("query_norm", "--query-norm"), ("rescale", "--rescale")):
             if params.get(key):
@@ -101,7 +126,7 @@ def train(train_file, model_file, solver, params, zero_based=False, group_querie
     if params["loss"] not in spec.losses:
         raise UsageError(f"--solver {solver} does not offer --loss {params['loss']} (it offers: {', '.join(spec.losses)})")
     params = _solver_params(spec, params, stochastic, query_weights_file)
-    if spec.stochastic:
+    if spec.stochastic or spec.factorized:
         valid_file = (stochastic or {}).get("valid_file")
         if valid_file is not None:
             params["valid"] = read_svmlight(valid_file, zero_based=zero_based, group_queries=group_queries)
@@ -124,8 +149,8 @@ def train(train_file, model_file, solver, params, zero_based=False, group_querie
                 f"kernel map: {k.name}, {kmap.landmarks.shape[0]} landmarks, rank {kmap.projection.shape[1]} "
                 f"in {time.perf_counter() - t_map:.3f}s"
             )
-    if spec.stochastic:
-        bar = progress(params["iterations"], f"{solver}") if progress else None
+    if spec.stochastic or spec.factorized:
+        bar = progress(model_solver.iterations, f"{solver}") if progress else None
         result = model_solver.fit(fit_ds, log=log, progress=bar)
     else:
         result = model_solver.fit(fit_ds, log=log)
@@ -174,6 +199,14 @@ def train(train_file, model_file, solver, params, zero_based=False, group_querie
             log(f"training AUC {header['train_auc']:.6f}")
     header["read_time_seconds"] = round(t_read, 6)
     header["train_time_seconds"] = round(result.train_time, 6)
+    factors_file = (stochastic or {}).get("save_factors")
+    if factors_file is not None and getattr(model_solver, "factors", None) is not None:
+        from rankkit.io.atomic import atomic_open
+
+        header["factors_file"] = factors_file
+        with atomic_open(factors_file) as fh:  # V: one training document per line, K values
+            for row in model_solver.factors.tolist():
+                fh.write(" ".join("%.17g" % v for v in row) + "\n")
     if kmap is None:
         write_model(model_file, Model(weights=result.w, header=header))
     else:  # score = w' Phi(x) = beta' k(x): store the landmarks and beta

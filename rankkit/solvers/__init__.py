@@ -19,6 +19,7 @@ class SolverSpec:
     cls: str
     losses: tuple[str, ...]
     stochastic: bool = False  # takes --lambda, --iterations, --eta, --sampler, ... instead of --tol
+    factorized: bool = False  # takes -K, --iterations, --eta0, --init-scale, --patience, --save-factors
 
     def load(self):
         return getattr(importlib.import_module(self.module), self.cls)
@@ -50,6 +51,17 @@ SOLVERS: dict[str, SolverSpec] = {
             cls="BundleRankSVM",
             losses=("hinge",),
         ),
+    ]
+    + [
+        SolverSpec(
+            name="factorized",
+            summary="Factorized Ranking SVM (Zhang et al. 2015): pair multipliers <v_i, v_j> with K-dimensional "
+            "latent vectors, gradient descent in O(nnz + N K + N log N) per iteration",
+            module="rankkit.solvers.factorized",
+            cls="FactorizedRankSVM",
+            losses=("hinge", "squared-hinge"),
+            factorized=True,
+        )
     ]
     + [
         SolverSpec(
