@@ -405,6 +405,44 @@ def eval_(files, metrics, convention, empty_query, fmt, per_query, test_name, pe
     )
 
 
+# -- path -------------------------------------------------------------------------------------
+@cli.command(name="path", context_settings=CONTEXT)
+@click.argument("train_file", metavar="[TRAIN", required=False)
+@click.argument("valid_file", metavar="VALID]", required=False)
+@click.option("--out-model", type=click.Path(dir_okay=False), default=None, help="Write the chosen model here.")
+@click.option("--table", type=click.Path(dir_okay=False), default=None,
+              help="Write every point of the path as TSV (C, lambda, iterations, objective, loss, active set, metric).")
+@click.option("--plot", type=click.Path(dir_okay=False), default=None,
+              help="Plot the validation metric and the active set against C: .svg (built in) or .png (needs matplotlib).")
+@click.option("--method", type=click.Choice(["grid"]), default="grid", show_default=True,
+              help="grid: the Newton solver over a log-spaced C grid, each fit warm-started from the previous one.")
+@click.option("-m", "--metric", default="ndcg@10", show_default=True,
+              help="Validation metric (any of rankkit eval's), LETOR 4.0 convention.")
+@click.option("--select", type=click.Choice(["best", "1se"]), default="best", show_default=True,
+              help="best: the highest validation metric; 1se: the smallest C within one standard error of it.")
+@click.option("--n-points", type=click.IntRange(min=2), default=30, show_default=True, help="Values of C on the grid.")
+@click.option("--ratio", type=click.FloatRange(min=1, min_open=True), default=1e7, show_default=True,
+              help="C_max / C_min of the grid; C_min is where w is still nearly zero.")
+@click.option("--folds", type=click.Path(file_okay=False, exists=True), default=None,
+              help="A LETOR directory: run Fold1..FoldK (train/vali/test.txt each) and report the per-fold choice "
+              "and the mean test metric.")
+@click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True, help="Folds run in parallel.")
+@click.option("--zero-based", is_flag=True, help="Feature indices start at 0.")
+@_reader_options
+@_threads
+@_verbose
+def path_(train_file, valid_file, out_model, table, plot, method, metric, select, n_points, ratio, folds, jobs,
+          zero_based, group_queries, threads, verbose):
+    """Regularisation path and model selection: train along a range of C, evaluate each point on
+    VALID, pick C (best or one-standard-error rule) and optionally save the chosen model."""
+    from rankkit import commands
+
+    _use_threads(threads)
+    commands.path(train_file, valid_file, out_model=out_model, table=table, plot=plot, method=method, metric=metric,
+                  select=select, n_points=n_points, ratio=ratio, folds=folds, jobs=jobs, zero_based=zero_based,
+                  group_queries=group_queries, log=_say if verbose else None, echo=click.echo)
+
+
 def main(argv=None) -> None:
     """Console entry point: the one place that maps outcomes to exit statuses."""
     try:

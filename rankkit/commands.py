@@ -504,3 +504,107 @@ def _print_evaluation(echo, fmt, names, systems, means, pvalues, per_query, head
     widths = [max(len(r[c]) for r in text) for c in range(len(text[0]))]
     for r in text:
         echo("  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip())
+
+
+# -- path -----------------------------------------------------------------------------------------
+def _path_one(train_file, valid_file, test_file, method, metric, select, n_points, ratio, zero_based, group_queries,
+              log=None):
+    """One regularisation path (a fold); module level so that --jobs can run it in a worker process."""
+    from rankkit.path import grid_path, validation_metric
+
+    train_ds = read_svmlight(train_file, zero_based=zero_based, group_queries=group_queries)
+    valid_ds = read_svmlight(valid_file, zero_based=zero_based, group_queries=group_queries)
+    result = grid_path(train_ds, valid_ds, metric=metric, select=select, n_points=n_points, ratio=ratio, log=log)
+    test_value = None
+    if test_file is not None:
+        test_ds = read_svmlight(test_file, zero_based=zero_based, group_queries=group_queries)
+        test_value = validation_metric(test_ds, result.best.w, metric)[0]
+    facts = {"train_file": display_name(train_file), "n_queries": train_ds.n_queries, "n_documents": train_ds.n_rows,
+             "n_pairs": train_ds.n_pairs, "n_features": train_ds.n_features}
+    return result, test_value, facts
+
+
+def path(train_file=None, valid_file=None, out_model=None, table=None, plot=None, method=None, metric="ndcg@10",
+         select="best", n_points=30, ratio=1e7, folds=None, jobs=1, zero_based=False, group_queries=False, log=None,
+         echo=print):
+    """`rankkit path`: a regularisation path with model selection on a validation set (or per fold)."""
+    from rankkit.metrics import parse_metric
+    from rankkit.path import write_table
+    from rankkit.plot import write_plot
+
+    parse_metric(metric)
+    method = method or "grid"
+    for target in (out_model, table, plot):
+        if target is not None:
+            check_writable(target)
+    if folds is not None:
+        import os
+
+        if train_file is not None or valid_file is not None:
+            raise UsageError("give either TRAIN VALID or --folds DIR, not both")
+        if out_model or table or plot:
+            raise UsageError("--out-model, --table and --plot are for a single TRAIN VALID path, not --folds")
+        names = sorted((d for d in os.listdir(folds) if d.startswith("Fold") and d[4:].isdigit()), key=lambda d: int(d[4:]))
+        if not names:
+            raise UsageError(f"--folds {folds}: no Fold1, Fold2, ... directories")
+        args = [(os.path.join(folds, d, "train.txt"), os.path.join(folds, d, "vali.txt"), os.path.join(folds, d, "test.txt"),
+                 method, metric, select, n_points, ratio, zero_based, group_queries) for d in names]
+        if jobs > 1:
+            from concurrent.futures import ProcessPoolExecutor
+
+            with ProcessPoolExecutor(max_workers=jobs) as pool:
+                outs = list(pool.map(_path_one, *zip(*args)))
+        else:
+            outs = [_path_one(*a, log=log) for a in args]
+        echo(f"# rankkit path, method {method}, {n_points} values of C per fold, selection {select} by validation {metric}")
+        echo(f"{'fold':8s}{'chosen C':>12s}{'valid ' + metric:>16s}{'test ' + metric:>16s}")
+        for d, (result, test_value, _) in zip(names, outs):
+            echo(f"{d:8s}{result.best.C:12.4g}{result.best.metric:16.4f}{test_value:16.4f}")
+        mean = float(np.mean([t for _, t, _ in outs]))
+        echo(f"{'mean':8s}{'':12s}{'':16s}{mean:16.4f}")
+        return outs
+    if train_file is None or valid_file is None:
+        raise UsageError("rankkit path needs TRAIN and VALID (or --folds DIR)")
+    t0 = time.perf_counter()
+    result, _, facts = _path_one(train_file, valid_file, None, method, metric, select, n_points, ratio, zero_based,
+                                 group_queries, log=log)
+    echo(f"# rankkit path, method {method}: {len(result.points)} values of C, selection {select} by validation {metric}")
+    echo(f"{'C':>12s}{'iterations':>12s}{'violated':>12s}{'valid ' + metric:>16s}")
+    for i, p in enumerate(result.points):
+        mark = "  <- chosen" if i == result.chosen else ""
+        echo(f"{p.C:12.4g}{p.iterations:12d}{p.n_active:12d}{p.metric:16.4f}{mark}")
+    if result.chosen == len(result.points) - 1:
+        import sys
+
+        print(f"rankkit: warning: the chosen C ({result.best.C:.3g}) is the largest of the grid: a larger --ratio "
+              "may find a better one", file=sys.stderr)
+    if table:
+        write_table(table, result)
+    if plot:
+        write_plot(plot, result)
+    if out_model:
+        best = result.best
+        header = {
+            "rankkit_version": __version__,
+            "created": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "solver": "newton",
+            "loss": "squared-hinge",
+            "C": best.C,
+            "index_base": 0 if zero_based else 1,
+            **facts,
+            "valid_file": display_name(valid_file),
+            "path_method": method,
+            "path_metric": metric,
+            "path_select": select,
+            "path_points": len(result.points),
+            "path_C_min": result.points[0].C,
+            "path_C_max": result.points[-1].C,
+            "path_chosen_index": result.chosen,
+            "valid_metric": best.metric,
+            "objective": best.objective,
+            "iterations": best.iterations,
+            "violated_pairs": best.n_active,
+            "train_time_seconds": round(time.perf_counter() - t0, 6),
+        }
+        write_model(out_model, Model(weights=best.w, header=header))
+    return result
