@@ -10,6 +10,7 @@ Imports nothing from rankkit above it (only errors).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -142,22 +143,12 @@ class Dataset:
                 f"--auc needs binary labels; found {values.shape[0]} distinct labels "
                 f"({', '.join(f'{v:g}' for v in values[:5])}{', ...' if values.shape[0] > 5 else ''})",
             )
-        return Dataset(
-            data=self.data,
-            indices=self.indices,
-            indptr=self.indptr,
-            y=self.y,
-            qid=np.zeros(self.n_rows, dtype=np.int64),
-            qptr=np.array([0, self.n_rows], dtype=np.int64),
-            n_features=self.n_features,
-            source=self.source,
-            line=self.line,
-            has_qid=False,
-            docid_spans=self.docid_spans,
-            docid_buf=self.docid_buf,
-            order=self.order,
-            labelled=self.labelled,
-        ).validate()
+        return self.with_changes(qid=np.zeros(self.n_rows, dtype=np.int64), qptr=np.array([0, self.n_rows], dtype=np.int64),
+                                 has_qid=False)
+
+    def with_changes(self, **fields) -> "Dataset":
+        """A copy with some fields replaced (the cached levels and pair counts are recomputed), validated."""
+        return dataclasses.replace(self, _levels=None, _pairs=None, **fields).validate()
 
     def require_pairs(self) -> None:
         """Training needs at least one preference pair."""

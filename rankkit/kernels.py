@@ -107,19 +107,14 @@ def fit_map(X, kernel: Kernel, landmark_rows: np.ndarray) -> KernelMap:
 def mapped_dataset(ds: Dataset, Phi: np.ndarray) -> Dataset:
     """ds with its features replaced by the dense map Phi (same labels and queries)."""
     n, r = Phi.shape
-    return Dataset(
+    return ds.with_changes(
         data=np.ascontiguousarray(Phi).ravel(),
         indices=np.tile(np.arange(r, dtype=np.int32), n),
         indptr=np.arange(0, n * r + 1, r, dtype=np.int64),
-        y=ds.y,
-        qid=ds.qid,
-        qptr=ds.qptr,
         n_features=r,
-        source=ds.source,
-        line=ds.line,
-        has_qid=ds.has_qid,
-        order=ds.order,
-    ).validate()
+        docid_spans=None,
+        docid_buf=None,
+    )
 
 
 def kernel_scores(kernel: Kernel, landmarks, beta: np.ndarray, X) -> np.ndarray:
