@@ -62,6 +62,7 @@ def cli():
     rankkit train TRAIN MODEL          fit a ranker (primal Newton RankSVM by default)
     rankkit predict DATA MODEL [OUT]   one score per line, in input order
     rankkit eval DATA SCORES...        NDCG, MAP, ERR, ... in the LETOR, TREC or LightGBM conventions
+    rankkit path TRAIN VALID           regularisation path: C picked on a validation set
     """
 
 

@@ -282,9 +282,12 @@ def exact_path(train: Dataset, valid: Dataset | None = None, kernel: str = "line
         QEE = np.empty((len(E), len(E)))
         for c, p in enumerate(E):
             QEE[:, c] = q_cols(idx, p)
-        L = np.linalg.cholesky(QEE)
-        Linv = np.linalg.solve(L, np.eye(len(E)))
-        Minv = Linv.T @ Linv
+        try:
+            L = np.linalg.cholesky(QEE)
+            Linv = np.linalg.solve(L, np.eye(len(E)))
+            Minv = Linv.T @ Linv
+        except np.linalg.LinAlgError:  # numerically singular: the KKT check will stop the path if it matters
+            Minv = np.linalg.pinv(QEE)
 
     def closes_cycle(p: int) -> bool:
         """Does pair p close a cycle with the pairs of E (documents as nodes)? Then the rows of P
