@@ -415,8 +415,21 @@ def eval_(files, metrics, convention, empty_query, fmt, per_query, test_name, pe
               help="Write every point of the path as TSV (C, lambda, iterations, objective, loss, active set, metric).")
 @click.option("--plot", type=click.Path(dir_okay=False), default=None,
               help="Plot the validation metric and the active set against C: .svg (built in) or .png (needs matplotlib).")
-@click.option("--method", type=click.Choice(["grid"]), default="grid", show_default=True,
-              help="grid: the Newton solver over a log-spaced C grid, each fit warm-started from the previous one.")
+@click.option("--method", type=click.Choice(["exact", "grid"]), default=None,
+              help="exact: the piecewise-linear path of the hinge RankSVM, breakpoint by breakpoint (Zapien et al.); "
+              "grid: the Newton solver over a log-spaced C grid, warm-started. [default: exact when the training data "
+              "has at most 10,000 pairs and 2,000 documents, grid otherwise; the output says which]")
+@click.option("--graph", type=click.Choice(["full", "reduced"]), default="full", show_default=True,
+              help="--method exact: all pairs, or the paper's reduced O(n) chain per query (a different problem, see README).")
+@click.option("--kernel", type=click.Choice(["linear", "rbf", "poly"]), default="linear", show_default=True,
+              help="--method exact: kernel of the path (the model stores the training documents for rbf/poly).")
+@click.option("--gamma", type=click.FloatRange(min=0, min_open=True), default=None, help="Kernel gamma. [default: 1/features]")
+@click.option("--degree", type=click.IntRange(min=1), default=3, show_default=True, help="poly kernel degree.")
+@click.option("--coef0", type=float, default=0.0, show_default=True, help="poly kernel coef0.")
+@click.option("--lambda-min", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="--method exact: stop at this lambda = 1/C. [default: 1e-6 * the first breakpoint]")
+@click.option("--max-events", type=click.IntRange(min=1), default=None,
+              help="--method exact: stop after this many events (with a warning). [default: max(10000, 4 x pairs)]")
 @click.option("-m", "--metric", default="ndcg@10", show_default=True,
               help="Validation metric (any of rankkit eval's), LETOR 4.0 convention.")
 @click.option("--select", type=click.Choice(["best", "1se"]), default="best", show_default=True,
@@ -432,8 +445,8 @@ def eval_(files, metrics, convention, empty_query, fmt, per_query, test_name, pe
 @_reader_options
 @_threads
 @_verbose
-def path_(train_file, valid_file, out_model, table, plot, method, metric, select, n_points, ratio, folds, jobs,
-          zero_based, group_queries, threads, verbose):
+def path_(train_file, valid_file, out_model, table, plot, method, graph, kernel, gamma, degree, coef0, lambda_min,
+          max_events, metric, select, n_points, ratio, folds, jobs, zero_based, group_queries, threads, verbose):
     """Regularisation path and model selection: train along a range of C, evaluate each point on
     VALID, pick C (best or one-standard-error rule) and optionally save the chosen model."""
     from rankkit import commands
@@ -441,7 +454,9 @@ def path_(train_file, valid_file, out_model, table, plot, method, metric, select
     _use_threads(threads)
     commands.path(train_file, valid_file, out_model=out_model, table=table, plot=plot, method=method, metric=metric,
                   select=select, n_points=n_points, ratio=ratio, folds=folds, jobs=jobs, zero_based=zero_based,
-                  group_queries=group_queries, log=_say if verbose else None, echo=click.echo)
+                  group_queries=group_queries, log=_say if verbose else None, echo=click.echo,
+                  exact={"kernel": kernel, "gamma": gamma, "degree": degree, "coef0": coef0, "graph": graph,
+                         "lambda_min": lambda_min, "max_events": max_events})
 
 
 def main(argv=None) -> None:

@@ -508,32 +508,49 @@ def _print_evaluation(echo, fmt, names, systems, means, pvalues, per_query, head
 
 # -- path -----------------------------------------------------------------------------------------
 def _path_one(train_file, valid_file, test_file, method, metric, select, n_points, ratio, zero_based, group_queries,
-              log=None):
-    """One regularisation path (a fold); module level so that --jobs can run it in a worker process."""
-    from rankkit.path import grid_path, validation_metric
+              log=None, exact=None):
+    """One regularisation path (a fold); module level so that --jobs can run it in a worker process.
+    method None chooses: exact for small problems, grid otherwise."""
+    from rankkit.path import choose_method, exact_path_points, grid_path, validation_metric
 
     train_ds = read_svmlight(train_file, zero_based=zero_based, group_queries=group_queries)
     valid_ds = read_svmlight(valid_file, zero_based=zero_based, group_queries=group_queries)
-    result = grid_path(train_ds, valid_ds, metric=metric, select=select, n_points=n_points, ratio=ratio, log=log)
+    method = method or choose_method(train_ds)
+    exact = dict(exact or {})
+    raw = notes = None
+    if method == "exact":
+        result, raw, notes = exact_path_points(train_ds, valid_ds, metric=metric, select=select, log=log, **exact)
+    else:
+        if exact.get("kernel", "linear") != "linear" or exact.get("graph", "full") != "full":
+            raise UsageError("--kernel and --graph are options of --method exact")
+        result = grid_path(train_ds, valid_ds, metric=metric, select=select, n_points=n_points, ratio=ratio, log=log)
     test_value = None
     if test_file is not None:
         test_ds = read_svmlight(test_file, zero_based=zero_based, group_queries=group_queries)
-        test_value = validation_metric(test_ds, result.best.w, metric)[0]
+        if method == "exact" and exact.get("kernel", "linear") != "linear":
+            from rankkit.metrics import per_query
+
+            vals = per_query(metric, test_ds.y, raw.scores_at(1.0 / result.best.C, test_ds), test_ds.qptr)
+            test_value = float(np.nanmean(vals))
+        else:
+            test_value = validation_metric(test_ds, result.best.w, metric)[0]
     facts = {"train_file": display_name(train_file), "n_queries": train_ds.n_queries, "n_documents": train_ds.n_rows,
-             "n_pairs": train_ds.n_pairs, "n_features": train_ds.n_features}
+             "n_pairs": train_ds.n_pairs, "n_features": train_ds.n_features, "method": method, "notes": notes,
+             "raw": raw if method == "exact" and test_file is None else None, "train_csr": None}
+    if method == "exact" and exact.get("kernel", "linear") != "linear" and test_file is None:
+        facts["train_csr"] = train_ds.csr()
     return result, test_value, facts
 
 
 def path(train_file=None, valid_file=None, out_model=None, table=None, plot=None, method=None, metric="ndcg@10",
          select="best", n_points=30, ratio=1e7, folds=None, jobs=1, zero_based=False, group_queries=False, log=None,
-         echo=print):
+         echo=print, exact=None):
     """`rankkit path`: a regularisation path with model selection on a validation set (or per fold)."""
     from rankkit.metrics import parse_metric
     from rankkit.path import write_table
     from rankkit.plot import write_plot
 
     parse_metric(metric)
-    method = method or "grid"
     for target in (out_model, table, plot):
         if target is not None:
             check_writable(target)
@@ -548,15 +565,16 @@ def path(train_file=None, valid_file=None, out_model=None, table=None, plot=None
         if not names:
             raise UsageError(f"--folds {folds}: no Fold1, Fold2, ... directories")
         args = [(os.path.join(folds, d, "train.txt"), os.path.join(folds, d, "vali.txt"), os.path.join(folds, d, "test.txt"),
-                 method, metric, select, n_points, ratio, zero_based, group_queries) for d in names]
+                 method, metric, select, n_points, ratio, zero_based, group_queries, None, exact) for d in names]
         if jobs > 1:
             from concurrent.futures import ProcessPoolExecutor
 
             with ProcessPoolExecutor(max_workers=jobs) as pool:
                 outs = list(pool.map(_path_one, *zip(*args)))
         else:
-            outs = [_path_one(*a, log=log) for a in args]
-        echo(f"# rankkit path, method {method}, {n_points} values of C per fold, selection {select} by validation {metric}")
+            outs = [_path_one(*a[:10], log=log, exact=exact) for a in args]
+        methods = sorted({f["method"] for _, _, f in outs})
+        echo(f"# rankkit path, method {'/'.join(methods)}, selection {select} by validation {metric}")
         echo(f"{'fold':8s}{'chosen C':>12s}{'valid ' + metric:>16s}{'test ' + metric:>16s}")
         for d, (result, test_value, _) in zip(names, outs):
             echo(f"{d:8s}{result.best.C:12.4g}{result.best.metric:16.4f}{test_value:16.4f}")
@@ -567,11 +585,22 @@ def path(train_file=None, valid_file=None, out_model=None, table=None, plot=None
         raise UsageError("rankkit path needs TRAIN and VALID (or --folds DIR)")
     t0 = time.perf_counter()
     result, _, facts = _path_one(train_file, valid_file, None, method, metric, select, n_points, ratio, zero_based,
-                                 group_queries, log=log)
-    echo(f"# rankkit path, method {method}: {len(result.points)} values of C, selection {select} by validation {metric}")
+                                 group_queries, log=log, exact=exact)
+    method = facts["method"]
+    how = "" if method else ""
+    echo(f"# rankkit path, method {method}{how}: {len(result.points)} "
+         f"{'breakpoints' if method == 'exact' else 'values of C'}, selection {select} by validation {metric}")
+    for note in facts["notes"] or []:
+        import sys
+
+        print(f"rankkit: warning: {note}", file=sys.stderr)
+    shown = result.points
+    if method == "exact" and len(shown) > 40:  # a long exact path: show about 40 breakpoints and the chosen one
+        step = len(shown) // 40 + 1
+        shown = [p for i, p in enumerate(shown) if i % step == 0 or i == result.chosen or i == len(shown) - 1]
     echo(f"{'C':>12s}{'iterations':>12s}{'violated':>12s}{'valid ' + metric:>16s}")
-    for i, p in enumerate(result.points):
-        mark = "  <- chosen" if i == result.chosen else ""
+    for p in shown:
+        mark = "  <- chosen" if p is result.best else ""
         echo(f"{p.C:12.4g}{p.iterations:12d}{p.n_active:12d}{p.metric:16.4f}{mark}")
     if result.chosen == len(result.points) - 1:
         import sys
@@ -579,7 +608,12 @@ def path(train_file=None, valid_file=None, out_model=None, table=None, plot=None
         print(f"rankkit: warning: the chosen C ({result.best.C:.3g}) is the largest of the grid: a larger --ratio "
               "may find a better one", file=sys.stderr)
     if table:
-        write_table(table, result)
+        if method == "exact":
+            from rankkit.path import write_exact_table
+
+            write_exact_table(table, facts["raw"])
+        else:
+            write_table(table, result)
     if plot:
         write_plot(plot, result)
     if out_model:
@@ -587,8 +621,8 @@ def path(train_file=None, valid_file=None, out_model=None, table=None, plot=None
         header = {
             "rankkit_version": __version__,
             "created": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-            "solver": "newton",
-            "loss": "squared-hinge",
+            "solver": "newton" if method == "grid" else "exact-path",
+            "loss": "squared-hinge" if method == "grid" else "hinge",
             "C": best.C,
             "index_base": 0 if zero_based else 1,
             **facts,
@@ -606,5 +640,12 @@ def path(train_file=None, valid_file=None, out_model=None, table=None, plot=None
             "violated_pairs": best.n_active,
             "train_time_seconds": round(time.perf_counter() - t0, 6),
         }
-        write_model(out_model, Model(weights=best.w, header=header))
+        kernel = (exact or {}).get("kernel", "linear")
+        if method == "exact" and kernel != "linear":  # f(x) = sum_r beta_r k(x_r, x): a kernel model
+            raw = facts["raw"]
+            header.update(raw.kernel.params())
+            header["landmarks"] = int(facts["train_csr"].shape[0])
+            write_model(out_model, Model(weights=best.w, header=header, landmarks=facts["train_csr"]))
+        else:
+            write_model(out_model, Model(weights=best.w, header=header))
     return result

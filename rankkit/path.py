@@ -137,3 +137,64 @@ def write_table(path: str, result: PathResult) -> None:
             row = [p.C, 1.0 / p.C, p.iterations, p.objective, p.loss, p.n_active, p.w_norm, p.metric, p.metric_se,
                    round(p.seconds, 6), int(i == result.chosen)]
             fh.write("\t".join(repr(v) if isinstance(v, float) else str(v) for v in row) + "\n")
+
+
+# -- the exact path (rankkit/exact_path.py) as path points -----------------------------------------
+EXACT_MAX_PAIRS = 10_000  # no --method: the exact path when the training data has at most this many pairs
+EXACT_MAX_DOCUMENTS = 2_000  # ... and documents (the kernel matrix is dense n x n)
+
+
+def choose_method(train: Dataset) -> str:
+    return "exact" if train.n_pairs <= EXACT_MAX_PAIRS and train.n_rows <= EXACT_MAX_DOCUMENTS else "grid"
+
+
+def exact_path_points(train: Dataset, valid: Dataset, metric: str = DEFAULT_METRIC, select: str = "best",
+                      kernel: str = "linear", gamma=None, degree: int = 3, coef0: float = 0.0, graph: str = "full",
+                      lambda_min=None, max_events: int | None = None, log=None):
+    """Run the exact path and express its breakpoints (increasing C) as PathPoints. For the linear
+    kernel a point's w is w(lambda); for other kernels it is beta (f(x) = sum_r beta_r k(x_r, x))."""
+    import warnings
+
+    from rankkit.exact_path import PathWarning, exact_path
+    from rankkit.metrics import per_query
+
+    train.require_pairs()
+    if max_events is None:  # a path takes about 2-3 events per pair
+        max_events = max(10_000, 4 * train.n_pairs)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", PathWarning)
+        res = exact_path(train, valid, kernel=kernel, gamma=gamma, degree=degree, coef0=coef0, graph=graph,
+                         lambda_min=lambda_min, max_events=max_events, metric=metric)
+    notes = [str(w.message) for w in caught if issubclass(w.category, PathWarning)]
+    linear = kernel == "linear"
+    points = []
+    prev = 0.0
+    for b in res.breakpoints:
+        coef = res.w_at(b.lam) if linear else res.beta_at(b.lam)
+        m = float(b.metrics.get(metric, float("nan")))
+        points.append(PathPoint(b.C, 0, b.objective_C, b.hinge, b.n_one, float(np.linalg.norm(coef)), m, 0.0,
+                                b.seconds - prev, coef))
+        prev = b.seconds
+        if log:
+            log(f"breakpoint {len(points):5d}  lambda {b.lam:.6g}  C {b.C:.6g}  |I_alpha| {b.n_alpha}  |I_0| {b.n_zero}  "
+                f"|I_1| {b.n_one}  {b.event}  valid {metric} {m:.4f}")
+    chosen = select_point(points, "best")
+    if select == "1se":  # the standard error over validation queries, at the best point
+        scores = res.scores_at(1.0 / points[chosen].C, valid)
+        vals = per_query(metric, valid.y, scores, valid.qptr)
+        vals = vals[~np.isnan(vals)]
+        points[chosen].metric_se = float(vals.std(ddof=1) / np.sqrt(vals.size)) if vals.size > 1 else 0.0
+        chosen = select_point(points, "1se")
+    return PathResult("exact", metric, points, chosen, select), res, notes
+
+
+def write_exact_table(path: str, res) -> None:
+    """Every breakpoint: lambda, C, |I_alpha|, |I_0|, |I_1|, hinge loss, objective, metrics, event."""
+    from rankkit.io.atomic import atomic_open
+
+    rows = res.table()
+    cols = list(rows[0].keys()) if rows else []
+    with atomic_open(path) as fh:
+        fh.write("\t".join(cols) + "\n")
+        for r in rows:
+            fh.write("\t".join(repr(v) if isinstance(v, float) else str(v) for v in r.values()) + "\n")

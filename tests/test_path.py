@@ -53,8 +53,8 @@ def test_one_standard_error_rule(data):
 
 
 def test_cli_path_writes_table_plot_and_model(tmp_path):
-    proc = rankkit("path", SAMPLE_TRAIN, SAMPLE_TEST, "--out-model", "m.txt", "--table", "t.tsv", "--plot", "p.svg",
-                   "--n-points", "6", "-m", "map", cwd=tmp_path)
+    proc = rankkit("path", SAMPLE_TRAIN, SAMPLE_TEST, "--method", "grid", "--out-model", "m.txt", "--table", "t.tsv",
+                   "--plot", "p.svg", "--n-points", "6", "-m", "map", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr.decode()
     rows = (tmp_path / "t.tsv").read_text().splitlines()
     assert rows[0].split("\t")[:3] == ["C", "lambda", "iterations"] and len(rows) == 7
@@ -65,7 +65,7 @@ def test_cli_path_writes_table_plot_and_model(tmp_path):
     assert rankkit("predict", SAMPLE_TEST, "m.txt", cwd=tmp_path).returncode == 0
     bad = rankkit("path", SAMPLE_TRAIN, cwd=tmp_path)
     assert bad.returncode == 2 and "TRAIN and VALID" in bad.stderr.decode()
-    png = rankkit("path", SAMPLE_TRAIN, SAMPLE_TEST, "--plot", "p.pdf", "--n-points", "3", cwd=tmp_path)
+    png = rankkit("path", SAMPLE_TRAIN, SAMPLE_TEST, "--method", "grid", "--plot", "p.pdf", "--n-points", "3", cwd=tmp_path)
     assert png.returncode == 2 and ".svg or .png" in png.stderr.decode()
 
 
@@ -77,7 +77,33 @@ def test_cli_path_folds(tmp_path):
         d.mkdir(parents=True)
         for name, src in (("train", SAMPLE_TRAIN), ("vali", SAMPLE_TEST), ("test", SAMPLE_TEST)):
             shutil.copy(src, d / f"{name}.txt")
-    proc = rankkit("path", "--folds", "letor", "--n-points", "5", cwd=tmp_path)
+    proc = rankkit("path", "--folds", "letor", "--method", "grid", "--n-points", "5", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr.decode()
     lines = proc.stdout.decode().splitlines()
     assert any(ln.startswith("Fold1") for ln in lines) and lines[-1].startswith("mean")
+
+
+def test_cli_exact_path_chooses_a_breakpoint_and_saves_the_model(tmp_path):
+    """A small problem: the exact path by default, a table row per breakpoint, and a saved model that
+    predict reads (linear, and rbf as a kernel model). Exactness itself is tested in test_exact_path."""
+    lines = SAMPLE_TRAIN.read_text().splitlines()
+    qids = []
+    for ln in lines:
+        q = ln.split()[1]
+        if q not in qids:
+            qids.append(q)
+    small = [ln for ln in lines if ln.split()[1] in qids[:12]]
+    (tmp_path / "small.txt").write_text("\n".join(small) + "\n")
+    for kernel in ("linear", "rbf"):
+        proc = rankkit("path", "small.txt", SAMPLE_TEST, "--kernel", kernel, "--out-model", f"{kernel}.txt",
+                       "--table", f"{kernel}.tsv", "-m", "map", cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr.decode()
+        out = proc.stdout.decode()
+        assert "method exact" in out and "<- chosen" in out
+        rows = (tmp_path / f"{kernel}.tsv").read_text().splitlines()
+        assert rows[0].split("\t")[:5] == ["lambda", "C", "I_alpha", "I_0", "I_1"] and len(rows) > 5
+        model = (tmp_path / f"{kernel}.txt").read_text()
+        assert "path_method exact" in model and "loss hinge" in model
+        assert rankkit("predict", SAMPLE_TEST, f"{kernel}.txt", cwd=tmp_path).returncode == 0
+    bad = rankkit("path", "small.txt", SAMPLE_TEST, "--method", "grid", "--kernel", "rbf", cwd=tmp_path)
+    assert bad.returncode == 2 and "--method exact" in bad.stderr.decode()
