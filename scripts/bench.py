@@ -540,6 +540,59 @@ def bench_factorized_scaling(report, repeat):
     report.append(f"\nFitted exponent of time per iteration vs N: **{a:.2f}** (linear).\n")
 
 
+# -- issue 6: regularisation paths ------------------------------------------------------------
+def two_gaussians(n_per_class: int, seed: int = 0):
+    """Hastie et al.'s two-Gaussian mixture, one query, binary labels: the classes differ in mean."""
+    from rankkit.data import Dataset
+
+    rng = np.random.default_rng(seed)
+    X = np.vstack([rng.standard_normal((n_per_class, 2)) + [1.0, 1.0], rng.standard_normal((n_per_class, 2)) - [1.0, 1.0]])
+    y = np.concatenate([np.ones(n_per_class), np.zeros(n_per_class)])
+    n = 2 * n_per_class
+    return Dataset(data=X.ravel(), indices=np.tile(np.arange(2, dtype=np.int32), n),
+                   indptr=np.arange(0, 2 * n + 1, 2, dtype=np.int64), y=y, qid=np.zeros(n, dtype=np.int64),
+                   qptr=np.array([0, n], dtype=np.int64), n_features=2, has_qid=False).validate()
+
+
+def bench_path(report, repeat):
+    import warnings
+
+    from rankkit.exact_path import exact_path
+
+    report.append("## Exact regularisation path (Zapien et al.): events and time against the number of constraints\n")
+    report.append("Two-Gaussian mixture (Hastie et al.), one query, binary labels, 2 features; the whole path down to "
+                  "lambda = 1e-6 lambda_0.\n")
+    report.append("| points | graph | pairs (constraints) | kernel | events | breakpoints | seconds | largest I_alpha |")
+    report.append("|---:|---|---:|---|---:|---:|---:|---:|")
+    for n_per in (100, 150, 200):
+        ds = two_gaussians(n_per)
+        for graph in ("full", "reduced"):
+            for kernel in ("linear", "rbf"):
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    t0 = time.perf_counter()
+                    res = exact_path(ds, None, kernel=kernel, gamma=0.5, graph=graph, max_events=10**6)
+                    t = time.perf_counter() - t0
+                largest = max(b.n_alpha for b in res.breakpoints)
+                report.append(f"| {2 * n_per} | {graph} | {res.n_pairs:,} | {kernel} | {res.n_events:,} | "
+                              f"{len(res.breakpoints):,} | {t:.2f} | {largest} |")
+    report.append("")
+    from rankkit import commands
+
+    root = SHARED / "MQ2008"
+    if root.exists():
+        lines = []
+        t0 = time.perf_counter()
+        for metric in ("ndcg@10", "map"):
+            lines.append(f"validation metric {metric}:")
+            commands.path(folds=str(root), method="grid", metric=metric, jobs=2, echo=lines.append)
+        t = time.perf_counter() - t0
+        report.append(f"## Grid path on MQ2008: 30 values of C x 5 folds, C chosen on vali, --jobs 2 ({t / 2:.1f} s per run)\n")
+        report.append("```")
+        report.extend(lines)
+        report.append("```\n")
+
+
 # -- 3. scaling --------------------------------------------------------------------------------
 def single_query(n: int, d: int, seed: int):
     from rankkit.data import Dataset
@@ -592,11 +645,11 @@ def main() -> int:
     ap.add_argument("--max-n", type=float, default=1e7, help="largest n in the scaling run")
     ap.add_argument("--only", choices=["parse", "cli", "eval", "scaling", "fig3", "fig1", "threads", "sgd-cli", "sgd-mq2008",
                                        "sgd-convergence", "sgd-auc", "factorized-mq2008",
-                                       "factorized-scaling"], action="append")
+                                       "factorized-scaling", "path"], action="append")
     args = ap.parse_args()
     report = [f"# rankkit benchmark, {dt.datetime.now().strftime('%Y-%m-%d %H:%M')}\n", f"Machine: {machine()}\n"]
     sections = args.only or ["parse", "cli", "eval", "scaling", "fig3", "fig1", "threads", "sgd-cli", "sgd-mq2008",
-                             "sgd-convergence", "sgd-auc", "factorized-mq2008", "factorized-scaling"]
+                             "sgd-convergence", "sgd-auc", "factorized-mq2008", "factorized-scaling", "path"]
     if "parse" in sections:
         bench_parse(report, args.repeat)
     if "cli" in sections:
@@ -623,6 +676,8 @@ def main() -> int:
         bench_factorized_mq2008(report, args.repeat)
     if "factorized-scaling" in sections:
         bench_factorized_scaling(report, args.repeat)
+    if "path" in sections:
+        bench_path(report, args.repeat)
     text = "\n".join(report)
     print(text)
     (ROOT / "out").mkdir(exist_ok=True)
