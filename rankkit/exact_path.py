@@ -50,8 +50,9 @@ constraints imply the reduced ones, not conversely): e.g. two levels, a, b above
 representatives a and c: edges a-c, a-d, b-c; f = (a 2, b 1, c 0, d 1) satisfies them all and
 violates b-d. The paper's "consistent problem equivalence" does not hold in this sense.
 
-Not implemented: sparse/streaming pairs (the code enumerates pairs explicitly: up to ~10^4 pairs and
-a few thousand documents), a CLI entry point.
+Scope: the code enumerates pairs explicitly and keeps a dense n x n kernel matrix (up to ~10^4 pairs
+and a few thousand documents; `rankkit path` uses the grid beyond that). The command-line entry point
+is `rankkit path --method exact` (rankkit.path.exact_path_points, rankkit.commands.path).
 """
 
 from __future__ import annotations
