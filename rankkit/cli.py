@@ -28,11 +28,22 @@ CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 
 def _say(msg: str) -> None:
-    click.echo(msg, err=True)
+    from rankkit import console
+
+    console.say(msg)
 
 
 def _warn(msg: str) -> None:
-    click.echo(f"rankkit: warning: {msg}", err=True)
+    from rankkit import console
+
+    console.warn(msg)
+
+
+def _echo(text: str) -> None:
+    """A line of results on stdout (an error if stdout cannot take it)."""
+    from rankkit import console
+
+    console.out(text)
 
 
 def _quiet_broken_pipe(fn):
@@ -46,8 +57,9 @@ def _quiet_broken_pipe(fn):
         try:
             return fn(*args, **kwargs)
         except BrokenPipeError:
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, sys.stdout.fileno())
+            from rankkit import console
+
+            console.silence_stdout()
             raise click.exceptions.Exit(0) from None
 
     return wrapper
@@ -402,7 +414,7 @@ def eval_(files, metrics, convention, empty_query, fmt, per_query, test_name, pe
         seed=seed,
         zero_based=zero_based,
         group_queries=group_queries,
-        echo=click.echo,
+        echo=_echo,
     )
 
 
@@ -454,47 +466,117 @@ def path_(train_file, valid_file, out_model, table, plot, method, graph, kernel,
     _use_threads(threads)
     commands.path(train_file, valid_file, out_model=out_model, table=table, plot=plot, method=method, metric=metric,
                   select=select, n_points=n_points, ratio=ratio, folds=folds, jobs=jobs, zero_based=zero_based,
-                  group_queries=group_queries, log=_say if verbose else None, echo=click.echo,
+                  group_queries=group_queries, log=_say if verbose else None, echo=_echo,
                   exact={"kernel": kernel, "gamma": gamma, "degree": degree, "coef0": coef0, "graph": graph,
                          "lambda_min": lambda_min, "max_events": max_events})
 
 
+# -- exit statuses and signals -----------------------------------------------------------------
+_SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP")
+_received: list[int] = []
+
+
+def _on_signal(signum, frame):
+    """SIGINT, SIGTERM, SIGHUP: unwind as an exception, so that every atomic write removes its
+    temporary file and no half-written output is left; later signals wait for that to finish."""
+    from rankkit.errors import Interrupted
+
+    if _received:
+        return
+    _received.append(signum)
+    raise Interrupted(signum)
+
+
+def _install_signal_handlers() -> None:
+    import signal
+
+    for name in _SIGNALS:
+        sig = getattr(signal, name, None)
+        if sig is None:
+            continue
+        try:
+            if signal.getsignal(sig) is signal.SIG_IGN:  # nohup, or a background job: keep ignoring
+                continue
+            signal.signal(sig, _on_signal)
+        except (ValueError, OSError):  # not the main thread (rankkit.cli.main called from a thread)
+            return
+
+
+def _interrupted_exit() -> None:
+    import signal
+
+    signum = _received[0]
+    from rankkit import console
+
+    console.say(f"rankkit: interrupted by {signal.Signals(signum).name}")
+    sys.exit(128 + signum)
+
+
 def main(argv=None) -> None:
     """Console entry point: the one place that maps outcomes to exit statuses."""
+    from rankkit import console
+
+    console.guard_standard_fds()
+    _install_signal_handlers()
+    try:
+        _run(argv)
+    except SystemExit:
+        raise
+    except BaseException:
+        # A signal can surface as any exception (numba reports one raised during a kernel call as
+        # SystemError): whatever unwound, the run was interrupted.
+        if _received:
+            _interrupted_exit()
+        raise
+
+
+def _run(argv) -> None:
+    from rankkit import console
+
     try:
         cli.main(args=argv, prog_name="rankkit", standalone_mode=False)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except click.ClickException as exc:  # usage errors: click's own message, exit 2
-        exc.show()
-        sys.exit(EXIT_USAGE)
-    except click.exceptions.Abort:
-        click.echo("rankkit: interrupted", err=True)
-        sys.exit(130)
-    except RankkitError as exc:
-        click.echo(f"rankkit: error: {exc}", err=True)
-        sys.exit(exc.exit_code)
-    except KeyboardInterrupt:
-        click.echo("rankkit: interrupted", err=True)
-        sys.exit(130)
-    except BrokenPipeError:
-        # e.g. `rankkit predict ... | head`: not an error; silence the final flush
+        if _received:
+            _interrupted_exit()
         try:
-            sys.stdout = open(os.devnull, "w")
+            exc.show()
         except OSError:
             pass
+        sys.exit(EXIT_USAGE)
+    except (click.exceptions.Abort, KeyboardInterrupt):
+        if _received:
+            _interrupted_exit()
+        console.say("rankkit: interrupted")
+        sys.exit(130)
+    except RankkitError as exc:
+        if _received:
+            _interrupted_exit()
+        console.say(f"rankkit: error: {exc}")
+        sys.exit(exc.exit_code)
+    except BrokenPipeError:
+        # e.g. `rankkit predict ... | head`: not an error; silence the final flush
+        console.silence_stdout()
         sys.exit(0)
     except MemoryError:
-        click.echo("rankkit: error: out of memory", err=True)
+        console.say("rankkit: error: out of memory")
         sys.exit(EXIT_FAILURE)
     except Exception as exc:  # a bug: one line, the traceback only on request
+        if _received:
+            _interrupted_exit()
         if os.environ.get("RANKKIT_DEBUG"):
             raise
-        click.echo(
+        console.say(
             f"rankkit: internal error: {exc.__class__.__name__}: {exc} "
-            "(set RANKKIT_DEBUG=1 for a traceback, and please report it)",
-            err=True,
+            "(set RANKKIT_DEBUG=1 for a traceback, and please report it)"
         )
         sys.exit(EXIT_FAILURE)
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        console.silence_stdout()
+    except OSError as exc:
+        console.say(f"rankkit: error: {console.stdout_error(exc)}")
+        sys.exit(EXIT_USAGE)
     sys.exit(0)
-

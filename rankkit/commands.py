@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime as _dt
 import hashlib
 import json
+import os
 import threading
 import time
 from typing import Callable
@@ -16,7 +17,7 @@ import numpy as np
 
 from rankkit import __version__
 from rankkit.errors import DataError, ModelError, UsageError
-from rankkit.io.atomic import check_writable
+from rankkit.io.atomic import check_output
 from rankkit.io.model import Model, read_model, write_model
 from rankkit.io.output import read_scores, write_scores
 from rankkit.io.svmlight import display_name, parse_bytes, read_bytes, read_svmlight
@@ -98,7 +99,9 @@ def _solver_params(spec, params, stochastic, query_weights_file):
 def train(train_file, model_file, solver, params, zero_based=False, group_queries=False, log: Log = None, warn=print,
           query_weights_file=None, auc=False, kernel=None, stochastic=None, progress=None):
     t0 = time.perf_counter()
-    check_writable(model_file)  # fail now, not after training
+    inputs = (train_file, (stochastic or {}).get("valid_file"), query_weights_file)
+    check_output(model_file, inputs, kind="model")  # fail now, not after training
+    check_output((stochastic or {}).get("save_factors"), (*inputs, model_file))
     if (stochastic or {}).get("sampler") == "stream":
         return _train_stream(train_file, model_file, solver, params, stochastic, zero_based, group_queries, log,
                              query_weights_file, auc, kernel, t0)
@@ -289,7 +292,7 @@ def _linear_scores(model: Model, ds) -> tuple[np.ndarray, int]:
 
 def predict(data_file, model_file, out_file="-", fmt="scores", tag="rankkit", zero_based=None, group_queries=False,
             log: Log = None):
-    check_writable(out_file)
+    check_output(out_file, (data_file, model_file), kind="scores")
     model = read_model(model_file)
     base0 = model.zero_based if zero_based is None else zero_based
     ds = read_svmlight(data_file, zero_based=base0, group_queries=group_queries, labels_optional=True)
@@ -542,6 +545,41 @@ def _path_one(train_file, valid_file, test_file, method, metric, select, n_point
     return result, test_value, facts
 
 
+def _worker_init(threads: int) -> None:
+    import numba
+
+    numba.set_num_threads(max(1, min(threads, numba.config.NUMBA_NUM_THREADS)))
+
+
+def _run_folds_in_processes(args: list, jobs: int) -> list:
+    """Folds in `jobs` worker processes. Workers are spawned, not forked: a fork of a process whose
+    OpenMP runtime is running is unsafe (and GNU OpenMP refuses it). jobs x threads never exceeds
+    the threads this process may use, so workers do not wait on each other's cores. An error in a
+    fold (bad input) reaches the CLI as itself; a signal stops the workers."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    import numba
+
+    jobs = min(jobs, len(args))
+    threads = max(1, numba.get_num_threads() // jobs)
+    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"),
+                               initializer=_worker_init, initargs=(threads,))
+    try:
+        futures = [pool.submit(_path_one, *a) for a in args]
+        outs = [f.result() for f in futures]
+    except BaseException:
+        for proc in list(getattr(pool, "_processes", {}).values()):  # do not wait for folds nobody will read
+            try:
+                proc.terminate()
+            except Exception:
+                pass
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown()
+    return outs
+
+
 def path(train_file=None, valid_file=None, out_model=None, table=None, plot=None, method=None, metric="ndcg@10",
          select="best", n_points=30, ratio=1e7, folds=None, jobs=1, zero_based=False, group_queries=False, log=None,
          echo=print, exact=None):
@@ -550,13 +588,19 @@ def path(train_file=None, valid_file=None, out_model=None, table=None, plot=None
     from rankkit.path import write_table
     from rankkit.plot import write_plot
 
-    parse_metric(metric)
-    for target in (out_model, table, plot):
-        if target is not None:
-            check_writable(target)
-    if folds is not None:
-        import os
+    from rankkit.plot import check_plot_target
 
+    parse_metric(metric)
+    inputs = (train_file, valid_file)
+    check_output(out_model, inputs, kind="model")
+    check_output(table, (*inputs, out_model))
+    check_output(plot, (*inputs, out_model, table))
+    if plot is not None:
+        check_plot_target(plot)
+    outputs = [p for p in (out_model, table, plot) if p is not None]
+    if len({os.path.realpath(p) for p in outputs}) < len(outputs):
+        raise UsageError("--out-model, --table and --plot must be different files")
+    if folds is not None:
         if train_file is not None or valid_file is not None:
             raise UsageError("give either TRAIN VALID or --folds DIR, not both")
         if out_model or table or plot:
@@ -567,10 +611,7 @@ def path(train_file=None, valid_file=None, out_model=None, table=None, plot=None
         args = [(os.path.join(folds, d, "train.txt"), os.path.join(folds, d, "vali.txt"), os.path.join(folds, d, "test.txt"),
                  method, metric, select, n_points, ratio, zero_based, group_queries, None, exact) for d in names]
         if jobs > 1:
-            from concurrent.futures import ProcessPoolExecutor
-
-            with ProcessPoolExecutor(max_workers=jobs) as pool:
-                outs = list(pool.map(_path_one, *zip(*args)))
+            outs = _run_folds_in_processes(args, jobs)
         else:
             outs = [_path_one(*a[:10], log=log, exact=exact) for a in args]
         methods = sorted({f["method"] for _, _, f in outs})

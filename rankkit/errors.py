@@ -31,6 +31,18 @@ class DataError(RankkitError):
         where = f"{path}:{line}" if line is not None else path
         super().__init__(f"{where}: {message}")
 
+    def __reduce__(self):  # picklable, so that an error in a worker process (path --jobs) reaches the CLI intact
+        return (type(self), (self.path, self.message, self.line))
+
 
 class ModelError(DataError):
     """A model file that is not a rankkit model, or is damaged, or does not fit the data."""
+
+
+class Interrupted(BaseException):
+    """A signal (SIGINT, SIGTERM, SIGHUP) asked the run to stop. Raised from the signal handler the
+    CLI installs, so that every `finally` and atomic write cleans up; the CLI exits 128 + signal."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum

@@ -70,6 +70,20 @@ def _svg(result, width=760, height=420) -> str:
     return "\n".join(out) + "\n"
 
 
+def check_plot_target(path: str) -> None:
+    """Before any work: the plot's format is one rankkit can write here."""
+    lower = path.lower()
+    if lower.endswith(".svg"):
+        return
+    if lower.endswith(".png"):
+        import importlib.util
+
+        if importlib.util.find_spec("matplotlib") is None:
+            raise UsageError("a PNG plot needs matplotlib (pip install 'rankkit[plot]'); an .svg plot needs nothing")
+        return
+    raise UsageError(f"--plot {path}: the file name must end in .svg or .png (.png needs matplotlib)")
+
+
 def write_plot(path: str, result) -> None:
     from rankkit.io.atomic import atomic_open
 

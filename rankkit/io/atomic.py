@@ -1,11 +1,20 @@
 """Write files atomically: a temporary file in the same directory, fsync, then rename over the
 target. A reader (say a cron job loading the model) sees either the old file or the new one,
-never half of one, and a failed run leaves the old file in place. `-` means standard output."""
+never half of one, and a failed or interrupted run (an exception, SIGINT, SIGTERM, SIGHUP: the
+CLI turns those signals into an exception) removes its temporary file and leaves the old file in
+place. A replaced file keeps its permission bits (and, where we may set them, owner and group).
+`-` means standard output; a write error there (a full device, a closed stream) is a UsageError.
+
+`check_output` runs before any work: an output must be writable, must not be one of the command's
+inputs (compared by device and inode, so links and other spellings of the path count), and a
+model or scores output must not replace a file that holds something else (a data file)."""
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import re
 import sys
 import tempfile
 
@@ -33,11 +42,86 @@ def check_writable(path: str) -> None:
         raise UsageError(f"cannot write '{path}': permission denied")
 
 
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+_DATA_LINE = re.compile(rb"^\s*\S+\s+(qid:\S+\s+)?[0-9]+:\S")
+
+
+def _holds(path: str) -> str | None:
+    """What an existing regular file holds, judged from its first line: 'model', 'data', or None."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(4096)
+    except OSError:
+        return None
+    if head.startswith(b"rankkit-model"):
+        return "model"
+    first = head.split(b"\n", 1)[0]
+    if b"qid:" in first or _DATA_LINE.match(first):
+        return "data"
+    return None
+
+
+def check_output(path: str | None, inputs=(), kind: str = "file") -> None:
+    """Before any work: `path` is writable, is none of `inputs`, and (kind "model" or "scores") does
+    not replace a file holding something else. Raises UsageError naming the path."""
+    if path is None or path == "-":
+        return
+    for other in inputs:
+        if other is not None and other != "-" and _same_file(path, other):
+            raise UsageError(f"refusing to write '{path}': it is the input file '{other}' (an output never replaces an input)")
+    check_writable(path)
+    target = os.path.realpath(path)
+    if kind in ("model", "scores") and os.path.isfile(target) and os.path.getsize(target) > 0:
+        holds = _holds(target)
+        if holds == "data":
+            raise UsageError(f"refusing to replace '{path}': it holds LETOR/SVMlight data, not {'a model' if kind == 'model' else 'scores'}")
+        if kind == "model" and holds != "model":
+            raise UsageError(f"refusing to replace '{path}': it is not a rankkit model file (remove it first to reuse the name)")
+
+
+@contextlib.contextmanager
+def _stdout(binary: bool):
+    from rankkit import console
+
+    console.check_stdout()
+    stream = sys.stdout.buffer if binary else sys.stdout
+    try:
+        yield stream
+        stream.flush()
+    except BrokenPipeError:
+        raise  # `| head`: the reader has all it wants; the CLI ends quietly with status 0
+    except OSError as exc:  # a full device, a bad descriptor
+        raise console.stdout_error(exc) from None
+
+
+def _keep_mode_and_owner(tmp: str, target: str) -> None:
+    """The replacement keeps the replaced file's permission bits, and its owner and group where we
+    are allowed to set them; a new file gets the usual 0666 & ~umask."""
+    try:
+        st = os.stat(target)
+    except FileNotFoundError:
+        os.chmod(tmp, 0o666 & ~_umask())
+        return
+    os.chmod(tmp, st.st_mode & 0o7777)
+    if hasattr(os, "chown"):
+        try:
+            os.chown(tmp, st.st_uid, st.st_gid)
+        except OSError as exc:
+            if exc.errno not in (errno.EPERM, errno.EACCES):
+                raise
+
+
 @contextlib.contextmanager
 def atomic_open(path: str, binary: bool = False):
     if path == "-":
-        yield sys.stdout.buffer if binary else sys.stdout
-        (sys.stdout.buffer if binary else sys.stdout).flush()
+        with _stdout(binary) as stream:
+            yield stream
         return
     target = os.path.realpath(path)  # write through symlinks: replace the file, not the link
     if os.path.isdir(target):
@@ -64,7 +148,7 @@ def atomic_open(path: str, binary: bool = False):
             yield fh
             fh.flush()
             os.fsync(fh.fileno())
-        os.chmod(tmp, 0o666 & ~_umask())
+        _keep_mode_and_owner(tmp, target)
         os.replace(tmp, target)
     except BaseException as exc:
         with contextlib.suppress(OSError):

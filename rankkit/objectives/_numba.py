@@ -1,22 +1,171 @@
-"""The one place that decides how kernels are compiled.
+"""The one place that decides how kernels are compiled, and where their compiled code is cached.
 
-Every kernel module does `from rankkit.objectives._numba import njit`. Kernels are cached on disk
-(`cache=True`), so the second run of a command does not recompile; set NUMBA_CACHE_DIR to move the
-cache (tests and CI use a fresh one). No fastmath: objective, gradient and Hessian-vector sums must
-be reproducible for the line search and for the brute-force comparisons.
+Every kernel module does `from rankkit.objectives._numba import njit`. No fastmath: objective,
+gradient and Hessian-vector sums must be reproducible for the line search and for the brute-force
+comparisons.
+
+The on-disk cache must never stop a run (a read-only install, a service account without a home, a
+full or unwritable NUMBA_CACHE_DIR, several processes at once, a cache file cut in half):
+
+- Where the cache goes: NUMBA_CACHE_DIR if set and writable; else numba's own choice (the
+  package's __pycache__, then the user's cache directory) if one is writable; else a private
+  per-user directory in the system temporary directory (created 0700, used only if it is ours and
+  not a symlink); else no disk cache at all (every run compiles).
+- A cache entry that cannot be read (truncated, overwritten, from a crashed writer) is removed and
+  the kernel recompiled; a cache that cannot be written is switched off for the rest of the run.
+- When a kernel has to be compiled, one line on stderr says so (on a terminal; always when the
+  reason is a cache problem, so that a cron job's log explains why it was slow).
 """
 
 from __future__ import annotations
 
-import numba
+import os
+import sys
+import tempfile
 
-_DEFAULTS = {"cache": True, "nogil": True, "fastmath": False, "error_model": "numpy"}
+import numba
+from numba.core.caching import FunctionCache
+
+from rankkit import console
+
+_DEFAULTS = {"nogil": True, "fastmath": False, "error_model": "numpy"}
+
+# Why the preferred cache location could not be used (None: it can); shown when compiling.
+_cache_problem: str | None = None
+_cache_enabled = True
+_compile_noted = False
+
+
+def _writable_dir(path: str) -> str | None:
+    """None if `path` exists (or can be created) and a file can be made in it, else the reason."""
+    try:
+        os.makedirs(path, exist_ok=True)
+        tempfile.TemporaryFile(dir=path).close()
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    return None
+
+
+def _private_tmp_dir() -> str | None:
+    """A per-user cache directory in the temporary directory, if it is safely ours."""
+    uid = os.getuid() if hasattr(os, "getuid") else 0
+    path = os.path.join(tempfile.gettempdir(), f"rankkit-numba-cache-{uid}")
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        pass
+    except OSError:
+        return None
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    import stat
+
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != uid or st.st_mode & 0o022:
+        return None  # a symlink, or someone else's: never write compiled code there
+    return path if _writable_dir(path) is None else None
+
+
+def _choose_cache_dir() -> None:
+    global _cache_problem, _cache_enabled
+    configured = numba.config.CACHE_DIR
+    if configured:
+        reason = _writable_dir(configured)
+        if reason is None:
+            return
+        _cache_problem = f"NUMBA_CACHE_DIR {configured} is not writable ({reason})"
+    else:
+        here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the rankkit package
+        if _writable_dir(os.path.join(here, "__pycache__")) is None:
+            return
+        from numba.misc.appdirs import AppDirs
+
+        user_dir = AppDirs(appname="numba", appauthor=False).user_cache_dir
+        if _writable_dir(user_dir) is None:
+            return
+        _cache_problem = f"neither {here} nor {user_dir} is writable"
+    fallback = _private_tmp_dir()
+    if fallback is not None:
+        numba.config.CACHE_DIR = fallback
+        _cache_problem += f"; caching compiled kernels in {fallback}"
+    else:
+        _cache_enabled = False
+        _cache_problem += " and no private temporary directory could be made: kernels are compiled on every run"
+
+
+def _note_compiling() -> None:
+    global _compile_noted
+    if _compile_noted:
+        return
+    _compile_noted = True
+    if _cache_problem is not None:
+        console.note(f"compiling kernels ({_cache_problem})")
+    elif sys.stderr is not None and sys.stderr.isatty():
+        console.note("compiling kernels for this machine (once; later runs load them from the cache)")
+
+
+class _RobustCache(FunctionCache):
+    """numba's per-function disk cache, made unable to fail a run."""
+
+    def load_overload(self, sig, target_context):
+        global _compile_noted
+        try:
+            cres = super().load_overload(sig, target_context)
+        except Exception as exc:  # unpickling junk, a truncated file, a bad index: repair and recompile
+            self._remove_entry()
+            if not _compile_noted:
+                _compile_noted = True
+                console.note(f"damaged kernel cache in {self.cache_path} ({exc.__class__.__name__}) removed; recompiling")
+            return None
+        if cres is None:
+            _note_compiling()
+        return cres
+
+    def save_overload(self, sig, data):
+        global _cache_enabled
+        try:
+            super().save_overload(sig, data)
+        except Exception as exc:  # full disk, permissions changed under us, a race: run on uncached
+            _cache_enabled = False
+            self.disable()
+            console.note(f"cannot write the kernel cache in {self.cache_path} ({exc}); continuing without it")
+
+    def _remove_entry(self) -> None:
+        index = self._cache_file._index_path
+        try:
+            os.unlink(index)
+        except OSError:
+            pass
+
+
+def _enable_cache(dispatcher) -> None:
+    if not _cache_enabled:
+        return
+    try:
+        dispatcher._cache = _RobustCache(dispatcher.py_func)
+    except Exception:  # no locator available: compile without a disk cache
+        pass
 
 
 def njit(*args, **kwargs):
-    """numba.njit with rankkit's defaults; usable bare (`@njit`) or with options (`@njit(parallel=True)`)."""
+    """numba.njit with rankkit's defaults and the robust cache; usable bare (`@njit`) or with
+    options (`@njit(parallel=True)`)."""
     opts = dict(_DEFAULTS)
     opts.update(kwargs)
+    cache = opts.pop("cache", True)
+
+    def decorate(func):
+        dispatcher = numba.njit(**opts)(func)
+        if cache:
+            _enable_cache(dispatcher)
+        return dispatcher
+
     if len(args) == 1 and callable(args[0]) and not kwargs:
-        return numba.njit(**opts)(args[0])
-    return numba.njit(*args, **opts)
+        return decorate(args[0])
+    if args:
+        return numba.njit(*args, **opts)  # an explicit signature: not used by rankkit
+    return decorate
+
+
+_choose_cache_dir()

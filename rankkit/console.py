@@ -1,0 +1,122 @@
+"""Standard streams that can never cost a result.
+
+A cron job may close stderr (`2>&-`), pipe it into `head -1`, or point it at a full device. A
+message that cannot be written is dropped, and after the first failure stderr is not tried again:
+the model is still written and the exit status still tells the truth. Results on stdout are
+different: a stdout that cannot take them (closed, full) is an error (UsageError, exit 2), and a
+reader that stopped early (`| head`) ends the command quietly (BrokenPipeError, exit 0).
+Imports only rankkit.errors.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from rankkit.errors import UsageError
+
+_stderr_ok = True
+_stdout_closed = False
+
+
+def guard_standard_fds() -> None:
+    """Give closed descriptors 0-2 a /dev/null, so that a file opened later never lands on fd 1 or 2
+    (a model file written into by a stray message), and remember that stdout was closed."""
+    global _stdout_closed, _stderr_ok
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+            continue
+        except OSError:
+            pass
+        try:
+            devnull = os.open(os.devnull, os.O_RDWR)
+            if devnull != fd:
+                os.dup2(devnull, fd)
+                os.close(devnull)
+        except OSError:
+            continue
+        if fd == 1:
+            _stdout_closed = True
+            sys.stdout = open(1, "w", closefd=False)  # noqa: SIM115
+        elif fd == 2:
+            _stderr_ok = False
+            sys.stderr = open(2, "w", closefd=False)  # noqa: SIM115
+
+
+def stdout_error(exc: OSError | None = None) -> UsageError:
+    """The error for results that cannot reach stdout; what is still buffered is discarded."""
+    reason = "it is closed" if exc is None else (exc.strerror or str(exc))
+    silence_stdout()
+    return UsageError(f"cannot write standard output: {reason}")
+
+
+def check_stdout() -> None:
+    if _stdout_closed:
+        raise stdout_error()
+
+
+def out(text: str) -> None:
+    """One line of results on stdout."""
+    check_stdout()
+    try:
+        sys.stdout.write(text + "\n")
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise
+    except (OSError, ValueError) as exc:
+        raise stdout_error(exc if isinstance(exc, OSError) else None) from None
+
+
+def say(msg: str) -> None:
+    """Write one line to stderr; drop it (and every later one) if stderr is closed, broken or full."""
+    global _stderr_ok
+    if not _stderr_ok:
+        return
+    stream = sys.stderr
+    try:
+        if stream is None:
+            raise OSError("no stderr")
+        stream.write(msg + "\n")
+        stream.flush()
+    except (OSError, ValueError):  # EPIPE, EBADF, ENOSPC, or a closed file object
+        _stderr_ok = False
+        _silence(2)
+
+
+def note(msg: str) -> None:
+    say(f"rankkit: note: {msg}")
+
+
+def warn(msg: str) -> None:
+    say(f"rankkit: warning: {msg}")
+
+
+def _silence(fd: int) -> None:
+    """Point a dead stream at /dev/null so that nothing later (numba, Python's final flush) trips on it."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, fd)
+        os.close(devnull)
+    except OSError:
+        pass
+    stream = sys.stderr if fd == 2 else sys.stdout
+    try:
+        if stream is not None:
+            stream.flush()
+    except (OSError, ValueError):
+        pass
+    replacement = open(os.devnull, "w")  # noqa: SIM115 (lives as long as the process)
+    if fd == 2:
+        sys.stderr = replacement
+    else:
+        sys.stdout = replacement
+
+
+def stderr_usable() -> bool:
+    return _stderr_ok
+
+
+def silence_stdout() -> None:
+    """After a broken pipe on stdout (`rankkit predict ... | head`): discard whatever is still buffered."""
+    _silence(1)
