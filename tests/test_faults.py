@@ -1,0 +1,323 @@
+"""Fault injection: what an operator meets under cron, make -j and service accounts.
+
+Each test runs the real command in a subprocess and injects one fault: an unwritable or damaged
+kernel cache, a read-only install without a home, closed, broken and full standard streams,
+signals at chosen points, outputs that are inputs, path --jobs workers. The promise checked every
+time: no traceback, no exit 1, nothing half-written, no model lost, no exit 0 with a wrong result.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rankkit.io.model import read_model
+from tests.test_cli import ROOT, SAMPLE_TEST, SAMPLE_TRAIN, _env, assert_one_line_error, rankkit
+
+SHARED = next((p for p in (ROOT.parent / "shared", Path("/work/shared")) if (p / "data").is_dir()), None)
+
+
+def run(args, cwd, env=None, inject: str | None = None, **kw) -> subprocess.CompletedProcess:
+    """`python -m rankkit ARGS`, optionally after running `inject` (Python) in the same process."""
+    cmd = [sys.executable, "-m", "rankkit"] if inject is None else [
+        sys.executable, "-c", inject + "\nimport runpy\nrunpy.run_module('rankkit', run_name='__main__', alter_sys=True)"]
+    kw.setdefault("capture_output", True)
+    kw.setdefault("stdin", subprocess.DEVNULL)
+    return subprocess.run([*cmd, *map(str, args)], cwd=cwd, env=env or _env(), timeout=300, **kw)
+
+
+def no_temp_files(directory: Path) -> bool:
+    return not [p for p in os.listdir(directory) if p.endswith(".tmp")]
+
+
+@pytest.fixture(scope="module")
+def primed(tmp_path_factory):
+    """A kernel cache holding what train, predict and eval compile, and a model trained with it."""
+    d = tmp_path_factory.mktemp("primed")
+    cache = os.environ.get("NUMBA_CACHE_DIR") or str(d / "cache")
+    env = dict(_env(), NUMBA_CACHE_DIR=cache)
+    assert run(["train", SAMPLE_TRAIN, "m.txt", "-C", "0.01"], d, env).returncode == 0
+    assert run(["predict", SAMPLE_TEST, "m.txt", "s.txt"], d, env).returncode == 0
+    assert run(["eval", SAMPLE_TEST, "s.txt"], d, env).returncode == 0
+    return {"dir": d, "cache": cache, "env": env, "model": d / "m.txt", "scores": (d / "s.txt").read_bytes()}
+
+
+# -- the kernel cache ---------------------------------------------------------------------------
+def test_read_only_install_without_home_compiles_once_into_a_private_dir(tmp_path, primed):
+    """A read-only install (no writable __pycache__), HOME unwritable, no NUMBA_CACHE_DIR: before,
+    every command died with `RuntimeError: cannot cache function ...: no locator available`."""
+    site = tmp_path / "site"
+    shutil.copytree(ROOT / "rankkit", site / "rankkit", ignore=shutil.ignore_patterns("__pycache__"))
+    for d in [site / "rankkit", *[p for p in (site / "rankkit").rglob("*") if p.is_dir()]]:
+        (d / "__pycache__").write_text("not a directory: nothing can be cached here")
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    env = dict(_env(), PYTHONPATH=str(site), HOME="/dev/null", TMPDIR=str(tmpdir), XDG_CACHE_HOME="/dev/null/x",
+               PYTHONDONTWRITEBYTECODE="1")
+    env.pop("NUMBA_CACHE_DIR", None)
+    first = run(["predict", SAMPLE_TEST, primed["model"], "s.txt"], tmp_path, env)
+    err = first.stderr.decode()
+    assert first.returncode == 0, err
+    assert err.count("\n") == 1 and err.startswith("rankkit: note: compiling kernels (") and "writable" in err, err
+    assert (tmp_path / "s.txt").read_bytes() == primed["scores"]
+    private = tmpdir / f"rankkit-numba-cache-{os.getuid()}"
+    assert private.is_dir() and (private.stat().st_mode & 0o777) == 0o700 and any(private.iterdir())
+    second = run(["predict", SAMPLE_TEST, primed["model"], "s2.txt"], tmp_path, env)
+    assert second.returncode == 0 and second.stderr == b""  # loaded from the private cache: quiet
+    assert (tmp_path / "s2.txt").read_bytes() == primed["scores"]
+
+
+def test_unwritable_cache_dir_is_not_fatal(tmp_path, primed):
+    """NUMBA_CACHE_DIR not writable: run from the private fallback (here pre-filled, so quiet)."""
+    tmpdir = tmp_path / "tmp"
+    fallback = tmpdir / f"rankkit-numba-cache-{os.getuid()}"
+    shutil.copytree(primed["cache"], fallback)
+    os.chmod(fallback, 0o700)
+    env = dict(primed["env"], NUMBA_CACHE_DIR="/dev/null/cache", TMPDIR=str(tmpdir))
+    proc = run(["predict", SAMPLE_TEST, primed["model"], "s.txt"], tmp_path, env)
+    assert proc.returncode == 0 and proc.stderr == b"", proc.stderr
+    assert (tmp_path / "s.txt").read_bytes() == primed["scores"]
+
+
+def test_private_fallback_refuses_a_directory_it_does_not_own(tmp_path, monkeypatch):
+    """The fallback directory in /tmp is used only if it is ours, a real directory, not group/world
+    writable: another user could otherwise plant compiled code there."""
+    from rankkit.objectives import _numba
+
+    monkeypatch.setattr(_numba.tempfile, "gettempdir", lambda: str(tmp_path))
+    target = tmp_path / f"rankkit-numba-cache-{os.getuid()}"
+    target.mkdir(mode=0o777)
+    os.chmod(target, 0o777)
+    assert _numba._private_tmp_dir() is None
+    target.rmdir()
+    (tmp_path / "elsewhere").mkdir(mode=0o700)
+    target.symlink_to(tmp_path / "elsewhere")
+    assert _numba._private_tmp_dir() is None
+    target.unlink()
+    assert _numba._private_tmp_dir() == str(target)
+
+
+@pytest.mark.parametrize("damage", ["truncate", "junk"])
+def test_damaged_cache_is_repaired(tmp_path, primed, damage):
+    """A cache file cut in half or overwritten: before, every run exited 1 (UnpicklingError) until
+    the cache was deleted by hand. Now the entry is removed, recompiled, and the next run is quiet."""
+    cache = tmp_path / "cache"
+    shutil.copytree(primed["cache"], cache)
+    files = sorted(glob.glob(str(cache / "**" / "*csr_matvec*.nb[ic]"), recursive=True))
+    assert files, "the primed cache should hold csr_matvec"
+    for f in files:
+        data = Path(f).read_bytes()
+        Path(f).write_bytes(data[: len(data) // 2] if damage == "truncate" else b"\x80\x04junk" * 50)
+    env = dict(primed["env"], NUMBA_CACHE_DIR=str(cache))
+    first = run(["predict", SAMPLE_TEST, primed["model"], "s.txt"], tmp_path, env)
+    err = first.stderr.decode()
+    assert first.returncode == 0, err
+    assert err.count("\n") == 1 and "damaged kernel cache" in err, err
+    assert (tmp_path / "s.txt").read_bytes() == primed["scores"]
+    second = run(["predict", SAMPLE_TEST, primed["model"], "s2.txt"], tmp_path, env)
+    assert second.returncode == 0 and second.stderr == b""
+    assert (tmp_path / "s2.txt").read_bytes() == primed["scores"]
+
+
+# -- standard streams ---------------------------------------------------------------------------
+def test_stderr_piped_into_head_keeps_the_model(tmp_path, primed):
+    """`rankkit train ... -v 2>&1 | head -1`: before, exit 1 and no model."""
+    proc = subprocess.run(
+        f"{sys.executable} -m rankkit train {SAMPLE_TRAIN} m.txt -C 0.01 -v 2>&1 | head -1; exit ${{PIPESTATUS[0]}}",
+        shell=True, executable="/bin/bash", cwd=tmp_path, env=primed["env"], capture_output=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout
+    assert proc.stdout.count(b"\n") == 1
+    assert np.array_equal(read_model(str(tmp_path / "m.txt")).weights, read_model(str(primed["model"])).weights)
+
+
+@pytest.mark.parametrize("redirect", ["2>&-", "2>/dev/full", "2>&- >&-"])
+def test_closed_or_full_stderr_keeps_the_model(tmp_path, primed, redirect):
+    proc = subprocess.run(f"{sys.executable} -m rankkit train {SAMPLE_TRAIN} m.txt -C 0.01 -v {redirect}",
+                          shell=True, cwd=tmp_path, env=primed["env"], timeout=300)
+    assert proc.returncode == 0
+    assert np.array_equal(read_model(str(tmp_path / "m.txt")).weights, read_model(str(primed["model"])).weights)
+    assert no_temp_files(tmp_path)
+
+
+@pytest.mark.parametrize("command", ["predict", "eval"])
+@pytest.mark.parametrize("redirect", [">/dev/full", ">&-"])
+def test_results_that_cannot_reach_stdout_are_an_error(tmp_path, primed, command, redirect):
+    """Results on a full or closed stdout: exit 2 and one line, never exit 0 (results lost) or 1."""
+    args = f"predict {SAMPLE_TEST} {primed['model']}" if command == "predict" else f"eval {SAMPLE_TEST} {primed['dir'] / 's.txt'}"
+    proc = subprocess.run(f"{sys.executable} -m rankkit {args} {redirect}", shell=True, cwd=tmp_path,
+                          env=primed["env"], stderr=subprocess.PIPE, timeout=300)
+    err = proc.stderr.decode()
+    assert proc.returncode == 2 and err.count("\n") == 1 and "cannot write standard output" in err, err
+
+
+def test_train_with_stdout_on_a_full_device_succeeds(tmp_path, primed):
+    proc = subprocess.run(f"{sys.executable} -m rankkit train {SAMPLE_TRAIN} m.txt -C 0.01 >/dev/full", shell=True,
+                          cwd=tmp_path, env=primed["env"], stderr=subprocess.PIPE, timeout=300)
+    assert proc.returncode == 0 and proc.stderr == b""
+    assert (tmp_path / "m.txt").exists()
+
+
+def test_predict_into_head_is_quiet_success(tmp_path, primed):
+    proc = subprocess.run(f"{sys.executable} -m rankkit predict {SAMPLE_TEST} {primed['model']} | head -1; "
+                          "exit ${PIPESTATUS[0]}", shell=True, executable="/bin/bash", cwd=tmp_path,
+                          env=primed["env"], capture_output=True, timeout=300)
+    assert proc.returncode == 0 and proc.stderr == b"" and proc.stdout.count(b"\n") == 1
+
+
+# -- signals ------------------------------------------------------------------------------------
+# Each injection sends the signal from inside the run at a chosen point, so the point is exact.
+AT_FSYNC = """
+import os, signal
+_real = os.fsync
+def _fsync(fd):
+    _real(fd)
+    os.kill(os.getpid(), signal.{sig})
+os.fsync = _fsync
+"""
+AT_NEWTON = """
+import os, signal, threading, time
+import rankkit.solvers.newton as newton
+_real = newton.conjugate_gradient
+_calls = []
+def _cg(*a, **k):
+    _calls.append(1)
+    if len(_calls) == 2:
+        if {inside_kernel}:  # from another thread, while the main thread is in the kernels
+            threading.Thread(target=lambda: (time.sleep(0.001), os.kill(os.getpid(), signal.{sig}))).start()
+        else:
+            os.kill(os.getpid(), signal.{sig})
+    return _real(*a, **k)
+newton.conjugate_gradient = _cg
+"""
+AT_READ = """
+import os, signal
+import rankkit.io.svmlight as sv
+_real = sv.parse_bytes
+def _parse(*a, **k):
+    os.kill(os.getpid(), signal.{sig})
+    return _real(*a, **k)
+sv.parse_bytes = _parse
+"""
+
+
+@pytest.mark.parametrize("sig,point", [("SIGINT", "newton-kernel"), ("SIGINT", "newton"), ("SIGTERM", "read"),
+                                       ("SIGTERM", "model-write"), ("SIGHUP", "model-write"), ("SIGTERM", "newton-kernel")])
+def test_signal_mid_train_keeps_the_old_model_and_leaves_no_temp_file(tmp_path, primed, sig, point):
+    """Before: SIGINT in Newton gave exit 1 `SystemError: CPUDispatcher(...) returned a result with
+    an exception set` about half the time; SIGTERM/SIGHUP while writing left `.m.txt.XXXX.tmp`."""
+    old = primed["model"].read_bytes()
+    (tmp_path / "m.txt").write_bytes(old)
+    inject = {"read": AT_READ, "model-write": AT_FSYNC}.get(point, AT_NEWTON).format(
+        sig=sig, inside_kernel=point == "newton-kernel")
+    proc = run(["train", SAMPLE_TRAIN, "m.txt", "-C", "3"], tmp_path, primed["env"], inject=inject)
+    err = proc.stderr.decode()
+    assert proc.returncode == 128 + getattr(signal, sig), err
+    assert err == f"rankkit: interrupted by {sig}\n", err
+    assert (tmp_path / "m.txt").read_bytes() == old
+    assert no_temp_files(tmp_path)
+
+
+def test_sigterm_while_writing_scores_leaves_no_temp_file(tmp_path, primed):
+    proc = run(["predict", SAMPLE_TEST, primed["model"], "s.txt"], tmp_path, primed["env"],
+               inject=AT_FSYNC.format(sig="SIGTERM"))
+    assert proc.returncode == 143 and proc.stderr == b"rankkit: interrupted by SIGTERM\n"
+    assert not (tmp_path / "s.txt").exists() and no_temp_files(tmp_path)
+
+
+def test_ignored_sighup_stays_ignored(tmp_path, primed):
+    """Under nohup SIGHUP is ignored: rankkit keeps it so (the run completes)."""
+    inject = "import signal; signal.signal(signal.SIGHUP, signal.SIG_IGN)\n" + AT_FSYNC.format(sig="SIGHUP")
+    proc = run(["train", SAMPLE_TRAIN, "m.txt", "-C", "0.01"], tmp_path, primed["env"], inject=inject)
+    assert proc.returncode == 0 and proc.stderr == b""
+    assert np.array_equal(read_model(str(tmp_path / "m.txt")).weights, read_model(str(primed["model"])).weights)
+
+
+# -- outputs that are inputs --------------------------------------------------------------------
+def _data_copies(tmp_path):
+    shutil.copy(SAMPLE_TRAIN, tmp_path / "train.txt")
+    shutil.copy(SAMPLE_TEST, tmp_path / "vali.txt")
+    os.symlink("train.txt", tmp_path / "link.txt")
+    os.link(tmp_path / "train.txt", tmp_path / "hard.txt")
+    return {p: (tmp_path / p).read_bytes() for p in ("train.txt", "vali.txt")}
+
+
+@pytest.mark.parametrize("args,fragment", [
+    (["train", "train.txt", "train.txt"], "it is the input file 'train.txt'"),
+    (["train", "train.txt", "link.txt"], "it is the input file 'train.txt'"),
+    (["train", "train.txt", "hard.txt"], "it is the input file 'train.txt'"),
+    (["train", "train.txt", "vali.txt"], "it holds LETOR/SVMlight data"),
+    (["train", "train.txt", "m.txt", "--solver", "factorized", "--valid", "vali.txt", "--iterations", "10",
+      "--save-factors", "vali.txt"], "it is the input file 'vali.txt'"),
+    (["predict", "vali.txt", "M", "vali.txt"], "it is the input file 'vali.txt'"),
+    (["predict", "vali.txt", "M", "train.txt"], "it holds LETOR/SVMlight data"),
+    (["predict", "vali.txt", "M", "M"], "it is the input file"),
+    (["path", "train.txt", "vali.txt", "--out-model", "vali.txt"], "it is the input file 'vali.txt'"),
+    (["path", "train.txt", "vali.txt", "--table", "link.txt"], "it is the input file 'train.txt'"),
+    (["path", "train.txt", "vali.txt", "--plot", "p.pdf"], ".svg or .png"),
+    (["path", "train.txt", "vali.txt", "--table", "t.svg", "--plot", "t.svg"], "different files"),
+])
+def test_an_output_never_replaces_an_input(tmp_path, primed, args, fragment):
+    """Before: `train TRAIN TRAIN`, `train train.txt vali.txt`, `predict DATA MODEL DATA` replaced an
+    input with the output and exited 0 (a data file was destroyed while the tool was tried)."""
+    before = _data_copies(tmp_path)
+    args = [str(primed["model"]) if a == "M" else a for a in args]
+    proc = run(args, tmp_path, primed["env"])
+    assert_one_line_error(proc, fragment)
+    assert {p: (tmp_path / p).read_bytes() for p in before} == before
+    assert no_temp_files(tmp_path)
+
+
+def test_replacing_a_model_keeps_its_mode(tmp_path, primed):
+    (tmp_path / "m.txt").write_bytes(primed["model"].read_bytes())
+    os.chmod(tmp_path / "m.txt", 0o640)
+    assert run(["train", SAMPLE_TRAIN, "m.txt", "-C", "0.02"], tmp_path, primed["env"]).returncode == 0
+    assert (os.stat(tmp_path / "m.txt").st_mode & 0o777) == 0o640
+    assert read_model(str(tmp_path / "m.txt")).header["C"] == "0.02"
+
+
+def test_a_non_model_file_is_not_replaced_by_a_model(tmp_path, primed):
+    (tmp_path / "notes.txt").write_text("my notes\n")
+    assert_one_line_error(run(["train", SAMPLE_TRAIN, "notes.txt"], tmp_path, primed["env"]), "not a rankkit model")
+    assert (tmp_path / "notes.txt").read_text() == "my notes\n"
+
+
+# -- path --jobs --------------------------------------------------------------------------------
+def _folds(tmp_path, n=2, break_fold=None):
+    for k in range(1, n + 1):
+        d = tmp_path / "folds" / f"Fold{k}"
+        d.mkdir(parents=True)
+        shutil.copy(SAMPLE_TRAIN, d / "train.txt")
+        shutil.copy(ROOT / "data" / "sample.vali.txt", d / "vali.txt")
+        shutil.copy(SAMPLE_TEST, d / "test.txt")
+    if break_fold is not None:
+        with open(tmp_path / "folds" / f"Fold{break_fold}" / "vali.txt", "a") as fh:
+            fh.write("1 qid:9999 3:oops\n")
+    return tmp_path / "folds"
+
+
+def test_path_jobs_with_one_thread_runs(tmp_path, primed):
+    """Before: `fork() called from a process already using GNU OpenMP` then BrokenProcessPool, exit 1."""
+    folds = _folds(tmp_path)
+    args = ["path", "--folds", folds, "--method", "grid", "--n-points", "3"]
+    two = run([*args, "--jobs", "2", "--threads", "1"], tmp_path, primed["env"])
+    assert two.returncode == 0, two.stderr
+    one = run([*args, "--jobs", "1"], tmp_path, primed["env"])
+    assert one.returncode == 0 and one.stdout == two.stdout
+
+
+def test_path_jobs_reports_a_bad_fold_file_like_one_job(tmp_path, primed):
+    """Before: exit 1 BrokenProcessPool (the DataError could not be pickled)."""
+    folds = _folds(tmp_path, break_fold=2)
+    args = ["path", "--folds", folds, "--method", "grid", "--n-points", "3"]
+    one = run([*args, "--jobs", "1"], tmp_path, primed["env"])
+    two = run([*args, "--jobs", "2"], tmp_path, primed["env"])
+    assert_one_line_error(one, "Fold2/vali.txt:", "'oops'")
+    assert two.stderr == one.stderr and two.returncode == 2
