@@ -1,6 +1,7 @@
 # rankkit: every target sets up its own virtual environment, so a fresh clone needs only Python.
 #   make demo    train, predict and evaluate on the bundled sample in data/
 #   make test    run the whole test suite
+#   make fuzz    the randomized reader and model-file tests with many more cases (a few minutes)
 #   make bench   run the benchmarks (installs scikit-learn into .venv for the reader comparison)
 #   make sample  regenerate data/ (deterministic)
 #   make clean   remove the virtual environment, caches and generated outputs
@@ -13,7 +14,7 @@ STAMP  := $(VENV)/.installed
 BENCH_STAMP := $(VENV)/.bench-installed
 OUT    := out
 
-.PHONY: all venv demo test bench sample clean
+.PHONY: all venv demo test fuzz bench sample clean
 
 all: test
 
@@ -35,6 +36,12 @@ demo: $(STAMP)
 test: $(STAMP)
 	@cache=$$(mktemp -d); \
 	NUMBA_CACHE_DIR=$$cache $(PY) -m pytest -q tests; status=$$?; \
+	rm -rf $$cache; exit $$status
+
+# Many more random mutations of real files than the suite's default (RANKKIT_FUZZ_CASES to change it).
+fuzz: $(STAMP)
+	@cache=$$(mktemp -d); \
+	RANKKIT_FUZZ_CASES=$${RANKKIT_FUZZ_CASES:-50000} NUMBA_CACHE_DIR=$$cache $(PY) -m pytest -q -m fuzz tests; status=$$?; \
 	rm -rf $$cache; exit $$status
 
 $(BENCH_STAMP): $(STAMP)
