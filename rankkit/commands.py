@@ -15,7 +15,7 @@ from typing import Callable
 
 import numpy as np
 
-from rankkit import __version__
+from rankkit import __version__, console
 from rankkit.errors import DataError, ModelError, UsageError
 from rankkit.io.atomic import check_output
 from rankkit.io.model import Model, read_model, write_model
@@ -545,6 +545,14 @@ def _path_one(train_file, valid_file, test_file, method, metric, select, n_point
     return result, test_value, facts
 
 
+def _aligned(rows: list[list[str]]) -> list[str]:
+    """Columns as wide as their widest cell, two spaces apart: the first left-aligned, the others
+    right-aligned, so that no count, however long, runs into its neighbour."""
+    widths = [max(len(r[c]) for r in rows) for c in range(len(rows[0]))]
+    return ["  ".join(cell.ljust(w) if c == 0 else cell.rjust(w) for c, (cell, w) in enumerate(zip(r, widths))).rstrip()
+            for r in rows]
+
+
 def _worker_init(threads: int) -> None:
     import numba
 
@@ -616,11 +624,13 @@ def path(train_file=None, valid_file=None, out_model=None, table=None, plot=None
             outs = [_path_one(*a[:10], log=log, exact=exact) for a in args]
         methods = sorted({f["method"] for _, _, f in outs})
         echo(f"# rankkit path, method {'/'.join(methods)}, selection {select} by validation {metric}")
-        echo(f"{'fold':8s}{'chosen C':>12s}{'valid ' + metric:>16s}{'test ' + metric:>16s}")
+        rows = [["fold", "chosen C", "valid " + metric, "test " + metric]]
         for d, (result, test_value, _) in zip(names, outs):
-            echo(f"{d:8s}{result.best.C:12.4g}{result.best.metric:16.4f}{test_value:16.4f}")
+            rows.append([d, f"{result.best.C:.4g}", f"{result.best.metric:.4f}", f"{test_value:.4f}"])
         mean = float(np.mean([t for _, t, _ in outs]))
-        echo(f"{'mean':8s}{'':12s}{'':16s}{mean:16.4f}")
+        rows.append(["mean", "", "", f"{mean:.4f}"])
+        for line in _aligned(rows):
+            echo(line)
         return outs
     if train_file is None or valid_file is None:
         raise UsageError("rankkit path needs TRAIN and VALID (or --folds DIR)")
@@ -632,22 +642,19 @@ def path(train_file=None, valid_file=None, out_model=None, table=None, plot=None
     echo(f"# rankkit path, method {method}{how}: {len(result.points)} "
          f"{'breakpoints' if method == 'exact' else 'values of C'}, selection {select} by validation {metric}")
     for note in facts["notes"] or []:
-        import sys
-
-        print(f"rankkit: warning: {note}", file=sys.stderr)
+        console.warn(note)
     shown = result.points
     if method == "exact" and len(shown) > 40:  # a long exact path: show about 40 breakpoints and the chosen one
         step = len(shown) // 40 + 1
         shown = [p for i, p in enumerate(shown) if i % step == 0 or i == result.chosen or i == len(shown) - 1]
-    echo(f"{'C':>12s}{'iterations':>12s}{'violated':>12s}{'valid ' + metric:>16s}")
+    rows = [["C", "iterations", "violated", "valid " + metric, ""]]
     for p in shown:
-        mark = "  <- chosen" if p is result.best else ""
-        echo(f"{p.C:12.4g}{p.iterations:12d}{p.n_active:12d}{p.metric:16.4f}{mark}")
+        rows.append([f"{p.C:.4g}", str(p.iterations), str(p.n_active), f"{p.metric:.4f}",
+                     "<- chosen" if p is result.best else ""])
+    for line in _aligned(rows):
+        echo(line)
     if result.chosen == len(result.points) - 1:
-        import sys
-
-        print(f"rankkit: warning: the chosen C ({result.best.C:.3g}) is the largest of the grid: a larger --ratio "
-              "may find a better one", file=sys.stderr)
+        console.warn(f"the chosen C ({result.best.C:.3g}) is the largest of the grid: a larger --ratio may find a better one")
     if table:
         if method == "exact":
             from rankkit.path import write_exact_table
