@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 
 import numpy as np
@@ -44,8 +45,15 @@ def _write(path, text: str) -> str:
 
 
 def _valid_text(n=3) -> str:
+    """A format-1 model (no checksum: what rankkit wrote before format 2), checked structurally."""
     weights = "".join(f"{i + 0.5}\n" for i in range(n))
-    return f"{MAGIC} {FORMAT_VERSION}\nsolver newton\nindex_base 1\nweights {n}\n{weights}"
+    return f"{MAGIC} 1\nsolver newton\nindex_base 1\nweights {n}\n{weights}"
+
+
+def signed(text: str) -> str:
+    """`text` as format 2: version 2 on line 1 and a correct checksum line after it."""
+    text = text.replace(f"{MAGIC} 1\n", f"{MAGIC} {FORMAT_VERSION}\n", 1)
+    return text + f"checksum sha256 {hashlib.sha256(text.encode()).hexdigest()}\n"
 
 
 def _model_error(path) -> ModelError:
@@ -75,10 +83,11 @@ def test_file_layout(tmp_path):
     path = tmp_path / "m.txt"
     write_model(str(path), Model(weights=np.array([0.1, -2.0, 1 / 3]), header={"solver": "newton", "index_base": 0}))
     assert path.read_text() == (
-        f"{MAGIC} {FORMAT_VERSION}\nsolver newton\nindex_base 0\nweights 3\n"
-        "0.10000000000000001\n-2\n0.33333333333333331\n"
+        signed(f"{MAGIC} {FORMAT_VERSION}\nsolver newton\nindex_base 0\nweights 3\n"
+               "0.10000000000000001\n-2\n0.33333333333333331\n")
     )
-    assert read_model(str(path)).zero_based
+    assert path.read_text().endswith("\nchecksum sha256 15e16b066ef7286ea6ca053880f2e50ef88b8d10c4d37382c5067628fc8e00ff\n")
+    assert read_model(str(path)).zero_based and read_model(str(path)).verified
 
 
 def test_crlf_and_comments_are_accepted(tmp_path):
@@ -89,7 +98,7 @@ def test_crlf_and_comments_are_accepted(tmp_path):
 
 
 def test_newer_version_names_line_1(tmp_path):
-    newer = _valid_text().replace(f"{MAGIC} {FORMAT_VERSION}", f"{MAGIC} {FORMAT_VERSION + 1}")
+    newer = signed(_valid_text()).replace(f"{MAGIC} {FORMAT_VERSION}", f"{MAGIC} {FORMAT_VERSION + 1}")
     path = _write(tmp_path / "m.txt", newer)
     err = _model_error(path)
     assert err.line == 1 and str(err).startswith(f"{path}:1: ")
@@ -98,7 +107,7 @@ def test_newer_version_names_line_1(tmp_path):
 
 @pytest.mark.parametrize("version", ["x", "1.0", "\u00b2", "-1"])
 def test_bad_version(tmp_path, version):
-    path = _write(tmp_path / "m.txt", _valid_text().replace(f"{MAGIC} {FORMAT_VERSION}", f"{MAGIC} {version}"))
+    path = _write(tmp_path / "m.txt", _valid_text().replace(f"{MAGIC} 1", f"{MAGIC} {version}"))
     err = _model_error(path)
     assert err.line == 1 and "is not an integer" in err.message
 
