@@ -237,9 +237,7 @@ def read_model(path: str) -> Model:
     parts = first.split()
     if len(parts) != 2 or parts[0] != MAGIC:
         raise ModelError(path, f"not a rankkit model file (first line '{_shown(first)}', expected {expected})", 1)
-    if not _UINT.match(parts[1]):
-        raise ModelError(path, f"model format version '{_shown(parts[1])}' is not an integer", 1)
-    version = int(parts[1])
+    version = _uint(path, parts[1], "model format version", 1)
     if version > FORMAT_VERSION:
         raise ModelError(
             path, f"model format version {parts[1]} is newer than this rankkit reads ({FORMAT_VERSION}); upgrade rankkit", 1
