@@ -60,11 +60,9 @@ class Dataset:
         if nf >= self.n_features:
             return sp.csr_matrix((self.data, self.indices, self.indptr), shape=(self.n_rows, nf))
         keep = self.indices < nf
-        counts = np.add.reduceat(keep.astype(np.int64), self.indptr[:-1]) if self.nnz else None
-        indptr = np.zeros(self.n_rows + 1, dtype=np.int64)
-        if counts is not None:
-            counts[np.diff(self.indptr) == 0] = 0  # reduceat repeats a value for empty rows
-            np.cumsum(counts, out=indptr[1:])
+        kept_before = np.zeros(self.nnz + 1, dtype=np.int64)  # kept entries before each position
+        np.cumsum(keep, out=kept_before[1:])
+        indptr = kept_before[self.indptr]  # (reduceat failed on trailing empty rows)
         return sp.csr_matrix((self.data[keep], self.indices[keep], indptr), shape=(self.n_rows, nf))
 
     # -- per-query structure ---------------------------------------------------------------
