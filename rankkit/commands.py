@@ -137,8 +137,14 @@ def train(train_file, model_file, solver, params, zero_based=False, group_querie
         from rankkit.io.query_weights import read_query_weights, weights_for
 
         params = dict(params, query_weights=weights_for(ds, read_query_weights(query_weights_file), query_weights_file))
+    fit_ds, kmap, used = ds, None, None
+    if kernel is None:  # few of many feature indices used (a mistyped index): train on those columns only
+        fit_ds, used = ds.compact_columns()
+        if used is not None and params.get("valid") is not None:
+            params = dict(params, valid=params["valid"].take_columns(used))
+        if used is not None and log:
+            log(f"training on the {used.shape[0]} feature indices that occur (of {ds.n_features}); sparse model")
     model_solver = spec.load()(**params)
-    fit_ds, kmap = ds, None
     if kernel is not None:  # non-linear: train the linear solver on the kernel map (Sect. 6.3)
         from rankkit.kernels import choose_landmarks, fit_map, make_kernel, mapped_dataset
 
@@ -210,8 +216,10 @@ def train(train_file, model_file, solver, params, zero_based=False, group_querie
         with atomic_open(factors_file) as fh:  # V: one training document per line, K values
             for row in model_solver.factors.tolist():
                 fh.write(" ".join("%.17g" % v for v in row) + "\n")
-    if kmap is None:
+    if kmap is None and used is None:
         write_model(model_file, Model(weights=result.w, header=header))
+    elif kmap is None:  # weights of the columns that occur; every other feature's weight is exactly 0
+        write_model(model_file, Model(weights=result.w, header=header, feature_index=used, n_total=ds.n_features))
     else:  # score = w' Phi(x) = beta' k(x): store the landmarks and beta
         write_model(model_file, Model(weights=kmap.projection @ result.w, header=header, landmarks=kmap.landmarks))
     if log:
@@ -279,13 +287,17 @@ def _linear_scores(model: Model, ds) -> tuple[np.ndarray, int]:
     if model.landmarks is not None:
         from rankkit.kernels import kernel_scores, make_kernel
 
-        h = model.header
-        try:
-            k = make_kernel(h["kernel"], model.n_features, float(h["gamma"]) if "gamma" in h else None,
-                            int(h.get("degree", 3)), float(h.get("coef0", 0.0)))
-        except (KeyError, ValueError):
-            raise ModelError(str(h.get("train_file", "model")), "kernel model with bad kernel parameters") from None
+        name, gamma, degree, coef0 = model.kernel_args()  # read_model checked them: a ModelError names the model
+        k = make_kernel(name, model.n_features, gamma, degree, coef0)
         return kernel_scores(k, model.landmarks, model.weights, ds.csr()), ignored
+    if model.feature_index is not None:  # sparse model: data columns -> positions in its sorted feature list
+        m = model.feature_index.shape[0]
+        pos = np.searchsorted(model.feature_index, ds.indices)
+        hit = pos < m
+        hit[hit] = model.feature_index[pos[hit]] == ds.indices[hit]
+        cols = np.where(hit, pos, m).astype(np.int32)  # m: not a model feature, csr_matvec skips it (weight 0)
+        scores = csr_matvec(ds.data, cols, ds.indptr, model.weights, np.empty(ds.n_rows))
+        return scores, ignored
     scores = csr_matvec(ds.data, ds.indices, ds.indptr, model.weights, np.empty(ds.n_rows))
     return scores, ignored
 

@@ -17,6 +17,8 @@ import numpy as np
 
 from rankkit.errors import DataError
 
+COMPACT_MIN_FEATURES = 1 << 16  # Dataset.compact_columns: below this many columns a dense model is cheap
+
 
 @dataclass
 class Dataset:
@@ -58,11 +60,9 @@ class Dataset:
         if nf >= self.n_features:
             return sp.csr_matrix((self.data, self.indices, self.indptr), shape=(self.n_rows, nf))
         keep = self.indices < nf
-        counts = np.add.reduceat(keep.astype(np.int64), self.indptr[:-1]) if self.nnz else None
-        indptr = np.zeros(self.n_rows + 1, dtype=np.int64)
-        if counts is not None:
-            counts[np.diff(self.indptr) == 0] = 0  # reduceat repeats a value for empty rows
-            np.cumsum(counts, out=indptr[1:])
+        kept_before = np.zeros(self.nnz + 1, dtype=np.int64)  # kept entries before each position
+        np.cumsum(keep, out=kept_before[1:])
+        indptr = kept_before[self.indptr]  # (reduceat failed on trailing empty rows)
         return sp.csr_matrix((self.data[keep], self.indices[keep], indptr), shape=(self.n_rows, nf))
 
     # -- per-query structure ---------------------------------------------------------------
@@ -149,6 +149,38 @@ class Dataset:
     def with_changes(self, **fields) -> "Dataset":
         """A copy with some fields replaced (the cached levels and pair counts are recomputed), validated."""
         return dataclasses.replace(self, _levels=None, _pairs=None, **fields).validate()
+
+    # -- columns -----------------------------------------------------------------------------
+    def compact_columns(self, always: bool = False) -> tuple["Dataset", np.ndarray | None]:
+        """The dataset on the columns that occur, and those columns.
+
+        Returns (dataset whose column j is original column used[j], n_features = len(used); used =
+        sorted int64 original 0-based columns) when that saves something: n_features above
+        COMPACT_MIN_FEATURES and at most half of the columns occur (a mistyped index such as
+        100000000 in a small file), or whenever `always`. Otherwise (self, None). An L2-regularised
+        linear model gives weight exactly 0 to a column that never occurs, so training on the used
+        columns and putting the weights back at `used` is the same model."""
+        if not always and self.n_features <= COMPACT_MIN_FEATURES:
+            return self, None
+        used = np.unique(self.indices).astype(np.int64)
+        if not always and used.shape[0] > self.n_features // 2:
+            return self, None
+        indices = np.searchsorted(used, self.indices).astype(np.int32)  # every column is in `used`
+        return self.with_changes(indices=indices, n_features=int(used.shape[0])), used
+
+    def take_columns(self, used: np.ndarray) -> "Dataset":
+        """The dataset on columns `used` (sorted, 0-based) only, renumbered 0..len(used)-1; values
+        in other columns are dropped (a validation set scored by a model trained on `used`)."""
+        m = used.shape[0]
+        pos = np.searchsorted(used, self.indices)
+        keep = pos < m
+        keep[keep] = used[pos[keep]] == self.indices[keep]
+        counts = np.zeros(self.n_rows + 1, dtype=np.int64)
+        if self.n_rows:
+            row = np.repeat(np.arange(self.n_rows, dtype=np.int64), np.diff(self.indptr))
+            np.add.at(counts, row[keep] + 1, 1)
+        return self.with_changes(data=self.data[keep], indices=pos[keep].astype(np.int32),
+                                 indptr=np.cumsum(counts), n_features=int(m))
 
     def require_pairs(self) -> None:
         """Training needs at least one preference pair."""

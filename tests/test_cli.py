@@ -264,7 +264,7 @@ def test_eval_table_and_json(trained):
 def test_training_is_reproducible(trained):
     proc = rankkit("train", SAMPLE_TRAIN, "model2.txt", cwd=trained)
     assert proc.returncode == 0, proc.stderr.decode()
-    volatile = ("created ", "read_time_seconds ", "train_time_seconds ")
+    volatile = ("created ", "read_time_seconds ", "train_time_seconds ", "checksum ")
 
     def stable(name):
         lines = (trained / name).read_text().splitlines()
@@ -272,7 +272,8 @@ def test_training_is_reproducible(trained):
 
     (a, na), (b, nb) = stable("model.txt"), stable("model2.txt")
     assert a == b and na == nb
-    assert a[0] == "rankkit-model 1"
+    assert a[0] == "rankkit-model 2"
+    assert (trained / "model.txt").read_text().splitlines()[-1].startswith("checksum sha256 ")
 
 
 def test_query_weights_file(tmp_path):

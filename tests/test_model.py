@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 
 import numpy as np
@@ -44,8 +45,15 @@ def _write(path, text: str) -> str:
 
 
 def _valid_text(n=3) -> str:
+    """A format-1 model (no checksum: what rankkit wrote before format 2), checked structurally."""
     weights = "".join(f"{i + 0.5}\n" for i in range(n))
-    return f"{MAGIC} {FORMAT_VERSION}\nsolver newton\nindex_base 1\nweights {n}\n{weights}"
+    return f"{MAGIC} 1\nsolver newton\nindex_base 1\nweights {n}\n{weights}"
+
+
+def signed(text: str) -> str:
+    """`text` as format 2: version 2 on line 1 and a correct checksum line after it."""
+    text = text.replace(f"{MAGIC} 1\n", f"{MAGIC} {FORMAT_VERSION}\n", 1)
+    return text + f"checksum sha256 {hashlib.sha256(text.encode()).hexdigest()}\n"
 
 
 def _model_error(path) -> ModelError:
@@ -75,10 +83,11 @@ def test_file_layout(tmp_path):
     path = tmp_path / "m.txt"
     write_model(str(path), Model(weights=np.array([0.1, -2.0, 1 / 3]), header={"solver": "newton", "index_base": 0}))
     assert path.read_text() == (
-        f"{MAGIC} {FORMAT_VERSION}\nsolver newton\nindex_base 0\nweights 3\n"
-        "0.10000000000000001\n-2\n0.33333333333333331\n"
+        signed(f"{MAGIC} {FORMAT_VERSION}\nsolver newton\nindex_base 0\nweights 3\n"
+               "0.10000000000000001\n-2\n0.33333333333333331\n")
     )
-    assert read_model(str(path)).zero_based
+    assert path.read_text().endswith("\nchecksum sha256 15e16b066ef7286ea6ca053880f2e50ef88b8d10c4d37382c5067628fc8e00ff\n")
+    assert read_model(str(path)).zero_based and read_model(str(path)).verified
 
 
 def test_crlf_and_comments_are_accepted(tmp_path):
@@ -89,7 +98,7 @@ def test_crlf_and_comments_are_accepted(tmp_path):
 
 
 def test_newer_version_names_line_1(tmp_path):
-    newer = _valid_text().replace(f"{MAGIC} {FORMAT_VERSION}", f"{MAGIC} {FORMAT_VERSION + 1}")
+    newer = signed(_valid_text()).replace(f"{MAGIC} {FORMAT_VERSION}", f"{MAGIC} {FORMAT_VERSION + 1}")
     path = _write(tmp_path / "m.txt", newer)
     err = _model_error(path)
     assert err.line == 1 and str(err).startswith(f"{path}:1: ")
@@ -98,7 +107,7 @@ def test_newer_version_names_line_1(tmp_path):
 
 @pytest.mark.parametrize("version", ["x", "1.0", "\u00b2", "-1"])
 def test_bad_version(tmp_path, version):
-    path = _write(tmp_path / "m.txt", _valid_text().replace(f"{MAGIC} {FORMAT_VERSION}", f"{MAGIC} {version}"))
+    path = _write(tmp_path / "m.txt", _valid_text().replace(f"{MAGIC} 1", f"{MAGIC} {version}"))
     err = _model_error(path)
     assert err.line == 1 and "is not an integer" in err.message
 
@@ -250,3 +259,204 @@ def test_atomic_write_goes_through_symlinks_and_into_pipes(tmp_path):
         fh.write("through the pipe\n")
     reader.join(timeout=10)
     assert got == ["through the pipe\n"] and fifo.exists() and not fifo.is_file()
+
+
+# -- sparse models for huge index spaces ----------------------------------------------------------
+from rankkit.data import COMPACT_MIN_FEATURES, Dataset  # noqa: E402
+from tests.conftest import make_dataset  # noqa: E402
+
+TYPO_BASE = [(d % 3, q + 1, [(d * 7 + q) % 5 / 4, (d + q) % 3 / 2, d / 3]) for q in range(3) for d in range(4)]
+SAMPLE_TRAIN = os.path.join(os.path.dirname(__file__), "..", "data", "sample.train.txt")
+PARAMS = {"C": 0.1, "tol": None, "max_iter": None, "loss": None, "query_norm": False}
+
+
+def _typo_file(tmp_path, index: int, name="typo.txt") -> str:
+    """The issue's case: a 12-document file, three features, and one mistyped index `index:1`."""
+    lines = []
+    for k, (label, qid, x) in enumerate(TYPO_BASE):
+        extra = f" {index}:1" if k == 6 else ""
+        lines.append(f"{label} qid:{qid} 1:{x[0]} 2:{x[1]} 3:{x[2]}{extra}\n")
+    path = tmp_path / name
+    path.write_text("".join(lines))
+    return str(path)
+
+
+def _dense_csr(ds):
+    return ds.csr().toarray()
+
+
+def test_compact_columns_only_when_worthwhile():
+    small = make_dataset()
+    assert small.compact_columns() == (small, None)
+    n = COMPACT_MIN_FEATURES + 10  # 6 of n columns used: compacted
+    wide = small.with_changes(indices=(small.indices * (n // small.n_features)).astype(np.int32), n_features=n)
+    assert wide.compact_columns()[1] is not None
+    # many columns, more than half of them used: nothing to gain
+    X = np.zeros((2, n))
+    X[0, : n // 2 + 1] = 1.0
+    X[1, -1] = 2.0
+    import scipy.sparse as sp
+
+    A = sp.csr_matrix(X)
+    busy = Dataset(data=A.data, indices=A.indices.astype(np.int32), indptr=A.indptr.astype(np.int64),
+                   y=np.array([1.0, 0.0]), qid=np.zeros(2, np.int64), qptr=np.array([0, 2], np.int64),
+                   n_features=n).validate()
+    assert busy.compact_columns() == (busy, None)
+    assert busy.compact_columns(always=True)[0].n_features == n // 2 + 2
+    forced, used = small.compact_columns(always=True)
+    np.testing.assert_array_equal(used, np.unique(small.indices))
+
+
+def test_compact_and_take_columns_against_dense():
+    base = make_dataset(seed=3, n_features=8)
+    spread = np.array([5, 17, 40_000, 70_000, 70_001, 99_990, 123_456, 200_000], dtype=np.int32)
+    ds = base.with_changes(indices=spread[base.indices], n_features=200_001)
+    comp, used = ds.compact_columns()
+    assert used is not None and used.dtype == np.int64 and comp.n_features == used.shape[0]
+    np.testing.assert_array_equal(used, np.unique(spread[np.unique(base.indices)]))
+    full = ds.csr()
+    np.testing.assert_array_equal(comp.csr().toarray(), full[:, used].toarray())
+    np.testing.assert_array_equal(comp.y, ds.y)
+    np.testing.assert_array_equal(comp.qptr, ds.qptr)
+    other = make_dataset(seed=4, n_features=8)  # a validation set: some of its columns are not in `used`
+    other = other.with_changes(indices=np.array([5, 6, 40_000, 7, 70_001, 8, 123_456, 9], np.int32)[other.indices],
+                               n_features=200_001)
+    taken = other.take_columns(used)
+    assert taken.n_features == used.shape[0]
+    np.testing.assert_array_equal(taken.csr().toarray(), other.csr()[:, used].toarray())
+
+
+def test_sparse_model_round_trip_and_scores_equal_the_dense_model(tmp_path):
+    from rankkit.commands import _linear_scores
+
+    n = 50_000
+    rng = np.random.default_rng(5)
+    index = np.sort(rng.choice(n, 40, replace=False)).astype(np.int64)
+    values = rng.standard_normal(40)
+    values[3] = 0.0
+    path = str(tmp_path / "m.txt")
+    write_model(path, Model(weights=values, feature_index=index, n_total=n, header={"index_base": 1, "n_features": n}))
+    assert f"weights sparse 40 {n}\n" in open(path).read()
+    back = read_model(path)
+    assert back.sparse and back.n_features == n and back.verified
+    np.testing.assert_array_equal(back.feature_index, index)
+    np.testing.assert_array_equal(_bits(back.weights), _bits(values))
+    # data: some entries on model features, some not, some beyond the model's n_features
+    base = make_dataset(seed=6, n_features=10)
+    cols = np.array([index[0], index[7], 3, index[39], 49_999, n + 5, index[20], 0, 12_345, index[3]], np.int32)
+    ds = base.with_changes(indices=cols[base.indices], n_features=n + 6)
+    dense = np.zeros(n)
+    dense[index] = values
+    expected = ds.csr(n) @ dense
+    got, ignored = _linear_scores(back, ds)
+    np.testing.assert_array_equal(got, expected)
+    assert (got, ignored)[1] == _linear_scores(Model(weights=dense), ds)[1] > 0
+    np.testing.assert_array_equal(got, _linear_scores(Model(weights=dense), ds)[0])
+
+
+@pytest.mark.parametrize("solver", ["newton", "sgd"])
+def test_compact_training_equals_training_on_all_columns(solver):
+    """The same fit on 50,000 columns and on the 20 that occur. Stochastic solvers give the same
+    weights bit for bit. Newton's are equal to rounding only: its dot products and norms over w
+    (numpy/BLAS reductions) group the terms by position in the vector, and the zeros of the unused
+    columns shift that grouping, so the last bit can differ; the objective is then equal to 1e-12."""
+    from rankkit.commands import _solver_params
+    from rankkit.io.svmlight import read_svmlight
+    from rankkit.solvers import SOLVERS
+
+    ds = read_svmlight(SAMPLE_TRAIN)
+    spread = np.sort(np.random.default_rng(0).choice(50_000, ds.n_features, replace=False)).astype(np.int32)
+    wide = ds.with_changes(indices=spread[ds.indices], n_features=50_000)
+    comp, used = wide.compact_columns(always=True)
+    np.testing.assert_array_equal(used, spread)
+    spec = SOLVERS[solver]
+    params = _solver_params(spec, {"C": 0.1, "loss": spec.losses[0]}, {"iterations": 3000} if spec.stochastic else None,
+                            None)
+    a = spec.load()(**params).fit(wide)
+    b = spec.load()(**params).fit(comp)
+    assert np.all(np.delete(a.w, used) == 0.0)  # a column that never occurs gets weight exactly 0
+    if spec.stochastic:
+        np.testing.assert_array_equal(_bits(a.w[used]), _bits(b.w))
+    else:
+        assert a.iterations == b.iterations and a.converged and b.converged
+        assert b.objective == pytest.approx(a.objective, rel=1e-12)
+        np.testing.assert_allclose(b.w, a.w[used], rtol=1e-10, atol=1e-14)
+
+
+def _train(train_file, model_file, **kw):
+    from rankkit import commands
+
+    return commands.train(train_file, model_file, None, dict(PARAMS), warn=lambda msg: None, **kw)
+
+
+def test_a_mistyped_index_gives_a_small_sparse_model(tmp_path):
+    """The issue's 12-document file with `100000000:1` (before: 110 s, 7.2 GB, a 200 MB model):
+    a sparse model of 4 weights, the true n_features, and no allocation of the index space. Its
+    weights and scores are those of the dense model of the same file with the index at 50,000."""
+    import tracemalloc
+
+    from rankkit.commands import _linear_scores, predict
+    from rankkit.io.svmlight import read_svmlight
+
+    _train(_typo_file(tmp_path, 4, "warm.txt"), str(tmp_path / "warm.txt.model"))  # compile outside the trace
+    typo = _typo_file(tmp_path, 100_000_000)
+    tracemalloc.start()
+    try:
+        result = _train(typo, str(tmp_path / "sparse.model"))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 20e6, peak  # a dense vector of 1e8 weights alone would be 800 MB
+    assert os.path.getsize(tmp_path / "sparse.model") < 2000
+    model = read_model(str(tmp_path / "sparse.model"))
+    assert model.sparse and model.n_features == 100_000_000 and model.header["n_features"] == "100000000"
+    np.testing.assert_array_equal(model.feature_index, [0, 1, 2, 99_999_999])
+
+    moved = _typo_file(tmp_path, 50_000, "moved.txt")  # the brute-force reference: a dense model
+    dense_result = _train(moved, str(tmp_path / "dense.model"))
+    dense = read_model(str(tmp_path / "dense.model"))
+    assert not dense.sparse and dense.n_features == 50_000
+    assert np.all(np.delete(dense.weights, [0, 1, 2, 49_999]) == 0.0)
+    np.testing.assert_allclose(model.weights, dense.weights[[0, 1, 2, 49_999]], rtol=1e-12, atol=1e-15)
+    assert result.objective == pytest.approx(dense_result.objective, rel=1e-12)
+    sparse_scores = predict(typo, str(tmp_path / "sparse.model"), str(tmp_path / "s1.txt"))
+    dense_scores = predict(moved, str(tmp_path / "dense.model"), str(tmp_path / "s2.txt"))
+    np.testing.assert_allclose(sparse_scores, dense_scores, rtol=1e-12, atol=1e-15)
+    # scoring the typo file with the sparse model = X w with the model's 4 weights, column by column
+    ds = read_svmlight(typo)
+    X = ds.csr()
+    expected = (X[:, [0, 1, 2, 99_999_999]] @ model.weights)
+    np.testing.assert_allclose(_linear_scores(model, ds)[0], expected, rtol=1e-15, atol=0)
+
+
+def test_largest_index_trains_and_predicts(tmp_path):
+    """Index 2^31-1 (the reader's limit is another matter): training and the model stay small."""
+    import tracemalloc
+
+    from rankkit.commands import predict
+
+    _train(_typo_file(tmp_path, 4, "warm.txt"), str(tmp_path / "warm.txt.model"))
+    typo = _typo_file(tmp_path, 2**31 - 1)
+    tracemalloc.start()
+    try:
+        _train(typo, str(tmp_path / "m.model"))
+        scores = predict(typo, str(tmp_path / "m.model"), str(tmp_path / "s.txt"))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 20e6, peak
+    model = read_model(str(tmp_path / "m.model"))
+    assert model.n_features == 2**31 - 1 and model.feature_index[-1] == 2**31 - 2
+    assert np.all(np.isfinite(scores)) and scores.shape == (12,)
+
+
+def test_stochastic_training_with_validation_on_compacted_columns(tmp_path):
+    """--valid with a compacted training set: the validation file's columns are mapped the same way."""
+    from rankkit import commands
+
+    typo = _typo_file(tmp_path, 100_000_000)
+    valid = _typo_file(tmp_path, 7, "valid.txt")  # a column the training file does not have
+    commands.train(typo, str(tmp_path / "m.model"), "sgd", {"C": 0.1, "loss": None}, warn=lambda msg: None,
+                   stochastic={"iterations": 200, "valid_file": valid, "seed": 0})
+    model = read_model(str(tmp_path / "m.model"))
+    assert model.sparse and model.n_features == 100_000_000

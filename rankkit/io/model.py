@@ -1,19 +1,48 @@
-"""Model files: short self-describing text header, then the weights at full precision.
+"""Model files: short self-describing text header, then the weights at full precision, then a checksum.
 
-    rankkit-model 1
+    rankkit-model 2
     rankkit_version 0.1.0
     solver newton
     ...              (one `key value` per line: every hyperparameter and training fact)
+    n_features 46
     weights 46
     0.12345678901234566          (weight of feature 1, `%.17g`: exact double round trip)
     ...
+    checksum sha256 5f1c...      (SHA-256 of every byte before this line)
 
 The first line names the format and its version; readers refuse other files and newer versions.
 Keys are never removed within a format version, only added; unknown keys are kept and ignored.
+
+Three bodies follow the header:
+
+- dense linear model: `weights N`, then N lines, the weight of feature 1..N (index base 1) or
+  0..N-1 (`index_base 0`);
+- sparse linear model (format 2 only; written when training used few of many feature indices):
+  `weights sparse M N`, then M lines `index value`, indices strictly increasing, in the model's
+  index base (the `index_base` header key, like the data it was trained on), each in the model's N
+  features; every feature not listed has weight exactly 0. N is the model's number of features and
+  equals the header's `n_features`;
+- kernel model (a `kernel` header key): `weights N`, then N lines `beta index:value ...`, one per
+  landmark, the landmark's features in the model's index base, strictly increasing.
+
+What the reader checks, for every model: the file ends with a newline (a model cut in the middle of
+its last number is refused), every number is a number and finite (weights, beta, landmark values,
+the kernel's `gamma` > 0 and `coef0`, an integer `degree` >= 1), the counts match the lines that
+follow, indices are integers, strictly increasing and inside the model's `n_features`, no header
+key is repeated, `n_features` agrees with the body. Errors are one line naming the model file and,
+where there is one, the line.
+
+Format 2 adds the last line `checksum sha256 HEX`, the SHA-256 of every byte of the file before
+that line: a missing or different checksum is refused, so a changed digit, a cut, a lost or
+doubled line cannot go unnoticed. Models of format 1 (written by rankkit before the checksum) have
+no checksum and are still read, with every structural check above, silently: a format-1 model
+cannot be verified, only checked (`Model.verified` is False for them, so a caller that wants to say
+so can); writing it again (any `rankkit train`) gives a format-2 file.
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
 import re
 from dataclasses import dataclass, field
@@ -24,27 +53,91 @@ from rankkit.errors import ModelError
 from rankkit.io.atomic import atomic_open
 
 MAGIC = "rankkit-model"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+OLDEST_VERSION = 1  # format 1: no checksum, dense and kernel bodies only
 
-_UINT = re.compile(r"[0-9]+\Z")  # ASCII digits only: str.isdigit() also accepts '²', which int() rejects
+_UINT = re.compile(r"[0-9]{1,18}\Z")  # ASCII digits only: str.isdigit() also accepts '²', which int() rejects
+# A decimal number as %.17g / repr write them (float() alone also accepts '1_0', ' 1', 'infinity')
+_NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\Z")
+_CHECKSUM = re.compile(r"checksum sha256 ([0-9a-f]{64})\Z")
+_KERNELS = ("linear", "poly", "rbf")  # rankkit.kernels.KERNELS (not imported: the reader stays light)
 
 
 @dataclass
 class Model:
-    weights: np.ndarray
+    weights: np.ndarray  # dense: one per feature; sparse: one per feature_index entry; kernel: beta per landmark
     header: dict = field(default_factory=dict)  # ordered key -> value (str, int, float or bool)
     landmarks: object = None  # kernel models: scipy CSR (one row per weight), the documents k(x) uses
+    feature_index: np.ndarray | None = None  # sparse linear model: int64 sorted 0-based feature of each weight
+    n_total: int | None = None  # sparse linear model: its number of features (largest index + 1)
+    source: str = "<model>"  # file name used in messages (read_model sets it)
+    verified: bool = False  # read_model: the file carried a checksum and it matched
 
     @property
     def n_features(self) -> int:
         """Input features the model uses: weights of a linear model, landmark columns of a kernel one."""
         if self.landmarks is not None:
             return int(self.landmarks.shape[1])
+        if self.feature_index is not None:
+            return int(self.n_total)
         return int(self.weights.shape[0])
 
     @property
     def zero_based(self) -> bool:
         return str(self.header.get("index_base", "1")) == "0"
+
+    @property
+    def sparse(self) -> bool:
+        return self.feature_index is not None
+
+    def kernel_args(self) -> tuple[str, float | None, int, float]:
+        """(kernel, gamma, degree, coef0) of a kernel model, checked (ModelError naming the model)."""
+        try:
+            return _kernel_args(self.header, {})
+        except _BadKey as exc:
+            raise ModelError(self.source, exc.message) from None
+
+
+class _BadKey(ValueError):
+    def __init__(self, key: str, message: str, line: int | None = None):
+        super().__init__(message)
+        self.key, self.message, self.line = key, message, line
+
+
+def _kernel_args(header: dict, where: dict) -> tuple[str, float | None, int, float]:
+    def bad(key, message):
+        return _BadKey(key, message, where.get(key))
+
+    name = str(header.get("kernel"))
+    if name not in _KERNELS:
+        raise bad("kernel", f"unknown kernel '{_shown(name)}' (known: {', '.join(_KERNELS)})")
+    gamma = None
+    if "gamma" in header:
+        text = str(header["gamma"])
+        gamma = _float_or_none(text)
+        if gamma is None or not gamma > 0.0:
+            raise bad("gamma", f"kernel gamma '{_shown(text)}' is not a finite number > 0")
+    degree = 3
+    if "degree" in header:
+        text = str(header["degree"])
+        if not _UINT.match(text) or int(text) < 1:
+            raise bad("degree", f"kernel degree '{_shown(text)}' is not an integer >= 1")
+        degree = int(text)
+    coef0 = 0.0
+    if "coef0" in header:
+        text = str(header["coef0"])
+        coef0 = _float_or_none(text)
+        if coef0 is None:
+            raise bad("coef0", f"kernel coef0 '{_shown(text)}' is not a finite number")
+    return name, gamma, degree, coef0
+
+
+def _float_or_none(text: str) -> float | None:
+    """The finite number `text` spells, or None."""
+    if not _NUMBER.match(text):
+        return None
+    v = float(text)
+    return v if math.isfinite(v) else None
 
 
 def _format_value(v) -> str:
@@ -70,59 +163,122 @@ def _shown(text: str, limit: int = 40) -> str:
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
-def write_model(path: str, model: Model) -> None:
-    """Write atomically (temp file + rename)."""
+# -- writing ----------------------------------------------------------------------------------------
+def _model_text(model: Model) -> str:
+    """Everything before the checksum line."""
+    w = np.asarray(model.weights, dtype=np.float64)
+    if not np.all(np.isfinite(w)):
+        raise ValueError("refusing to write a model with non-finite weights")
     lines = [f"{MAGIC} {FORMAT_VERSION}"]
     for key, value in model.header.items():
-        if key in ("weights",) or not key or any(c.isspace() for c in key):
+        if key in ("weights", "checksum") or not key or any(c.isspace() for c in key) or key.startswith("#"):
             raise ValueError(f"bad model header key {key!r}")
         lines.append(f"{key} {_format_value(value)}")
-    lines.append(f"weights {model.weights.shape[0]}")
-    if model.landmarks is None:
-        lines.extend("%.17g" % v for v in model.weights.tolist())
+    base = 0 if model.zero_based else 1
+    if model.feature_index is not None:
+        if model.landmarks is not None:
+            raise ValueError("a kernel model has no sparse weights")
+        idx = np.asarray(model.feature_index, dtype=np.int64)
+        n = int(model.n_total)
+        if idx.shape != w.shape or (idx.size and (idx[0] < 0 or idx[-1] >= n or np.any(np.diff(idx) <= 0))):
+            raise ValueError("sparse weights need strictly increasing feature indices in [0, n_total)")
+        lines.append(f"weights sparse {w.shape[0]} {n}")
+        lines.extend(f"{j + base} {'%.17g' % v}" for j, v in zip(idx.tolist(), w.tolist()))
+    elif model.landmarks is None:
+        lines.append(f"weights {w.shape[0]}")
+        lines.extend("%.17g" % v for v in w.tolist())
     else:  # "beta index:value ...": the landmark's features, like an SVMlight model's support vectors
         L = model.landmarks.tocsr()
-        base = 0 if model.zero_based else 1
-        for r, beta in enumerate(model.weights.tolist()):
+        L.sort_indices()
+        if not np.all(np.isfinite(L.data)):
+            raise ValueError("refusing to write a kernel model with non-finite landmark values")
+        lines.append(f"weights {w.shape[0]}")
+        for r, beta in enumerate(w.tolist()):
             a, b = L.indptr[r], L.indptr[r + 1]
             feats = " ".join(f"{j + base}:{v!r}" for j, v in zip(L.indices[a:b].tolist(), L.data[a:b].tolist()))
             lines.append(("%.17g" % beta) + (" " + feats if feats else ""))
-    with atomic_open(path) as fh:
-        fh.write("\n".join(lines) + "\n")
+    return "\n".join(lines) + "\n"
 
 
-def read_model(path: str) -> Model:
+def write_model(path: str, model: Model) -> None:
+    """Write atomically (temp file + rename), the checksum line last."""
+    body = _model_text(model).encode("utf-8", "backslashreplace")
+    digest = hashlib.sha256(body).hexdigest()
+    with atomic_open(path, binary=True) as fh:
+        fh.write(body + f"checksum sha256 {digest}\n".encode("ascii"))
+
+
+# -- reading ----------------------------------------------------------------------------------------
+def _read_bytes(path: str) -> bytes:
     try:
         with open(path, "rb") as fh:
-            raw = fh.read()
+            return fh.read()
     except FileNotFoundError:
         raise ModelError(path, "no such model file") from None
     except IsADirectoryError:
         raise ModelError(path, "is a directory, not a model file") from None
     except OSError as exc:
         raise ModelError(path, f"cannot read ({exc.strerror})") from None
+
+
+def read_model(path: str) -> Model:
+    raw = _read_bytes(path)
+    expected = f"'{MAGIC} {FORMAT_VERSION}'"
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
-        raise ModelError(path, f"not a rankkit model file (binary content; expected '{MAGIC} {FORMAT_VERSION}')", 1) from None
+        if raw.startswith(MAGIC.encode() + b" "):
+            raise ModelError(path, "damaged model file (bytes that are not UTF-8 text)") from None
+        raise ModelError(path, f"not a rankkit model file (binary content; expected {expected})", 1) from None
     if not text.strip():
-        raise ModelError(path, f"is empty, not a rankkit model file (expected '{MAGIC} {FORMAT_VERSION}' on line 1)")
+        raise ModelError(path, f"is empty, not a rankkit model file (expected {expected} on line 1)")
     lines = text.split("\n")
     first = lines[0].strip()
     parts = first.split()
     if len(parts) != 2 or parts[0] != MAGIC:
-        raise ModelError(
-            path, f"not a rankkit model file (first line '{_shown(first)}', expected '{MAGIC} {FORMAT_VERSION}')", 1
-        )
-    if not _UINT.match(parts[1]):
-        raise ModelError(path, f"model format version '{_shown(parts[1])}' is not an integer", 1)
-    if int(parts[1]) > FORMAT_VERSION:
+        raise ModelError(path, f"not a rankkit model file (first line '{_shown(first)}', expected {expected})", 1)
+    version = _uint(path, parts[1], "model format version", 1)
+    if version > FORMAT_VERSION:
         raise ModelError(
             path, f"model format version {parts[1]} is newer than this rankkit reads ({FORMAT_VERSION}); upgrade rankkit", 1
         )
+    if version < OLDEST_VERSION:
+        raise ModelError(path, f"model format version {parts[1]} does not exist (this rankkit reads 1 to {FORMAT_VERSION})", 1)
+    if lines[-1] != "":
+        raise ModelError(path, "incomplete last line: the file does not end with a newline (truncated model?)", len(lines))
+    lines.pop()  # the empty string after the final newline
+    verified = False
+    if version >= 2:
+        last = lines[-1]
+        where = len(lines)
+        m = _CHECKSUM.match(last)
+        if m is None:
+            if last.startswith("checksum ") and last.endswith("\r"):
+                raise ModelError(path, "the model's line endings were changed (CRLF) after it was written", where)
+            raise ModelError(path, "no checksum line at the end of the model (truncated or damaged model)", where)
+        content = raw[: len(raw) - len(last) - 1]
+        if hashlib.sha256(content).hexdigest() != m.group(1):
+            raise ModelError(path, "checksum mismatch: the model file was changed or damaged after it was written", where)
+        lines.pop()
+        verified = True
+    model = _parse(path, version, lines)
+    model.verified = verified
+    return model
+
+
+def _uint(path: str, text: str, what: str, line: int) -> int:
+    if not _UINT.match(text):
+        problem = "is too large" if re.fullmatch(r"[0-9]+", text) else "is not an integer"
+        raise ModelError(path, f"{what} '{_shown(text)}' {problem}", line)
+    return int(text)
+
+
+def _parse(path: str, version: int, lines: list[str]) -> Model:
+    """Header and body of complete, checksum-verified (format 2) or unverifiable (format 1) lines."""
     header: dict = {}
+    where: dict = {}  # header key -> line number
     i = 1
-    n_weights = None
+    count_line = None
     while i < len(lines):
         line = lines[i].rstrip("\r")
         i += 1
@@ -130,48 +286,101 @@ def read_model(path: str) -> Model:
             continue
         key, _, value = line.partition(" ")
         if key == "weights":
-            if not _UINT.match(value.strip()):
-                raise ModelError(path, f"weights count '{_shown(value)}' is not an integer", i)
-            n_weights = int(value)
+            count_line = (value.strip(), i)
             break
+        if key in header:
+            raise ModelError(path, f"header key '{_shown(key)}' appears twice (first on line {where[key]})", i)
         header[key] = _parse_value(value)
-    if n_weights is None:
+        where[key] = i
+    if count_line is None:
         raise ModelError(path, "truncated model file: no 'weights' line")
+    count_text, count_at = count_line
+    kernel = "kernel" in header
+    n_features = None
+    if "n_features" in header:
+        n_features = _uint(path, header["n_features"], "n_features", where["n_features"])
+    elif kernel:
+        raise ModelError(path, "kernel model without an 'n_features' line")
+    base = 0 if str(header.get("index_base", "1")) == "0" else 1
+    count_parts = count_text.split()
+    sparse = len(count_parts) == 3 and count_parts[0] == "sparse"
+    if sparse:
+        if version < 2 or kernel:
+            what = "a kernel model" if kernel else f"format {version}"
+            raise ModelError(path, f"sparse weights are not part of {what}", count_at)
+        n_weights = _uint(path, count_parts[1], "sparse weights count", count_at)
+        n_total = _uint(path, count_parts[2], "sparse weights feature count", count_at)
+        if n_features is not None and n_features != n_total:
+            raise ModelError(path, f"'weights sparse {n_weights} {n_total}' does not match n_features {n_features}",
+                             count_at)
+        if n_weights > n_total:
+            raise ModelError(path, f"{n_weights} sparse weights but only {n_total} features", count_at)
+    else:
+        n_weights = _uint(path, count_text, "weights count", count_at)
     body = [ln.strip() for ln in lines[i:]]
     while body and body[-1] == "":
         body.pop()
     if len(body) != n_weights:
         raise ModelError(path, f"expected {n_weights} weights after line {i}, found {len(body)} (truncated or damaged model)")
-    weights = np.empty(n_weights)
-    kernel = "kernel" in header
-    rows, cols, vals = [], [], []
-    base = 0 if str(header.get("index_base", "1")) == "0" else 1
-    for k, line in enumerate(body):
-        token, *features = line.split() if kernel else (line,)
-        try:
-            v = float(token)
-        except ValueError:
-            raise ModelError(path, f"weight '{_shown(token)}' is not a number", i + 1 + k) from None
-        if not math.isfinite(v):
-            raise ModelError(path, f"weight '{_shown(token)}' is not finite", i + 1 + k)
-        weights[k] = v
-        for feat in features:
-            idx, _, val = feat.partition(":")
-            try:
-                rows.append(k)
-                cols.append(int(idx) - base)
-                vals.append(float(val))
-            except ValueError:
-                raise ModelError(path, f"landmark feature '{_shown(feat)}' is not index:value", i + 1 + k) from None
-    landmarks = None
-    if kernel:
-        import scipy.sparse as sp
 
-        try:
-            n_features = int(header.get("n_features", "0"))
-        except ValueError:
-            raise ModelError(path, "n_features is not an integer") from None
-        if cols and (min(cols) < 0 or max(cols) >= n_features):
-            raise ModelError(path, f"a landmark feature index is outside 1..{n_features}")
-        landmarks = sp.csr_matrix((vals, (rows, cols)), shape=(n_weights, n_features))
-    return Model(weights=weights, header=header, landmarks=landmarks)
+    def number(token: str, what: str, line: int) -> float:
+        v = _float_or_none(token)
+        if v is None:
+            problem = "is not finite" if _NUMBER.match(token) or token.lower().lstrip("+-") in ("nan", "inf", "infinity") \
+                else "is not a number"
+            raise ModelError(path, f"{what} '{_shown(token)}' {problem}", line)
+        return v
+
+    def index(token: str, what: str, line: int, previous: int, limit: int) -> int:
+        j = _uint(path, token, what, line) - base
+        if j < 0 or j >= limit:
+            raise ModelError(path, f"{what} '{_shown(token)}' is outside {base}..{limit - 1 + base}", line)
+        if j <= previous:
+            raise ModelError(path, f"{what} '{_shown(token)}' is not above the previous index (repeated or out of order)",
+                             line)
+        return j
+
+    weights = np.empty(n_weights)
+    if sparse:
+        feature_index = np.empty(n_weights, dtype=np.int64)
+        previous = -1
+        for k, line in enumerate(body):
+            at = i + 1 + k
+            tokens = line.split()
+            if len(tokens) != 2:
+                raise ModelError(path, f"sparse weight line '{_shown(line)}' is not 'index value'", at)
+            previous = feature_index[k] = index(tokens[0], "feature index", at, previous, n_total)
+            weights[k] = number(tokens[1], "weight", at)
+        return Model(weights=weights, header=header, feature_index=feature_index, n_total=n_total, source=path)
+    if not kernel:
+        if n_features is not None and n_features != n_weights:
+            raise ModelError(path, f"n_features {n_features} does not match 'weights {n_weights}'", where["n_features"])
+        for k, line in enumerate(body):
+            weights[k] = number(line, "weight", i + 1 + k)
+        return Model(weights=weights, header=header, source=path)
+    try:
+        _kernel_args(header, where)
+    except _BadKey as exc:
+        raise ModelError(path, exc.message, exc.line) from None
+    indptr = np.zeros(n_weights + 1, dtype=np.int64)
+    cols: list[int] = []
+    vals: list[float] = []
+    for k, line in enumerate(body):
+        at = i + 1 + k
+        token, *features = line.split() or [""]
+        weights[k] = number(token, "weight", at)
+        previous = -1
+        for feat in features:
+            idx, colon, val = feat.partition(":")
+            if not colon:
+                raise ModelError(path, f"landmark feature '{_shown(feat)}' is not index:value", at)
+            previous = index(idx, "landmark feature index", at, previous, n_features)
+            cols.append(previous)
+            vals.append(number(val, "landmark value", at))
+        indptr[k + 1] = len(cols)
+    import scipy.sparse as sp
+
+    landmarks = sp.csr_matrix(
+        (np.array(vals, dtype=np.float64), np.array(cols, dtype=np.int32), indptr), shape=(n_weights, n_features)
+    )
+    return Model(weights=weights, header=header, landmarks=landmarks, source=path)
