@@ -321,3 +321,17 @@ def test_path_jobs_reports_a_bad_fold_file_like_one_job(tmp_path, primed):
     two = run([*args, "--jobs", "2"], tmp_path, primed["env"])
     assert_one_line_error(one, "Fold2/vali.txt:", "'oops'")
     assert two.stderr == one.stderr and two.returncode == 2
+
+
+# -- several copies at once (make -j) -----------------------------------------------------------
+def test_concurrent_writers_of_one_model_leave_one_complete_model(tmp_path, primed):
+    """Four trainings with different C racing to write the same MODEL: the survivor is one complete
+    model (its checksum holds), no temporary file is left, every run exits 0."""
+    procs = [subprocess.Popen([sys.executable, "-m", "rankkit", "train", str(SAMPLE_TRAIN), "m.txt", "-C", str(c)],
+                              cwd=tmp_path, env=primed["env"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+             for c in (0.01, 0.1, 1.0, 10.0)]
+    errs = [p.communicate(timeout=300)[1] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0, 0, 0], errs
+    model = read_model(str(tmp_path / "m.txt"))
+    assert model.header["C"] in ("0.01", "0.1", "1.0", "10.0")
+    assert no_temp_files(tmp_path)
