@@ -393,6 +393,9 @@ def evaluate(files, qrels=None, metrics=None, convention="letor4", empty_query=N
     else:
         data_file, score_files = files[0], files[1:]
         ds = read_svmlight(data_file, zero_based=zero_based, group_queries=group_queries)
+        if not ds.has_qid and ds.nnz == 0 and ds.docid_spans is None:  # one number per line
+            raise DataError(display_name(data_file), "looks like a scores file (one number per line: no qid, no "
+                            "features); DATA is the LETOR file: `rankkit eval DATA SCORES`", int(ds.line[0]))
         tiebreak = _tiebreak(_docids(ds)) if convention == "trec" else None
         qids = [str(q) for q in ds.qid[ds.qptr[:-1]].tolist()] if ds.has_qid else ["1"]
         for path in score_files:

@@ -41,6 +41,7 @@ BAD_NUMBER = 2
 NONFINITE_NUMBER = 3
 
 _LF = 10
+_CR = 13
 _CHUNK = 1 << 16  # lines formatted per write
 _SLOW_CHUNK = 1 << 20  # long numbers converted per NumPy cast
 
@@ -51,9 +52,10 @@ QRELS_FIELDS = "qid iter docid rel"
 # -- kernels ----------------------------------------------------------------------------------------
 @njit
 def _count_lines(buf):
+    """An upper bound on the number of lines (LF, CR LF and a lone CR all end a line)."""
     n = 1
     for i in range(buf.shape[0]):
-        if buf[i] == _LF:
+        if buf[i] == _LF or buf[i] == _CR:
             n += 1
     return n
 
@@ -72,8 +74,11 @@ def _scan(buf, n_fields, id_a, id_b, num_field, pow10, spans, line_no, values, s
     while pos < n:
         line += 1
         end = pos
-        while end < n and buf[end] != _LF:
+        while end < n and buf[end] != _LF and buf[end] != _CR:
             end += 1
+        nxt = end + 1  # a line ends at LF, CR LF or a lone CR
+        if nxt < n and buf[end] == _CR and buf[nxt] == _LF:
+            nxt += 1
         k = 0
         i = pos
         while True:
@@ -116,7 +121,7 @@ def _scan(buf, n_fields, id_a, id_b, num_field, pow10, spans, line_no, values, s
             slow[row] = sl
             line_no[row] = line
             row += 1
-        pos = end + 1
+        pos = nxt
     status[0] = OK
     return row
 
