@@ -373,8 +373,11 @@ def evaluate(files, qrels=None, metrics=None, convention="letor4", empty_query=N
             labels, scores, qptr, tiebreak, judged, qids = run_against_qrels(run, judgements)[:6]
             if len(qids) == 0:
                 raise DataError(display_name(qrels), f"judges none of the queries of {display_name(run_path)}")
-            table = M.per_query_table(names, labels, scores, qptr, convention,
-                                      tiebreak=tiebreak, judged=judged, empty_query=empty_query)
+            try:
+                table = M.per_query_table(names, labels, scores, qptr, convention,
+                                          tiebreak=tiebreak, judged=judged, empty_query=empty_query)
+            except M.GainOverflow as exc:  # the labels come from the qrels
+                raise DataError(display_name(qrels), f"label '{_format_label(exc.label)}' {exc.reason}") from None
             systems.append((display_name(run_path), list(qids), table))
             if skipped_queries(run, judgements):
                 skipped.append(f"{display_name(run_path)}: {len(skipped_queries(run, judgements))}")
@@ -407,8 +410,12 @@ def evaluate(files, qrels=None, metrics=None, convention="letor4", empty_query=N
                 )
             if ds.order is not None:
                 scores = scores[ds.order]
-            table = M.per_query_table(names, ds.y, scores, ds.qptr, convention,
-                                      tiebreak=tiebreak, empty_query=empty_query)
+            try:
+                table = M.per_query_table(names, ds.y, scores, ds.qptr, convention,
+                                          tiebreak=tiebreak, empty_query=empty_query)
+            except M.GainOverflow as exc:
+                raise DataError(display_name(data_file), f"label '{_format_label(exc.label)}' {exc.reason}",
+                                int(ds.line[exc.row])) from None
             systems.append((display_name(path), qids, table))
         described = f"{ds.n_queries} queries, {ds.n_rows} documents in {display_name(data_file)}"
     means = [{m: _mean(t[m]) for m in names} for _, _, t in systems]
