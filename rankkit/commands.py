@@ -317,8 +317,14 @@ def predict(data_file, model_file, out_file="-", fmt="scores", tag="rankkit", ze
 
 
 def _docids(ds) -> list[str]:
-    """The `# docid = X` of each row, or its line number where the line had none."""
-    return [d if d is not None else str(line) for d, line in zip(ds.docids(), ds.line.tolist())]
+    """The `# docid = X` of each row, or its line number where the line had none. Bytes that are
+    not UTF-8 are kept as surrogate escapes, so that writers give back the bytes of the file."""
+    lines = ds.line.tolist()
+    if ds.docid_spans is None or ds.docid_buf is None:
+        return [str(line) for line in lines]
+    buf = ds.docid_buf
+    return [buf[s:e].decode("utf-8", "surrogateescape") if s >= 0 else str(line)
+            for (s, e), line in zip(ds.docid_spans.tolist(), lines)]
 
 
 def _query_names(ds) -> list[str]:
@@ -327,19 +333,28 @@ def _query_names(ds) -> list[str]:
 
 
 def write_ranked(out_file, ds, scores, docids) -> None:
-    """Each query's documents by score (ties: file order): qid, rank, docid, score, label."""
+    """Each query's documents by score (ties: file order): qid, rank, docid, score, label. Bytes
+    out: docids are written as they were read, whatever the locale's encoding."""
+    import sys
+
     from rankkit.io.atomic import atomic_open
+    from rankkit.io.trec import utf8
 
     labelled = ds.labelled
     qnames = _query_names(ds)
-    with atomic_open(out_file) as fh:
-        fh.write("qid\trank\tdocid\tscore\tlabel\n")
+    if out_file == "-":
+        sys.stdout.flush()
+    with atomic_open(out_file, binary=True) as fh:
+        fh.write(b"qid\trank\tdocid\tscore\tlabel\n")
         for q in range(ds.n_queries):
             s, e = int(ds.qptr[q]), int(ds.qptr[q + 1])
             order = s + np.argsort(-scores[s:e], kind="stable")
+            lines = []
             for rank, i in enumerate(order.tolist(), start=1):
                 label = "" if labelled is not None and not labelled[i] else _format_label(ds.y[i])
-                fh.write(f"{qnames[i]}\t{rank}\t{docids[i]}\t{'%.17g' % scores[i]}\t{label}\n")
+                lines.append(b"%s\t%d\t%s\t%.17g\t%s\n" % (qnames[i].encode(), rank, utf8(docids[i]), scores[i],
+                                                             label.encode()))
+            fh.write(b"".join(lines))
 
 
 def _format_label(v: float) -> str:

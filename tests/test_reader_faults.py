@@ -326,3 +326,30 @@ def test_scores_file_is_one_number_per_line(tmp_path, text, line, fragment):
     with pytest.raises(DataError) as info:
         read_scores(str(path))
     assert info.value.line == line and fragment in info.value.message
+
+
+# -- 7. docids are bytes: written unchanged whatever the locale --------------------------------------
+@pytest.mark.parametrize("fmt", ["trec", "ranked"])
+def test_cli_non_ascii_docids_written_byte_for_byte_in_any_locale(tmp_path, model, fmt):
+    import subprocess
+    import sys
+
+    ids = [b"caf\xc3\xa9", b"na\xefve", b"\xe6\x97\xa5\xe6\x9c\xac", b"plain"]  # UTF-8, latin-1, UTF-8, ASCII
+    (tmp_path / "u.txt").write_bytes(b"".join(b"%d qid:7 1:%d 2:1 # docid = %s\n" % (i % 3, i, d)
+                                              for i, d in enumerate(ids)))
+    outputs = []
+    for extra in ({"PYTHONIOENCODING": "ascii", "LC_ALL": "C"}, {"PYTHONIOENCODING": "latin-1", "LC_ALL": "C"},
+                  {"PYTHONIOENCODING": "utf-8", "LC_ALL": "C.UTF-8"}):
+        env = dict(_env(), **extra)
+        proc = subprocess.run([sys.executable, "-m", "rankkit", "predict", "--format", fmt, "u.txt", str(model)],
+                              cwd=tmp_path, capture_output=True, env=env, timeout=300)
+        assert proc.returncode == 0 and proc.stderr == b"", proc.stderr
+        outputs.append(proc.stdout)
+    assert outputs[0] == outputs[1] == outputs[2]
+    lines = outputs[0].splitlines()[(0 if fmt == "trec" else 1):]  # ranked has a header line
+    sep = b" " if fmt == "trec" else b"\t"
+    assert sorted(line.split(sep)[2] for line in lines) == sorted(ids)  # the docid column
+    proc = subprocess.run([sys.executable, "-m", "rankkit", "predict", "--format", fmt, "u.txt", str(model), "out"],
+                          cwd=tmp_path, capture_output=True, env=dict(_env(), LC_ALL="C", PYTHONIOENCODING="ascii"),
+                          timeout=300)
+    assert proc.returncode == 0 and (tmp_path / "out").read_bytes() == outputs[0]
