@@ -284,7 +284,10 @@ def _parse_chunked(buf, source, zero_based, labels_optional, n_chunks):
     every chunk parses straight into its final place. The result does not depend on n_chunks."""
     bounds = K.chunk_bounds(buf, n_chunks)
     counts = np.zeros((n_chunks, 3), dtype=np.int64)
-    K.count_chunks(buf, bounds, bool(labels_optional), counts)
+    if n_chunks == 1:  # the serial kernels: starting a parallel region costs more than a small file
+        counts[0] = K._count_exact(buf, 0, buf.shape[0], bool(labels_optional))
+    else:
+        K.count_chunks(buf, bounds, bool(labels_optional), counts)
     rows_at, nnz_at = _exclusive_cumsum(counts[:, 0]), _exclusive_cumsum(counts[:, 1])
     line_before = _exclusive_cumsum(counts[:, 2])
     n, nnz = int(counts[:, 0].sum()), int(counts[:, 1].sum())
@@ -299,10 +302,16 @@ def _parse_chunked(buf, source, zero_based, labels_optional, n_chunks):
     slow = np.empty((n + nnz, 4), dtype=np.int64)
     status = np.zeros((n_chunks, 5), dtype=np.int64)
     parsed = np.zeros((n_chunks, 3), dtype=np.int64)
-    K.parse_chunks(
-        buf, bounds, bool(zero_based), bool(labels_optional), rows_at, nnz_at, line_before,
-        data, indices, indptr, y, qid, has_qid, line_no, docspan, slow, status, parsed,
-    )
+    if n_chunks == 1:  # what parse_chunks does for one chunk, without its (empty) fix-ups
+        parsed[0] = K.parse_svmlight(
+            buf, bool(zero_based), bool(labels_optional),
+            data, indices, indptr, y, qid, has_qid, line_no, docspan, slow, status[0],
+        )
+    else:
+        K.parse_chunks(
+            buf, bounds, bool(zero_based), bool(labels_optional), rows_at, nnz_at, line_before,
+            data, indices, indptr, y, qid, has_qid, line_no, docspan, slow, status, parsed,
+        )
     for c in range(n_chunks):  # the first error in file order
         if status[c, 0] != K.OK:
             code, line, start, end, extra = (int(v) for v in status[c])
