@@ -353,3 +353,17 @@ def test_cli_non_ascii_docids_written_byte_for_byte_in_any_locale(tmp_path, mode
                           cwd=tmp_path, capture_output=True, env=dict(_env(), LC_ALL="C", PYTHONIOENCODING="ascii"),
                           timeout=300)
     assert proc.returncode == 0 and (tmp_path / "out").read_bytes() == outputs[0]
+
+
+def test_streamed_file_changed_while_read_is_a_data_error(tmp_path):
+    """The --sampler stream reader and the compressed readers go block by block: a file whose size
+    changes between the first block and the end is refused too."""
+    for name, content, more in (("t.txt", SAMPLE, b"\n"), ("t.txt.gz", gzip.compress(SAMPLE), gzip.compress(b"\n"))):
+        path = tmp_path / name
+        path.write_bytes(content)
+        blocks = _chunks(str(path), 64)
+        next(blocks)
+        with open(path, "ab") as fh:
+            fh.write(more)
+        with pytest.raises(DataError, match=rf"{name}: changed while being read"):
+            list(blocks)

@@ -106,17 +106,27 @@ def iter_blocks(path: str, block_bytes: int = BLOCK_BYTES):
             fmt = _compression(path)
             fh = fmt[1](path, "rb") if fmt is not None else open(path, "rb")
             opened = True
+            before = _identity(path)
         try:
             while True:
                 block = fh.read(block_bytes)
                 if not block:
-                    return
+                    break
                 yield block
         finally:
             if opened:
                 fh.close()
+        if opened and before is not None and _identity(path) != before:
+            raise DataError(display_name(path), "changed while being read (its size or modification time "
+                                                "changed); read it again once it is complete")
     except (OSError, EOFError, zlib.error, lzma.LZMAError) as exc:
         raise _input_error(path, exc) from None
+
+
+def _identity(path: str):
+    """(size, modification time) of a regular file, None for a pipe or device (they stream)."""
+    st = os.stat(path)
+    return (st.st_size, st.st_mtime_ns) if stat.S_ISREG(st.st_mode) else None
 
 
 def read_bytes(path: str) -> np.ndarray:
