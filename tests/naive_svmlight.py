@@ -11,8 +11,10 @@ zero_based; the stored 0-based index must be at most 2^31 - 2 (n_features fits i
 [+-] digits with |qid| <= 2^63 - 1, only as the token right after the label. Every line has a qid
 or none does; a query's lines are contiguous.
 
-`parse(text, zero_based)` returns (rows, docids) with rows = [(label, qid or None, [(index,
-value), ...], line)] or raises NaiveError(line or None, what).
+With labels_optional (rankkit predict), a line whose first token has a ':' has no label (0).
+
+`parse(text, zero_based, labels_optional)` returns (rows, docids) with rows = [(label, qid or
+None, [(index, value), ...], line, labelled)] or raises NaiveError(line or None, what).
 """
 
 from __future__ import annotations
@@ -85,7 +87,7 @@ def docid_of(comment: bytes):
     return token[0] if token and rest[:1] not in SPACE else None
 
 
-def parse(text: bytes, zero_based: bool = False):
+def parse(text: bytes, zero_based: bool = False, labels_optional: bool = False):
     rows, docids = [], []
     max_index = MAX_INDEX - 1 if zero_based else MAX_INDEX
     for line_no, line in enumerate(lines_of(text), start=1):
@@ -94,9 +96,10 @@ def parse(text: bytes, zero_based: bool = False):
         toks = tokens_of(content)
         if not toks:
             continue
-        label = number(toks[0], line_no, "label")
+        labelled = not (labels_optional and b":" in toks[0])  # predict: a line may start at qid:/features
+        label = number(toks[0], line_no, "label") if labelled else 0.0
         qid, feats, prev = None, [], -1
-        for pos, tok in enumerate(toks[1:]):
+        for pos, tok in enumerate(toks[1:] if labelled else toks):
             if b":" not in tok:
                 raise NaiveError(line_no, "missing ':'")
             head, value = tok.split(b":", 1)
@@ -118,7 +121,7 @@ def parse(text: bytes, zero_based: bool = False):
                 raise NaiveError(line_no, "not increasing")
             prev = index
             feats.append((index, number(value, line_no, "value")))
-        rows.append((label, qid, feats, line_no))
+        rows.append((label, qid, feats, line_no, labelled))
         docids.append(None if hash_at < 0 else docid_of(line[hash_at + 1 :]))
     if not rows:
         raise NaiveError(None, "no data lines")

@@ -69,19 +69,19 @@ def mutate(text: bytes, lines: list[bytes], rng: random.Random) -> bytes:
     return bytes(b)
 
 
-def check_against_reference(text: bytes, zero_based: bool) -> str:
+def check_against_reference(text: bytes, zero_based: bool, labels_optional: bool = False) -> str:
     buf = np.frombuffer(text, dtype=np.uint8).copy()
     try:
-        ds = S.parse_bytes(buf, "f", zero_based=zero_based)
+        ds = S.parse_bytes(buf, "f", zero_based=zero_based, labels_optional=labels_optional)
     except DataError as exc:
         assert "\n" not in str(exc)
         try:
-            naive.parse(text, zero_based)
+            naive.parse(text, zero_based, labels_optional)
         except naive.NaiveError:
             return "error"
         raise AssertionError(f"rankkit refused what the reference reads: {exc}") from None
     try:
-        rows, docids = naive.parse(text, zero_based)
+        rows, docids = naive.parse(text, zero_based, labels_optional)
     except naive.NaiveError as exc:
         raise AssertionError(f"rankkit read what the reference refuses ({exc})") from None
     # structural invariants
@@ -97,6 +97,8 @@ def check_against_reference(text: bytes, zero_based: bool) -> str:
     # the same numbers, bit for bit
     assert ds.y.tobytes() == np.array([r[0] for r in rows], dtype=np.float64).tobytes()
     assert ds.line.tolist() == [r[3] for r in rows]
+    labelled = [r[4] for r in rows]
+    assert (ds.labelled is None and all(labelled)) or ds.labelled.tolist() == labelled
     qids = [0 if r[1] is None else r[1] for r in rows]
     assert ds.qid.tolist() == qids and ds.has_qid == (rows[0][1] is not None)
     feats = [f for r in rows for f in r[2]]
@@ -136,6 +138,9 @@ def test_fuzz_reader_against_reference(monkeypatch):
         piece = lines[start : start + rng.randint(1, 12)]
         text = mutate(b"".join(piece), lines, rng)
         zero_based = rng.random() < 0.2
+        labels_optional = rng.random() < 0.2  # as rankkit predict reads
+        if labels_optional and rng.random() < 0.5:  # drop some labels
+            text = b"\n".join(ln.split(b" ", 1)[-1] if rng.random() < 0.5 else ln for ln in text.split(b"\n"))
         # a quarter of the cases through the chunked path: many small chunks, boundaries at every
         # kind of line end; most on one thread (the chunk logic; starting a parallel region on a
         # loaded 2-core machine costs ~40 ms), every tenth of them on all threads
@@ -144,9 +149,10 @@ def test_fuzz_reader_against_reference(monkeypatch):
         chunked += parallel and S._n_chunks(len(text)) > 1
         numba.set_num_threads(threads if not parallel or case % 40 == 39 else 1)
         try:
-            outcomes[check_against_reference(text, zero_based)] += 1
+            outcomes[check_against_reference(text, zero_based, labels_optional)] += 1
         except AssertionError as exc:
-            raise AssertionError(f"case {case} (zero_based={zero_based}, parallel={parallel}): {text!r}\n{exc}") from None
+            raise AssertionError(f"case {case} (zero_based={zero_based}, labels_optional={labels_optional}, "
+                                 f"parallel={parallel}): {text!r}\n{exc}") from None
         finally:
             numba.set_num_threads(threads)
     # the mutations must leave both kinds of outcome well represented, and the chunked path used
