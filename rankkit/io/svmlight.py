@@ -87,7 +87,8 @@ def _input_error(path: str, exc: BaseException) -> DataError:
             except OSError:
                 head = magic
             if head != magic:
-                return DataError(name, f"not a {kind} file (its name ends in {os.path.splitext(str(path))[1]})")
+                article = "an" if kind == "xz" else "a"
+                return DataError(name, f"not {article} {kind} file (its name ends in {os.path.splitext(str(path))[1]})")
             detail = str(exc).strip()
             return DataError(name, f"corrupt {kind} data" + (f" ({detail})" if detail else ""))
     if isinstance(exc, OSError):
