@@ -332,8 +332,14 @@ def predict(data_file, model_file, out_file="-", fmt="scores", tag="rankkit", ze
 
 
 def _docids(ds) -> list[str]:
-    """The `# docid = X` of each row, or its line number where the line had none."""
-    return [d if d is not None else str(line) for d, line in zip(ds.docids(), ds.line.tolist())]
+    """The `# docid = X` of each row, or its line number where the line had none. Bytes that are
+    not UTF-8 are kept as surrogate escapes, so that writers give back the bytes of the file."""
+    lines = ds.line.tolist()
+    if ds.docid_spans is None or ds.docid_buf is None:
+        return [str(line) for line in lines]
+    buf = ds.docid_buf
+    return [buf[s:e].decode("utf-8", "surrogateescape") if s >= 0 else str(line)
+            for (s, e), line in zip(ds.docid_spans.tolist(), lines)]
 
 
 def _query_names(ds) -> list[str]:
@@ -342,19 +348,28 @@ def _query_names(ds) -> list[str]:
 
 
 def write_ranked(out_file, ds, scores, docids) -> None:
-    """Each query's documents by score (ties: file order): qid, rank, docid, score, label."""
+    """Each query's documents by score (ties: file order): qid, rank, docid, score, label. Bytes
+    out: docids are written as they were read, whatever the locale's encoding."""
+    import sys
+
     from rankkit.io.atomic import atomic_open
+    from rankkit.io.trec import utf8
 
     labelled = ds.labelled
     qnames = _query_names(ds)
-    with atomic_open(out_file) as fh:
-        fh.write("qid\trank\tdocid\tscore\tlabel\n")
+    if out_file == "-":
+        sys.stdout.flush()
+    with atomic_open(out_file, binary=True) as fh:
+        fh.write(b"qid\trank\tdocid\tscore\tlabel\n")
         for q in range(ds.n_queries):
             s, e = int(ds.qptr[q]), int(ds.qptr[q + 1])
             order = s + np.argsort(-scores[s:e], kind="stable")
+            lines = []
             for rank, i in enumerate(order.tolist(), start=1):
                 label = "" if labelled is not None and not labelled[i] else _format_label(ds.y[i])
-                fh.write(f"{qnames[i]}\t{rank}\t{docids[i]}\t{'%.17g' % scores[i]}\t{label}\n")
+                lines.append(b"%s\t%d\t%s\t%.17g\t%s\n" % (qnames[i].encode(), rank, utf8(docids[i]), scores[i],
+                                                             label.encode()))
+            fh.write(b"".join(lines))
 
 
 def _format_label(v: float) -> str:
@@ -388,8 +403,11 @@ def evaluate(files, qrels=None, metrics=None, convention="letor4", empty_query=N
             labels, scores, qptr, tiebreak, judged, qids = run_against_qrels(run, judgements)[:6]
             if len(qids) == 0:
                 raise DataError(display_name(qrels), f"judges none of the queries of {display_name(run_path)}")
-            table = M.per_query_table(names, labels, scores, qptr, convention,
-                                      tiebreak=tiebreak, judged=judged, empty_query=empty_query)
+            try:
+                table = M.per_query_table(names, labels, scores, qptr, convention,
+                                          tiebreak=tiebreak, judged=judged, empty_query=empty_query)
+            except M.GainOverflow as exc:  # the labels come from the qrels
+                raise DataError(display_name(qrels), f"label '{_format_label(exc.label)}' {exc.reason}") from None
             systems.append((display_name(run_path), list(qids), table))
             if skipped_queries(run, judgements):
                 skipped.append(f"{display_name(run_path)}: {len(skipped_queries(run, judgements))}")
@@ -408,6 +426,9 @@ def evaluate(files, qrels=None, metrics=None, convention="letor4", empty_query=N
     else:
         data_file, score_files = files[0], files[1:]
         ds = read_svmlight(data_file, zero_based=zero_based, group_queries=group_queries)
+        if not ds.has_qid and ds.nnz == 0 and ds.docid_spans is None:  # one number per line
+            raise DataError(display_name(data_file), "looks like a scores file (one number per line: no qid, no "
+                            "features); DATA is the LETOR file: `rankkit eval DATA SCORES`", int(ds.line[0]))
         tiebreak = _tiebreak(_docids(ds)) if convention == "trec" else None
         qids = [str(q) for q in ds.qid[ds.qptr[:-1]].tolist()] if ds.has_qid else ["1"]
         for path in score_files:
@@ -419,8 +440,12 @@ def evaluate(files, qrels=None, metrics=None, convention="letor4", empty_query=N
                 )
             if ds.order is not None:
                 scores = scores[ds.order]
-            table = M.per_query_table(names, ds.y, scores, ds.qptr, convention,
-                                      tiebreak=tiebreak, empty_query=empty_query)
+            try:
+                table = M.per_query_table(names, ds.y, scores, ds.qptr, convention,
+                                          tiebreak=tiebreak, empty_query=empty_query)
+            except M.GainOverflow as exc:
+                raise DataError(display_name(data_file), f"label '{_format_label(exc.label)}' {exc.reason}",
+                                int(ds.line[exc.row])) from None
             systems.append((display_name(path), qids, table))
         described = f"{ds.n_queries} queries, {ds.n_rows} documents in {display_name(data_file)}"
     means = [{m: _mean(t[m]) for m in names} for _, _, t in systems]

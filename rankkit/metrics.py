@@ -415,11 +415,13 @@ def _gain(label, gain_mode, gain_table):
 
 
 @njit
-def _err_numerator(label, gain, gain_mode):
-    """2^g - 1 for ERR, g the label clipped at 0; a gain table gives 2^g - 1 directly."""
+def _err_probability(label, gain, gain_mode, g_max):
+    """ERR's R = (2^g - 1) / 2^g_max, g the label clipped at 0; a gain table gives 2^g - 1
+    directly. Computed as 2^(g - g_max) - 2^-g_max, which never overflows (labels of 1024 and
+    more under trec) and equals the quotient exactly for integer labels."""
     if gain_mode == GAIN_TABLE:
-        return max(gain, 0.0)
-    return 2.0 ** max(label, 0.0) - 1.0
+        return max(gain, 0.0) * 2.0 ** (-g_max)
+    return 2.0 ** (max(label, 0.0) - g_max) - 2.0 ** (-g_max)
 
 
 @njit
@@ -493,7 +495,7 @@ def _metrics_kernel(
     relevance_threshold,
     map_cut,
     short_precision,
-    err_denominator,  # 2**g_max
+    err_max_grade,  # g_max of ERR
     out,  # float64[M, Q]
 ):
     """Rank each query once (stable sort on -score) and write every requested metric; 0 or status."""
@@ -545,7 +547,7 @@ def _metrics_kernel(
             lab = labels[b + order[p]]
             g = _gain(lab, gain_mode, gain_table)
             gains[p] = g
-            errp[p] = _err_numerator(lab, g, gain_mode) / err_denominator
+            errp[p] = _err_probability(lab, g, gain_mode, err_max_grade)
             if relevance_mode == RELEVANT_GAIN:
                 r = g > 0.0
             else:
@@ -569,7 +571,7 @@ def _metrics_kernel(
                     r = lab >= relevance_threshold
                 if r:
                     nrel += 1
-                if _err_numerator(lab, g, gain_mode) > 0.0:
+                if _err_probability(lab, g, gain_mode, err_max_grade) > 0.0:
                     any_err = True
         else:
             mq = n
@@ -751,6 +753,7 @@ def _run(
         jptr, jlabels = _check_judged(judged, nq)
     else:
         jptr, jlabels = np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.float64)
+    _check_gains(conv, labels, qptr, jlabels, jptr)
     if conv.err_max_grade is not None:
         g_max = float(conv.err_max_grade)
     else:
@@ -776,12 +779,49 @@ def _run(
         float(conv.relevance_threshold),
         conv.map_cut,
         conv.short_precision,
-        2.0**g_max,
+        g_max,
         out,
     )
     if status != 0:
         raise RuntimeError(f"metrics kernel failed with status {status}")  # a bug: codes come from METRICS
     return out
+
+
+class GainOverflow(UsageError):
+    """A label whose gain makes a DCG overflow a double (2^label - 1 with label >= 1024, say).
+    `row` indexes the labels passed in, or the judged labels when `judged` is true; callers that
+    know the file name the file and line (rankkit eval)."""
+
+    def __init__(self, label: float, row: int, judged: bool, reason: str):
+        self.label, self.row, self.judged, self.reason = label, row, judged, reason
+        super().__init__(f"label {label:g} {reason}")
+
+
+def _check_gains(conv: Convention, labels, qptr, jlabels, jptr) -> None:
+    """Refuse labels whose gains cannot be summed in a double: the DCG of a query of m documents is
+    at most m times the largest |gain|, so NDCG and DCG are finite when that product is."""
+    if conv.gain_mode == GAIN_TABLE:
+        return
+    longest = int(np.diff(qptr).max(initial=1))
+    if jlabels.shape[0]:
+        longest = max(longest, int(np.diff(jptr).max(initial=1)))
+    worst = []  # (label, row, judged)
+    for judged, values in ((False, labels), (True, jlabels)):
+        if values.shape[0]:
+            key = np.abs(values) if conv.gain_mode == GAIN_LINEAR else values
+            r = int(np.argmax(key))
+            worst.append((float(values[r]), r, judged))
+    for label, row, judged in worst:
+        if conv.gain_mode == GAIN_EXP:
+            limit = 1024.0 - math.log2(longest)  # m * (2^label - 1) < 2^1024
+            if label >= limit:
+                raise GainOverflow(label, row, judged, f"is too large for the gain 2^label - 1 of --convention "
+                                   f"{conv.name}: the DCG of a query of {longest} documents would overflow a double "
+                                   f"(labels must stay below {math.floor(limit * 1000) / 1000:g} here); use "
+                                   "--convention trec (gain = label) or smaller grades")
+        elif not math.isfinite(abs(label if conv.gain_mode == GAIN_LINEAR else max(label, 0.0)) * longest):
+            raise GainOverflow(label, row, judged, f"is too large for --convention {conv.name}: the DCG of a query "
+                               f"of {longest} documents would overflow a double")
 
 
 def _names(metrics) -> list[str]:

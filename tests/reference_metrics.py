@@ -25,6 +25,7 @@ list of integers: among equal scores the larger value ranks first, then file ord
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 NAN = math.nan
 
@@ -117,6 +118,8 @@ def err_probability(label, conv, g_max):
         numerator = max(gain(label, conv), 0.0)
     else:
         g = label if label > 0 else 0.0
+        if float(g).is_integer() and float(g_max).is_integer():  # exact, whatever the size (label 5000)
+            return float(Fraction(2 ** int(g) - 1, 2 ** int(g_max)))
         numerator = 2.0**g - 1.0
     return numerator / 2.0**g_max
 

@@ -110,7 +110,7 @@ BAD_INPUT = [
     ("no-pairs", {"train.txt": "1 qid:1 1:1\n1 qid:1 2:1\n0 qid:2 1:1\n"}, TRAIN, ["train.txt: no preference pairs"]),
     ("no-such-file", {}, TRAIN, ["train.txt: no such file"]),
     ("directory", {}, ["train", ".", "m.txt"], [".: is a directory"]),
-    ("corrupt-gzip", {"t.gz": gzip.compress(GOOD.encode())[:-9]}, ["train", "t.gz", "m.txt"], ["t.gz: cannot read"]),
+    ("corrupt-gzip", {"t.gz": gzip.compress(GOOD.encode())[:-9]}, ["train", "t.gz", "m.txt"], ["t.gz: truncated gzip data"]),
     ("model-dir-missing", {"train.txt": GOOD}, ["train", "train.txt", "no/m.txt"], ["cannot write 'no/m.txt'"]),
     ("predict-NULL", {"test.txt": "qid:1 1:1\nqid:1 1:NULL\n", "m.txt": MODEL}, PREDICT, ["test.txt:2: ", "'NULL'"]),
     ("model-is-data", {"test.txt": GOOD, "m.txt": GOOD}, PREDICT, ["m.txt:1: ", "not a rankkit model file"]),

@@ -201,3 +201,25 @@ def test_tsv_is_plain_and_seed_must_be_non_negative(runs):
     assert not any(ln.startswith("#") for ln in lines)
     bad = rankkit("eval", SAMPLE_TEST, "a.scores", "--seed", "-1", cwd=runs)
     assert bad.returncode == 2 and "Traceback" not in bad.stderr.decode()
+
+
+def test_labels_of_1024_and_more(tmp_path):
+    """2^label - 1 overflows a double from label 1024: exp refuses with file, line and label;
+    trec (gain = label) computes, ERR included (it used 2^label and 2^g_max: OverflowError, exit 1)."""
+    (tmp_path / "d.txt").write_text("0 qid:1 1:1\n1024 qid:1 1:2\n3 qid:1 1:3\n")
+    (tmp_path / "s").write_text("3\n1\n2\n")  # ranked: labels 0, 3, 1024
+    from tests.test_cli import assert_one_line_error
+
+    proc = rankkit("eval", "--convention", "exp", "d.txt", "s", cwd=tmp_path)
+    assert_one_line_error(proc, "d.txt:2: label '1024' is too large for the gain 2^label - 1")
+    proc = rankkit("eval", "--convention", "trec", "-m", "ndcg@3", "-m", "map", "-m", "err@3", "--format", "json",
+                   "d.txt", "s", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    got = _json(proc)
+    assert got["ndcg@3"] == pytest.approx((3 + 1024 / np.log2(3)) / 1027, abs=1e-12)
+    assert got["map"] == pytest.approx((1 / 2 + 2 / 3) / 2, abs=1e-12)
+    assert got["err@3"] == pytest.approx(1 / 3, abs=1e-12)  # R = 1 - 2^-1024 for label 1024 = g_max
+    (tmp_path / "q").write_text("1 0 a 2000\n1 0 b 0\n")
+    (tmp_path / "r").write_text("1 Q0 a 1 2 t\n1 Q0 b 2 1 t\n")
+    proc = rankkit("eval", "--convention", "exp", "--qrels", "q", "r", cwd=tmp_path)
+    assert_one_line_error(proc, "q: label '2000' is too large")

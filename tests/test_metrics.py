@@ -779,3 +779,50 @@ def test_integer_inputs_are_accepted():
         per_query("ndcg@2", np.array([0, 2], dtype=np.int32), np.array([1, 2]), np.array([0, 2], dtype=np.int32)),
         [1.0],
     )
+
+
+# -- labels of 1024 and more (issue 10): 2^label overflows a double ------------------------------------
+def test_trec_handles_labels_of_1024_and_more_like_the_reference():
+    """trec's gain is the label itself; only ERR used 2^label (and 2^g_max, which raised
+    OverflowError for any metric once a label reached 1024)."""
+    labels = np.array([1024.0, 0.0, 3.0, 5000.0, 2.0, 1.0, 0.0])
+    scores = np.array([0.5, 0.9, 0.1, 0.3, 0.2, 0.8, 0.4])
+    qptr = np.array([0, 3, 7])
+    fast = per_query_table(EVERY_METRIC, labels, scores, qptr, "trec")
+    slow = reference_table(EVERY_METRIC, labels, scores, qptr, ref.CONVENTIONS["trec"])
+    assert_tables_equal(fast, slow)
+    assert all(np.isfinite(fast[m]).all() for m in fast)
+    assert fast["err@1"][1] == 0.0  # R = (2^0 - 1) / 2^5000 for the top document of query 2
+
+
+def test_err_probability_is_exact_for_integer_labels():
+    from rankkit.metrics import GAIN_EXP, _err_probability
+
+    for g_max in (2.0, 4.0, 30.0, 1023.0, 1100.0):
+        for label in (0.0, 1.0, 2.0, 17.0, 52.0):
+            if label <= g_max:
+                expected = ref.err_probability(label, ref.CONVENTIONS["exp"], g_max)
+                assert _err_probability(label, 2.0**label - 1.0, GAIN_EXP, g_max) == expected
+
+
+@pytest.mark.parametrize(
+    "labels,qptr,bad",
+    [([1024.0, 0.0], [0, 2], 1024.0), ([0.0, 1023.0, 1.0, 2.0], [0, 4], 1023.0), ([1.0, 0.0, 3000.0], [0, 1, 3], 3000.0)],
+)
+def test_exp_gains_that_overflow_are_refused(labels, qptr, bad):
+    from rankkit.metrics import GainOverflow
+
+    labels, qptr = np.array(labels), np.array(qptr)
+    with pytest.raises(GainOverflow) as info:
+        per_query_table(["ndcg@10", "map"], labels, np.arange(labels.shape[0], dtype=float), qptr, "exp")
+    assert info.value.label == bad and labels[info.value.row] == bad and "2^label - 1" in str(info.value)
+
+
+def test_exp_gains_just_below_the_limit_match_the_reference():
+    labels = np.array([1000.0, 0.0, 999.0, 1022.0, 3.0])
+    scores = np.array([0.1, 0.9, 0.5, 0.2, 0.3])
+    qptr = np.array([0, 3, 5])
+    fast = per_query_table(EVERY_METRIC, labels, scores, qptr, "exp")
+    slow = reference_table(EVERY_METRIC, labels, scores, qptr, ref.CONVENTIONS["exp"])
+    assert_tables_equal(fast, slow)
+    assert np.isfinite(fast["ndcg@10"]).all() and np.isfinite(fast["dcg@10"]).all()

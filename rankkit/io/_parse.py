@@ -182,17 +182,33 @@ def _parse_uint(buf, s, e, limit):
 
 @njit
 def _line_bounds(buf, pos, n):
-    """For the line starting at pos: (end of line, end of content before '#', first non-space)."""
+    """For the line starting at pos: (end of line, start of the next line, end of content before
+    '#', first non-space). A line ends at LF, CR LF or a lone CR (classic Mac)."""
     end = pos
-    while end < n and buf[end] != _LF:
+    while end < n:
+        c = buf[end]
+        if c <= _CR and (c == _LF or c == _CR):  # one comparison for the usual byte
+            break
         end += 1
+    nxt = end + 1
+    if nxt < n and buf[end] == _CR and buf[nxt] == _LF:
+        nxt += 1
     cend = pos
     while cend < end and buf[cend] != _HASH:
         cend += 1
     i = pos
     while i < cend and _is_space(buf[i]):
         i += 1
-    return end, cend, i
+    return end, nxt, cend, i
+
+
+@njit
+def _is_line_start(buf, p):
+    """Does a line start at p (0 < p <= n): right after LF, or after a CR that no LF follows?"""
+    prev = buf[p - 1]
+    if prev == _LF:
+        return True
+    return prev == _CR and (p == buf.shape[0] or buf[p] != _LF)
 
 
 @njit
@@ -234,11 +250,12 @@ def parse_svmlight(
     k = 0
     ns = 0
     pow10 = _POW10
+    # the stored (0-based) column index is int32 and n_features = largest index + 1 must be too
+    max_index = _MAX_INDEX - 1 if zero_based else _MAX_INDEX
     indptr[0] = 0
     while pos < n:
         line += 1
-        end, cend, i = _line_bounds(buf, pos, n)  # content ends at the first '#'
-        nxt = end + 1
+        end, nxt, cend, i = _line_bounds(buf, pos, n)  # content ends at the first '#'
         if i >= cend:
             pos = nxt
             continue  # blank or comment-only line
@@ -302,7 +319,7 @@ def parse_svmlight(
                 i = j
                 continue
             first = False
-            ok, idx, big = _parse_uint(buf, i, colon, _MAX_INDEX)
+            ok, idx, big = _parse_uint(buf, i, colon, max_index)
             if not ok:
                 status[0] = BAD_INDEX
                 status[3] = colon
@@ -310,6 +327,7 @@ def parse_svmlight(
             if big:
                 status[0] = INDEX_TOO_LARGE
                 status[3] = colon
+                status[4] = max_index
                 return row, k, ns
             if not zero_based:
                 if idx == 0:
@@ -398,13 +416,14 @@ def query_blocks(qid):
 
 @njit
 def chunk_bounds(buf, n_chunks):
-    """Start offsets of n_chunks pieces of buf, each starting right after a newline (plus len)."""
+    """Start offsets of n_chunks pieces of buf, each starting where a line starts (plus len); a
+    chunk may be empty, and no chunk boundary falls between the CR and LF of a CR LF."""
     n = buf.shape[0]
     bounds = np.empty(n_chunks + 1, dtype=np.int64)
     bounds[0] = 0
     for c in range(1, n_chunks):
         p = max(c * n // n_chunks, bounds[c - 1])
-        while p < n and buf[p - 1] != _LF:
+        while 0 < p < n and not _is_line_start(buf, p):
             p += 1
         bounds[c] = p
     bounds[n_chunks] = n
@@ -420,7 +439,7 @@ def _count_exact(buf, s, e, labels_optional):
     newlines = 0
     pos = s
     while pos < e:
-        end, cend, i = _line_bounds(buf, pos, e)
+        end, nxt, cend, i = _line_bounds(buf, pos, e)
         if end < e:
             newlines += 1
         if i < cend:
@@ -439,7 +458,7 @@ def _count_exact(buf, s, e, labels_optional):
                     nnz += 1
                 first = False
                 i = j
-        pos = end + 1
+        pos = nxt
     return rows, nnz, newlines
 
 

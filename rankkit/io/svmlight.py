@@ -19,10 +19,10 @@ import bz2
 import gzip
 import lzma
 import math
-import mmap
 import os
 import stat
 import sys
+import zlib
 from typing import BinaryIO
 
 import numpy as np
@@ -39,59 +39,150 @@ _MESSAGES = {
     K.MISSING_COLON: "token '{tok}' is not of the form index:value (missing ':')",
     K.BAD_INDEX: "feature index '{tok}' is not an integer",
     K.INDEX_ZERO: "feature index '{tok}' is out of range: indices are 1-based (use --zero-based for 0-based files)",
-    K.INDEX_TOO_LARGE: "feature index '{tok}' is too large (at most 2147483647)",
+    K.INDEX_TOO_LARGE: "feature index '{tok}' is too large (at most {extra}: the number of features, largest index + 1, must fit a 32-bit integer)",
     K.NOT_INCREASING: "feature index '{tok}' is not greater than the previous index {extra} (indices must be strictly increasing)",
     K.BAD_VALUE: "feature value '{tok}' is not a number",
     K.NULL_VALUE: "feature value '{tok}' is a missing value; rankkit needs numbers (replace NULL, e.g. by 0, or use the file's 'min' or 'Querylevelnorm' variant)",
     K.NONFINITE_VALUE: "feature value '{tok}' is not finite",
 }
 
-_OPENERS = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}
+# compressed formats by file extension: (name, opener, magic bytes at the start of such a file)
+_COMPRESSED = {
+    ".gz": ("gzip", gzip.open, b"\x1f\x8b"),
+    ".bz2": ("bzip2", bz2.open, b"BZh"),
+    ".xz": ("xz", lzma.open, b"\xfd7zXZ\x00"),
+}
+BLOCK_BYTES = 1 << 24
 
 
 def display_name(path: str) -> str:
     return "<stdin>" if path == "-" else str(path)
 
 
-def read_bytes(path: str) -> np.ndarray:
-    """The whole (decompressed) content of `path` as a uint8 array; `-` reads standard input."""
+def _compression(path: str):
+    if path == "-":
+        return None
+    return _COMPRESSED.get(os.path.splitext(str(path))[1].lower())
+
+
+def _input_error(path: str, exc: BaseException) -> DataError:
+    """The one place that turns an exception raised while opening or reading (and decompressing)
+    `path` into a one-line DataError: a corrupt or truncated archive is bad input, not a bug."""
     name = display_name(path)
+    if isinstance(exc, FileNotFoundError):
+        return DataError(name, "no such file")
+    if isinstance(exc, IsADirectoryError):
+        return DataError(name, "is a directory, not a data file")
+    if isinstance(exc, PermissionError):
+        return DataError(name, "permission denied")
+    fmt = _compression(path)
+    if fmt is not None and isinstance(exc, (EOFError, OSError, zlib.error, lzma.LZMAError)):
+        kind, _, magic = fmt
+        if isinstance(exc, EOFError):
+            return DataError(name, f"truncated {kind} data (the file ends inside the compressed stream)")
+        if not (isinstance(exc, OSError) and exc.errno is not None):  # errno set: the disk, not the data
+            try:
+                with open(path, "rb") as fh:
+                    head = fh.read(len(magic))
+            except OSError:
+                head = magic
+            if head != magic:
+                article = "an" if kind == "xz" else "a"
+                return DataError(name, f"not {article} {kind} file (its name ends in {os.path.splitext(str(path))[1]})")
+            detail = str(exc).strip()
+            return DataError(name, f"corrupt {kind} data" + (f" ({detail})" if detail else ""))
+    if isinstance(exc, OSError):
+        return DataError(name, f"cannot read ({exc.strerror or exc})")
+    return DataError(name, f"cannot read ({exc.__class__.__name__}: {exc})")
+
+
+def iter_blocks(path: str, block_bytes: int = BLOCK_BYTES):
+    """The (decompressed) bytes of `path` in blocks of up to `block_bytes`; `-` reads standard
+    input. Every open, read and decompression error becomes a DataError naming the file."""
     try:
         if path == "-":
-            return _read_stream(sys.stdin.buffer)
-        ext = os.path.splitext(str(path))[1].lower()
-        opener = _OPENERS.get(ext)
-        if opener is not None:
-            with opener(path, "rb") as fh:
-                return _read_stream(fh)
-        with open(path, "rb") as fh:
+            fh = sys.stdin.buffer
+            opened = False
+        else:
+            fmt = _compression(path)
+            fh = fmt[1](path, "rb") if fmt is not None else open(path, "rb")
+            opened = True
+            before = _identity(path)
+        try:
+            while True:
+                block = fh.read(block_bytes)
+                if not block:
+                    break
+                yield block
+        finally:
+            if opened:
+                fh.close()
+        if opened and before is not None and _identity(path) != before:
+            raise DataError(display_name(path), "changed while being read (its size or modification time "
+                                                "changed); read it again once it is complete")
+    except (OSError, EOFError, zlib.error, lzma.LZMAError) as exc:
+        raise _input_error(path, exc) from None
+
+
+def _identity(path: str):
+    """(size, modification time) of a regular file, None for a pipe or device (they stream)."""
+    st = os.stat(path)
+    return (st.st_size, st.st_mtime_ns) if stat.S_ISREG(st.st_mode) else None
+
+
+def read_bytes(path: str) -> np.ndarray:
+    """The whole (decompressed) content of `path` as a writable uint8 array; `-` reads standard input.
+
+    A plain regular file is read with readinto into one buffer of its size (not memory-mapped: a
+    mapped file that another process truncates kills the reader with SIGBUS); a file whose size
+    changes while it is read is an error, as is any unreadable or corrupt (compressed) input."""
+    if path == "-" or _compression(path) is not None:
+        return _join_blocks(iter_blocks(path))
+    try:
+        with open(path, "rb", buffering=0) as fh:
             st = os.fstat(fh.fileno())
-            if stat.S_ISREG(st.st_mode):
-                if st.st_size == 0:
-                    return np.zeros(0, dtype=np.uint8)
-                # map the file instead of copying it (copy-on-write keeps the array type writable,
-                # so the kernels see the same type as for a read buffer); pages come from the cache
-                return np.frombuffer(mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_COPY), dtype=np.uint8)
-            return _read_stream(fh)  # a pipe, e.g. `<(zcat train.txt.gz)`: it cannot be mapped
-    except FileNotFoundError:
-        raise DataError(name, "no such file") from None
-    except IsADirectoryError:
-        raise DataError(name, "is a directory, not a data file") from None
-    except PermissionError:
-        raise DataError(name, "permission denied") from None
-    except (OSError, EOFError, lzma.LZMAError) as exc:
-        raise DataError(name, f"cannot read ({exc.__class__.__name__}: {exc})") from None
+            if not stat.S_ISREG(st.st_mode):  # a pipe, e.g. `<(zcat train.txt.gz)`
+                return _join_blocks(iter_blocks(path))
+            return _read_regular(fh, st.st_size, display_name(path))
+    except (OSError, EOFError) as exc:
+        raise _input_error(path, exc) from None
 
 
-def _read_stream(fh) -> np.ndarray:
-    """Everything `fh` yields, as a writable uint8 array (the same array type as np.fromfile
-    gives, so the kernel is compiled once)."""
+def _read_regular(fh, size: int, name: str) -> np.ndarray:
+    buf = np.empty(size, dtype=np.uint8)
+    view = memoryview(buf)
+    got = 0
+    while got < size:
+        n = fh.readinto(view[got : got + min(size - got, BLOCK_BYTES)])
+        if not n:
+            raise DataError(name, f"changed while being read (it shrank from {size} to {got} bytes); "
+                                  "read it again once it is complete")
+        got += n
+    if fh.read(1):
+        raise DataError(name, f"changed while being read (it grew beyond {size} bytes); "
+                              "read it again once it is complete")
+    return buf
+
+
+def _join_blocks(blocks) -> np.ndarray:
+    """All blocks as one writable uint8 array (the same array type as a read buffer, so the
+    kernel is compiled once)."""
     out = bytearray()
-    while True:
-        chunk = fh.read(1 << 24)
-        if not chunk:
-            return np.frombuffer(out, dtype=np.uint8)
-        out += chunk
+    for block in blocks:
+        out += block
+    return np.frombuffer(out, dtype=np.uint8)
+
+
+def last_line_end(block: bytes) -> int:
+    """Offset just past the last complete line end in `block` (LF, CR LF, or a lone CR), 0 if
+    none. A CR in the last byte does not count: an LF may follow in the next block."""
+    return max(block.rfind(b"\n"), block.rfind(b"\r", 0, len(block) - 1)) + 1
+
+
+def count_line_ends(block: bytes, end: int | None = None) -> int:
+    """Line ends (LF, CR LF, lone CR) in block[:end]; `end` must not fall inside a CR LF."""
+    end = len(block) if end is None else end
+    return block.count(b"\n", 0, end) + block.count(b"\r", 0, end) - block.count(b"\r\n", 0, end)
 
 
 def _printable(text: str, limit: int = 60) -> str:
@@ -204,7 +295,10 @@ def _parse_chunked(buf, source, zero_based, labels_optional, n_chunks):
     every chunk parses straight into its final place. The result does not depend on n_chunks."""
     bounds = K.chunk_bounds(buf, n_chunks)
     counts = np.zeros((n_chunks, 3), dtype=np.int64)
-    K.count_chunks(buf, bounds, bool(labels_optional), counts)
+    if n_chunks == 1:  # the serial kernels: starting a parallel region costs more than a small file
+        counts[0] = K._count_exact(buf, 0, buf.shape[0], bool(labels_optional))
+    else:
+        K.count_chunks(buf, bounds, bool(labels_optional), counts)
     rows_at, nnz_at = _exclusive_cumsum(counts[:, 0]), _exclusive_cumsum(counts[:, 1])
     line_before = _exclusive_cumsum(counts[:, 2])
     n, nnz = int(counts[:, 0].sum()), int(counts[:, 1].sum())
@@ -219,10 +313,16 @@ def _parse_chunked(buf, source, zero_based, labels_optional, n_chunks):
     slow = np.empty((n + nnz, 4), dtype=np.int64)
     status = np.zeros((n_chunks, 5), dtype=np.int64)
     parsed = np.zeros((n_chunks, 3), dtype=np.int64)
-    K.parse_chunks(
-        buf, bounds, bool(zero_based), bool(labels_optional), rows_at, nnz_at, line_before,
-        data, indices, indptr, y, qid, has_qid, line_no, docspan, slow, status, parsed,
-    )
+    if n_chunks == 1:  # what parse_chunks does for one chunk, without its (empty) fix-ups
+        parsed[0] = K.parse_svmlight(
+            buf, bool(zero_based), bool(labels_optional),
+            data, indices, indptr, y, qid, has_qid, line_no, docspan, slow, status[0],
+        )
+    else:
+        K.parse_chunks(
+            buf, bounds, bool(zero_based), bool(labels_optional), rows_at, nnz_at, line_before,
+            data, indices, indptr, y, qid, has_qid, line_no, docspan, slow, status, parsed,
+        )
     for c in range(n_chunks):  # the first error in file order
         if status[c, 0] != K.OK:
             code, line, start, end, extra = (int(v) for v in status[c])

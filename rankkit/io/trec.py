@@ -41,6 +41,7 @@ BAD_NUMBER = 2
 NONFINITE_NUMBER = 3
 
 _LF = 10
+_CR = 13
 _CHUNK = 1 << 16  # lines formatted per write
 _SLOW_CHUNK = 1 << 20  # long numbers converted per NumPy cast
 
@@ -51,9 +52,10 @@ QRELS_FIELDS = "qid iter docid rel"
 # -- kernels ----------------------------------------------------------------------------------------
 @njit
 def _count_lines(buf):
+    """An upper bound on the number of lines (LF, CR LF and a lone CR all end a line)."""
     n = 1
     for i in range(buf.shape[0]):
-        if buf[i] == _LF:
+        if buf[i] == _LF or buf[i] == _CR:
             n += 1
     return n
 
@@ -72,8 +74,11 @@ def _scan(buf, n_fields, id_a, id_b, num_field, pow10, spans, line_no, values, s
     while pos < n:
         line += 1
         end = pos
-        while end < n and buf[end] != _LF:
+        while end < n and buf[end] != _LF and buf[end] != _CR:
             end += 1
+        nxt = end + 1  # a line ends at LF, CR LF or a lone CR
+        if nxt < n and buf[end] == _CR and buf[nxt] == _LF:
+            nxt += 1
         k = 0
         i = pos
         while True:
@@ -116,7 +121,7 @@ def _scan(buf, n_fields, id_a, id_b, num_field, pow10, spans, line_no, values, s
             slow[row] = sl
             line_no[row] = line
             row += 1
-        pos = end + 1
+        pos = nxt
     status[0] = OK
     return row
 
@@ -379,9 +384,19 @@ def _strings(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> list[str]
     return _join(buf, starts, ends).tobytes().decode("utf-8", "replace").split("\n")
 
 
+def utf8(text: str) -> bytes:
+    """The bytes of `text`: UTF-8, with the surrogate escapes of undecodable input bytes (a docid
+    read with errors="surrogateescape") turned back into those bytes, so that docids are written
+    exactly as they were read, whatever the locale."""
+    try:
+        return text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:  # other lone surrogates (from a Python caller)
+        return text.encode("utf-8", "surrogatepass")
+
+
 def _encode(strings: list[str], what: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """UTF-8 bytes of `strings` and each one's span; every string must be one non-empty token."""
-    joined = "\n".join(strings).encode("utf-8")
+    joined = utf8("\n".join(strings))
     buf = np.frombuffer(joined, dtype=np.uint8)
     cuts = np.flatnonzero(buf == _LF)
     if cuts.shape[0] != len(strings) - 1 or any(joined.count(c) for c in (b" ", b"\t", b"\r", b"\v", b"\f")):
@@ -404,11 +419,11 @@ def lexicographic_rank(strings: list[str]) -> np.ndarray:
     """int64 dense rank of each string in lexicographic (UTF-8 byte, i.e. code point) order."""
     if not strings:
         return np.zeros(0, dtype=np.int64)
-    joined = "\n".join(strings).encode("utf-8", "surrogatepass")
+    joined = utf8("\n".join(strings))
     buf = np.frombuffer(joined, dtype=np.uint8)
     lengths = np.fromiter(map(len, strings), dtype=np.int64, count=len(strings))
     if buf.shape[0] != int(lengths.sum()) + len(strings) - 1:  # non-ASCII: byte lengths differ
-        lengths = np.fromiter((len(s.encode("utf-8", "surrogatepass")) for s in strings), dtype=np.int64, count=len(strings))
+        lengths = np.fromiter((len(utf8(s)) for s in strings), dtype=np.int64, count=len(strings))
     ends = np.cumsum(lengths + 1) - 1
     starts = ends - lengths
     return _lex_rank(buf, starts, ends)
@@ -449,11 +464,21 @@ def write_trec_run(path: str, qids, docids: list[str], scores, qptr, tag: str = 
     rank = np.empty(n, dtype=np.int64)
     _trec_order(scores, tiebreak, qptr, order, rank)
     row_query = np.repeat(np.arange(nq), np.diff(qptr))
-    with atomic_open(path) as fh:
+    # bytes out: a docid is written exactly as it was read, whatever the locale's encoding
+    q_bytes = [utf8(q) for q in query_names]
+    tag_bytes = utf8(tag)
+    whole = buf.tobytes()
+    if path == "-":
+        import sys
+
+        sys.stdout.flush()
+    with atomic_open(path, binary=True) as fh:
         for a in range(0, n, _CHUNK):
             rows = order[a : a + _CHUNK]
-            lines = zip(row_query[rows].tolist(), rows.tolist(), rank[a : a + _CHUNK].tolist(), scores[rows].tolist())
-            fh.write("".join(["%s Q0 %s %d %.17g %s\n" % (query_names[q], docids[r], k, v, tag) for q, r, k, v in lines]))
+            lines = zip(row_query[rows].tolist(), starts[rows].tolist(), ends[rows].tolist(),
+                        rank[a : a + _CHUNK].tolist(), scores[rows].tolist())
+            fh.write(b"".join([b"%s Q0 %s %d %.17g %s\n" % (q_bytes[q], whole[s:e], k, v, tag_bytes)
+                               for q, s, e, k, v in lines]))
 
 
 # -- reading ----------------------------------------------------------------------------------------

@@ -16,10 +16,6 @@ schedule runs over the whole pass. Reproducible from the seed (one derived seed 
 
 from __future__ import annotations
 
-import bz2
-import gzip
-import lzma
-import os
 import re
 import time
 
@@ -30,36 +26,29 @@ from rankkit.objectives._numba import njit
 from rankkit.solvers import _sgd_kernels as K
 
 CHUNK_BYTES = 64 << 20
-_OPENERS = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}
 
 
 def _chunks(path: str, chunk_bytes: int, hasher=None):
     """(bytes of whole lines, number of lines before them) for the file, chunk by chunk; the raw
-    bytes also go through `hasher` (e.g. hashlib.sha256()) when given."""
+    bytes also go through `hasher` (e.g. hashlib.sha256()) when given. Reading and decompression
+    errors are DataErrors (rankkit.io.svmlight.iter_blocks); a line ends at LF, CR LF or a lone CR."""
+    from rankkit.io.svmlight import count_line_ends, iter_blocks, last_line_end
+
     if path == "-":
         raise UsageError("--sampler stream reads the training file twice: give a file, not standard input")
-    opener = _OPENERS.get(os.path.splitext(path)[1].lower(), open)
-    try:
-        fh = opener(path, "rb")
-    except FileNotFoundError:
-        raise DataError(path, "no such file") from None
     lines_before = 0
     rest = b""
-    with fh:
-        while True:
-            block = fh.read(chunk_bytes)
-            if not block:
-                break
-            if hasher is not None:
-                hasher.update(block)
-            block = rest + block
-            cut = block.rfind(b"\n") + 1
-            if cut == 0:
-                rest = block
-                continue
-            yield block[:cut], lines_before
-            lines_before += block.count(b"\n", 0, cut)
-            rest = block[cut:]
+    for block in iter_blocks(path, chunk_bytes):
+        if hasher is not None:
+            hasher.update(block)
+        block = rest + block
+        cut = last_line_end(block)
+        if cut == 0:
+            rest = block
+            continue
+        yield block[:cut], lines_before
+        lines_before += count_line_ends(block, cut)
+        rest = block[cut:]
     if rest:
         yield rest, lines_before
 
