@@ -188,8 +188,8 @@ def _model_text(model: Model) -> str:
         lines.append(f"weights {w.shape[0]}")
         lines.extend("%.17g" % v for v in w.tolist())
     else:  # "beta index:value ...": the landmark's features, like an SVMlight model's support vectors
-        L = model.landmarks.tocsr()
-        L.sort_indices()
+        L = model.landmarks.tocsr(copy=True)
+        L.sum_duplicates()  # canonical: sorted, no repeated index (the reader refuses those)
         if not np.all(np.isfinite(L.data)):
             raise ValueError("refusing to write a kernel model with non-finite landmark values")
         lines.append(f"weights {w.shape[0]}")
