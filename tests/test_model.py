@@ -307,6 +307,20 @@ def test_compact_columns_only_when_worthwhile():
     np.testing.assert_array_equal(used, np.unique(small.indices))
 
 
+def test_csr_with_fewer_columns_and_trailing_empty_rows():
+    """Dataset.csr(n) (kernel scoring, exact path validation) once failed with IndexError when the
+    last rows had no features (`path --method exact --kernel rbf` with such a validation file)."""
+    ds = make_dataset(seed=2, sizes=(3, 4), n_features=5, one_label_queries=())
+    X = ds.csr().toarray()
+    X[-2:] = 0.0
+    import scipy.sparse as sp
+
+    A = sp.csr_matrix(X)
+    ds = ds.with_changes(data=A.data, indices=A.indices.astype(np.int32), indptr=A.indptr.astype(np.int64))
+    for n in range(6):
+        np.testing.assert_array_equal(ds.csr(n).toarray(), X[:, :n])
+
+
 def test_compact_and_take_columns_against_dense():
     base = make_dataset(seed=3, n_features=8)
     spread = np.array([5, 17, 40_000, 70_000, 70_001, 99_990, 123_456, 200_000], dtype=np.int32)

@@ -191,6 +191,7 @@ STRUCTURAL = [
     ("linear", "n_features 3\n", "n_features three\n", "n_features 'three' is not an integer", True),
     ("linear", "weights 3\n", "weights 99999999999999999999\n", "is too large", True),
     ("linear", "solver newton\n", "solver newton\nsolver bundle\n", "header key 'solver' appears twice", None),
+    ("linear", "index_base 1\n", "index_base 2\n", "index_base '2' is not 0 or 1", True),
     ("kernel", " 3:2.0\n", " 3:nan\n", "landmark value 'nan' is not finite", None),
     ("kernel", " 3:2.0\n", " 3:inf\n", "landmark value 'inf' is not finite", None),
     ("kernel", " 3:2.0\n", " 1:2.0\n", "landmark feature index '1' is not above the previous index", None),

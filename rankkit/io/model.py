@@ -29,7 +29,7 @@ What the reader checks, for every model: the file ends with a newline (a model c
 its last number is refused), every number is a number and finite (weights, beta, landmark values,
 the kernel's `gamma` > 0 and `coef0`, an integer `degree` >= 1), the counts match the lines that
 follow, indices are integers, strictly increasing and inside the model's `n_features`, no header
-key is repeated, `n_features` agrees with the body. Errors are one line naming the model file and,
+key is repeated, `n_features` agrees with the body, `index_base` is 0 or 1. Errors are one line naming the model file and,
 where there is one, the line.
 
 Format 2 adds the last line `checksum sha256 HEX`, the SHA-256 of every byte of the file before
@@ -188,8 +188,8 @@ def _model_text(model: Model) -> str:
         lines.append(f"weights {w.shape[0]}")
         lines.extend("%.17g" % v for v in w.tolist())
     else:  # "beta index:value ...": the landmark's features, like an SVMlight model's support vectors
-        L = model.landmarks.tocsr()
-        L.sort_indices()
+        L = model.landmarks.tocsr(copy=True)
+        L.sum_duplicates()  # canonical: sorted, no repeated index (the reader refuses those)
         if not np.all(np.isfinite(L.data)):
             raise ValueError("refusing to write a kernel model with non-finite landmark values")
         lines.append(f"weights {w.shape[0]}")
@@ -301,7 +301,9 @@ def _parse(path: str, version: int, lines: list[str]) -> Model:
         n_features = _uint(path, header["n_features"], "n_features", where["n_features"])
     elif kernel:
         raise ModelError(path, "kernel model without an 'n_features' line")
-    base = 0 if str(header.get("index_base", "1")) == "0" else 1
+    if header.get("index_base", "1") not in ("0", "1"):
+        raise ModelError(path, f"index_base '{_shown(header['index_base'])}' is not 0 or 1", where["index_base"])
+    base = 0 if header.get("index_base", "1") == "0" else 1
     count_parts = count_text.split()
     sparse = len(count_parts) == 3 and count_parts[0] == "sparse"
     if sparse:
