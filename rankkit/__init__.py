@@ -3,4 +3,4 @@
 This module stays import-light (no numpy, no numba) so that `rankkit --help` is instant.
 """
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

@@ -16,7 +16,7 @@ from typing import Callable
 import numpy as np
 
 from rankkit import __version__, console
-from rankkit.errors import DataError, ModelError, UsageError
+from rankkit.errors import DataError, UsageError
 from rankkit.io.atomic import check_output
 from rankkit.io.model import Model, read_model, write_model
 from rankkit.io.output import read_scores, write_scores
@@ -306,6 +306,9 @@ def predict(data_file, model_file, out_file="-", fmt="scores", tag="rankkit", ze
             log: Log = None):
     check_output(out_file, (data_file, model_file), kind="scores")
     model = read_model(model_file)
+    if not model.verified:
+        console.warn(f"{model_file} is a format-1 model (rankkit < 0.2) without a checksum: its structure was checked, "
+                     "its numbers cannot be verified; train it again to upgrade")
     base0 = model.zero_based if zero_based is None else zero_based
     ds = read_svmlight(data_file, zero_based=base0, group_queries=group_queries, labels_optional=True)
     scores, ignored = _linear_scores(model, ds)
@@ -710,7 +713,7 @@ def path(train_file=None, valid_file=None, out_model=None, table=None, plot=None
             "loss": "squared-hinge" if method == "grid" else "hinge",
             "C": best.C,
             "index_base": 0 if zero_based else 1,
-            **facts,
+            **{k: v for k, v in facts.items() if k not in ("raw", "notes", "train_csr")},  # facts, not objects
             "valid_file": display_name(valid_file),
             "path_method": method,
             "path_metric": metric,

@@ -4,6 +4,7 @@ files, end to end on the bundled sample."""
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 import os
 import subprocess
@@ -71,8 +72,11 @@ def assert_one_line_error(proc, *fragments) -> str:
     return err
 
 
-# A model written by hand (no training run needed): 3 features, 1-based.
+# A model written by hand (no training run needed): 3 features, 1-based. MODEL is format 1 (no
+# checksum, as rankkit 0.1 wrote), MODEL2 the same weights in format 2 (checksummed).
 MODEL = "rankkit-model 1\nsolver newton\nindex_base 1\nn_features 3\nweights 3\n0.5\n0.25\n-1\n"
+_BODY2 = MODEL.replace("model 1", "model 2")
+MODEL2 = _BODY2 + f"checksum sha256 {hashlib.sha256(_BODY2.encode()).hexdigest()}\n"
 GOOD = "2 qid:1 1:1 2:0.5\n1 qid:1 1:0.5 3:1\n0 qid:1 2:1\n1 qid:2 1:1\n0 qid:2 3:1\n"
 # The issue's example: line 1834 of train.txt.
 ISSUE_TRAIN = "".join(f"{i % 3} qid:{i // 10} 1:0.5 2:1\n" for i in range(1833)) + "1 qid:999 abc:1 2:1\n"
@@ -173,7 +177,7 @@ def test_help_version_and_light_import(tmp_path):
 
 # -- prediction details ---------------------------------------------------------------------------
 def test_predict_ignores_and_counts_extra_features(tmp_path):
-    write_files(tmp_path, {"m.txt": MODEL, "test.txt": "1 qid:1 1:2 2:4 3:1 7:1\n0 qid:1 2:1 5:1 6:2\nqid:2 1:1\n"})
+    write_files(tmp_path, {"m.txt": MODEL2, "test.txt": "1 qid:1 1:2 2:4 3:1 7:1\n0 qid:1 2:1 5:1 6:2\nqid:2 1:1\n"})
     proc = rankkit("predict", "-v", "test.txt", "m.txt", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr.decode()
     assert proc.stdout.decode().split() == ["1", "0.25", "0.5"]  # 2*0.5 + 4*0.25 - 1, 0.25, 0.5
@@ -182,10 +186,18 @@ def test_predict_ignores_and_counts_extra_features(tmp_path):
 
 def test_predict_group_queries_keeps_input_order(tmp_path):
     data = "1 qid:1 1:1\n0 qid:2 2:1\n1 qid:1 3:1\n0 qid:2 1:4 9:1\n"  # qid 1 comes back
-    write_files(tmp_path, {"m.txt": MODEL, "test.txt": data})
+    write_files(tmp_path, {"m.txt": MODEL2, "test.txt": data})
     proc = rankkit("predict", "--group-queries", "test.txt", "m.txt", "out.txt", cwd=tmp_path)
     assert proc.returncode == 0 and proc.stdout == b"" and proc.stderr == b""  # extra feature: silent without -v
     assert (tmp_path / "out.txt").read_text() == "0.5\n0.25\n-1\n2\n"
+
+
+def test_predict_with_a_format_1_model_says_it_cannot_be_verified(tmp_path):
+    write_files(tmp_path, {"m.txt": MODEL, "test.txt": "1 qid:1 1:2 2:4 3:1\n"})
+    proc = rankkit("predict", "test.txt", "m.txt", cwd=tmp_path)
+    assert proc.returncode == 0 and proc.stdout == b"1\n"
+    err = proc.stderr.decode()
+    assert err.count("\n") == 1 and err.startswith("rankkit: warning: m.txt is a format-1 model") and "checksum" in err
 
 
 # -- atomic model files ---------------------------------------------------------------------------

@@ -13,7 +13,7 @@ from rankkit.io import atomic
 from rankkit.io.model import FORMAT_VERSION, MAGIC, Model, read_model, write_model
 
 HEADER = {
-    "rankkit_version": "0.1.0",
+    "rankkit_version": "0.2.0",
     "solver": "newton",
     "C": 0.1,
     "tol": 1e-06,
