@@ -24,7 +24,7 @@ import time
 import numpy as np
 
 from rankkit.data import Dataset
-from rankkit.solvers.base import ExactRankSVM, FitResult, Log
+from rankkit.solvers.base import ExactRankSVM, FitResult, Log, check_exact_magnitude, check_finite, quiet_fp
 
 DEFAULT_TOL = 1e-4  # relative duality gap
 DEFAULT_MAX_ITER = 1000
@@ -66,7 +66,11 @@ class BundleRankSVM(ExactRankSVM):
 
     def fit(self, ds: Dataset, w0: np.ndarray | None = None, log: Log | None = None) -> FitResult:
         ds.require_pairs()
-        return bmrm(self.objective(ds), w0=w0, tol=self.tol, max_iter=self.max_iter, log=log)
+        check_exact_magnitude(ds, self.C)
+        obj = self.objective(ds)
+        obj.ds = ds  # for the wording of a non-finite error
+        with quiet_fp():
+            return bmrm(obj, w0=w0, tol=self.tol, max_iter=self.max_iter, log=log)
 
 
 def bmrm(obj, w0=None, tol: float = DEFAULT_TOL, max_iter: int = DEFAULT_MAX_ITER, log: Log | None = None) -> FitResult:
@@ -86,6 +90,7 @@ def bmrm(obj, w0=None, tol: float = DEFAULT_TOL, max_iter: int = DEFAULT_MAX_ITE
         R = obj.C * obj.loss_y(obj.scores(w))
         a = obj.C * obj.gradient_loss()
         J = 0.5 * float(w @ w) + R
+        _finite(obj, f"objective or subgradient at iteration {it}", J, a)
         if J < best_J:
             best_w, best_J, best_active = w.copy(), J, obj.n_active
         planes_a.append(a)
@@ -103,6 +108,7 @@ def bmrm(obj, w0=None, tol: float = DEFAULT_TOL, max_iter: int = DEFAULT_MAX_ITE
         alpha = simplex_qp(G, b, alpha)
         lower = max(lower, float(b @ alpha) - 0.5 * float(alpha @ G @ alpha))
         w = -(alpha @ A)
+        _finite(obj, f"cutting-plane model at iteration {it}", lower, w)
         gap = best_J - lower
         if log:
             log(
@@ -125,3 +131,13 @@ def bmrm(obj, w0=None, tol: float = DEFAULT_TOL, max_iter: int = DEFAULT_MAX_ITE
         train_time=time.perf_counter() - t_start,
         extra={"duality_gap": float(best_J - lower), "lower_bound": float(lower)},
     )
+
+
+def _finite(obj, what, *values):
+    ds = getattr(obj, "ds", None)
+    if ds is not None:
+        check_finite(ds, "bundle", what, *values)
+    elif not all(np.all(np.isfinite(v)) for v in values):
+        from rankkit.errors import UsageError
+
+        raise UsageError(f"bundle: the {what} overflowed (not finite): scale the features down")
