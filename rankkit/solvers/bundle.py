@@ -13,7 +13,8 @@ simplex:
 
 Every dual value is a lower bound of min J; every J(w_t) an upper bound. It stops when the
 relative duality gap (min_t J(w_t) - dual) / min_t J(w_t) falls below `tol`, which bounds how far
-the returned w (the best iterate) is from the optimum. The number of iterations is
+the returned w (the best iterate) is from the optimum, and stops unconverged when the rounding
+error of the dual value exceeds that tolerance (huge features or C: the gap would prove nothing). The number of iterations is
 O(1 / (lambda * eps)) in theory; a few dozen to a few hundred in practice.
 """
 
@@ -115,6 +116,14 @@ def bmrm(obj, w0=None, tol: float = DEFAULT_TOL, max_iter: int = DEFAULT_MAX_ITE
                 f"iter {it:4d}  J {best_J:.12e}  lower {lower:.12e}  gap/J {gap / best_J:.2e}  "
                 f"planes {int(np.count_nonzero(alpha))}  violated {best_active}  {time.perf_counter() - t_start:.3f}s"
             )
+        # the dual value is a difference of terms as large as |b|.alpha + 0.5 alpha'|G|alpha: its
+        # rounding error must be below the tolerance, or the gap (even a negative one) proves nothing
+        rounding = 4.0 * np.finfo(float).eps * (float(np.abs(b) @ alpha) + 0.5 * float(alpha @ np.abs(G) @ alpha))
+        if rounding > tol * best_J:
+            message = (f"cannot certify the solution: the rounding error of the lower bound ({rounding:.3g}) exceeds "
+                       f"tol x objective ({tol * best_J:.3g}); the features (or -C) are too large for double "
+                       "precision: scale the features down")
+            break
         if gap <= tol * best_J:
             converged = True
             message = f"relative duality gap {gap / best_J:.3g} <= tol {tol:g}"
