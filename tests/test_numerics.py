@@ -72,11 +72,15 @@ def _solvers():
 
 @pytest.mark.parametrize("factor", [1e150, 1e200, 1e300])
 def test_every_solver_family_refuses_huge_features(factor):
+    import warnings
+
     ds = _scaled(make_dataset(seed=1, sizes=(6, 8, 5), n_features=4), factor)
     for make in _solvers():
         solver = make()
-        with pytest.raises(DataError, match="too large to train on"):
-            solver.fit(ds)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # no raw numpy RuntimeWarning on the way
+            with pytest.raises(DataError, match="too large to train on"):
+                solver.fit(ds)
 
 
 def test_power_of_two_scaling_is_exact_where_representable():
@@ -368,3 +372,26 @@ def test_bundle_does_not_certify_what_rounding_hides():
     assert not res.converged and "cannot certify" in res.message
     ok = BundleRankSVM().fit(make_dataset(seed=1, sizes=(6, 8, 5, 9), n_features=4))
     assert ok.converged
+
+
+def test_conjugate_gradient_overflow_gives_no_direction():
+    """Before: |g|^2 = inf made CG return d = 0, a decrement of -0 and 'converged' (1e200, 1e300)."""
+    from rankkit.solvers.newton import conjugate_gradient
+
+    with np.errstate(over="ignore"):
+        x, it, res = conjugate_gradient(lambda v: v, np.array([1e200, 1e200]), 1e-3, 10)
+    assert np.all(np.isnan(x)) and it == 0
+
+
+LGBM = MQ2008.parent.parent / "LightGBM-lambdarank" / "rank.train.qid.txt"
+
+
+@pytest.mark.skipif(not LGBM.is_file(), reason="LightGBM example not available")
+def test_pair_sgd_default_does_not_diverge_on_lightgbm_example():
+    """Before: plain 1/t steps ended at 3.4e6, 250 times the objective 13543 at w = 0."""
+    from rankkit.io.svmlight import read_svmlight
+    from rankkit.solvers.sgd import PairSgdRankSVM
+
+    ds = read_svmlight(str(LGBM))
+    res = PairSgdRankSVM().fit(ds)
+    assert res.fixed_budget and res.objective < 0.8 * ds.n_pairs and res.extra["step_offset"] > 1

@@ -43,6 +43,8 @@ def conjugate_gradient(hess_vec, b: np.ndarray, rtol: float, max_iter: int):
     r = b.copy()
     p = r.copy()
     rr = float(r @ r)
+    if not math.isfinite(rr):  # |b|^2 overflowed: no direction (the caller reports it, never "converged")
+        return np.full_like(b, np.nan), 0, math.inf
     stop = (rtol * math.sqrt(rr)) ** 2
     it = 0
     while rr > stop and it < max_iter:

@@ -119,8 +119,12 @@ class StochasticRankSVM:
         return step * self.iterations, f"--solver {self.learner}", "first step x iterations"
 
     # -- the run, segment by segment -------------------------------------------------------------
+    step_offset = 0  # t0 of the schedule: step t uses the learning rate of t + t0 (pair-sgd sets it)
+
     def _segment(self, ds, index, w, n, t_start, seed):
         from rankkit.solvers import _sgd_kernels as K
+
+        t_start = t_start + self.step_offset
 
         trace_iters = np.array([n], dtype=np.int64)
         trace_loss = np.zeros(1)
@@ -183,7 +187,7 @@ class StochasticRankSVM:
         train_time = time.perf_counter() - t0
         if f > f_start:
             message = (f"diverged: objective {f:.6g} after {self.iterations} steps is above {f_start:.6g} at the start "
-                       f"(the step size is too large for this data{self._divergence_hint()})")
+                       f"({self._divergence_hint()})")
             budget = False
         else:
             message = f"ran {self.iterations} stochastic steps (a fixed budget: no convergence test)"
@@ -205,12 +209,10 @@ class StochasticRankSVM:
 
     def _divergence_hint(self) -> str:
         if self.learner == "romma":
-            return ": aggressive ROMMA assumes pairs a hyperplane can separate; try --solver pa or pegasos"
-        if self.learner == "pa":
-            return ": lower -C"
+            return "aggressive ROMMA assumes pairs a hyperplane can separate: try --solver pa or pegasos"
         if self.learner in USES_C:
-            return ": lower -C"
-        return ": use a larger --lambda, or --eta basic with a smaller --eta0"
+            return "the step size is too large for this data: lower -C"
+        return "the step size is too large for this data: use a larger --lambda, or --eta basic with a smaller --eta0"
 
 
 def _learner_class(learner: str, doc: str):
@@ -252,9 +254,23 @@ class PairSgdRankSVM(StochasticRankSVM):
         return obj.evaluate(w, obj.scores(w)), obj.n_active
 
     def fit(self, ds: Dataset, w0=None, log=None, progress=None) -> FitResult:
+        """The paper's step 1/t, as 1/(t + t0) with t0 = ceil(2C max_pair ||x_a - x_b||^2 + 1/|P|)
+        bounded by 8C max_i ||x_i||^2 + 1/|P| (the curvature of one pair's term): no step overshoots
+        the pair it is taken on (on LightGBM's lambdarank example the plain 1/t ends at an objective
+        250 times the one at w = 0); where the bound is below 1 nothing changes."""
         self.sampler, self.eta, self.eta0, self.batch_size = "uniform", "inverse-t", 1.0, 1
         self.lam = 1.0 / ds.n_pairs if ds.n_pairs else 1.0
-        return super().fit(ds, w0, log, progress)
+        if ds.data.size:
+            import math
+
+            with quiet_fp():  # huge features: the magnitude check in fit() refuses them just below
+                norms = np.bincount(np.repeat(np.arange(ds.n_rows), np.diff(ds.indptr)), weights=ds.data**2,
+                                    minlength=ds.n_rows)
+            bound = 8.0 * self.C * float(norms.max()) + self.lam
+            self.step_offset = int(min(math.ceil(bound), 2**53)) if math.isfinite(bound) and bound > 1.0 else 0
+        result = super().fit(ds, w0, log, progress)
+        result.extra["step_offset"] = self.step_offset
+        return result
 
 
 class QuerySgdRankSVM(PairSgdRankSVM):
