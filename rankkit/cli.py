@@ -140,11 +140,11 @@ def _use_threads(n: int | None) -> None:
     "-C",
     "C",
     type=click.FloatRange(min=0, min_open=True),
-    default=1.0,
-    show_default=True,
+    default=None,
     help="Weight of the loss summed over ALL preference pairs (liblinear-ranksvm's -c): "
     "0.5||w||^2 + C*sum_pairs loss. More pairs means a stronger data term, so scale C down "
-    "when the number of pairs grows.",
+    "when the number of pairs grows. For newton, newton-pairs, bundle, factorized, pair-sgd, "
+    "query-sgd, and pa (its step cap). [default: 1]",
 )
 @click.option(
     "--tol",

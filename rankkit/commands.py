@@ -48,26 +48,54 @@ STOCHASTIC_OPTIONS = {"lam": "--lambda", "iterations": "--iterations", "eta": "-
 FACTORIZED_OPTIONS = {"K": "-K", "init_scale": "--init-scale", "patience": "--patience",
                       "save_factors": "--save-factors"}
 
+DEFAULT_C = 1.0  # -C when not given, for every solver that has a C (the CLI's default is None: "not given")
+
+# The options each solver uses; any other option given is an error (never silently ignored, never
+# written into the model). Keys are the params / stochastic keys; OPTION_FLAGS names them.
+OPTION_FLAGS = {"C": "-C", "tol": "--tol", "max_iter": "--max-iter", "query_norm": "--query-norm",
+                "query_weights": "--query-weights", "rescale": "--rescale", **STOCHASTIC_OPTIONS, **FACTORIZED_OPTIONS}
+_EXACT = {"C", "tol", "max_iter", "query_norm", "query_weights", "rescale"}
+_SOFIA = {"iterations", "sampler", "valid_file"}
+SOLVER_OPTIONS = {
+    "newton": _EXACT,
+    "newton-pairs": _EXACT,
+    "bundle": _EXACT,
+    "factorized": {"C", "iterations", "eta", "eta0", "valid_file", "K", "init_scale", "patience", "save_factors"},
+    "sgd": _SOFIA | {"lam", "eta", "eta0", "batch_size"},
+    "pegasos": _SOFIA | {"lam", "eta", "eta0", "batch_size"},
+    "logreg": _SOFIA | {"lam", "eta", "eta0", "batch_size"},
+    "margin-perceptron": _SOFIA | {"lam", "eta", "eta0", "batch_size"},  # lambda only through --eta pegasos
+    "pa": _SOFIA | {"C"},  # PA-I: C caps the step; no learning rate, no lambda
+    "romma": _SOFIA,  # aggressive ROMMA: no C, no learning rate, no lambda
+    "pair-sgd": {"C", "iterations", "valid_file"},  # Algorithm 2: uniform pairs, step 1/t
+    "query-sgd": {"C", "iterations"},  # Algorithm 3: whole queries, step 1/(t + t0)
+}
+_OPTION_HINTS = {"query_norm": " (use --sampler query-norm)"}
+
 
 def _solver_params(spec, params, stochastic, query_weights_file):
-    """The keyword arguments of the chosen solver; options that belong to another kind of solver
-    are an error rather than silently ignored."""
+    """The keyword arguments of the chosen solver. Every option given that the solver does not use
+    is an error, the same way for all solvers (SOLVER_OPTIONS); -C not given is DEFAULT_C."""
     stochastic = dict(stochastic or {})
-    if not spec.factorized:
-        for key, flag in FACTORIZED_OPTIONS.items():
-            if stochastic.get(key) is not None:
-                raise UsageError(f"{flag} is for --solver factorized, not --solver {spec.name}")
+    given = {k for k, v in params.items() if k not in ("loss", "delta") and v not in (None, False)}
+    given |= {k for k, v in stochastic.items() if k != "seed" and v is not None}
+    if query_weights_file is not None:
+        given.add("query_weights")
+    takes = SOLVER_OPTIONS.get(spec.name)
+    if takes is None:  # a solver added to the registry without a row here: be strict by kind
+        takes = SOLVER_OPTIONS["factorized" if spec.factorized else "sgd" if spec.stochastic else "newton"]
+    for key in sorted(given - takes, key=list(OPTION_FLAGS).index):
+        users = [name for name, opts in SOLVER_OPTIONS.items() if key in opts]
+        raise UsageError(f"{OPTION_FLAGS[key]} is not an option of --solver {spec.name} "
+                         f"(it is for: {', '.join(users)}){_OPTION_HINTS.get(key, '')}")
+    eta = stochastic.get("eta")
+    if stochastic.get("eta0") is not None and "eta0" in takes and (eta or "pegasos") == "pegasos" and not spec.factorized:
+        raise UsageError("--eta0 is the scale of --eta basic or constant; --eta pegasos is 1/(lambda t)")
+    if spec.name == "margin-perceptron" and stochastic.get("lam") is not None and (eta or "pegasos") != "pegasos":
+        raise UsageError(f"--lambda is used by --solver margin-perceptron only through --eta pegasos, not --eta {eta}")
+    C = DEFAULT_C if params.get("C") is None else params["C"]
     if spec.factorized:
-        for key, flag in (("query_norm", "--query-norm"), ("rescale", "--rescale"), ("tol", "--tol"),
-                          ("max_iter", "--max-iter")):
-            if params.get(key):
-                raise UsageError(f"{flag} is not an option of --solver factorized")
-        for key in ("lam", "batch_size", "sampler"):
-            if stochastic.get(key) is not None:
-                raise UsageError(f"{STOCHASTIC_OPTIONS[key]} is not an option of --solver factorized")
-        if query_weights_file is not None:
-            raise UsageError("--query-weights is not an option of --solver factorized")
-        out = {"C": params["C"], "loss": params.get("loss"), "seed": stochastic.get("seed", 0)}
+        out = {"C": C, "loss": params.get("loss"), "seed": stochastic.get("seed", 0)}
         for key in ("iterations", "eta", "eta0", "K", "init_scale", "patience"):
             if stochastic.get(key) is not None:
                 out[key] = stochastic[key]
@@ -75,25 +103,14 @@ def _solver_params(spec, params, stochastic, query_weights_file):
             out["eta"] = "constant"
         return out
     if spec.stochastic:
-        for key, flag in (("query_norm", "--query-norm"), ("rescale", "--rescale")):
-            if params.get(key):
-                hint = " (use --sampler query-norm)" if key == "query_norm" else ""
-                raise UsageError(f"{flag} is for the Newton and bundle solvers, not --solver {spec.name}{hint}")
-        if query_weights_file is not None:
-            raise UsageError(f"--query-weights is for the Newton and bundle solvers, not --solver {spec.name}")
-        for key in ("tol", "max_iter"):
-            if params.get(key) is not None:
-                raise UsageError(f"--{key.replace('_', '-')} is for the Newton and bundle solvers; "
-                                 f"--solver {spec.name} runs --iterations steps")
-        out = {"C": params["C"], "loss": params.get("loss")}
+        out = {"C": C, "loss": params.get("loss")}
         for key, default in STOCHASTIC_DEFAULTS.items():
             out[key] = stochastic.get(key) if stochastic.get(key) is not None else default
         out["seed"] = stochastic.get("seed", 0)
         return out
-    for key, flag in STOCHASTIC_OPTIONS.items():
-        if stochastic.get(key) is not None:
-            raise UsageError(f"{flag} is for the stochastic solvers (sgd, pegasos, ...), not --solver {spec.name}")
-    return {k: v for k, v in params.items() if v is not None}
+    out = {k: v for k, v in params.items() if v is not None}
+    out["C"] = C
+    return out
 
 
 def train(train_file, model_file, solver, params, zero_based=False, group_queries=False, log: Log = None, warn=print,
@@ -163,7 +180,7 @@ def train(train_file, model_file, solver, params, zero_based=False, group_querie
         result = model_solver.fit(fit_ds, log=log, progress=bar)
     else:
         result = model_solver.fit(fit_ds, log=log)
-    if not result.converged:
+    if not result.converged and not result.fixed_budget:
         warn(result.message)
     checksum.join()
     header = {

@@ -4,8 +4,15 @@ Grid path (`--method grid`, the glmnet experience at LETOR scale): the primal Ne
 log-spaced grid of C, from C_min, where w is still nearly zero, up by a factor `ratio`, each fit
 warm-started from the previous w (the optimum does not depend on the start; warm starts only save
 Newton iterations). Every point is evaluated on the validation set; `select` picks the best point or,
-with `1se`, the smallest C whose mean validation metric is within one standard error (over
-validation queries) of the best (the "one standard error rule").
+with `1se`, the smallest C whose mean validation metric is within one standard error of the best
+(the "one standard error rule"). The points are compared on the same validation queries, so the
+standard error is that of the per-query *difference* to the best point (a paired comparison), not
+the spread of the best point's own per-query values: queries differ far more from each other than
+two models differ on one query, and the unpaired spread lets a nearly-zero w (the smallest C) pass.
+
+A validation set that cannot tell the models apart (no query with two different labels, or the
+same metric at every point) still gives a choice, the most regularised point, with a warning
+that says so.
 
 C_min: for small C the optimum is w ~ -C grad L(0) (first order in C), so the largest score
 difference it implies is C * max_i |x_i . grad L(0)|... up to a factor 2; C_min makes that 0.01.
@@ -39,6 +46,7 @@ class PathPoint:
     metric_se: float  # standard error over validation queries
     seconds: float
     w: np.ndarray = field(repr=False)
+    values: np.ndarray | None = field(default=None, repr=False)  # per validation query (NaN: undefined)
 
 
 @dataclass
@@ -48,6 +56,7 @@ class PathResult:
     points: list
     chosen: int  # index into points
     select: str
+    notes: list = field(default_factory=list)  # warnings about the choice (also printed on stderr)
 
     @property
     def best(self) -> PathPoint:
@@ -73,12 +82,16 @@ def grid(ds: Dataset, n_points: int = DEFAULT_N_POINTS, ratio: float = DEFAULT_R
     return lo * np.logspace(0.0, np.log10(ratio), n_points)
 
 
-def validation_metric(valid: Dataset, w: np.ndarray, metric: str, convention: str = "letor4") -> tuple[float, float]:
-    """(mean, standard error) of the metric over the validation queries."""
+def validation_values(valid: Dataset, w: np.ndarray, metric: str, convention: str = "letor4") -> np.ndarray:
+    """The metric of every validation query under w (NaN where undefined)."""
     from rankkit.metrics import per_query
 
-    vals = per_query(metric, valid.y, csr_matvec(valid.data, valid.indices, valid.indptr, w, np.empty(valid.n_rows)),
+    return per_query(metric, valid.y, csr_matvec(valid.data, valid.indices, valid.indptr, w, np.empty(valid.n_rows)),
                      valid.qptr, convention)
+
+
+def mean_se(vals: np.ndarray) -> tuple[float, float]:
+    """(mean, standard error) over the defined values (NaN: undefined query)."""
     vals = vals[~np.isnan(vals)]
     if vals.size == 0:
         return float("nan"), float("nan")
@@ -86,23 +99,84 @@ def validation_metric(valid: Dataset, w: np.ndarray, metric: str, convention: st
     return float(vals.mean()), se
 
 
-def select_point(points: list, select: str) -> int:
+def validation_metric(valid: Dataset, w: np.ndarray, metric: str, convention: str = "letor4") -> tuple[float, float]:
+    """(mean, standard error) of the metric over the validation queries."""
+    return mean_se(validation_values(valid, w, metric, convention))
+
+
+def paired_se(a: np.ndarray, b: np.ndarray) -> tuple[float, float, int]:
+    """(mean, standard error, number) of the per-query differences a - b over the queries where
+    both are defined."""
+    both = ~(np.isnan(a) | np.isnan(b))
+    d = a[both] - b[both]
+    if d.size == 0:
+        return float("nan"), float("nan"), 0
+    se = float(d.std(ddof=1) / np.sqrt(d.size)) if d.size > 1 else float("nan")
+    return float(d.mean()), se, int(d.size)
+
+
+def _stderr_warn(message: str) -> None:
+    import sys
+
+    try:
+        print(f"rankkit: warning: {message}", file=sys.stderr)
+    except (OSError, ValueError):  # a closed or broken stderr must not lose the result
+        pass
+
+
+def select_point(points: list, select: str, valid: Dataset | None = None, values_at=None, notes: list | None = None,
+                 metric: str = "metric") -> int:
+    """The chosen point (points in increasing C). best: the highest mean validation metric (ties:
+    the most regularised). 1se: the smallest C whose per-query differences to the best point have a
+    mean within one standard error of 0 (paired over the same validation queries). values_at(i)
+    gives point i's per-query values when points do not carry them (the exact path computes them
+    only for the candidates it examines). Warnings about the choice are appended to `notes`."""
+    notes = [] if notes is None else notes
     metrics = np.array([p.metric for p in points])
     if np.all(np.isnan(metrics)):
         raise UsageError("the validation metric is undefined at every point (no validation query with pairs?)")
+    if valid is not None and not np.any(valid.levels_per_query >= 2):
+        notes.append(f"the validation set cannot tell the models apart (no validation query has two different "
+                     f"labels, so every ranking scores the same): chose the smallest C ({points[0].C:.4g}), the most "
+                     "regularised point, by convention")
+        return 0
+    finite = metrics[~np.isnan(metrics)]
+    if finite.max() == finite.min():
+        first = int(np.flatnonzero(~np.isnan(metrics))[0])
+        notes.append(f"the validation {metric} is {finite.max():.4g} at every point, so the validation set cannot tell "
+                     f"the models apart: chose the smallest C ({points[first].C:.4g}), the most regularised point, "
+                     "by convention")
+        return first
     best = int(np.nanargmax(metrics))
     if select == "best":
         return best
-    threshold = metrics[best] - points[best].metric_se
-    for i, p in enumerate(points):  # points are in increasing C: the first is the most regularised
-        if p.metric >= threshold:
+
+    def values(i):
+        if points[i].values is not None:
+            return points[i].values
+        return values_at(i)
+
+    v_best = values(best)
+    n_defined = int(np.count_nonzero(~np.isnan(v_best)))
+    if n_defined < 2:
+        notes.append(f"--select 1se needs at least two validation queries with a defined {metric} "
+                     f"({n_defined} here): chose the best point (C {points[best].C:.4g})")
+        return best
+    # a difference of two metrics in [0, 1] has sd <= sqrt(n / (n - 1)) ... so se <= 1/sqrt(n - 1):
+    # points further below the best than that cannot qualify and need no per-query values
+    reach = 1.0 / np.sqrt(n_defined - 1)
+    for i in range(best):
+        if np.isnan(metrics[i]) or metrics[i] < metrics[best] - reach:
+            continue
+        mean_diff, se, _ = paired_se(values(i), v_best)
+        if mean_diff >= -se:
             return i
     return best
 
 
 def grid_path(train: Dataset, valid: Dataset, Cs=None, metric: str = DEFAULT_METRIC, select: str = "best",
               n_points: int = DEFAULT_N_POINTS, ratio: float = DEFAULT_RATIO, tol: float | None = None,
-              max_iter: int | None = None, warm_start: bool = True, log=None) -> PathResult:
+              max_iter: int | None = None, warm_start: bool = True, log=None, warn=_stderr_warn) -> PathResult:
     """The Newton solver along a C grid (increasing), warm-started, evaluated on `valid`."""
     from rankkit.metrics import parse_metric
     from rankkit.solvers.newton import NewtonRankSVM
@@ -116,14 +190,35 @@ def grid_path(train: Dataset, valid: Dataset, Cs=None, metric: str = DEFAULT_MET
         t0 = time.perf_counter()
         res = NewtonRankSVM(C=C, tol=tol, max_iter=max_iter).fit(train, w0=w if warm_start else None)
         w = res.w
-        m, se = validation_metric(valid, w, metric)
+        vals = validation_values(valid, w, metric)
+        m, se = mean_se(vals)
         loss = (res.objective - 0.5 * float(w @ w)) / C
         points.append(PathPoint(C, res.iterations, res.objective, loss, res.n_active, float(np.linalg.norm(w)), m, se,
-                                time.perf_counter() - t0, w.copy()))
+                                time.perf_counter() - t0, w.copy(), vals))
         if log:
             log(f"point {k + 1:3d}/{len(Cs)}  C {C:.4g}  newton iterations {res.iterations:3d}  "
                 f"violated {res.n_active}  valid {metric} {m:.4f}  {points[-1].seconds:.3f}s")
-    return PathResult("grid", metric, points, select_point(points, select), select)
+    notes: list = []
+    chosen = select_point(points, select, valid=valid, notes=notes, metric=metric)
+    for note in notes:
+        if warn:
+            warn(note)
+    return PathResult("grid", metric, points, chosen, select, notes)
+
+
+def format_table(result: PathResult, points: list | None = None) -> list[str]:
+    """The lines of the `rankkit path` table (C, iterations, violated, validation metric, the
+    chosen mark) for `points` (default: all), each column as wide as its widest entry plus two
+    spaces, so that 12-digit counts never run into the next column. For commands.path to print."""
+    points = result.points if points is None else points
+    head = ["C", "iterations", "violated", f"valid {result.metric}"]
+    rows = [[f"{p.C:.4g}", str(p.iterations), str(p.n_active), f"{p.metric:.4f}"] for p in points]
+    widths = [max(len(h), *(len(r[k]) for r in rows)) + 2 if rows else len(h) + 2 for k, h in enumerate(head)]
+    lines = ["".join(h.rjust(wd) for h, wd in zip(head, widths))]
+    best = result.best
+    for p, r in zip(points, rows):
+        lines.append("".join(v.rjust(wd) for v, wd in zip(r, widths)) + ("  <- chosen" if p is best else ""))
+    return lines
 
 
 def write_table(path: str, result: PathResult) -> None:
@@ -178,14 +273,21 @@ def exact_path_points(train: Dataset, valid: Dataset, metric: str = DEFAULT_METR
         if log:
             log(f"breakpoint {len(points):5d}  lambda {b.lam:.6g}  C {b.C:.6g}  |I_alpha| {b.n_alpha}  |I_0| {b.n_zero}  "
                 f"|I_1| {b.n_one}  {b.event}  valid {metric} {m:.4f}")
-    chosen = select_point(points, "best")
-    if select == "1se":  # the standard error over validation queries, at the best point
-        scores = res.scores_at(1.0 / points[chosen].C, valid)
-        vals = per_query(metric, valid.y, scores, valid.qptr)
-        vals = vals[~np.isnan(vals)]
-        points[chosen].metric_se = float(vals.std(ddof=1) / np.sqrt(vals.size)) if vals.size > 1 else 0.0
-        chosen = select_point(points, "1se")
-    return PathResult("exact", metric, points, chosen, select), res, notes
+
+    def values_at(i):  # per-query values at breakpoint i, computed for the candidates 1se examines
+        if points[i].values is None:
+            lam = 1.0 / points[i].C
+            scores = (csr_matvec(valid.data, valid.indices, valid.indptr, res.w_at(lam), np.empty(valid.n_rows))
+                      if linear else res.scores_at(lam, valid))
+            points[i].values = per_query(metric, valid.y, scores, valid.qptr)
+        return points[i].values
+
+    choice_notes: list = []
+    chosen = select_point(points, select, valid=valid, values_at=values_at, notes=choice_notes, metric=metric)
+    if select == "1se":
+        points[chosen].metric_se = mean_se(values_at(chosen))[1]
+    notes = notes + choice_notes  # commands.path prints these notes as warnings
+    return PathResult("exact", metric, points, chosen, select, choice_notes), res, notes
 
 
 def write_exact_table(path: str, res) -> None:

@@ -111,7 +111,7 @@ def test_cli_factorized(tmp_path):
     V = np.loadtxt(tmp_path / "V.txt")
     assert V.shape == (len(SAMPLE_TRAIN.read_text().splitlines()), 3)
     assert rankkit("predict", SAMPLE_TEST, "f.txt", cwd=tmp_path).returncode == 0
-    for args, fragment in [(["--solver", "newton", "-K", "3"], "-K is for --solver factorized"),
+    for args, fragment in [(["--solver", "newton", "-K", "3"], "-K is not an option of --solver newton (it is for: factorized)"),
                            (["--solver", "factorized", "--lambda", "0.1"], "--lambda is not an option"),
                            (["--solver", "factorized", "--loss", "logistic"], "does not offer --loss logistic")]:
         bad = rankkit("train", SAMPLE_TRAIN, "b.txt", *args, cwd=tmp_path)

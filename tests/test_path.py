@@ -48,8 +48,15 @@ def test_one_standard_error_rule(data):
     best = select_point(res.points, "best")
     chosen = res.points[res.chosen]
     assert res.chosen <= best
-    assert chosen.metric >= res.points[best].metric - res.points[best].metric_se
-    assert all(p.metric < res.points[best].metric - res.points[best].metric_se for p in res.points[: res.chosen])
+    # the paired rule (issue 10): the standard error of the per-query differences to the best point
+    from rankkit.path import paired_se
+
+    def within(p):
+        mean, se, _ = paired_se(p.values, res.points[best].values)
+        return mean >= -se
+
+    assert within(chosen)
+    assert not any(within(p) for p in res.points[: res.chosen])
 
 
 def test_cli_path_writes_table_plot_and_model(tmp_path):

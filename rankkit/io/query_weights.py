@@ -43,7 +43,8 @@ def read_query_weights(path: str) -> dict[int, float]:
 
 
 def weights_for(ds, weights: dict[int, float], source: str) -> np.ndarray:
-    """The weight of each query of ds (in query order); every query needs one."""
+    """The weight of each query of ds (in query order); every query needs one, and some query with
+    pairs needs a positive one."""
     qids = ds.qid[ds.qptr[:-1]].tolist()
     missing = [q for q in qids if q not in weights]
     if missing:
@@ -51,4 +52,12 @@ def weights_for(ds, weights: dict[int, float], source: str) -> np.ndarray:
             display_name(source),
             f"has no weight for qid {missing[0]} of {ds.source}" + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""),
         )
-    return np.array([weights[q] for q in qids], dtype=np.float64)
+    out = np.array([weights[q] for q in qids], dtype=np.float64)
+    with_pairs = ds.pairs_per_query > 0
+    if np.any(with_pairs) and not np.any(out[with_pairs] > 0):
+        raise DataError(
+            display_name(source),
+            "gives weight 0 to every query that has preference pairs: the loss would vanish and the "
+            "model would be all zero; give some of them a positive weight",
+        )
+    return out

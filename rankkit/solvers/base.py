@@ -22,6 +22,76 @@ class FitResult:
     n_active: int = 0  # pairs with margin < 1 at the solution
     train_time: float = 0.0
     extra: dict = field(default_factory=dict)  # solver-specific figures recorded in the model file
+    # converged is False and nothing went wrong: the run did what was asked (a fixed number of
+    # stochastic steps) and has no convergence test. The caller does not warn about it.
+    fixed_budget: bool = False
+
+
+# The solvers form products such as C * (x_i - x_j)(x_i - x_j)' v and their squares: a bound of
+# "scale * max|x|^2 * features" (scale: C times the number of pairs for the C-weighted losses) above
+# this makes them overflow or leaves a problem no double-precision method can solve (with every
+# |x| about M, the problem is the one on x / M with C * M^2; a power-of-two rescaling is exact but
+# does not change that product). Below it every product is representable; the runtime checks
+# (check_finite) remain as a backstop.
+MAGNITUDE_LIMIT = 1e100
+
+
+def check_magnitude(ds: Dataset, scale: float, knob: str, scale_words: str) -> None:
+    """Refuse data whose feature values (with the solver's scale: C * pairs, 1 / lambda, ...) are
+    beyond what the solver can compute in double precision: one line naming the file, the line
+    and the value, and what to do."""
+    from rankkit.errors import DataError
+
+    if ds.data.size == 0:
+        return
+    k = int(np.argmax(np.abs(ds.data)))
+    big = float(abs(ds.data[k]))
+    if not np.isfinite(big):
+        raise DataError(ds.source, f"feature value {ds.data[k]!r} is not finite", _line_of(ds, k))
+    bound = float(scale) * big * big * max(ds.n_features, 1)
+    if bound <= MAGNITUDE_LIMIT:
+        return
+    # how far to divide the features: a power of ten that brings the bound back under the limit
+    import math
+
+    log_bound = math.log10(scale * max(ds.n_features, 1)) + 2 * math.log10(big)
+    digits = math.floor(math.log10(big))
+    shown = f"{bound:.3g}" if math.isfinite(bound) else f"1e+{log_bound:.0f}"
+    raise DataError(ds.source,
+                    f"feature value {ds.data[k]:.3g} is too large to train on in double precision with {knob} "
+                    f"({scale_words} x max|x|^2 x features = {shown} > {MAGNITUDE_LIMIT:.0e}): "
+                    f"rescale the features (e.g. divide them by 1e{digits}, or normalise them to [0, 1]) and train "
+                    f"again '{float(ds.data[k])!r}'", _line_of(ds, k))
+
+
+def check_exact_magnitude(ds: Dataset, C: float) -> None:
+    check_magnitude(ds, C * max(ds.n_pairs, 1), f"-C {C:g}", "C x pairs")
+
+
+def _line_of(ds: Dataset, k: int) -> int | None:
+    """The 1-based source line of the row holding stored value k (None when unknown)."""
+    if ds.line is None:
+        return None
+    row = int(np.searchsorted(ds.indptr, k, side="right")) - 1
+    return int(ds.line[row])
+
+
+def check_finite(ds: Dataset, solver: str, what: str, *values) -> None:
+    """Raise a clear error if any value (floats or arrays) is not finite: an overflow the magnitude
+    check did not foresee. Never a non-finite model, never one called converged."""
+    for v in values:
+        if not np.all(np.isfinite(v)):
+            from rankkit.errors import DataError
+
+            big = float(np.max(np.abs(ds.data))) if ds.data.size else 0.0
+            raise DataError(ds.source, f"{solver}: the {what} overflowed (not finite); the largest feature value "
+                            f"is {big:.3g}: scale the features down (or lower -C) and train again")
+
+
+def quiet_fp():
+    """numpy floating-point warnings off: the solvers test finiteness themselves and report it
+    in words (check_finite), never as a raw RuntimeWarning on stderr."""
+    return np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore")
 
 
 class Solver(Protocol):

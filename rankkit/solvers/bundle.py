@@ -13,7 +13,8 @@ simplex:
 
 Every dual value is a lower bound of min J; every J(w_t) an upper bound. It stops when the
 relative duality gap (min_t J(w_t) - dual) / min_t J(w_t) falls below `tol`, which bounds how far
-the returned w (the best iterate) is from the optimum. The number of iterations is
+the returned w (the best iterate) is from the optimum, and stops unconverged when the rounding
+error of the dual value exceeds that tolerance (huge features or C: the gap would prove nothing). The number of iterations is
 O(1 / (lambda * eps)) in theory; a few dozen to a few hundred in practice.
 """
 
@@ -24,7 +25,7 @@ import time
 import numpy as np
 
 from rankkit.data import Dataset
-from rankkit.solvers.base import ExactRankSVM, FitResult, Log
+from rankkit.solvers.base import ExactRankSVM, FitResult, Log, check_exact_magnitude, check_finite, quiet_fp
 
 DEFAULT_TOL = 1e-4  # relative duality gap
 DEFAULT_MAX_ITER = 1000
@@ -66,7 +67,11 @@ class BundleRankSVM(ExactRankSVM):
 
     def fit(self, ds: Dataset, w0: np.ndarray | None = None, log: Log | None = None) -> FitResult:
         ds.require_pairs()
-        return bmrm(self.objective(ds), w0=w0, tol=self.tol, max_iter=self.max_iter, log=log)
+        check_exact_magnitude(ds, self.C)
+        obj = self.objective(ds)
+        obj.ds = ds  # for the wording of a non-finite error
+        with quiet_fp():
+            return bmrm(obj, w0=w0, tol=self.tol, max_iter=self.max_iter, log=log)
 
 
 def bmrm(obj, w0=None, tol: float = DEFAULT_TOL, max_iter: int = DEFAULT_MAX_ITER, log: Log | None = None) -> FitResult:
@@ -86,6 +91,7 @@ def bmrm(obj, w0=None, tol: float = DEFAULT_TOL, max_iter: int = DEFAULT_MAX_ITE
         R = obj.C * obj.loss_y(obj.scores(w))
         a = obj.C * obj.gradient_loss()
         J = 0.5 * float(w @ w) + R
+        _finite(obj, f"objective or subgradient at iteration {it}", J, a)
         if J < best_J:
             best_w, best_J, best_active = w.copy(), J, obj.n_active
         planes_a.append(a)
@@ -103,12 +109,21 @@ def bmrm(obj, w0=None, tol: float = DEFAULT_TOL, max_iter: int = DEFAULT_MAX_ITE
         alpha = simplex_qp(G, b, alpha)
         lower = max(lower, float(b @ alpha) - 0.5 * float(alpha @ G @ alpha))
         w = -(alpha @ A)
+        _finite(obj, f"cutting-plane model at iteration {it}", lower, w)
         gap = best_J - lower
         if log:
             log(
                 f"iter {it:4d}  J {best_J:.12e}  lower {lower:.12e}  gap/J {gap / best_J:.2e}  "
                 f"planes {int(np.count_nonzero(alpha))}  violated {best_active}  {time.perf_counter() - t_start:.3f}s"
             )
+        # the dual value is a difference of terms as large as |b|.alpha + 0.5 alpha'|G|alpha: its
+        # rounding error must be below the tolerance, or the gap (even a negative one) proves nothing
+        rounding = 4.0 * np.finfo(float).eps * (float(np.abs(b) @ alpha) + 0.5 * float(alpha @ np.abs(G) @ alpha))
+        if rounding > tol * best_J:
+            message = (f"cannot certify the solution: the rounding error of the lower bound ({rounding:.3g}) exceeds "
+                       f"tol x objective ({tol * best_J:.3g}); the features (or -C) are too large for double "
+                       "precision: scale the features down")
+            break
         if gap <= tol * best_J:
             converged = True
             message = f"relative duality gap {gap / best_J:.3g} <= tol {tol:g}"
@@ -125,3 +140,13 @@ def bmrm(obj, w0=None, tol: float = DEFAULT_TOL, max_iter: int = DEFAULT_MAX_ITE
         train_time=time.perf_counter() - t_start,
         extra={"duality_gap": float(best_J - lower), "lower_bound": float(lower)},
     )
+
+
+def _finite(obj, what, *values):
+    ds = getattr(obj, "ds", None)
+    if ds is not None:
+        check_finite(ds, "bundle", what, *values)
+    elif not all(np.all(np.isfinite(v)) for v in values):
+        from rankkit.errors import UsageError
+
+        raise UsageError(f"bundle: the {what} overflowed (not finite): scale the features down")

@@ -42,7 +42,7 @@ from rankkit.data import Dataset
 from rankkit.errors import UsageError
 from rankkit.objectives._numba import njit
 from rankkit.objectives._sparse import csr_matvec, csr_rmatvec
-from rankkit.solvers.base import FitResult, Log
+from rankkit.solvers.base import FitResult, Log, check_exact_magnitude, check_finite, quiet_fp
 
 DEFAULT_K = 10
 DEFAULT_ITERATIONS = 200
@@ -190,6 +190,11 @@ class FactorizedRankSVM:
         if w0 is not None:
             raise UsageError("--solver factorized starts from random factors (no warm start in w)")
         ds.require_pairs()
+        check_exact_magnitude(ds, self.C)
+        with quiet_fp():
+            return self._fit(ds, log, progress)
+
+    def _fit(self, ds: Dataset, log: Log | None, progress) -> FitResult:
         t0 = time.perf_counter()
         rng = np.random.default_rng(self.seed)
         V = self.init_scale * rng.standard_normal((ds.n_rows, self.K))
@@ -200,6 +205,8 @@ class FactorizedRankSVM:
         halvings = 0  # backtracking: the paper's fixed step, halved whenever it would increase J
         history = []
         J, G, w = state.value_grad(V)
+        check_finite(ds, self.name, "objective or gradient at the start", J, G)
+        stop, converged = "", False
         for it in range(1, self.iterations + 1):
             line = f"iter {it:5d}  J {J:.10e}  |grad| {np.linalg.norm(G):.3e}"
             if self.valid is not None:
@@ -215,22 +222,31 @@ class FactorizedRankSVM:
             if progress:
                 progress(it, self.iterations)
             if self.patience is not None and self.valid is not None and stale >= self.patience:
+                stop, converged = (f"early stopping: validation MAP did not improve for {self.patience} iterations "
+                                   "(--patience)"), True
                 break
             while True:
                 V_new = V - self._eta(it) * 0.5**halvings * G
                 J_new, G_new, w_new = state.value_grad(V_new)
-                if np.isfinite(J_new) and J_new <= J:
+                if np.isfinite(J_new) and J_new <= J and np.all(np.isfinite(G_new)):
                     break
                 halvings += 1
-                if halvings > 60:
-                    raise UsageError("factorized: no step decreases the objective (the gradient is numerically zero)")
+                if halvings > 60:  # the step is 2^-60 of eta0: no descent along -G at working precision
+                    break
+            if halvings > 60:
+                stop = (f"no step along the gradient decreases the objective at iteration {it} "
+                        "(numerical precision reached)")
+                break
             V, J, G, w = V_new, J_new, G_new, w_new
-        stop = f"ran {it} iterations"
+        else:
+            stop = f"stopped at --iterations {self.iterations}: ran out of iterations (no stopping rule was met)"
         if best is not None and self.patience is not None:
             V = best[2]
-            stop = f"early stopping: best validation MAP {best[0]:.4f} at iteration {best[1]} (patience {self.patience})"
+            stop += f"; kept the best validation MAP {best[0]:.4f}, at iteration {best[1]}"
         self.factors = V
         w = state.weights(V)
         J = state.obj.evaluate(w, state.obj.scores(w))
-        return FitResult(w=w, objective=J, iterations=it, converged=True, message=stop, n_active=state.obj.n_active,
-                         train_time=time.perf_counter() - t0, extra={"first_objective": history[0] if history else J})
+        check_finite(ds, self.name, "objective at the solution", J, w)
+        return FitResult(w=w, objective=J, iterations=it, converged=converged, message=stop,
+                         n_active=state.obj.n_active, train_time=time.perf_counter() - t0,
+                         extra={"first_objective": history[0] if history else J})

@@ -27,7 +27,7 @@ import numpy as np
 
 from rankkit.data import Dataset
 from rankkit.objectives.pairwise import PairwiseObjective
-from rankkit.solvers.base import ExactRankSVM, FitResult, Log
+from rankkit.solvers.base import ExactRankSVM, FitResult, Log, check_exact_magnitude, check_finite, quiet_fp
 
 DEFAULT_C = 1.0
 DEFAULT_TOL = 1e-6
@@ -43,6 +43,8 @@ def conjugate_gradient(hess_vec, b: np.ndarray, rtol: float, max_iter: int):
     r = b.copy()
     p = r.copy()
     rr = float(r @ r)
+    if not math.isfinite(rr):  # |b|^2 overflowed: no direction (the caller reports it, never "converged")
+        return np.full_like(b, np.nan), 0, math.inf
     stop = (rtol * math.sqrt(rr)) ** 2
     it = 0
     while rr > stop and it < max_iter:
@@ -111,6 +113,7 @@ def truncated_newton(
     y = obj.scores(w)
     f = obj.evaluate(w, y)
     g = obj.gradient(w)
+    _finite(obj, "objective or gradient at the start", f, g)
     g0_norm = float(np.linalg.norm(g))
     converged, message = False, ""
     cg_total = 0
@@ -138,6 +141,7 @@ def truncated_newton(
             cg_it += more
             cg_total += more
             decrement = -float(g @ d)
+        _finite(obj, "Newton direction", decrement, d)
         gd = -decrement
         if decrement <= tol * f:
             converged = True
@@ -158,6 +162,7 @@ def truncated_newton(
         y = y + t * delta
         f = f_new
         g = obj.gradient(w)
+        _finite(obj, f"objective or gradient at iteration {it}", f, g)
         history.append((it, f, float(np.linalg.norm(g)), cg_it, t, obj.n_active, decrement / f))
         if log:
             log(
@@ -166,6 +171,7 @@ def truncated_newton(
             )
     # report the objective at the returned w computed afresh from X w
     f = obj.evaluate(w, obj.scores(w))
+    _finite(obj, "objective at the solution", f, w)
     return FitResult(
         w=w,
         objective=f,
@@ -178,6 +184,18 @@ def truncated_newton(
     )
 
 
+def _finite(obj, what, *values):
+    ds = getattr(obj, "ds", None)
+    if ds is None:
+        for v in values:
+            if not np.all(np.isfinite(v)):
+                from rankkit.errors import UsageError
+
+                raise UsageError(f"newton: the {what} overflowed (not finite): scale the features down")
+        return
+    check_finite(ds, getattr(obj, "solver_name", "newton"), what, *values)
+
+
 class NewtonRankSVM(ExactRankSVM):
     """Solver `newton`: the registry entry the CLI instantiates."""
 
@@ -187,7 +205,11 @@ class NewtonRankSVM(ExactRankSVM):
 
     def fit(self, ds: Dataset, w0: np.ndarray | None = None, log: Log | None = None) -> FitResult:
         ds.require_pairs()
-        return truncated_newton(self.objective(ds), w0=w0, tol=self.tol, max_iter=self.max_iter, log=log)
+        check_exact_magnitude(ds, self.C)
+        obj = self.objective(ds)
+        obj.ds, obj.solver_name = ds, self.name  # for the wording of a non-finite error
+        with quiet_fp():
+            return truncated_newton(obj, w0=w0, tol=self.tol, max_iter=self.max_iter, log=log)
 
 
 class NewtonPairsRankSVM(NewtonRankSVM):

@@ -25,7 +25,7 @@ import numpy as np
 
 from rankkit.data import Dataset
 from rankkit.errors import UsageError
-from rankkit.solvers.base import FitResult, Log
+from rankkit.solvers.base import FitResult, Log, check_finite, check_magnitude, quiet_fp
 
 DEFAULT_LAMBDA = 0.1
 DEFAULT_ITERATIONS = 100_000
@@ -52,10 +52,24 @@ def _segment_seed(seed: int, k: int) -> int:
 
 def hinge_objective(ds: Dataset, w: np.ndarray, lam: float) -> float:
     """lambda/2 ||w||^2 + 1/|P| sum over pairs max(0, 1 - w.(x_a - x_b)), in O(n log n)."""
+    return hinge_objective_active(ds, w, lam)[0]
+
+
+def hinge_objective_active(ds: Dataset, w: np.ndarray, lam: float) -> tuple[float, int]:
+    """(the hinge objective, pairs with margin < 1): the O(n log n) kernel counts them."""
     from rankkit.objectives.pairwise import PairwiseObjective
 
     obj = PairwiseObjective(ds, 1.0, "hinge")
-    return 0.5 * lam * float(w @ w) + obj.loss_y(obj.scores(w)) / max(ds.n_pairs, 1)
+    f = 0.5 * lam * float(w @ w) + obj.loss_y(obj.scores(w)) / max(ds.n_pairs, 1)
+    return f, obj.n_active
+
+
+# which of the options each learner uses (the rest would be ignored: the CLI rejects them, and the
+# model header records only these)
+USES_LAMBDA = ("sgd", "pegasos", "logreg")  # margin-perceptron: only through --eta pegasos, 1/(lambda t)
+USES_ETA = ("sgd", "pegasos", "logreg", "margin-perceptron")
+USES_C = ("pa", "pair-sgd", "query-sgd")
+USES_BATCH = ("sgd", "pegasos", "logreg", "margin-perceptron")
 
 
 class StochasticRankSVM:
@@ -77,18 +91,40 @@ class StochasticRankSVM:
         if self.iterations < 1:
             raise UsageError("--iterations must be at least 1")
 
+    def uses_lambda(self) -> bool:
+        return self.learner in USES_LAMBDA or (self.learner == "margin-perceptron" and self.eta == "pegasos")
+
     def hyperparameters(self) -> dict:
-        out = {"learner": self.learner, "sampler": self.sampler, "lambda": self.lam, "iterations": self.iterations,
-               "eta": self.eta, "seed": self.seed, "batch_size": self.batch_size}
-        if self.eta != "pegasos":
-            out["eta0"] = self.eta0
-        if self.learner == "pa":
+        """Only what this learner used: pa has C and no eta or lambda; romma has neither."""
+        out = {"learner": self.learner, "sampler": self.sampler}
+        if self.uses_lambda():
+            out["lambda"] = self.lam
+        out.update({"iterations": self.iterations})
+        if self.learner in USES_ETA:
+            out["eta"] = self.eta
+            if self.eta != "pegasos":
+                out["eta0"] = self.eta0
+        out["seed"] = self.seed
+        if self.learner in USES_BATCH:
+            out["batch_size"] = self.batch_size
+        if self.learner in USES_C:
             out["C"] = self.C
         return out
 
+    def _magnitude_scale(self, ds: Dataset) -> tuple[float, str, str]:
+        """(scale, knob, words) for check_magnitude: w grows by at most (step) x per step."""
+        if self.learner in ("pa", "romma"):  # steps scale with 1/||x||^2: only ||x||^2 must exist
+            return 1.0, f"--solver {self.learner}", "1"
+        step = 1.0 / self.lam if self.eta == "pegasos" and self.lam > 0 else self.eta0
+        return step * self.iterations, f"--solver {self.learner}", "first step x iterations"
+
     # -- the run, segment by segment -------------------------------------------------------------
+    step_offset = 0  # t0 of the schedule: step t uses the learning rate of t + t0 (pair-sgd sets it)
+
     def _segment(self, ds, index, w, n, t_start, seed):
         from rankkit.solvers import _sgd_kernels as K
+
+        t_start = t_start + self.step_offset
 
         trace_iters = np.array([n], dtype=np.int64)
         trace_loss = np.zeros(1)
@@ -108,18 +144,21 @@ class StochasticRankSVM:
         from rankkit.solvers import _sgd_kernels as K
 
         self._check(ds)
+        check_magnitude(ds, *self._magnitude_scale(ds))
         t0 = time.perf_counter()
         index = K.build_index(ds.y, ds.qptr)
         w = np.zeros(ds.n_features) if w0 is None else np.array(w0, dtype=np.float64, copy=True)
-        done = 0
-        for k, cp in enumerate(checkpoints(self.iterations)):
-            loss = self._segment(ds, index, w, cp - done, done, _segment_seed(self.seed, k))
-            done = cp
-            if log:
-                log(self._progress_line(cp, loss, w, t0))
-            if progress:
-                progress(done, self.iterations)
-        return self._result(ds, w, t0)
+        with quiet_fp():
+            f_start = self._objective(ds, w)[0]
+            done = 0
+            for k, cp in enumerate(checkpoints(self.iterations)):
+                loss = self._segment(ds, index, w, cp - done, done, _segment_seed(self.seed, k))
+                done = cp
+                if log:
+                    log(self._progress_line(cp, loss, w, t0))
+                if progress:
+                    progress(done, self.iterations)
+            return self._result(ds, w, t0, f_start)
 
     def _progress_line(self, it, loss, w, t0):
         line = f"iter {it:>10d}  sampled-pair hinge {loss:.6f}"
@@ -132,18 +171,48 @@ class StochasticRankSVM:
             line += f"  valid map {m['map']:.4f} ndcg@10 {m['ndcg@10']:.4f}"
         return line + f"  {time.perf_counter() - t0:.3f}s"
 
-    def _result(self, ds, w, t0) -> FitResult:
+    # the objective the learner approximately minimises, and the pairs with margin < 1
+    OBJECTIVE_KIND = "lambda/2 ||w||^2 + mean hinge over pairs"
+
+    def _objective(self, ds, w) -> tuple[float, int]:
+        return hinge_objective_active(ds, w, self.lam if self.uses_lambda() else 0.0)
+
+    def _result(self, ds, w, t0, f_start: float) -> FitResult:
+        """The run's figures, all true: the objective and violated pairs at w (O(n log n)); not
+        converged (a fixed number of steps is not a convergence test); divergence (an objective
+        above the one at the start) reported as such, a non-finite w or objective an error."""
+        check_finite(ds, self.name, "weight vector", w)
+        f, n_active = self._objective(ds, w)
+        check_finite(ds, self.name, "objective", f)
         train_time = time.perf_counter() - t0
+        if f > f_start:
+            message = (f"diverged: objective {f:.6g} after {self.iterations} steps is above {f_start:.6g} at the start "
+                       f"({self._divergence_hint()})")
+            budget = False
+        else:
+            message = f"ran {self.iterations} stochastic steps (a fixed budget: no convergence test)"
+            budget = True
         return FitResult(
             w=w,
-            objective=hinge_objective(ds, w, self.lam),
+            objective=f,
             iterations=self.iterations,
-            converged=True,
-            message=f"ran {self.iterations} stochastic steps",
-            n_active=0,
+            converged=False,
+            message=message,
+            n_active=n_active,
             train_time=train_time,
-            extra={"objective_kind": "lambda/2 ||w||^2 + mean hinge over pairs"},
+            extra={"objective_kind": self._objective_kind()},
+            fixed_budget=budget,
         )
+
+    def _objective_kind(self) -> str:
+        return self.OBJECTIVE_KIND if self.uses_lambda() else "mean hinge over pairs (this learner has no lambda)"
+
+    def _divergence_hint(self) -> str:
+        if self.learner == "romma":
+            return "aggressive ROMMA assumes pairs a hyperplane can separate: try --solver pa or pegasos"
+        if self.learner in USES_C:
+            return "the step size is too large for this data: lower -C"
+        return "the step size is too large for this data: use a larger --lambda, or --eta basic with a smaller --eta0"
 
 
 def _learner_class(learner: str, doc: str):
@@ -166,21 +235,41 @@ class PairSgdRankSVM(StochasticRankSVM):
     learner = "pair-sgd"
     name = "pair-sgd"
 
+    OBJECTIVE_KIND = "0.5 ||w||^2 + C * sum of squared hinge over pairs"
+
     def hyperparameters(self) -> dict:
         return {"learner": self.learner, "sampler": "uniform", "C": self.C, "iterations": self.iterations,
                 "seed": self.seed}
 
-    def fit(self, ds: Dataset, w0=None, log=None, progress=None) -> FitResult:
-        self.sampler, self.eta, self.eta0, self.batch_size = "uniform", "inverse-t", 1.0, 1
-        self.lam = 1.0 / ds.n_pairs if ds.n_pairs else 1.0
-        result = super().fit(ds, w0, log, progress)
-        return self._squared_result(ds, result)
+    def _magnitude_scale(self, ds: Dataset) -> tuple[float, str, str]:
+        return self.C * max(ds.n_pairs, 1), f"-C {self.C:g}", "C x pairs"
 
-    def _squared_result(self, ds, result):
+    def _objective_kind(self) -> str:
+        return self.OBJECTIVE_KIND
+
+    def _objective(self, ds, w) -> tuple[float, int]:
         from rankkit.objectives.pairwise import PairwiseObjective
 
-        result.objective = PairwiseObjective(ds, self.C).fun_grad(result.w)[0]
-        result.extra = {"objective_kind": "0.5 ||w||^2 + C * sum of squared hinge over pairs"}
+        obj = PairwiseObjective(ds, self.C)
+        return obj.evaluate(w, obj.scores(w)), obj.n_active
+
+    def fit(self, ds: Dataset, w0=None, log=None, progress=None) -> FitResult:
+        """The paper's step 1/t, as 1/(t + t0) with t0 = ceil(2C max_pair ||x_a - x_b||^2 + 1/|P|)
+        bounded by 8C max_i ||x_i||^2 + 1/|P| (the curvature of one pair's term): no step overshoots
+        the pair it is taken on (on LightGBM's lambdarank example the plain 1/t ends at an objective
+        250 times the one at w = 0); where the bound is below 1 nothing changes."""
+        self.sampler, self.eta, self.eta0, self.batch_size = "uniform", "inverse-t", 1.0, 1
+        self.lam = 1.0 / ds.n_pairs if ds.n_pairs else 1.0
+        if ds.data.size:
+            import math
+
+            with quiet_fp():  # huge features: the magnitude check in fit() refuses them just below
+                norms = np.bincount(np.repeat(np.arange(ds.n_rows), np.diff(ds.indptr)), weights=ds.data**2,
+                                    minlength=ds.n_rows)
+            bound = 8.0 * self.C * float(norms.max()) + self.lam
+            self.step_offset = int(min(math.ceil(bound), 2**53)) if math.isfinite(bound) and bound > 1.0 else 0
+        result = super().fit(ds, w0, log, progress)
+        result.extra["step_offset"] = self.step_offset
         return result
 
 
@@ -194,24 +283,32 @@ class QuerySgdRankSVM(PairSgdRankSVM):
         return {"learner": self.learner, "C": self.C, "iterations": self.iterations, "seed": self.seed}
 
     def fit(self, ds: Dataset, w0=None, log=None, progress=None) -> FitResult:
-        from rankkit.solvers._query_sgd import run_query_sgd
+        from rankkit.solvers._query_sgd import run_query_sgd, step_offset
 
         ds.require_pairs()
+        check_magnitude(ds, *self._magnitude_scale(ds))
         t0 = time.perf_counter()
         w = np.zeros(ds.n_features) if w0 is None else np.array(w0, dtype=np.float64, copy=True)
         lev = np.ascontiguousarray(ds.levels, dtype=np.int32)
         pairs_q = ds.pairs_per_query.astype(np.float64)
-        # one run (the 1/t schedule starts at 1 inside the kernel); the checkpoints only trace
+        # one run (the 1/(t + t0) schedule starts at t = 1 inside the kernel); the checkpoints only trace
         trace_iters = np.array(checkpoints(self.iterations), dtype=np.int64)
         trace_loss = np.zeros(trace_iters.shape[0])
-        status = run_query_sgd(ds.data, ds.indices, ds.indptr, lev, ds.qptr, ds.levels_per_query, pairs_q, self.C,
-                               self.iterations, self.seed, w, trace_iters, trace_loss)
-        if status != 0:
-            raise UsageError("query-sgd: no query has two relevance levels")
-        if log:
-            for it, loss in zip(trace_iters.tolist(), trace_loss.tolist()):
-                log(f"iter {it:>10d}  query squared-hinge per pair {loss:.6f}")
-        if progress:
-            progress(self.iterations, self.iterations)
-        result = self._result(ds, w, t0)
-        return self._squared_result(ds, result)
+        with quiet_fp():
+            f_start = self._objective(ds, w)[0]
+            offset = step_offset(ds, self.C)
+            status = run_query_sgd(ds.data, ds.indices, ds.indptr, lev, ds.qptr, ds.levels_per_query, pairs_q, self.C,
+                                   self.iterations, self.seed, w, trace_iters, trace_loss, offset)
+            if status == 1:
+                raise UsageError("query-sgd: no query has two relevance levels")
+            if status != 0:
+                check_finite(ds, self.name, "weight vector", np.array([np.nan]))
+            if log:
+                log(f"step 1/(t + t0), t0 = {offset:.6g} (the largest per-query curvature bound)")
+                for it, loss in zip(trace_iters.tolist(), trace_loss.tolist()):
+                    log(f"iter {it:>10d}  query squared-hinge per pair {loss:.6f}")
+            if progress:
+                progress(self.iterations, self.iterations)
+            result = self._result(ds, w, t0, f_start)
+        result.extra["step_offset"] = offset
+        return result
