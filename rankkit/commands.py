@@ -282,10 +282,11 @@ def _train_stream(train_file, model_file, solver, params, stochastic, zero_based
         "n_documents": facts["n_rows"],
         "n_pairs": facts["n_pairs"],
         "objective": float("nan"),
-        "stop_reason": "stream sampler: the exact objective needs another pass over the file, not computed",
+        "stop_reason": f"ran {model_solver.iterations} stochastic steps in two streaming passes (a fixed budget: no "
+                       "convergence test); the exact objective needs another pass over the file, not computed",
         "sampled_pair_hinge": facts["sampled_hinge"],
         "iterations": model_solver.iterations,
-        "converged": True,
+        "converged": False,
         "train_time_seconds": round(facts["train_time"], 6),
     }
     write_model(model_file, Model(weights=w, header=header))
@@ -323,9 +324,6 @@ def predict(data_file, model_file, out_file="-", fmt="scores", tag="rankkit", ze
             log: Log = None):
     check_output(out_file, (data_file, model_file), kind="scores")
     model = read_model(model_file)
-    if not model.verified:
-        console.warn(f"{model_file} is a format-1 model (rankkit < 0.2) without a checksum: its structure was checked, "
-                     "its numbers cannot be verified; train it again to upgrade")
     base0 = model.zero_based if zero_based is None else zero_based
     ds = read_svmlight(data_file, zero_based=base0, group_queries=group_queries, labels_optional=True)
     scores, ignored = _linear_scores(model, ds)
@@ -341,6 +339,9 @@ def predict(data_file, model_file, out_file="-", fmt="scores", tag="rankkit", ze
         write_trec_run(out_file, _query_names(ds), _docids(ds), scores, ds.qptr, tag=tag)
     else:
         write_ranked(out_file, ds, scores, _docids(ds))
+    if not model.verified:  # said after the scores, so that an error stays the only line
+        console.warn(f"{model_file} is a format-1 model (rankkit < 0.2) without a checksum: its structure was checked, "
+                     "its numbers cannot be verified; train it again to upgrade")
     if log:
         log(f"scored {ds.n_rows} documents in {ds.n_queries} queries with {model_file} ({model.n_features} features)")
         if ignored:
@@ -584,6 +585,7 @@ def _path_one(train_file, valid_file, test_file, method, metric, select, n_point
         if exact.get("kernel", "linear") != "linear" or exact.get("graph", "full") != "full":
             raise UsageError("--kernel and --graph are options of --method exact")
         result = grid_path(train_ds, valid_ds, metric=metric, select=select, n_points=n_points, ratio=ratio, log=log)
+        notes = result.notes
     test_value = None
     if test_file is not None:
         test_ds = read_svmlight(test_file, zero_based=zero_based, group_queries=group_queries)
@@ -688,6 +690,9 @@ def path(train_file=None, valid_file=None, out_model=None, table=None, plot=None
         rows.append(["mean", "", "", f"{mean:.4f}"])
         for line in _aligned(rows):
             echo(line)
+        for d, (_, _, facts) in zip(names, outs):
+            for note in facts["notes"] or []:
+                console.warn(f"{d}: {note}")
         return outs
     if train_file is None or valid_file is None:
         raise UsageError("rankkit path needs TRAIN and VALID (or --folds DIR)")

@@ -115,15 +115,6 @@ def paired_se(a: np.ndarray, b: np.ndarray) -> tuple[float, float, int]:
     return float(d.mean()), se, int(d.size)
 
 
-def _stderr_warn(message: str) -> None:
-    import sys
-
-    try:
-        print(f"rankkit: warning: {message}", file=sys.stderr)
-    except (OSError, ValueError):  # a closed or broken stderr must not lose the result
-        pass
-
-
 def select_point(points: list, select: str, valid: Dataset | None = None, values_at=None, notes: list | None = None,
                  metric: str = "metric") -> int:
     """The chosen point (points in increasing C). best: the highest mean validation metric (ties:
@@ -176,8 +167,9 @@ def select_point(points: list, select: str, valid: Dataset | None = None, values
 
 def grid_path(train: Dataset, valid: Dataset, Cs=None, metric: str = DEFAULT_METRIC, select: str = "best",
               n_points: int = DEFAULT_N_POINTS, ratio: float = DEFAULT_RATIO, tol: float | None = None,
-              max_iter: int | None = None, warm_start: bool = True, log=None, warn=_stderr_warn) -> PathResult:
-    """The Newton solver along a C grid (increasing), warm-started, evaluated on `valid`."""
+              max_iter: int | None = None, warm_start: bool = True, log=None, warn=None) -> PathResult:
+    """The Newton solver along a C grid (increasing), warm-started, evaluated on `valid`. Warnings
+    about the choice are in the result's `notes` (and passed to `warn` if given)."""
     from rankkit.metrics import parse_metric
     from rankkit.solvers.newton import NewtonRankSVM
 
@@ -204,21 +196,6 @@ def grid_path(train: Dataset, valid: Dataset, Cs=None, metric: str = DEFAULT_MET
         if warn:
             warn(note)
     return PathResult("grid", metric, points, chosen, select, notes)
-
-
-def format_table(result: PathResult, points: list | None = None) -> list[str]:
-    """The lines of the `rankkit path` table (C, iterations, violated, validation metric, the
-    chosen mark) for `points` (default: all), each column as wide as its widest entry plus two
-    spaces, so that 12-digit counts never run into the next column. For commands.path to print."""
-    points = result.points if points is None else points
-    head = ["C", "iterations", "violated", f"valid {result.metric}"]
-    rows = [[f"{p.C:.4g}", str(p.iterations), str(p.n_active), f"{p.metric:.4f}"] for p in points]
-    widths = [max(len(h), *(len(r[k]) for r in rows)) + 2 if rows else len(h) + 2 for k, h in enumerate(head)]
-    lines = ["".join(h.rjust(wd) for h, wd in zip(head, widths))]
-    best = result.best
-    for p, r in zip(points, rows):
-        lines.append("".join(v.rjust(wd) for v, wd in zip(r, widths)) + ("  <- chosen" if p is best else ""))
-    return lines
 
 
 def write_table(path: str, result: PathResult) -> None:

@@ -351,12 +351,13 @@ def test_1se_on_mq2008_is_not_the_nearly_zero_model():
     assert res.chosen > 0  # before: C = 3.2e-8, w nearly 0
 
 
-def test_format_table_keeps_columns_apart():
-    from rankkit.path import PathPoint, PathResult, format_table
+def test_path_table_keeps_columns_apart():
+    """Before: fixed widths ({p.iterations:12d}) ran 12-digit counts into the next column."""
+    from rankkit.commands import _aligned
 
-    pts = [PathPoint(0.001, 123456789012, 0.0, 0.0, 987654321098, 1.0, 0.5, 0.0, 0.0, np.zeros(1)),
-           PathPoint(0.01, 3, 0.0, 0.0, 5, 1.0, 0.25, 0.0, 0.0, np.zeros(1))]
-    lines = format_table(PathResult("grid", "map", pts, 1, "best"))
+    lines = _aligned([["C", "iterations", "violated", "valid map", ""],
+                      ["0.001", "123456789012", "987654321098", "0.5000", ""],
+                      ["0.01", "3", "5", "0.2500", "<- chosen"]])
     assert lines[0].split() == ["C", "iterations", "violated", "valid", "map"]
     assert lines[1].split() == ["0.001", "123456789012", "987654321098", "0.5000"]
     assert lines[2].split() == ["0.01", "3", "5", "0.2500", "<-", "chosen"]

@@ -107,3 +107,32 @@ def test_cli_stream(tmp_path):
         assert bad.returncode == 2 and fragment in bad.stderr.decode(), (args, bad.stderr.decode())
     with pytest.raises(UsageError):
         train_stream(str(SAMPLE_TRAIN), PegasosRankSVM(batch_size=2))
+
+
+@pytest.mark.parametrize("change", ["append", "relabel", "same-size"])
+def test_a_file_changed_between_the_two_passes_is_a_data_error(tmp_path, monkeypatch, change):
+    """Before: a file that grew between pass 1 and pass 2 could raise IndexError (exit 1), and one
+    changed in place trained on a mix of two files. Pass 2 now hashes what it reads and compares."""
+    import rankkit.solvers.stream as stream
+
+    path = tmp_path / "t.txt"
+    original = SAMPLE_TRAIN.read_bytes()
+    path.write_bytes(original)
+    calls = []
+    real = stream._query_blocks
+
+    def blocks(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:  # between the passes
+            if change == "append":
+                path.write_bytes(original + b"2 qid:99999 1:1\n0 qid:99999 2:1\n")
+            elif change == "relabel":
+                path.write_bytes(original.replace(b"\n0 qid:", b"\n2 qid:", 1))
+            else:  # same labels and sizes, one value changed: only the hash can tell
+                i = original.index(b":0.") + 3
+                path.write_bytes(original[:i] + (b"9" if original[i:i + 1] != b"9" else b"8") + original[i + 1:])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(stream, "_query_blocks", blocks)
+    with pytest.raises(DataError, match="changed between the two passes"):
+        train_stream(str(path), PegasosRankSVM(iterations=2000, lam=0.01))

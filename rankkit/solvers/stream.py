@@ -163,7 +163,11 @@ def train_stream(path: str, solver, zero_based: bool = False, log=None, chunk_by
     w = np.zeros(n_features)
     done, cum, hinge = 0, 0, 0.0
     codes = (K.LEARNERS[solver.learner], K.ETA[solver.eta], solver.eta0, solver.lam, solver.C)
-    for q, (_, labels, data, indices, indptr, line) in enumerate(_query_blocks(path, zero_based, chunk_bytes)):
+    second = hashlib.sha256()
+    changed = DataError(path, "changed between the two passes of --sampler stream; train again once it is complete")
+    for q, (_, labels, data, indices, indptr, line) in enumerate(_query_blocks(path, zero_based, chunk_bytes, second)):
+        if q >= len(pairs) or _pairs(labels) != pairs[q] or (indices.shape[0] and int(indices.max()) >= n_features):
+            raise changed
         cum += pairs[q]
         upto = int(round(T * cum / total))
         n_steps = upto - done
@@ -178,6 +182,8 @@ def train_stream(path: str, solver, zero_based: bool = False, log=None, chunk_by
         done = upto
         if log and (q + 1) % max(1, len(pairs) // 10) == 0:
             log(f"stream pass 2: {done} steps, query {q + 1}/{len(pairs)}, sampled-pair hinge {hinge / done:.6f}")
+    if second.digest() != hasher.digest():
+        raise changed
     facts = {"n_rows": n_rows, "n_queries": len(pairs), "n_pairs": total, "n_features": n_features,
              "train_time": time.perf_counter() - t0, "sampled_hinge": hinge / max(done, 1),
              "sha256": hasher.hexdigest()}
