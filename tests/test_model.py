@@ -384,7 +384,8 @@ def test_compact_training_equals_training_on_all_columns(solver):
     comp, used = wide.compact_columns(always=True)
     np.testing.assert_array_equal(used, spread)
     spec = SOLVERS[solver]
-    params = _solver_params(spec, {"C": 0.1, "loss": spec.losses[0]}, {"iterations": 3000} if spec.stochastic else None,
+    params = _solver_params(spec, {"C": None if spec.stochastic else 0.1, "loss": spec.losses[0]},
+                            {"iterations": 3000} if spec.stochastic else None,
                             None)
     a = spec.load()(**params).fit(wide)
     b = spec.load()(**params).fit(comp)
@@ -470,7 +471,7 @@ def test_stochastic_training_with_validation_on_compacted_columns(tmp_path):
 
     typo = _typo_file(tmp_path, 100_000_000)
     valid = _typo_file(tmp_path, 7, "valid.txt")  # a column the training file does not have
-    commands.train(typo, str(tmp_path / "m.model"), "sgd", {"C": 0.1, "loss": None}, warn=lambda msg: None,
+    commands.train(typo, str(tmp_path / "m.model"), "sgd", {"C": None, "loss": None}, warn=lambda msg: None,
                    stochastic={"iterations": 200, "valid_file": valid, "seed": 0})
     model = read_model(str(tmp_path / "m.model"))
     assert model.sparse and model.n_features == 100_000_000
