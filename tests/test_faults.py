@@ -335,3 +335,32 @@ def test_concurrent_writers_of_one_model_leave_one_complete_model(tmp_path, prim
     model = read_model(str(tmp_path / "m.txt"))
     assert model.header["C"] in ("0.01", "0.1", "1.0", "10.0")
     assert no_temp_files(tmp_path)
+
+
+def test_a_cache_that_cannot_be_written_is_switched_off_not_fatal(tmp_path, monkeypatch, capsys):
+    """A full disk (or a cache directory made read-only under a running process): the kernel still
+    compiles and runs, one note says the cache is off."""
+    import errno
+
+    from numba.core.caching import FunctionCache
+
+    from rankkit import console
+    from rankkit.objectives import _numba
+
+    def full(self, sig, data):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(FunctionCache, "save_overload", full)
+    monkeypatch.setattr(_numba, "_cache_enabled", True)
+    monkeypatch.setattr(console, "_stderr_ok", True)
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(_numba.numba.config, "CACHE_DIR", str(tmp_path))
+
+    @_numba.njit
+    def twice(x):
+        return 2.0 * x
+
+    assert twice(21.0) == 42.0
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "cannot write the kernel cache" in err and "No space left" in err
+    assert _numba._cache_enabled is False
