@@ -20,9 +20,10 @@ all: test
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test]'
-	touch $(STAMP)
+	@# PYTHONWARNINGS reaches pip's isolated build: setuptools' notices about editable installs are not ours to show
+	PYTHONWARNINGS=ignore $(PY) -m pip install --quiet --upgrade pip
+	PYTHONWARNINGS=ignore $(PY) -m pip install --quiet -e '.[test]'
+	@touch $(STAMP)
 
 venv: $(STAMP)
 
@@ -45,8 +46,8 @@ fuzz: $(STAMP)
 	rm -rf $$cache; exit $$status
 
 $(BENCH_STAMP): $(STAMP)
-	$(PY) -m pip install --quiet -e '.[test,bench]'
-	touch $(BENCH_STAMP)
+	PYTHONWARNINGS=ignore $(PY) -m pip install --quiet -e '.[test,bench]'
+	@touch $(BENCH_STAMP)
 
 bench: $(BENCH_STAMP)
 	$(PY) scripts/bench.py
