@@ -519,59 +519,15 @@ def main(argv=None) -> None:
     console.guard_standard_fds()
     _install_signal_handlers()
     try:
-        _run(argv)
-    except SystemExit:
-        raise
-    except BaseException:
+        cli.main(args=argv, prog_name="rankkit", standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except BaseException as exc:
         # A signal can surface as any exception (numba reports one raised during a kernel call as
         # SystemError): whatever unwound, the run was interrupted.
         if _received:
             _interrupted_exit()
-        raise
-
-
-def _run(argv) -> None:
-    from rankkit import console
-
-    try:
-        cli.main(args=argv, prog_name="rankkit", standalone_mode=False)
-    except click.exceptions.Exit as exc:
-        sys.exit(exc.exit_code)
-    except click.ClickException as exc:  # usage errors: click's own message, exit 2
-        if _received:
-            _interrupted_exit()
-        try:
-            exc.show()
-        except OSError:
-            pass
-        sys.exit(EXIT_USAGE)
-    except (click.exceptions.Abort, KeyboardInterrupt):
-        if _received:
-            _interrupted_exit()
-        console.say("rankkit: interrupted")
-        sys.exit(130)
-    except RankkitError as exc:
-        if _received:
-            _interrupted_exit()
-        console.say(f"rankkit: error: {exc}")
-        sys.exit(exc.exit_code)
-    except BrokenPipeError:
-        # e.g. `rankkit predict ... | head`: not an error; silence the final flush
-        console.silence_stdout()
-        sys.exit(0)
-    except MemoryError:
-        console.say("rankkit: error: out of memory")
-        sys.exit(EXIT_FAILURE)
-    except Exception as exc:  # a bug: one line, the traceback only on request
-        if _received:
-            _interrupted_exit()
-        if os.environ.get("RANKKIT_DEBUG"):
-            raise
-        console.say(
-            f"rankkit: internal error: {exc.__class__.__name__}: {exc} "
-            "(set RANKKIT_DEBUG=1 for a traceback, and please report it)"
-        )
-        sys.exit(EXIT_FAILURE)
+        _fail(exc)
     try:
         sys.stdout.flush()
     except BrokenPipeError:
@@ -580,3 +536,35 @@ def _run(argv) -> None:
         console.say(f"rankkit: error: {console.stdout_error(exc)}")
         sys.exit(EXIT_USAGE)
     sys.exit(0)
+
+
+def _fail(exc: BaseException) -> None:
+    """One line on stderr and the exit status of an exception that ended the command."""
+    from rankkit import console
+
+    if isinstance(exc, SystemExit):
+        raise exc
+    if isinstance(exc, click.ClickException):  # usage errors: click's own message, exit 2
+        try:
+            exc.show()
+        except OSError:
+            pass
+        sys.exit(EXIT_USAGE)
+    if isinstance(exc, (click.exceptions.Abort, KeyboardInterrupt)):
+        console.say("rankkit: interrupted")
+        sys.exit(130)
+    if isinstance(exc, RankkitError):
+        console.say(f"rankkit: error: {exc}")
+        sys.exit(exc.exit_code)
+    if isinstance(exc, BrokenPipeError):  # `rankkit predict ... | head`: not an error; silence the final flush
+        console.silence_stdout()
+        sys.exit(0)
+    if isinstance(exc, MemoryError):
+        console.say("rankkit: error: out of memory")
+        sys.exit(EXIT_FAILURE)
+    if not isinstance(exc, Exception) or os.environ.get("RANKKIT_DEBUG"):
+        raise exc
+    # a bug: one line, the traceback only on request
+    console.say(f"rankkit: internal error: {exc.__class__.__name__}: {exc} "
+                "(set RANKKIT_DEBUG=1 for a traceback, and please report it)")
+    sys.exit(EXIT_FAILURE)
