@@ -289,7 +289,8 @@ def _train_stream(train_file, model_file, solver, params, stochastic, zero_based
         "converged": False,
         "train_time_seconds": round(facts["train_time"], 6),
     }
-    write_model(model_file, Model(weights=w, header=header))
+    write_model(model_file, Model(weights=w, header=header, feature_index=facts["feature_index"],
+                                  n_total=facts["n_features"] if facts["feature_index"] is not None else None))
     if log:
         log(f"ran {model_solver.iterations} steps in two streaming passes; wrote {model_file} in "
             f"{time.perf_counter() - t0:.3f}s total")

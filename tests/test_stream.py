@@ -136,3 +136,26 @@ def test_a_file_changed_between_the_two_passes_is_a_data_error(tmp_path, monkeyp
     monkeypatch.setattr(stream, "_query_blocks", blocks)
     with pytest.raises(DataError, match="changed between the two passes"):
         train_stream(str(path), PegasosRankSVM(iterations=2000, lam=0.01))
+
+
+def test_stream_with_a_huge_feature_index_writes_a_sparse_model(tmp_path):
+    """One mistyped index (100000000:1) must not make the stream sampler allocate a dense w of 1e8:
+    it trains on the columns that occur; the weights equal those of the same file with the typo
+    at a small index (bitwise: the same steps on the same values in the same order)."""
+    from rankkit.io.model import read_model
+
+    rows = [f"{i % 3} qid:{i // 4} 1:{(i * 7) % 5 / 4} 2:{(i * 3) % 7 / 6} 3:{i % 2}" for i in range(12)]
+    typo, small = list(rows), list(rows)
+    typo[5] += " 100000000:1"
+    small[5] += " 4:1"
+    (tmp_path / "typo.txt").write_text("\n".join(typo) + "\n")
+    (tmp_path / "small.txt").write_text("\n".join(small) + "\n")
+    for name in ("typo", "small"):
+        proc = rankkit("train", f"{name}.txt", f"{name}.model", "--solver", "pegasos", "--sampler", "stream",
+                       "--iterations", "500", "--lambda", "0.01", cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr.decode()
+    sparse, dense = read_model(str(tmp_path / "typo.model")), read_model(str(tmp_path / "small.model"))
+    assert sparse.sparse and sparse.n_features == 100_000_000
+    assert sparse.feature_index.tolist() == [0, 1, 2, 99_999_999]
+    assert np.array_equal(sparse.weights, dense.weights)
+    assert (tmp_path / "typo.model").stat().st_size < 4096

@@ -138,7 +138,8 @@ def _stream_query(data, indices, indptr, y, n_steps, seed, learner, eta_mode, et
 
 def train_stream(path: str, solver, zero_based: bool = False, log=None, chunk_bytes: int = CHUNK_BYTES):
     """Run `solver` (a StochasticRankSVM) over the file in two streaming passes. Returns
-    (w, facts) with facts = n_rows, n_queries, n_pairs, n_features, train_time, sha256, bytes."""
+    (w, facts) with facts = n_rows, n_queries, n_pairs, n_features, train_time, sha256, bytes and
+    feature_index: None (w has one weight per feature) or the sorted columns w's entries belong to."""
     import hashlib
 
     t0 = time.perf_counter()
@@ -147,12 +148,22 @@ def train_stream(path: str, solver, zero_based: bool = False, log=None, chunk_by
         raise UsageError(f"--sampler stream is for the sofia-ml learners, not --solver {solver.learner}")
     if solver.batch_size != 1:
         raise UsageError("--sampler stream takes one pair per step (--batch-size 1)")
-    pairs, n_rows, n_features = [], 0, 0
+    from rankkit.data import COMPACT_MIN_FEATURES
+
+    pairs, n_rows, n_features, seen = [], 0, 0, []
     for _, labels, _, indices, _, _ in _query_blocks(path, zero_based, chunk_bytes, hasher):
         pairs.append(_pairs(labels))
         n_rows += labels.shape[0]
         if indices.shape[0]:
             n_features = max(n_features, int(indices.max()) + 1)
+            seen.append(np.unique(indices))
+            if len(seen) > 64:  # bounded memory: merge as we go
+                seen = [np.unique(np.concatenate(seen))]
+    used = np.unique(np.concatenate(seen)).astype(np.int64) if seen else np.zeros(0, dtype=np.int64)
+    if n_features <= COMPACT_MIN_FEATURES or used.shape[0] > n_features // 2:
+        used = None  # dense: every column index is its own position
+    # With few of many indices occurring (a mistyped 100000000:1), w lives on the columns that occur:
+    # a column that never occurs keeps weight exactly 0, so this is the same model (a sparse one).
     total = int(sum(pairs))
     if total == 0:
         raise DataError(path, "no preference pairs: every query has only one relevance level, so there is nothing to rank")
@@ -160,7 +171,7 @@ def train_stream(path: str, solver, zero_based: bool = False, log=None, chunk_by
         log(f"stream pass 1: {n_rows} documents, {len(pairs)} queries, {total} pairs, {n_features} features "
             f"in {time.perf_counter() - t0:.3f}s")
     T = solver.iterations
-    w = np.zeros(n_features)
+    w = np.zeros(n_features if used is None else used.shape[0])
     done, cum, hinge = 0, 0, 0.0
     codes = (K.LEARNERS[solver.learner], K.ETA[solver.eta], solver.eta0, solver.lam, solver.C)
     second = hashlib.sha256()
@@ -174,6 +185,8 @@ def train_stream(path: str, solver, zero_based: bool = False, log=None, chunk_by
         if n_steps <= 0:
             continue
         seed = (solver.seed * 1_000_003 + 7919 * (q + 1)) % (2**31 - 1)
+        if used is not None:
+            indices = np.searchsorted(used, indices)
         status, h = _stream_query(data, indices.astype(np.int32), indptr.astype(np.int64), labels, n_steps, seed,
                                   *codes, done, w)
         if status != K.OK:
@@ -186,5 +199,5 @@ def train_stream(path: str, solver, zero_based: bool = False, log=None, chunk_by
         raise changed
     facts = {"n_rows": n_rows, "n_queries": len(pairs), "n_pairs": total, "n_features": n_features,
              "train_time": time.perf_counter() - t0, "sampled_hinge": hinge / max(done, 1),
-             "sha256": hasher.hexdigest()}
+             "sha256": hasher.hexdigest(), "feature_index": used}
     return w, facts
