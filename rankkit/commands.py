@@ -858,7 +858,9 @@ def convert(in_file, out_file, to, model_format=None, log: Log = None) -> None:
                          "differ from its scores by that constant (rankings are unchanged)")
         write_model(out_file, Model(weights=np.array(w, dtype=np.float64), header=header))
     else:
-        n_docs = int(model.header.get("n_documents", 0)) if isinstance(model, Model) else 0
+        n_docs = model.info.get("training_documents", 0) if isinstance(model, ForeignModel) else \
+            model.header.get("n_documents", "0")
+        n_docs = int(n_docs) if str(n_docs).isascii() and str(n_docs).isdigit() else 0  # svm_rank's header line 9
         text = foreign_text(w, constant, to, n_documents=n_docs)
         if out_file == "-":
             import sys

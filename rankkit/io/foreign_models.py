@@ -166,13 +166,11 @@ def _read_svmlight(name: str, lines: list[str]) -> ForeignModel:
     if m is None:
         raise ModelError(name, f"not an svm_rank/SVMlight model (first line '{_shown(lines[0])}', "
                          "expected 'SVM-light Version V6.20')", 1)
-    if len(lines) < 11:
-        what = _SVMLIGHT_HEADER[len(lines) - 1]
-        raise ModelError(name, f"truncated svm_rank/SVMlight model: no '{what}' line (line {len(lines) + 1})")
-
     def value(k: int) -> tuple[str, int]:
-        line = lines[k]
-        token = line.split("#", 1)[0].split()
+        if k >= len(lines):
+            raise ModelError(name, f"truncated svm_rank/SVMlight model: no '{_SVMLIGHT_HEADER[k - 1]}' line "
+                             f"(line {k + 1})")
+        token = lines[k].split("#", 1)[0].split()
         if not token:
             raise ModelError(name, f"no value on the '{_SVMLIGHT_HEADER[k - 1]}' line", k + 1)
         return token[0], k + 1
@@ -226,7 +224,8 @@ def _read_svmlight(name: str, lines: list[str]) -> ForeignModel:
     # SVMlight: lin_weights[j] += alpha * (double)(float)value, support vectors in file order
     w = np.zeros(totwords)
     if cols:
-        v32 = np.asarray(vals, dtype=np.float64).astype(np.float32).astype(np.float64)
+        with np.errstate(over="ignore"):
+            v32 = np.asarray(vals, dtype=np.float64).astype(np.float32).astype(np.float64)
         if not np.all(np.isfinite(v32)):
             raise ModelError(name, "a support vector value overflows a C float (SVMlight stores values as floats)")
         np.add.at(w, np.asarray(cols), alphas[np.asarray(rows)] * v32)
@@ -309,7 +308,9 @@ def _read_sofia(name: str, lines: list[str]) -> ForeignModel:
         raise ModelError(name, "not a sofia-ml model: it is one line of weights (feature 0, 1, 2, ...)", at)
     tokens = lines[0].split()
     w = np.array([_number(name, t, f"weight {i}", 1) for i, t in enumerate(tokens)], dtype=np.float64)
-    if not np.all(np.isfinite(w.astype(np.float32))):
+    with np.errstate(over="ignore"):
+        fits = np.all(np.isfinite(w.astype(np.float32)))
+    if not fits:
         raise ModelError(name, "a weight overflows a C float (sofia-ml stores weights as floats)", 1)
     return ForeignModel("sofia-ml", w[1:].copy(), constant=float(w[0]), source=name, info={"dimensionality": w.size})
 
