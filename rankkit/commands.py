@@ -384,7 +384,7 @@ def predict(data_file, model_file, out_file="-", fmt="scores", tag="rankkit", ze
         console.warn(f"{model_file} is a format-1 model (rankkit < 0.2) without a checksum: its structure was checked, "
                      "its numbers cannot be verified; train it again to upgrade")
     if log:
-        kind = f", a {model.format} model scored as {model.format}'s own predict does" if foreign else ""
+        kind = f"; {model.format} format, scored as {model.format}'s own predict does" if foreign else ""
         log(f"scored {ds.n_rows} documents in {ds.n_queries} queries with {model_file} ({model.n_features} features{kind})")
         if ignored:
             log(
