@@ -24,6 +24,7 @@ from rankkit.config import (
 from rankkit.errors import EXIT_FAILURE, EXIT_USAGE, RankkitError
 from rankkit.solvers import DEFAULT_SOLVER, LOSSES, SOLVERS
 
+MODEL_FORMATS = ("rankkit", "svm_rank", "liblinear", "sofia-ml")  # rankkit.io.foreign_models.FORMATS (not imported: --help stays instant)
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 
@@ -73,6 +74,7 @@ def cli():
     \b
     rankkit train TRAIN MODEL          fit a ranker (primal Newton RankSVM by default)
     rankkit predict DATA MODEL [OUT]   one score per line, in input order
+    rankkit convert IN OUT --to FMT    a model as an svm_rank, liblinear or sofia-ml model (or back)
     rankkit eval DATA SCORES...        NDCG, MAP, ERR, ... in the LETOR, TREC or LightGBM conventions
     rankkit path TRAIN VALID           regularisation path: C picked on a validation set
     """
@@ -299,13 +301,22 @@ def train(train_file, model_file, solver, C, tol, max_iter, loss, query_norm, qu
     "as qid, rank, docid, score, label.",
 )
 @click.option("--tag", default="rankkit", show_default=True, help="Run tag of --format trec.")
+@click.option(
+    "--model-format",
+    type=click.Choice(MODEL_FORMATS),
+    default=None,
+    help="Format of MODEL. [default: detected from its first line]",
+)
 @_reader_options
 @_threads
 @_verbose
 @_quiet_broken_pipe
-def predict(data_file, model_file, out_file, fmt, tag, zero_based, group_queries, threads, verbose):
+def predict(data_file, model_file, out_file, fmt, tag, zero_based, group_queries, threads, verbose, model_format):
     """Score DATA with MODEL: by default one score per line, in input order, at full precision (%.17g).
 
+    MODEL is a rankkit model, or a linear model of svm_rank/SVMlight, liblinear (liblinear-ranksvm)
+    or sofia-ml, scored exactly as that tool's own predict program scores it. MODEL may be `-`
+    (standard input; DATA then cannot be) or a .gz file.
     Labels in DATA are optional. Features beyond the model's are ignored (counted with -v).
     OUT defaults to standard output; a file is written atomically.
     """
@@ -321,7 +332,32 @@ def predict(data_file, model_file, out_file, fmt, tag, zero_based, group_queries
         zero_based=zero_based,
         group_queries=group_queries,
         log=_say if verbose else None,
+        model_format=model_format,
     )
+
+
+# -- convert ----------------------------------------------------------------------------------
+@cli.command(context_settings=CONTEXT)
+@click.argument("in_file", metavar="IN")
+@click.argument("out_file", metavar="OUT")
+@click.option("--to", "to", type=click.Choice(MODEL_FORMATS), required=True, help="Format of OUT.")
+@click.option(
+    "--model-format",
+    type=click.Choice(MODEL_FORMATS),
+    default=None,
+    help="Format of IN. [default: detected from its first line]",
+)
+@_verbose
+def convert(in_file, out_file, to, model_format, verbose):
+    """Write the model IN as a model of another tool (or a foreign model as a rankkit model).
+
+    The tool's own predict program gives the same scores with OUT as rankkit predict with IN.
+    Only linear models go into svm_rank, liblinear and sofia-ml files. IN may be `-` or a .gz
+    file; OUT (`-`: standard output) is written atomically.
+    """
+    from rankkit import commands
+
+    commands.convert(in_file, out_file, to, model_format=model_format, log=_say if verbose else None)
 
 
 # -- eval -------------------------------------------------------------------------------------

@@ -297,12 +297,16 @@ def _train_stream(train_file, model_file, solver, params, stochastic, zero_based
     return None
 
 
-def _linear_scores(model: Model, ds) -> tuple[np.ndarray, int]:
-    """Scores of ds under the model (linear, or beta' k(x) for a kernel model), and how many
-    feature values lie beyond the model's features (ignored)."""
+def _linear_scores(model, ds) -> tuple[np.ndarray, int]:
+    """Scores of ds under the model (linear, or beta' k(x) for a kernel model; a foreign model as
+    its tool's predict program computes them), and how many feature values lie beyond the model's
+    features (ignored)."""
+    from rankkit.io.foreign_models import ForeignModel
     from rankkit.objectives._sparse import csr_matvec, ignored_entries
 
     ignored = int(ignored_entries(ds.indices, model.n_features))
+    if isinstance(model, ForeignModel):
+        return _foreign_scores(model, ds), ignored
     if model.landmarks is not None:
         from rankkit.kernels import kernel_scores, make_kernel
 
@@ -321,10 +325,47 @@ def _linear_scores(model: Model, ds) -> tuple[np.ndarray, int]:
     return scores, ignored
 
 
+def _foreign_scores(model, ds) -> np.ndarray:
+    """Each document's score exactly as the tool's own predict program computes it (see
+    rankkit.io.foreign_models): the same roundings, the same order of the sums."""
+    from rankkit.objectives._sparse import csr_matvec
+
+    if model.format == "sofia-ml":  # C floats throughout: acc = w_0 * 1, then += w_j * x_j in feature order
+        w32 = model.weights.astype(np.float32)
+        x32 = ds.data.astype(np.float32)
+        d = w32.shape[0]
+        acc = np.full(ds.n_rows, np.float32(model.constant), dtype=np.float32)
+        lengths = np.diff(ds.indptr)
+        for k in range(int(lengths.max()) if lengths.size else 0):
+            rows = np.flatnonzero(lengths > k)
+            t = ds.indptr[rows] + k
+            j = ds.indices[t]
+            keep = j < d  # beyond the model: undefined in sofia-ml, weight 0 here
+            rows, t, j = rows[keep], t[keep], j[keep]
+            acc[rows] = acc[rows] + w32[j] * x32[t]
+        return acc.astype(np.float64)
+    data = ds.data
+    if model.format == "svm_rank":  # SVMlight stores a document's values as C floats
+        data = data.astype(np.float32).astype(np.float64)
+    scores = csr_matvec(data, ds.indices, ds.indptr, model.weights, np.empty(ds.n_rows))
+    if model.format == "liblinear":
+        if model.bias >= 0:  # predict appends feature nr_feature + 1 = bias; summed last
+            scores = scores + model.bias_weight * model.bias
+        return scores
+    return scores + model.constant  # svm_rank: w.x - b
+
+
 def predict(data_file, model_file, out_file="-", fmt="scores", tag="rankkit", zero_based=None, group_queries=False,
-            log: Log = None):
+            log: Log = None, model_format=None):
+    from rankkit.io.foreign_models import ForeignModel, load_model
+
+    if data_file == "-" and model_file == "-":
+        raise UsageError("DATA and MODEL cannot both be '-' (standard input): give one of them as a file")
     check_output(out_file, (data_file, model_file), kind="scores")
-    model = read_model(model_file)
+    model = load_model(model_file, model_format)
+    foreign = isinstance(model, ForeignModel)
+    if foreign and zero_based:
+        raise UsageError(f"--zero-based: a {model.format} model numbers features from 1, like {model.format} itself")
     base0 = model.zero_based if zero_based is None else zero_based
     ds = read_svmlight(data_file, zero_based=base0, group_queries=group_queries, labels_optional=True)
     scores, ignored = _linear_scores(model, ds)
@@ -344,7 +385,8 @@ def predict(data_file, model_file, out_file="-", fmt="scores", tag="rankkit", ze
         console.warn(f"{model_file} is a format-1 model (rankkit < 0.2) without a checksum: its structure was checked, "
                      "its numbers cannot be verified; train it again to upgrade")
     if log:
-        log(f"scored {ds.n_rows} documents in {ds.n_queries} queries with {model_file} ({model.n_features} features)")
+        kind = f"; {model.format} format, scored as {model.format}'s own predict does" if foreign else ""
+        log(f"scored {ds.n_rows} documents in {ds.n_queries} queries with {model_file} ({model.n_features} features{kind})")
         if ignored:
             log(
                 f"ignored {ignored} feature values with an index above "
@@ -779,3 +821,58 @@ def path(train_file=None, valid_file=None, out_model=None, table=None, plot=None
         else:
             write_model(out_model, Model(weights=best.w, header=header))
     return result
+
+
+def convert(in_file, out_file, to, model_format=None, log: Log = None) -> None:
+    """Write the model IN_FILE (rankkit or foreign, detected or `model_format`) as a `to` model file
+    whose own predict program gives the same scores. Linear models only, into a foreign format."""
+    from rankkit.io.atomic import atomic_open
+    from rankkit.io.foreign_models import TOOL, ForeignModel, foreign_text, holds_format, linear_view, load_model
+
+    if to == "rankkit":
+        check_output(out_file, (in_file,), kind="model")
+    else:
+        check_output(out_file, (in_file,), kind="file")
+        if out_file != "-" and os.path.isfile(out_file) and os.path.getsize(out_file) > 0:
+            holds = holds_format(out_file)
+            if holds != to:
+                raise UsageError(f"refusing to replace '{out_file}': it is not a {TOOL[to]} model file "
+                                 "(remove it first to reuse the name)")
+    model = load_model(in_file, model_format)
+    source = display_name(in_file)
+    if to == "rankkit" and not isinstance(model, ForeignModel):
+        write_model(out_file, model)  # a rankkit model as it is (format 1 becomes format 2)
+        if log:
+            log(f"wrote {out_file}: the rankkit model {source} unchanged")
+        return
+    w, constant = linear_view(model, to)
+    src_format = model.format if isinstance(model, ForeignModel) else "rankkit"
+    if to == "rankkit":
+        header = {"rankkit_version": __version__, "solver": "converted", "source_format": src_format,
+                  "source_file": source}
+        header.update({f"source_{k}": v for k, v in model.info.items()})
+        header.update({"index_base": 1, "n_features": int(w.shape[0])})
+        if constant != 0.0:
+            header["source_constant"] = float(constant)
+            console.warn(f"{source}: the {src_format} model adds the constant {constant!r} to every score "
+                         f"({_constant_name(src_format)}); a rankkit model has no constant term, so rankkit scores "
+                         "differ from its scores by that constant (rankings are unchanged)")
+        write_model(out_file, Model(weights=np.array(w, dtype=np.float64), header=header))
+    else:
+        n_docs = model.info.get("training_documents", 0) if isinstance(model, ForeignModel) else \
+            model.header.get("n_documents", "0")
+        n_docs = int(n_docs) if str(n_docs).isascii() and str(n_docs).isdigit() else 0  # svm_rank's header line 9
+        text = foreign_text(w, constant, to, n_documents=n_docs)
+        if out_file == "-":
+            import sys
+
+            sys.stdout.flush()
+        with atomic_open(out_file, binary=True) as fh:
+            fh.write(text.encode("ascii"))
+    if log:
+        log(f"wrote {out_file}: the {src_format} model {source} as a {to} model ({w.shape[0]} features)")
+
+
+def _constant_name(fmt: str) -> str:
+    return {"liblinear": "bias weight x bias", "sofia-ml": "the weight of the bias feature 0",
+            "svm_rank": "minus the threshold b"}.get(fmt, "")

@@ -209,8 +209,27 @@ def write_model(path: str, model: Model) -> None:
 
 
 # -- reading ----------------------------------------------------------------------------------------
-def _read_bytes(path: str) -> bytes:
+def model_name(path: str) -> str:
+    """The model's name in messages: `<stdin>` for `-`."""
+    return "<stdin>" if path == "-" else str(path)
+
+
+def read_model_bytes(path: str) -> bytes:
+    """The bytes of a model file: `-` is standard input, a `.gz` name is gunzipped."""
+    if path == "-":
+        import sys
+
+        return sys.stdin.buffer.read()
     try:
+        if str(path).endswith(".gz"):
+            import gzip
+            import zlib
+
+            try:
+                with gzip.open(path, "rb") as fh:
+                    return fh.read()
+            except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
+                raise ModelError(path, f"damaged gzip file ({exc})") from None
         with open(path, "rb") as fh:
             return fh.read()
     except FileNotFoundError:
@@ -221,8 +240,17 @@ def _read_bytes(path: str) -> bytes:
         raise ModelError(path, f"cannot read ({exc.strerror})") from None
 
 
+_read_bytes = read_model_bytes
+
+
 def read_model(path: str) -> Model:
+    """Read a rankkit model file (`-`: standard input; `.gz`: gzipped)."""
     raw = _read_bytes(path)
+    return parse_model(model_name(path), raw)
+
+
+def parse_model(path: str, raw: bytes) -> Model:
+    """A rankkit model from the bytes of file `path`, with every check described above."""
     expected = f"'{MAGIC} {FORMAT_VERSION}'"
     try:
         text = raw.decode("utf-8")
