@@ -115,13 +115,13 @@ def _solver_params(spec, params, stochastic, query_weights_file):
 
 def train(train_file, model_file, solver, params, zero_based=False, group_queries=False, log: Log = None, warn=print,
           query_weights_file=None, auc=False, kernel=None, stochastic=None, progress=None, group_file="auto"):
-    t0 = time.perf_counter()
-    inputs = (train_file, (stochastic or {}).get("valid_file"), query_weights_file)
-    check_output(model_file, inputs, kind="model")  # fail now, not after training
-    check_output((stochastic or {}).get("save_factors"), (*inputs, model_file))
     from rankkit.io.groups import resolve
 
+    t0 = time.perf_counter()
     groups = resolve(train_file, group_file)  # LightGBM's FILE.query / XGBoost's FILE.group, or --group
+    inputs = (train_file, (stochastic or {}).get("valid_file"), query_weights_file, groups and groups.source)
+    check_output(model_file, inputs, kind="model")  # fail now, not after training
+    check_output((stochastic or {}).get("save_factors"), (*inputs, model_file))
     if (stochastic or {}).get("sampler") == "stream":
         return _train_stream(train_file, model_file, solver, params, stochastic, zero_based, group_queries, log,
                              query_weights_file, auc, kernel, t0, groups)
@@ -332,11 +332,14 @@ def _linear_scores(model: Model, ds) -> tuple[np.ndarray, int]:
 
 def predict(data_file, model_file, out_file="-", fmt="scores", tag="rankkit", zero_based=None, group_queries=False,
             log: Log = None, group_file="auto"):
-    check_output(out_file, (data_file, model_file), kind="scores")
+    from rankkit.io.groups import resolve
+
+    groups = resolve(data_file, group_file)
+    check_output(out_file, (data_file, model_file, groups and groups.source), kind="scores")
     model = read_model(model_file)
     base0 = model.zero_based if zero_based is None else zero_based
     ds = read_svmlight(data_file, zero_based=base0, group_queries=group_queries, labels_optional=True,
-                       groups=group_file, log=log)
+                       groups=groups, log=log)
     scores, ignored = _linear_scores(model, ds)
     if fmt == "scores":
         in_input_order = scores

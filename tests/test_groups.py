@@ -227,6 +227,12 @@ def test_cli_detects_says_so_and_group_option_wins(files):
     assert proc.returncode == 0, proc.stderr
     assert "d.txt: 1 queries from the group file other.txt (--group)" in proc.stderr.decode()
     assert {line.split()[0] for line in proc.stdout.decode().splitlines()} == {"1"}
+    before = (d / "d.txt.query").read_bytes()  # a detected group file is an input: never overwritten
+    for call in (lambda: commands.predict(str(d / "d.txt"), str(d / "m.model"), str(d / "d.txt.query")),
+                 lambda: commands.train(str(d / "d.txt"), str(d / "d.txt.query"), None, {})):
+        with pytest.raises(UsageError, match="refusing to write .*d.txt.query.: it is the input file"):
+            call()
+    assert (d / "d.txt.query").read_bytes() == before
 
 
 def test_cli_without_group_file_unchanged(files):

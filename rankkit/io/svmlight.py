@@ -392,11 +392,11 @@ def read_svmlight(
 
     With labels_optional, a line may start directly with qid:/features (label taken as 0).
     `groups`: "auto" uses a group file next to `path` (FILE.query, FILE.group: rankkit.io.groups),
-    None ignores any, a path names one. `log` is told which group file was used."""
-    from rankkit.io.groups import resolve
+    None ignores any, a path names one, a Groups is used as it is. `log` is told which was used."""
+    from rankkit.io.groups import Groups, resolve
 
     name = display_name(path)
-    found = resolve(path, groups)
+    found = groups if isinstance(groups, Groups) else resolve(path, groups)
     buf = read_bytes(path)
     ds = parse_bytes(buf, name, zero_based, group_queries, labels_optional, groups=found)
     if found is not None and log:
