@@ -81,12 +81,31 @@ def cli():
 
 
 # -- shared options ---------------------------------------------------------------------------
+def _group_file(ctx, param, value):
+    """--group: "auto" when not given (look next to the data file), None for 'none', else the path."""
+    if value is None:
+        return "auto"
+    if value == "none":
+        return None
+    return os.path.join(".", value) if value == "auto" else value
+
+
 def _reader_options(f):
     f = click.option(
         "--group-queries",
         is_flag=True,
         help="Gather the documents of a qid that appears in several places of the file "
         "(default: that is an error). Scores are still written in input order.",
+    )(f)
+    f = click.option(
+        "--group",
+        "group_file",
+        metavar="FILE",
+        default=None,
+        callback=_group_file,
+        help="Group file of the data file (LightGBM .query / XGBoost .group: one query size per line, "
+        "consecutive lines); its queries get qids 1..G. [default: FILE.query or FILE.group next to the data "
+        "file, if there is one; 'none': ignore it]",
     )(f)
     return f
 
@@ -250,7 +269,7 @@ def _use_threads(n: int | None) -> None:
 @_verbose
 def train(train_file, model_file, solver, C, tol, max_iter, loss, query_norm, query_weights, rescale, delta, lam,
           iterations, eta, eta0, batch_size, sampler, valid_file, K, init_scale, patience, save_factors, kernel, gamma,
-          degree, coef0, landmarks, seed, auc, zero_based, group_queries, threads, verbose):
+          degree, coef0, landmarks, seed, auc, zero_based, group_queries, group_file, threads, verbose):
     """Fit a ranker on TRAIN (SVMlight/LETOR; .gz/.bz2/.xz or - for stdin) and write MODEL.
 
     MODEL is written atomically: a cron job reading it never sees half a file, and a failed run
@@ -275,6 +294,7 @@ def train(train_file, model_file, solver, C, tol, max_iter, loss, query_norm, qu
                                             "landmarks": landmarks, "seed": seed},
         zero_based=zero_based,
         group_queries=group_queries,
+        group_file=group_file,
         log=_say if verbose else None,
         warn=_warn,
     )
@@ -311,7 +331,8 @@ def train(train_file, model_file, solver, C, tol, max_iter, loss, query_norm, qu
 @_threads
 @_verbose
 @_quiet_broken_pipe
-def predict(data_file, model_file, out_file, fmt, tag, zero_based, group_queries, threads, verbose, model_format):
+def predict(data_file, model_file, out_file, fmt, tag, zero_based, group_queries, group_file, threads, verbose,
+            model_format):
     """Score DATA with MODEL: by default one score per line, in input order, at full precision (%.17g).
 
     MODEL is a rankkit model, or a linear model of svm_rank/SVMlight, liblinear (liblinear-ranksvm)
@@ -331,6 +352,7 @@ def predict(data_file, model_file, out_file, fmt, tag, zero_based, group_queries
         tag=tag,
         zero_based=zero_based,
         group_queries=group_queries,
+        group_file=group_file,
         log=_say if verbose else None,
         model_format=model_format,
     )
@@ -424,7 +446,7 @@ def convert(in_file, out_file, to, model_format, verbose):
 @_threads
 @_quiet_broken_pipe
 def eval_(files, metrics, convention, empty_query, fmt, per_query, test_name, permutations, seed, qrels,
-          zero_based, group_queries, threads):
+          zero_based, group_queries, group_file, threads):
     """Evaluate rankings: SCORES files (one score per line, as `rankkit predict` writes) against
     the labels and queries of DATA; or, with --qrels, TREC runs made by any system.
 
@@ -450,6 +472,7 @@ def eval_(files, metrics, convention, empty_query, fmt, per_query, test_name, pe
         seed=seed,
         zero_based=zero_based,
         group_queries=group_queries,
+        group_file=group_file,
         echo=_echo,
     )
 
@@ -494,7 +517,8 @@ def eval_(files, metrics, convention, empty_query, fmt, per_query, test_name, pe
 @_threads
 @_verbose
 def path_(train_file, valid_file, out_model, table, plot, method, graph, kernel, gamma, degree, coef0, lambda_min,
-          max_events, metric, select, n_points, ratio, folds, jobs, zero_based, group_queries, threads, verbose):
+          max_events, metric, select, n_points, ratio, folds, jobs, zero_based, group_queries, group_file, threads,
+          verbose):
     """Regularisation path and model selection: train along a range of C, evaluate each point on
     VALID, pick C (best or one-standard-error rule) and optionally save the chosen model."""
     from rankkit import commands
@@ -502,7 +526,7 @@ def path_(train_file, valid_file, out_model, table, plot, method, graph, kernel,
     _use_threads(threads)
     commands.path(train_file, valid_file, out_model=out_model, table=table, plot=plot, method=method, metric=metric,
                   select=select, n_points=n_points, ratio=ratio, folds=folds, jobs=jobs, zero_based=zero_based,
-                  group_queries=group_queries, log=_say if verbose else None, echo=_echo,
+                  group_queries=group_queries, group_file=group_file, log=_say if verbose else None, echo=_echo,
                   exact={"kernel": kernel, "gamma": gamma, "degree": degree, "coef0": coef0, "graph": graph,
                          "lambda_min": lambda_min, "max_events": max_events})
 

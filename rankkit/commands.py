@@ -114,19 +114,24 @@ def _solver_params(spec, params, stochastic, query_weights_file):
 
 
 def train(train_file, model_file, solver, params, zero_based=False, group_queries=False, log: Log = None, warn=print,
-          query_weights_file=None, auc=False, kernel=None, stochastic=None, progress=None):
+          query_weights_file=None, auc=False, kernel=None, stochastic=None, progress=None, group_file="auto"):
+    from rankkit.io.groups import resolve
+
     t0 = time.perf_counter()
-    inputs = (train_file, (stochastic or {}).get("valid_file"), query_weights_file)
+    groups = resolve(train_file, group_file)  # LightGBM's FILE.query / XGBoost's FILE.group, or --group
+    inputs = (train_file, (stochastic or {}).get("valid_file"), query_weights_file, groups and groups.source)
     check_output(model_file, inputs, kind="model")  # fail now, not after training
     check_output((stochastic or {}).get("save_factors"), (*inputs, model_file))
     if (stochastic or {}).get("sampler") == "stream":
         return _train_stream(train_file, model_file, solver, params, stochastic, zero_based, group_queries, log,
-                             query_weights_file, auc, kernel, t0)
+                             query_weights_file, auc, kernel, t0, groups)
     name = display_name(train_file)
     buf = read_bytes(train_file)
     checksum = _Checksum(buf)
     checksum.start()
-    ds = parse_bytes(buf, name, zero_based, group_queries)
+    ds = parse_bytes(buf, name, zero_based, group_queries, groups=groups)
+    if groups is not None and log:
+        log(groups.describe(name))
     t_read = time.perf_counter() - t0
     if log:
         log(
@@ -149,7 +154,7 @@ def train(train_file, model_file, solver, params, zero_based=False, group_querie
     if spec.stochastic or spec.factorized:
         valid_file = (stochastic or {}).get("valid_file")
         if valid_file is not None:
-            params["valid"] = read_svmlight(valid_file, zero_based=zero_based, group_queries=group_queries)
+            params["valid"] = read_svmlight(valid_file, zero_based=zero_based, group_queries=group_queries, log=log)
     if query_weights_file is not None:
         from rankkit.io.query_weights import read_query_weights, weights_for
 
@@ -196,6 +201,8 @@ def train(train_file, model_file, solver, params, zero_based=False, group_querie
                        "map_rank": int(kmap.projection.shape[1])})
     if query_weights_file is not None:
         header["query_weights_file"] = display_name(query_weights_file)
+    if groups is not None:
+        header["group_file"] = groups.source
     header.update(
         {
             "index_base": 0 if zero_based else 1,
@@ -249,7 +256,7 @@ def train(train_file, model_file, solver, params, zero_based=False, group_querie
 
 
 def _train_stream(train_file, model_file, solver, params, stochastic, zero_based, group_queries, log,
-                  query_weights_file, auc, kernel, t0):
+                  query_weights_file, auc, kernel, t0, groups=None):
     """--sampler stream: two streaming passes over the file, never holding it (rankkit.solvers.stream)."""
     from rankkit.solvers.stream import train_stream
 
@@ -267,7 +274,9 @@ def _train_stream(train_file, model_file, solver, params, stochastic, zero_based
     if params["loss"] not in spec.losses:
         raise UsageError(f"--solver {spec.name} does not offer --loss {params['loss']}")
     model_solver = spec.load()(**_solver_params(spec, params, stochastic, query_weights_file))
-    w, facts = train_stream(train_file, model_solver, zero_based=zero_based, log=log)
+    if groups is not None and log:
+        log(groups.describe(display_name(train_file)))
+    w, facts = train_stream(train_file, model_solver, zero_based=zero_based, log=log, groups=groups)
     header = {
         "rankkit_version": __version__,
         "created": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -278,6 +287,7 @@ def _train_stream(train_file, model_file, solver, params, stochastic, zero_based
         "n_features": facts["n_features"],
         "train_file": display_name(train_file),
         "train_file_sha256": facts["sha256"],
+        **({"group_file": groups.source} if groups is not None else {}),
         "n_queries": facts["n_queries"],
         "n_documents": facts["n_rows"],
         "n_pairs": facts["n_pairs"],
@@ -356,18 +366,21 @@ def _foreign_scores(model, ds) -> np.ndarray:
 
 
 def predict(data_file, model_file, out_file="-", fmt="scores", tag="rankkit", zero_based=None, group_queries=False,
-            log: Log = None, model_format=None):
+            log: Log = None, model_format=None, group_file="auto"):
     from rankkit.io.foreign_models import ForeignModel, load_model
+    from rankkit.io.groups import resolve
 
     if data_file == "-" and model_file == "-":
         raise UsageError("DATA and MODEL cannot both be '-' (standard input): give one of them as a file")
-    check_output(out_file, (data_file, model_file), kind="scores")
+    groups = resolve(data_file, group_file)
+    check_output(out_file, (data_file, model_file, groups and groups.source), kind="scores")
     model = load_model(model_file, model_format)
     foreign = isinstance(model, ForeignModel)
     if foreign and zero_based:
         raise UsageError(f"--zero-based: a {model.format} model numbers features from 1, like {model.format} itself")
     base0 = model.zero_based if zero_based is None else zero_based
-    ds = read_svmlight(data_file, zero_based=base0, group_queries=group_queries, labels_optional=True)
+    ds = read_svmlight(data_file, zero_based=base0, group_queries=group_queries, labels_optional=True,
+                       groups=groups, log=log)
     scores, ignored = _linear_scores(model, ds)
     if fmt == "scores":
         in_input_order = scores
@@ -448,7 +461,8 @@ def _tiebreak(docids: list[str]) -> np.ndarray:
 
 
 def evaluate(files, qrels=None, metrics=None, convention="letor4", empty_query=None, fmt="table", per_query=False,
-             test="randomization", permutations=10_000, seed=0, zero_based=False, group_queries=False, echo=print):
+             test="randomization", permutations=10_000, seed=0, zero_based=False, group_queries=False, echo=print,
+             group_file="auto"):
     """`rankkit eval`: DATA SCORES [SCORES ...], or RUN [RUN ...] against qrels."""
     from rankkit import metrics as M
     from rankkit import stats
@@ -457,6 +471,8 @@ def evaluate(files, qrels=None, metrics=None, convention="letor4", empty_query=N
     for m in names:
         M.parse_metric(m)  # fail on a bad metric name before reading anything
     systems = []  # (name, query ids, {metric: per-query values})
+    if qrels is not None and group_file not in ("auto", None):
+        raise UsageError("--group is for DATA SCORES; with --qrels the runs name their queries")
     if qrels is not None:
         from rankkit.io.trec import read_qrels, read_trec_run, run_against_qrels, skipped_queries
 
@@ -489,7 +505,7 @@ def evaluate(files, qrels=None, metrics=None, convention="letor4", empty_query=N
             )
     else:
         data_file, score_files = files[0], files[1:]
-        ds = read_svmlight(data_file, zero_based=zero_based, group_queries=group_queries)
+        ds = read_svmlight(data_file, zero_based=zero_based, group_queries=group_queries, groups=group_file)
         if not ds.has_qid and ds.nnz == 0 and ds.docid_spans is None:  # one number per line
             raise DataError(display_name(data_file), "looks like a scores file (one number per line: no qid, no "
                             "features); DATA is the LETOR file: `rankkit eval DATA SCORES`", int(ds.line[0]))
@@ -631,13 +647,14 @@ def _print_evaluation(echo, fmt, names, systems, means, pvalues, per_query, head
 
 # -- path -----------------------------------------------------------------------------------------
 def _path_one(train_file, valid_file, test_file, method, metric, select, n_points, ratio, zero_based, group_queries,
-              log=None, exact=None):
+              log=None, exact=None, group_file="auto"):
     """One regularisation path (a fold); module level so that --jobs can run it in a worker process.
-    method None chooses: exact for small problems, grid otherwise."""
+    method None chooses: exact for small problems, grid otherwise. group_file is TRAIN's; VALID and
+    TEST use the group files next to them."""
     from rankkit.path import choose_method, exact_path_points, grid_path, validation_metric
 
-    train_ds = read_svmlight(train_file, zero_based=zero_based, group_queries=group_queries)
-    valid_ds = read_svmlight(valid_file, zero_based=zero_based, group_queries=group_queries)
+    train_ds = read_svmlight(train_file, zero_based=zero_based, group_queries=group_queries, groups=group_file, log=log)
+    valid_ds = read_svmlight(valid_file, zero_based=zero_based, group_queries=group_queries, log=log)
     method = method or choose_method(train_ds)
     exact = dict(exact or {})
     raw = notes = None
@@ -650,7 +667,7 @@ def _path_one(train_file, valid_file, test_file, method, metric, select, n_point
         notes = result.notes
     test_value = None
     if test_file is not None:
-        test_ds = read_svmlight(test_file, zero_based=zero_based, group_queries=group_queries)
+        test_ds = read_svmlight(test_file, zero_based=zero_based, group_queries=group_queries, log=log)
         if method == "exact" and exact.get("kernel", "linear") != "linear":
             from rankkit.metrics import per_query
 
@@ -711,7 +728,7 @@ def _run_folds_in_processes(args: list, jobs: int) -> list:
 
 def path(train_file=None, valid_file=None, out_model=None, table=None, plot=None, method=None, metric="ndcg@10",
          select="best", n_points=30, ratio=1e7, folds=None, jobs=1, zero_based=False, group_queries=False, log=None,
-         echo=print, exact=None):
+         echo=print, exact=None, group_file="auto"):
     """`rankkit path`: a regularisation path with model selection on a validation set (or per fold)."""
     from rankkit.metrics import parse_metric
     from rankkit.path import write_table
@@ -734,6 +751,9 @@ def path(train_file=None, valid_file=None, out_model=None, table=None, plot=None
             raise UsageError("give either TRAIN VALID or --folds DIR, not both")
         if out_model or table or plot:
             raise UsageError("--out-model, --table and --plot are for a single TRAIN VALID path, not --folds")
+        if group_file != "auto":
+            raise UsageError("--group names TRAIN's group file; with --folds each file's group file is found next to "
+                             "it (train.txt.query, ...)")
         names = sorted((d for d in os.listdir(folds) if d.startswith("Fold") and d[4:].isdigit()), key=lambda d: int(d[4:]))
         if not names:
             raise UsageError(f"--folds {folds}: no Fold1, Fold2, ... directories")
@@ -760,7 +780,7 @@ def path(train_file=None, valid_file=None, out_model=None, table=None, plot=None
         raise UsageError("rankkit path needs TRAIN and VALID (or --folds DIR)")
     t0 = time.perf_counter()
     result, _, facts = _path_one(train_file, valid_file, None, method, metric, select, n_points, ratio, zero_based,
-                                 group_queries, log=log, exact=exact)
+                                 group_queries, log=log, exact=exact, group_file=group_file)
     method = facts["method"]
     how = "" if method else ""
     echo(f"# rankkit path, method {method}{how}: {len(result.points)} "

@@ -440,9 +440,11 @@ def test_mq2008_fold1_train():
 
 
 def test_lightgbm_rank_train_without_qid():
-    ds = read_svmlight(_shared("LightGBM-lambdarank/rank.train"))
+    ds = read_svmlight(_shared("LightGBM-lambdarank/rank.train"), groups=None)  # rank.train.query ignored
     assert not ds.has_qid
     assert (ds.n_rows, ds.n_queries, ds.n_features) == (3005, 1, 300)
+    ds = read_svmlight(_shared("LightGBM-lambdarank/rank.train"))  # found next to it: tests/test_groups.py
+    assert (ds.n_rows, ds.n_queries, ds.n_features) == (3005, 201, 300)
 
 
 def test_mslr_sample_with_trailing_spaces():

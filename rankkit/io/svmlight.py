@@ -4,7 +4,8 @@
 
 Accepted: gzip/bz2/xz by file extension and `-` for standard input; comments and blank lines;
 CRLF line endings and trailing white space; 1-based indices (0-based with `zero_based=True`);
-files without qid (the whole file is one query). The documents of one query must be contiguous;
+files without qid (the whole file is one query, unless a group file gives its queries:
+`rankkit.io.groups`, LightGBM's `FILE.query` / XGBoost's `FILE.group`). The documents of one query must be contiguous;
 queries may come in any qid order. A qid that comes back after another query is an error unless
 `group_queries=True`, which gathers each query's documents (stable, in order of first appearance)
 and records the permutation in `Dataset.order`.
@@ -204,8 +205,10 @@ def parse_bytes(
     zero_based: bool = False,
     group_queries: bool = False,
     labels_optional: bool = False,
+    groups=None,
 ) -> Dataset:
-    """Parse an SVMlight/LETOR buffer (uint8) into a validated Dataset."""
+    """Parse an SVMlight/LETOR buffer (uint8) into a validated Dataset. `groups` (a
+    rankkit.io.groups.Groups) gives the queries of a file without qid, or must agree with its qids."""
     arrays = _parse_chunked(buf, source, zero_based, labels_optional, _n_chunks(buf.shape[0]))
     data, indices, indptr, y, qid, flags, line_no, docspan = arrays
     has_qid = flags & K.FLAG_QID
@@ -220,6 +223,11 @@ def parse_bytes(
         bad = int(np.argmin(has_qid)) if has_qid[0] else int(np.argmax(has_qid))
         which = "has no qid but other lines do" if has_qid[0] else "has a qid but earlier lines do not"
         raise DataError(source, f"line {which} (every line needs qid:<int>, or none)", int(line_no[bad]))
+    if groups is not None:
+        from rankkit.io import groups as G
+
+        qid = G.apply(groups, qid, bool(with_qid), source, line_no)
+        with_qid = n
 
     order = None
     blocks = K.query_blocks(qid)
@@ -377,14 +385,23 @@ def _take_rows(data, indices, indptr, order):
 
 
 def read_svmlight(
-    path: str, zero_based: bool = False, group_queries: bool = False, labels_optional: bool = False
+    path: str, zero_based: bool = False, group_queries: bool = False, labels_optional: bool = False,
+    groups: str | None = "auto", log=None,
 ) -> Dataset:
     """Read an SVMlight/LETOR file (plain, .gz, .bz2, .xz, or `-` for stdin).
 
-    With labels_optional, a line may start directly with qid:/features (label taken as 0)."""
+    With labels_optional, a line may start directly with qid:/features (label taken as 0).
+    `groups`: "auto" uses a group file next to `path` (FILE.query, FILE.group: rankkit.io.groups),
+    None ignores any, a path names one, a Groups is used as it is. `log` is told which was used."""
+    from rankkit.io.groups import Groups, resolve
+
     name = display_name(path)
+    found = groups if isinstance(groups, Groups) else resolve(path, groups)
     buf = read_bytes(path)
-    return parse_bytes(buf, name, zero_based, group_queries, labels_optional)
+    ds = parse_bytes(buf, name, zero_based, group_queries, labels_optional, groups=found)
+    if found is not None and log:
+        log(found.describe(name))
+    return ds
 
 
 def _format_number(v: float) -> str:

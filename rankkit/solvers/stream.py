@@ -68,15 +68,22 @@ def _parse(text: bytes, lines_before: int, path: str, zero_based: bool):
         raise DataError(path, message, exc.line + lines_before) from None
 
 
-def _query_blocks(path: str, zero_based: bool, chunk_bytes: int, hasher=None):
+def _query_blocks(path: str, zero_based: bool, chunk_bytes: int, hasher=None, groups=None):
     """Every query of the file as (qid, labels, data, indices, indptr, first line), in file order;
-    a query split across two chunks is joined. A qid that comes back later is an error."""
+    a query split across two chunks is joined. A qid that comes back later is an error. With
+    `groups` (rankkit.io.groups.Groups) the queries are the groups, checked as the in-memory
+    reader checks them (the sizes add up to the data lines; qids in the file agree)."""
     seen: set[int] = set()
     pending = None
+    rows = 0
+    prev = None  # (file qid, group number) of the last row of the previous chunk
     for text, lines_before in _chunks(path, chunk_bytes, hasher):
         ds = _parse(text, lines_before, path, zero_based)
         if ds is None:
             continue
+        if groups is not None:
+            prev = _use_groups(ds, groups, rows, prev, path, lines_before)
+            rows += ds.n_rows
         for q in range(ds.n_queries):
             s, e = int(ds.qptr[q]), int(ds.qptr[q + 1])
             a, b = int(ds.indptr[s]), int(ds.indptr[e])
@@ -94,8 +101,36 @@ def _query_blocks(path: str, zero_based: bool, chunk_bytes: int, hasher=None):
                                       "(--sampler stream needs each query's documents contiguous)", block[5])
             seen.add(block[0])
             pending = block
+    if groups is not None:
+        from rankkit.io.groups import check_total
+
+        check_total(groups, rows, path)
     if pending is not None:
         yield pending
+
+
+def _use_groups(ds, groups, first_row: int, prev, path: str, lines_before: int):
+    """Give the rows of chunk `ds` (rows first_row.. of the file) the queries of the group file,
+    in place. Returns the (file qid, group) of its last row, for the next chunk."""
+    from rankkit.io import _parse as P
+    from rankkit.io import groups as G
+
+    group_no = G.row_groups(groups.sizes, first_row, ds.n_rows)  # G + 1 past the last group: refused at the end
+    file_qid = ds.qid
+    if ds.has_qid:
+        i = G.disagreement(file_qid, group_no, prev)
+        if i >= 0:
+            qs = file_qid if prev is None else np.concatenate([[prev[0]], file_qid])
+            gs = group_no if prev is None else np.concatenate([[prev[1]], group_no])
+            k = i if prev is None else i + 1
+            raise G.disagreement_error(groups, path, qs, gs, k, int(ds.line[i]) + lines_before)
+        out = (int(file_qid[-1]), int(group_no[-1]))
+    else:
+        out = (0, int(group_no[-1]))
+        ds.qid = group_no
+        ds.qptr = P.query_blocks(group_no)
+        ds.has_qid = True
+    return out
 
 
 def _pairs(labels: np.ndarray) -> int:
@@ -136,10 +171,11 @@ def _stream_query(data, indices, indptr, y, n_steps, seed, learner, eta_mode, et
     return 0, hinge
 
 
-def train_stream(path: str, solver, zero_based: bool = False, log=None, chunk_bytes: int = CHUNK_BYTES):
-    """Run `solver` (a StochasticRankSVM) over the file in two streaming passes. Returns
-    (w, facts) with facts = n_rows, n_queries, n_pairs, n_features, train_time, sha256, bytes and
-    feature_index: None (w has one weight per feature) or the sorted columns w's entries belong to."""
+def train_stream(path: str, solver, zero_based: bool = False, log=None, chunk_bytes: int = CHUNK_BYTES, groups=None):
+    """Run `solver` (a StochasticRankSVM) over the file in two streaming passes; `groups` (a
+    rankkit.io.groups.Groups) gives the queries of a file without qid. Returns (w, facts) with
+    facts = n_rows, n_queries, n_pairs, n_features, train_time, sha256, bytes and feature_index:
+    None (w has one weight per feature) or the sorted columns w's entries belong to."""
     import hashlib
 
     t0 = time.perf_counter()
@@ -151,7 +187,7 @@ def train_stream(path: str, solver, zero_based: bool = False, log=None, chunk_by
     from rankkit.data import COMPACT_MIN_FEATURES
 
     pairs, n_rows, n_features, seen = [], 0, 0, []
-    for _, labels, _, indices, _, _ in _query_blocks(path, zero_based, chunk_bytes, hasher):
+    for _, labels, _, indices, _, _ in _query_blocks(path, zero_based, chunk_bytes, hasher, groups):
         pairs.append(_pairs(labels))
         n_rows += labels.shape[0]
         if indices.shape[0]:
@@ -176,7 +212,7 @@ def train_stream(path: str, solver, zero_based: bool = False, log=None, chunk_by
     codes = (K.LEARNERS[solver.learner], K.ETA[solver.eta], solver.eta0, solver.lam, solver.C)
     second = hashlib.sha256()
     changed = DataError(path, "changed between the two passes of --sampler stream; train again once it is complete")
-    for q, (_, labels, data, indices, indptr, line) in enumerate(_query_blocks(path, zero_based, chunk_bytes, second)):
+    for q, (_, labels, data, indices, indptr, line) in enumerate(_query_blocks(path, zero_based, chunk_bytes, second, groups)):
         if q >= len(pairs) or _pairs(labels) != pairs[q] or (indices.shape[0] and int(indices.max()) >= n_features):
             raise changed
         cum += pairs[q]
