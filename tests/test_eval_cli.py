@@ -216,7 +216,7 @@ def test_labels_of_1024_and_more(tmp_path):
                    "d.txt", "s", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     got = _json(proc)
-    assert got["ndcg@3"] == pytest.approx((3 + 1024 / np.log2(3)) / 1027, abs=1e-12)
+    assert got["ndcg@3"] == pytest.approx((3 / np.log2(3) + 1024 / 2) / (1024 + 3 / np.log2(3)), abs=1e-12)
     assert got["map"] == pytest.approx((1 / 2 + 2 / 3) / 2, abs=1e-12)
     assert got["err@3"] == pytest.approx(1 / 3, abs=1e-12)  # R = 1 - 2^-1024 for label 1024 = g_max
     (tmp_path / "q").write_text("1 0 a 2000\n1 0 b 0\n")
