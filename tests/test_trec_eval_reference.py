@@ -291,3 +291,53 @@ def test_mq2008_through_the_cli(mq2008, tmp_path):
                             ("recip_rank", "mrr")]:
         got = system["per_query"][metric]
         assert all(abs(got[i] - expected[q][measure]) <= TOL for i, q in enumerate(qids)), measure
+
+
+# -- ir_measures ------------------------------------------------------------------------------------
+def test_ir_measures_equals_the_trec_convention():
+    """ir_measures (a test dependency: it needs only pytrec-eval-terrier) computes nDCG@k, nDCG, AP,
+    AP@k, P@k and RR with its pytrec_eval provider by default: the trec convention, per query."""
+    import ir_measures
+    from ir_measures import AP, RR, P, nDCG
+
+    qids, docids, labels, scores, qptr = random_queries(13, 120, (-1, 0, 0, 1, 2, 3))
+    qrels, run = {}, {}
+    for q, qid in enumerate(qids):
+        rows = range(qptr[q], qptr[q + 1])
+        qrels["m" + qid] = {docids[r]: int(labels[r]) for r in rows}
+        run["m" + qid] = {docids[r]: float(scores[r]) for r in rows}
+    measures = {nDCG @ 5: "ndcg@5", nDCG @ 10: "ndcg@10", nDCG: "ndcg", AP: "map", AP @ 5: "map@5",
+                P @ 5: "p@5", P @ 20: "p@20", RR: "mrr"}  # fmt: skip
+    got = rankkit_trec(docids, labels, scores, qptr)
+    seen = 0
+    for m in ir_measures.iter_calc(list(measures), qrels, run):
+        q = qids.index(m.query_id[1:])
+        assert abs(m.value - got[measures[m.measure]][q]) <= TOL, (m, got[measures[m.measure]][q])
+        seen += 1
+    assert seen == len(measures) * len(qids)
+
+
+# -- ranx (optional: the `bench` extra; skipped when it is not installed) -----------------------------
+def test_ranx_equals_the_trec_convention_without_score_ties():
+    """ranx's ndcg@k, ndcg, map, precision@k, mrr equal the trec convention per query when no two
+    documents of a query have the same score. On an exact tie ranx keeps the run's insertion order
+    (checked below) where trec_eval, and rankkit's trec convention, put the larger docid first."""
+    ranx = pytest.importorskip("ranx")
+    qids, docids, labels, scores, qptr = random_queries(17, 120, (-1, 0, 0, 1, 2, 3), tied_scores=False)
+    qrels, run = {}, {}
+    for q, qid in enumerate(qids):
+        rows = range(qptr[q], qptr[q + 1])
+        qrels[qid] = {docids[r]: int(labels[r]) for r in rows}
+        run[qid] = {docids[r]: float(scores[r]) for r in rows}
+    names = {"ndcg@5": "ndcg@5", "ndcg@10": "ndcg@10", "ndcg": "ndcg", "map": "map", "precision@5": "p@5",
+             "precision@20": "p@20", "mrr": "mrr"}  # fmt: skip
+    got = rankkit_trec(docids, labels, scores, qptr)
+    ranx_qrels = ranx.Qrels(qrels)
+    values = ranx.evaluate(ranx_qrels, ranx.Run(run), list(names), return_mean=False)
+    order = [qids.index(q) for q in ranx_qrels.keys()]  # ranx sorts the query ids
+    assert len(order) == len(qids)
+    for name, metric in names.items():
+        assert np.allclose(values[name], got[metric][order], rtol=0, atol=TOL), name
+    tie = ranx.evaluate(ranx.Qrels({"q": {"a": 1, "b": 0}}), ranx.Run({"q": {"a": 0.5, "b": 0.5}}), "mrr")
+    assert tie == 1.0  # "a" first as inserted; trec_eval and rankkit's trec: "b" first, RR 1/2
+    assert rankkit_trec(["a", "b"], np.array([1.0, 0.0]), np.array([0.5, 0.5]), np.array([0, 2]))["mrr"][0] == 0.5
