@@ -341,3 +341,24 @@ def test_ranx_equals_the_trec_convention_without_score_ties():
     tie = ranx.evaluate(ranx.Qrels({"q": {"a": 1, "b": 0}}), ranx.Run({"q": {"a": 0.5, "b": 0.5}}), "mrr")
     assert tie == 1.0  # "a" first as inserted; trec_eval and rankkit's trec: "b" first, RR 1/2
     assert rankkit_trec(["a", "b"], np.array([1.0, 0.0]), np.array([0.5, 0.5]), np.array([0, 2]))["mrr"][0] == 0.5
+
+
+# -- LightGBM (fixture: LightGBM's own output, see tests/fixtures/lightgbm/README.md) ---------------
+def test_lightgbm_metrics_equal_the_exp_convention():
+    """LightGBM 4.7.0's validation ndcg@k and map@k equal `--convention exp` on its predictions:
+    gain 2^label - 1, discount log2(p + 1), short queries over their own length, a query without
+    a positive label scores 1, map@k divided by min(R, k), score ties in file order."""
+    from rankkit.io.svmlight import read_svmlight
+
+    root = Path(__file__).resolve().parent
+    fixture = json.loads((root / "fixtures" / "lightgbm" / "expected.json").read_text())["metrics"]
+    ds = read_svmlight(str(root.parent / "data" / "sample.test.txt"))
+    scores = np.loadtxt(root / "fixtures" / "lightgbm" / "test.scores")
+    got = M.evaluate(ds.y, scores, ds.qptr, list(fixture), "exp")
+    for name, value in fixture.items():
+        assert abs(got[name] - value) <= 1e-12, (name, got[name], value)
+    # the fixture tells the rules apart: ties in reverse file order, or empty queries scored 0, differ
+    reverse = M.evaluate(ds.y, scores, ds.qptr, list(fixture), "exp", tiebreak=np.arange(ds.n_rows))  # later rows first
+    assert max(abs(reverse[n] - v) for n, v in fixture.items()) > 1e-6  # 2 mixed-label tie groups: 1.4e-5
+    zero = M.evaluate(ds.y, scores, ds.qptr, list(fixture), "exp", empty_query="0")
+    assert max(abs(zero[n] - v) for n, v in fixture.items()) > 1e-3
