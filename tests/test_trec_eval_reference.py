@@ -362,3 +362,44 @@ def test_lightgbm_metrics_equal_the_exp_convention():
     assert max(abs(reverse[n] - v) for n, v in fixture.items()) > 1e-6  # 2 mixed-label tie groups: 1.4e-5
     zero = M.evaluate(ds.y, scores, ds.qptr, list(fixture), "exp", empty_query="0")
     assert max(abs(zero[n] - v) for n, v in fixture.items()) > 1e-3
+
+
+# -- the LETOR 4.0 script (fixture: its output on MQ2008 Fold1 test, see tests/fixtures/letor4) ------
+def _letor_script_tables(path: Path) -> dict:
+    """{(qid or "Average", column): value} of both tables of Eval-Score-4.0.pl's per-query output."""
+    out = {}
+    header = None
+    for line in path.read_text().splitlines():
+        fields = line.split("\t")
+        if not line.strip():
+            header = None
+        elif header is None:
+            header = fields
+        else:
+            for name, value in zip(header[1:], fields[1:]):
+                out[(fields[0], name)] = float(value)
+    return out
+
+
+@pytest.mark.parametrize("kind", ["random", "tied"])
+def test_letor4_equals_the_letor_4_script(mq2008, kind):
+    """`--convention letor4` per query against Eval-Score-4.0.pl's own output (4 decimals): P@1-10,
+    MAP, NDCG@1-10, and the Average row; with ties, the script's file order is rankkit's."""
+    test, _, qids, _ = mq2008
+    n = test.n_rows
+    if kind == "random":
+        scores = (np.random.default_rng(2008).permutation(n) + 1) / 4096.0
+    else:
+        scores = np.random.default_rng(4).integers(0, 4, n).astype(float)
+    table = _letor_script_tables(Path(__file__).resolve().parent / "fixtures" / "letor4" /
+                                 f"mq2008-fold1-test-{kind}.out")
+    columns = {**{f"P@{k}": f"p@{k}" for k in range(1, 11)}, "MAP": "map",
+               **{f"NDCG@{k}": f"ndcg@{k}" for k in range(1, 11)}}
+    got = M.per_query_table(list(columns.values()), test.y, scores, test.qptr, "letor4")
+    for column, metric in columns.items():
+        for q, qid in enumerate(qids):
+            assert abs(got[metric][q] - table[(qid, column)]) <= 5e-5 + 1e-12, (kind, qid, column)
+        assert abs(got[metric].mean() - table[("Average", column)]) <= 5e-5 + 1e-12, (kind, column)
+    if kind == "tied":  # ties decide: the reverse of file order misses the script's numbers
+        rev = M.per_query_table(["ndcg@10", "map"], test.y, scores, test.qptr, "letor4", tiebreak=np.arange(n))
+        assert max(abs(rev["map"][q] - table[(qid, "MAP")]) for q, qid in enumerate(qids)) > 1e-3
