@@ -390,8 +390,8 @@ def convert(in_file, out_file, to, model_format, verbose):
     "--metric",
     "metrics",
     multiple=True,
-    help="Metric to report, repeatable: ndcg@K, dcg@K, map, map@K, p@K, mrr, rr@K, err@K, auc, "
-    "pairwise-accuracy, kendall-tau. [default: ndcg@1 ndcg@3 ndcg@5 ndcg@10 map]",
+    help="Metric to report, repeatable: ndcg (whole list), ndcg@K, dcg@K, map, map@K, p@K, mrr, rr@K, err@K, "
+    "auc, pairwise-accuracy, kendall-tau. [default: ndcg@1 ndcg@3 ndcg@5 ndcg@10 map]",
 )
 @click.option(
     "--convention",
@@ -444,9 +444,10 @@ def convert(in_file, out_file, to, model_format, verbose):
 @click.option("--zero-based", is_flag=True, help="Feature indices in DATA start at 0.")
 @_reader_options
 @_threads
+@_verbose
 @_quiet_broken_pipe
 def eval_(files, metrics, convention, empty_query, fmt, per_query, test_name, permutations, seed, qrels,
-          zero_based, group_queries, group_file, threads):
+          zero_based, group_queries, group_file, threads, verbose):
     """Evaluate rankings: SCORES files (one score per line, as `rankkit predict` writes) against
     the labels and queries of DATA; or, with --qrels, TREC runs made by any system.
 
@@ -474,6 +475,7 @@ def eval_(files, metrics, convention, empty_query, fmt, per_query, test_name, pe
         group_queries=group_queries,
         group_file=group_file,
         echo=_echo,
+        log=_say if verbose else None,
     )
 
 

@@ -462,10 +462,20 @@ def _tiebreak(docids: list[str]) -> np.ndarray:
 
 def evaluate(files, qrels=None, metrics=None, convention="letor4", empty_query=None, fmt="table", per_query=False,
              test="randomization", permutations=10_000, seed=0, zero_based=False, group_queries=False, echo=print,
-             group_file="auto"):
-    """`rankkit eval`: DATA SCORES [SCORES ...], or RUN [RUN ...] against qrels."""
+             group_file="auto", log: Log = None):
+    """`rankkit eval`: DATA SCORES [SCORES ...], or RUN [RUN ...] against qrels. `log` (-v) gets the
+    files read, their queries and documents, and the time of each step; nothing else changes."""
     from rankkit import metrics as M
     from rankkit import stats
+
+    t_start = time.perf_counter()
+    clock = [t_start]
+
+    def say(msg):
+        if log:
+            now = time.perf_counter()
+            log(f"{msg} ({now - clock[0]:.3f} s)")
+            clock[0] = now
 
     names = tuple(metrics) if metrics else M.DEFAULT_METRICS
     for m in names:
@@ -477,9 +487,11 @@ def evaluate(files, qrels=None, metrics=None, convention="letor4", empty_query=N
         from rankkit.io.trec import read_qrels, read_trec_run, run_against_qrels, skipped_queries
 
         judgements = read_qrels(qrels)
+        say(f"read qrels {display_name(qrels)}")
         skipped = []
         for run_path in files:
             run = read_trec_run(run_path)
+            say(f"read run {display_name(run_path)}: {len(run[0])} lines")
             labels, scores, qptr, tiebreak, judged, qids = run_against_qrels(run, judgements)[:6]
             if len(qids) == 0:
                 raise DataError(display_name(qrels), f"judges none of the queries of {display_name(run_path)}")
@@ -489,6 +501,8 @@ def evaluate(files, qrels=None, metrics=None, convention="letor4", empty_query=N
             except M.GainOverflow as exc:  # the labels come from the qrels
                 raise DataError(display_name(qrels), f"label '{_format_label(exc.label)}' {exc.reason}") from None
             systems.append((display_name(run_path), list(qids), table))
+            say(f"evaluated {display_name(run_path)}: {len(qids)} judged queries, {labels.shape[0]} retrieved "
+                f"documents, {judged[1].shape[0]} judged documents, convention {convention}")
             if skipped_queries(run, judgements):
                 skipped.append(f"{display_name(run_path)}: {len(skipped_queries(run, judgements))}")
         described = f"{len(systems[0][1])} queries of {display_name(files[0])} judged in {display_name(qrels)}"
@@ -505,7 +519,9 @@ def evaluate(files, qrels=None, metrics=None, convention="letor4", empty_query=N
             )
     else:
         data_file, score_files = files[0], files[1:]
-        ds = read_svmlight(data_file, zero_based=zero_based, group_queries=group_queries, groups=group_file)
+        ds = read_svmlight(data_file, zero_based=zero_based, group_queries=group_queries, groups=group_file, log=log)
+        say(f"read {display_name(data_file)}: {ds.n_queries} queries, {ds.n_rows} documents"
+            + ("" if ds.has_qid else " (no qid: one query)"))
         if not ds.has_qid and ds.nnz == 0 and ds.docid_spans is None:  # one number per line
             raise DataError(display_name(data_file), "looks like a scores file (one number per line: no qid, no "
                             "features); DATA is the LETOR file: `rankkit eval DATA SCORES`", int(ds.line[0]))
@@ -513,6 +529,7 @@ def evaluate(files, qrels=None, metrics=None, convention="letor4", empty_query=N
         qids = [str(q) for q in ds.qid[ds.qptr[:-1]].tolist()] if ds.has_qid else ["1"]
         for path in score_files:
             scores = read_scores(path)
+            say(f"read {display_name(path)}: {scores.shape[0]} scores")
             if scores.shape[0] != ds.n_rows:
                 raise DataError(
                     display_name(path),
@@ -527,6 +544,8 @@ def evaluate(files, qrels=None, metrics=None, convention="letor4", empty_query=N
                 raise DataError(display_name(data_file), f"label '{_format_label(exc.label)}' {exc.reason}",
                                 int(ds.line[exc.row])) from None
             systems.append((display_name(path), qids, table))
+            say(f"evaluated {display_name(path)}: {len(names)} metrics over {ds.n_queries} queries, convention "
+                f"{convention}" + (" (score ties by docid, descending)" if tiebreak is not None else ""))
         described = f"{ds.n_queries} queries, {ds.n_rows} documents in {display_name(data_file)}"
         described += _short_query_notes(names, convention, np.diff(ds.qptr))
     means = [{m: _mean(t[m]) for m in names} for _, _, t in systems]
@@ -537,7 +556,11 @@ def evaluate(files, qrels=None, metrics=None, convention="letor4", empty_query=N
     if len(systems) > 1:
         what = f"{permutations} permutations, seed {seed}" if test == "randomization" else "two-sided"
         header += f"\nsignificance: paired {test} test ({what}) of each system against {systems[0][0]}"
+    if len(systems) > 1:
+        say(f"{test} tests of {len(systems) - 1} system(s) against {systems[0][0]}, {len(names)} metrics")
     _print_evaluation(echo, fmt, names, systems, means, pvalues, per_query, header, described, convention)
+    if log:
+        log(f"eval done in {time.perf_counter() - t_start:.3f} s")
     return means[0] if len(means) == 1 else means
 
 

@@ -10,6 +10,9 @@ not skipped.
 Metrics (`METRIC_NAMES`), for a query of n ranked documents, position p = 1..n:
 - ndcg@k, dcg@k: DCG@k = sum over p <= min(k, n) of gain(p) / discount(p); NDCG@k = DCG@k / IDCG@k,
   IDCG@k the DCG@k of the best ordering of the query's labels (of the judged labels with `judged`).
+- ndcg (no k): the whole list, trec_eval's `ndcg`: DCG over all n ranked documents divided by the
+  DCG of the best ordering of all the query's labels (all judged labels with `judged`). The
+  short-query rule does not apply (there is no k to fall short of).
 - p@k: relevant documents in the top k divided by k (missing positions count as non-relevant).
 - map, map@k: AP@k = sum over the relevant documents at p <= k of P@p, divided by R (map, and
   map@k in conventions that say so) or by min(R, k); R is the number of relevant documents of the
@@ -48,14 +51,16 @@ empty-query rules, g_max for ERR, and the map@k denominator:
     letor4  0/1/3 (labels 0-2) 1 if p<=2, log2 p  gain > 0      0           0      2          min(R,k)
     letor3  as letor4, but P@k = 0 for a query with fewer than k documents (Eval-Score-3.0.pl)
     mslr    0/1/3/7/15 (0-4)   1 if p<=2, log2 p  label >= 2    0           0      4          min(R,k)
-    trec    max(label, 0)      1 if p<=2, log2 p  label >= 1    truncate    0      data       R
+    trec    max(label, 0)      log2(p + 1)        label >= 1    truncate    0      data       R
     exp     2^label - 1        log2(p + 1)        label >= 1    truncate    1      data       min(R,k)
 
 - letor4 is the official LETOR 4.0 script (the default): NDCG@k = 0 for a query with fewer than k
   documents and for a query without relevant documents, both averaged in; P@k divides by k.
-- trec follows trec_eval 9 (ndcg_cut, map, map_cut, P, recip_rank): the gain is the qrels label;
-  the discount is trec_eval's log2(rank) with rank 1 undiscounted (`gain / log2(i + 1)` for the
-  0-based index i > 0 in m_ndcg_cut.c), i.e. the same as LETOR's; NDCG@k over the documents
+- trec follows trec_eval as it is today (9.0.4 and later, 10.0, and the pytrec_eval binding:
+  ndcg_cut, ndcg, map, map_cut, P, recip_rank): the gain is the qrels label (negative labels 0);
+  the discount is `log2(i + 2)` for the 0-based index i, i.e. log2(p + 1) for position p, in the
+  run's DCG and in the ideal DCG alike (trec_eval 9.0a3 to 9.0.3 divided by log2(p) with p = 1
+  undiscounted, LETOR's discount; that old trec_eval is not reproduced); NDCG@k over the documents
   retrieved; AP divided by the number of relevant judged documents; ties broken by docid
   descending when the caller passes `tiebreak`. A judged query without relevant documents scores
   0 and is averaged in, as trec_eval does (it skips only queries absent from the qrels, which the
@@ -90,8 +95,8 @@ GAIN_LINEAR = 2  # label itself
 GAIN_LINEAR_CLIP = 3  # max(label, 0) (trec_eval: negative judgments have no gain)
 
 # Discount of 1-based position p.
-DISCOUNT_LETOR4 = 0  # 1 if p <= 2 else log2(p) (LETOR scripts, and trec_eval's log2(rank), rank 1 = 1)
-DISCOUNT_LOG2P1 = 1  # log2(p + 1)
+DISCOUNT_LETOR4 = 0  # 1 if p <= 2 else log2(p) (the LETOR scripts)
+DISCOUNT_LOG2P1 = 1  # log2(p + 1) (trec_eval >= 9.0.4, RankLib, LightGBM, XGBoost)
 
 # NDCG@k of a query with fewer than k documents.
 SHORT_ZERO = 0  # 0
@@ -217,15 +222,15 @@ CONVENTIONS: dict[str, Convention] = {
     "trec": Convention(
         name="trec",
         gain_mode=GAIN_LINEAR_CLIP,
-        discount_mode=DISCOUNT_LETOR4,
+        discount_mode=DISCOUNT_LOG2P1,
         short_query=SHORT_TRUNCATE,
         empty_query=EMPTY_ZERO,
         relevance_mode=RELEVANT_LABEL,
         relevance_threshold=1.0,
         map_cut=MAPCUT_R,
-        description="trec_eval (ndcg_cut, map, P, recip_rank): gain = label (negative labels 0), rank 1 "
-        "undiscounted and rank r >= 2 divided by log2(r), relevant = label >= 1, NDCG@k over the "
-        "documents the query has, AP divided by the number of relevant (judged) documents, a judged "
+        description="trec_eval >= 9.0.4 and pytrec_eval (ndcg_cut, ndcg, map, map_cut, P, recip_rank): "
+        "gain = label (negative labels 0), rank r divided by log2(r + 1), relevant = label >= 1, NDCG@k "
+        "over the documents the query has, AP divided by the number of relevant (judged) documents, a judged "
         "query without relevant documents scores 0 and is averaged in (trec_eval skips only queries "
         "absent from the qrels), ties by docid descending when docids are given",
     ),
@@ -264,7 +269,7 @@ class Metric:
 
 
 METRICS: dict[str, Metric] = {
-    "ndcg": Metric(M_NDCG, True, False, "normalized discounted cumulative gain at k"),
+    "ndcg": Metric(M_NDCG, True, True, "normalized discounted cumulative gain at k, or of the whole list"),
     "dcg": Metric(M_DCG, True, False, "discounted cumulative gain at k"),
     "map": Metric(M_AP, True, True, "(mean) average precision, over the whole ranking or the top k"),
     "p": Metric(M_PRECISION, True, False, "precision at k (missing positions count as non-relevant)"),
@@ -652,7 +657,7 @@ def _metrics_kernel(
                     v = np.nan if (skip and idcg <= 0.0) else dcg
                 elif idcg <= 0.0:
                     v = empty_value
-                elif n < k and short_query == SHORT_ZERO:
+                elif n < k and k != _K_ALL and short_query == SHORT_ZERO:
                     v = 0.0
                 else:
                     v = dcg / idcg

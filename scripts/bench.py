@@ -7,6 +7,8 @@ Sections:
                (fresh numba cache: compiling) and warm train on the bundled sample, MQ2008 Fold1,
                and the liblinear-ranksvm-sized files (reading included)
   3. eval      `rankkit eval` wall time on a 10-million-line file and its scores
+     eval-peers `rankkit eval --qrels --convention trec` against pytrec_eval and ranx on one TREC run
+               (--eval-lines, 10 million by default), same metrics, values checked equal
   5. fig3/fig1 Chapelle & Keerthi's Fig. 3 (PRSVM vs PRSVM+ against n) and Fig. 1 (C on MQ2008)
   6. threads   fit time with 1 and 2 threads
   4. scaling   Newton training time vs n on one query with binary labels (n^2/4-ish implicit
@@ -174,6 +176,137 @@ def bench_eval(report, repeat):
         f"and a {scores.stat().st_size / 1e6:.0f} MB score file, metrics ndcg@10 map err@10 auc: **{t:.2f} s** "
         "wall (reading both files included).\n"
     )
+
+
+# -- eval against pytrec_eval and ranx on one large TREC run ------------------------------------
+def _write_trec_run_and_qrels(run_path: Path, qrels_path: Path, lines: int, docs: int = 1000, seed: int = 0) -> None:
+    """lines // docs queries of `docs` retrieved documents: scores (a permutation of 1..docs)/1024,
+    distinct within a query and exact in float32 (pytrec_eval keeps 32-bit scores); qrels judge
+    every 5th retrieved document and 10 documents not retrieved, labels 0-3, at least one >= 1."""
+    rng = np.random.default_rng(seed)
+    queries = lines // docs
+    with open(run_path, "w") as run, open(qrels_path, "w") as qrels:
+        for q in range(queries):
+            perm = (rng.permutation(docs) + 1).tolist()
+            run.write("".join(f"{q} Q0 D{q}-{j} 0 {perm[j] / 1024!r} bench\n" for j in range(docs)))
+            labels = rng.integers(0, 4, docs // 5 + 10)
+            labels[0] = max(labels[0], 1)
+            judged = [f"D{q}-{j}" for j in range(0, docs, 5)] + [f"X{q}-{j}" for j in range(10)]
+            qrels.write("".join(f"{q} 0 {d} {v}\n" for d, v in zip(judged, labels.tolist())))
+
+
+def _read_trec_dicts(run_path: Path, qrels_path: Path):
+    """The dicts pytrec_eval takes, read with plain Python (what a pytrec_eval user writes)."""
+    run, qrels = {}, {}
+    with open(run_path) as fh:
+        for line in fh:
+            q, _, d, _, s, _ = line.split()
+            run.setdefault(q, {})[d] = float(s)
+    with open(qrels_path) as fh:
+        for line in fh:
+            q, _, d, r = line.split()
+            qrels.setdefault(q, {})[d] = int(r)
+    return run, qrels
+
+
+def bench_eval_peers(report, lines: int):
+    """`rankkit eval --qrels --convention trec` against pytrec_eval and ranx on the same run and
+    qrels files, metrics ndcg@10 map p@10 mrr; per-query values checked equal to 1e-9."""
+    import json
+
+    run_path = BENCH / f"trec-run-{lines}.txt"
+    qrels_path = BENCH / f"trec-qrels-{lines}.txt"
+    if not (run_path.exists() and qrels_path.exists()):
+        BENCH.mkdir(parents=True, exist_ok=True)
+        _write_trec_run_and_qrels(run_path, qrels_path, lines)
+    n_run = lines // 1000 * 1000
+    report.append(f"## `rankkit eval` against pytrec_eval and ranx ({n_run:,}-line TREC run)\n")
+    report.append(
+        f"Run {run_path.name} ({run_path.stat().st_size / 1e6:.0f} MB: {n_run // 1000:,} queries x 1000 documents, "
+        f"no exact score ties) and qrels {qrels_path.name} ({qrels_path.stat().st_size / 1e6:.0f} MB: every 5th "
+        "retrieved document and 10 unretrieved ones judged per query, labels 0-3). Metrics ndcg@10, map, p@10, mrr "
+        "(trec_eval: ndcg_cut.10, map, P.10, recip_rank; ranx: ndcg@10, map, precision@10, mrr). Each tool once "
+        "(after a warm-up on a tiny input: compiled kernels cached), wall seconds; `read` is files to the tool's "
+        "input, `evaluate` the computation. Per-query values of every tool agree with rankkit's `--convention "
+        "trec` to 1e-9 (checked, else the benchmark stops).\n"
+    )
+    metrics = ["ndcg@10", "map", "p@10", "mrr"]
+    tmp = Path(tempfile.mkdtemp(prefix="rankkit-bench-"))
+    tiny = tmp / "tiny.run", tmp / "tiny.qrels"
+    _write_trec_run_and_qrels(tiny[0], tiny[1], 2000)  # warm-ups: every tool's code path compiled/cached first
+
+    def rankkit_eval(run_file, qrels_file):
+        cmd = rankkit_cmd("eval", "--qrels", str(qrels_file), str(run_file), "--convention", "trec", "--format",
+                          "json", "--per-query", *[a for m in metrics for a in ("-m", m)])
+        return subprocess.run(cmd, check=True, stdout=subprocess.PIPE)
+
+    rankkit_eval(*tiny)
+    t = time.perf_counter()
+    proc = rankkit_eval(run_path, qrels_path)
+    t_rk = time.perf_counter() - t
+    system = json.loads(proc.stdout)["systems"][0]
+    mine = {m: dict(zip(system["per_query"]["qid"], system["per_query"][m])) for m in metrics}
+    rows = [("rankkit eval (subprocess, reading included)", None, None, t_rk)]
+    notes = []
+
+    def check(tool, per_query: dict):
+        for m in metrics:
+            got = per_query[m]
+            assert set(got) == set(mine[m]), f"{tool}: different queries"
+            worst = max(abs(got[q] - mine[m][q]) for q in got)
+            assert worst <= 1e-9, f"{tool} {m}: differs from rankkit by {worst:g}"
+
+    try:
+        import pytrec_eval
+    except ImportError:
+        pytrec_eval = None
+        notes.append("pytrec_eval is not installed (`pip install pytrec-eval-terrier`): column skipped.")
+    if pytrec_eval is not None:
+        measures = {"ndcg_cut_10": "ndcg@10", "map": "map", "P_10": "p@10", "recip_rank": "mrr"}
+        run, qrels = _read_trec_dicts(*tiny)
+        pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.10", "map", "P.10", "recip_rank"}).evaluate(run)
+        t = time.perf_counter()
+        run, qrels = _read_trec_dicts(run_path, qrels_path)
+        t_read = time.perf_counter() - t
+        t = time.perf_counter()
+        res = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.10", "map", "P.10", "recip_rank"}).evaluate(run)
+        t_eval = time.perf_counter() - t
+        rows.append(("pytrec_eval (dicts read with plain Python)", t_read, t_eval, t_read + t_eval))
+        check("pytrec_eval", {m: {q: v[k] for q, v in res.items()} for k, m in measures.items()})
+        del run, qrels, res
+    try:
+        import ranx
+    except ImportError:
+        ranx = None
+        notes.append("ranx is not installed (`pip install ranx`, in the `bench` extra): column skipped.")
+    if ranx is not None:
+        import warnings
+
+        names = {"ndcg@10": "ndcg@10", "map": "map", "precision@10": "p@10", "mrr": "mrr"}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # ranx's numba type-safety warnings
+            ranx.evaluate(ranx.Qrels.from_file(str(tiny[1]), kind="trec"), ranx.Run.from_file(str(tiny[0]), kind="trec"),
+                          list(names), return_mean=False)
+            t = time.perf_counter()
+            qrels = ranx.Qrels.from_file(str(qrels_path), kind="trec")
+            run = ranx.Run.from_file(str(run_path), kind="trec")
+            t_read = time.perf_counter() - t
+            t = time.perf_counter()
+            res = ranx.evaluate(qrels, run, list(names), return_mean=False)
+            t_eval = time.perf_counter() - t
+        rows.append((f"ranx {getattr(ranx, '__version__', '')} (Qrels/Run.from_file)".replace("  ", " "),
+                     t_read, t_eval, t_read + t_eval))
+        keys = list(qrels.keys())
+        check("ranx", {m: dict(zip(keys, res[k].tolist())) for k, m in names.items()})
+        del run, qrels, res
+    report.append("| tool | read s | evaluate s | total s | total / rankkit |")
+    report.append("|---|---:|---:|---:|---:|")
+    for name, t_read, t_eval, total in rows:
+        cells = ["-" if v is None else f"{v:.2f}" for v in (t_read, t_eval)]
+        report.append(f"| {name} | {cells[0]} | {cells[1]} | {total:.2f} | {total / t_rk:.2f}x |")
+    report.append("")
+    for note in notes:
+        report.append(note + "\n")
 
 
 # -- Chapelle & Keerthi's Fig. 3: PRSVM (explicit pairs) vs PRSVM+ (O(n log n)) ----------------
@@ -643,12 +776,13 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--max-n", type=float, default=1e7, help="largest n in the scaling run")
-    ap.add_argument("--only", choices=["parse", "cli", "eval", "scaling", "fig3", "fig1", "threads", "sgd-cli", "sgd-mq2008",
+    ap.add_argument("--eval-lines", type=float, default=1e7, help="run lines of the eval-peers benchmark")
+    ap.add_argument("--only", choices=["parse", "cli", "eval", "eval-peers", "scaling", "fig3", "fig1", "threads", "sgd-cli", "sgd-mq2008",
                                        "sgd-convergence", "sgd-auc", "factorized-mq2008",
                                        "factorized-scaling", "path"], action="append")
     args = ap.parse_args()
     report = [f"# rankkit benchmark, {dt.datetime.now().strftime('%Y-%m-%d %H:%M')}\n", f"Machine: {machine()}\n"]
-    sections = args.only or ["parse", "cli", "eval", "scaling", "fig3", "fig1", "threads", "sgd-cli", "sgd-mq2008",
+    sections = args.only or ["parse", "cli", "eval", "eval-peers", "scaling", "fig3", "fig1", "threads", "sgd-cli", "sgd-mq2008",
                              "sgd-convergence", "sgd-auc", "factorized-mq2008", "factorized-scaling", "path"]
     if "parse" in sections:
         bench_parse(report, args.repeat)
@@ -656,6 +790,8 @@ def main() -> int:
         bench_cli(report, args.repeat)
     if "eval" in sections:
         bench_eval(report, args.repeat)
+    if "eval-peers" in sections:
+        bench_eval_peers(report, int(args.eval_lines))
     if "scaling" in sections:
         bench_scaling(report, args.repeat, int(args.max_n))
     if "fig3" in sections:

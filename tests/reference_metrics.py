@@ -3,8 +3,8 @@
 Plain Python loops over lists, no numpy; pair metrics enumerate every pair (O(n^2)). A convention
 is described by plain values:
     gain:      ("table", (g0, g1, ...)) | ("exp",) | ("linear",) | ("linear_clip",)
-    discount:  "letor4" (1 if p <= 2 else log2 p; trec_eval's log2(rank) with rank 1 undiscounted
-               is the same numbers) | "log2p1" (log2(p + 1))
+    discount:  "letor4" (1 if p <= 2 else log2 p: the LETOR scripts) | "log2p1" (log2(p + 1): trec_eval
+               since 9.0.4, RankLib, LightGBM)
     short:     "zero" | "truncate"      NDCG@k of a query with fewer than k documents
     empty:     0.0 | 1.0 | "skip"       value of a ratio metric of an empty query (see below); "skip"
                                         makes every metric of an empty query NaN
@@ -53,7 +53,7 @@ CONVENTIONS = {
     },
     "trec": {
         "gain": ("linear_clip",),
-        "discount": "letor4",
+        "discount": "log2p1",
         "short": "truncate",
         "empty": 0.0,
         "relevant": ("label", 1.0),
@@ -159,6 +159,15 @@ def ideal_dcg(labels, k, conv, judged=None):
 
 
 def ndcg(labels, scores, k, conv=LETOR4, tiebreak=None, judged=None):
+    """NDCG@k; k None: the whole list (every ranked document against every label of the pool, no
+    short-query rule)."""
+    if k is None:
+        k_all = max(len(labels), len(pool_of(labels, judged)))
+        best = ideal_dcg(labels, k_all, conv, judged)
+        if best <= 0:
+            return empty_ratio(conv)
+        gains = [gain(lab, conv) for lab in ranked_labels(labels, scores, tiebreak)]
+        return dcg_of(gains, k_all, conv) / best
     best = ideal_dcg(labels, k, conv, judged)
     if best <= 0:
         return empty_ratio(conv)

@@ -216,10 +216,27 @@ def test_labels_of_1024_and_more(tmp_path):
                    "d.txt", "s", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     got = _json(proc)
-    assert got["ndcg@3"] == pytest.approx((3 + 1024 / np.log2(3)) / 1027, abs=1e-12)
+    assert got["ndcg@3"] == pytest.approx((3 / np.log2(3) + 1024 / 2) / (1024 + 3 / np.log2(3)), abs=1e-12)
     assert got["map"] == pytest.approx((1 / 2 + 2 / 3) / 2, abs=1e-12)
     assert got["err@3"] == pytest.approx(1 / 3, abs=1e-12)  # R = 1 - 2^-1024 for label 1024 = g_max
     (tmp_path / "q").write_text("1 0 a 2000\n1 0 b 0\n")
     (tmp_path / "r").write_text("1 Q0 a 1 2 t\n1 Q0 b 2 1 t\n")
     proc = rankkit("eval", "--convention", "exp", "--qrels", "q", "r", cwd=tmp_path)
     assert_one_line_error(proc, "q: label '2000' is too large")
+
+
+def test_verbose_reports_on_stderr_and_leaves_stdout_alone(runs):
+    """-v (issue 13): files read, queries, documents and times on stderr; stdout byte for byte the same."""
+    for args in ([SAMPLE_TEST, "a.scores", "b.scores", "--permutations", "200"],
+                 ["--qrels", "test.qrels", "a.run", "--convention", "trec", "-m", "ndcg", "-m", "map"]):
+        quiet = rankkit("eval", *args, cwd=runs)
+        loud = rankkit("eval", "-v", *args, cwd=runs)
+        assert quiet.returncode == loud.returncode == 0, loud.stderr.decode()
+        assert loud.stdout == quiet.stdout and quiet.stderr == b""
+        err = loud.stderr.decode()
+        n_docs = len(SAMPLE_TEST.read_text().splitlines())
+        assert f"{n_docs} " in err and " queries" in err and " s)" in err and "eval done in " in err
+        if "--qrels" in args:
+            assert "read qrels test.qrels" in err and f"read run a.run: {n_docs} lines" in err
+        else:
+            assert "read b.scores" in err and "randomization tests of 1 system(s)" in err

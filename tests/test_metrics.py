@@ -28,7 +28,7 @@ TOL = 1e-12  # fast vs reference, and hand-worked values involving logarithms
 CUTOFF_METRICS = [f"{m}@{k}" for m in ("ndcg", "dcg", "p") for k in (1, 3, 5, 10)]
 ALL_METRICS = CUTOFF_METRICS + ["map"]  # the metrics of the first issue
 EVERY_METRIC = [
-    "ndcg@1", "ndcg@3", "ndcg@10", "dcg@1", "dcg@3", "dcg@10", "p@1", "p@3", "p@10",
+    "ndcg@1", "ndcg@3", "ndcg@10", "ndcg", "dcg@1", "dcg@3", "dcg@10", "p@1", "p@3", "p@10",
     "map", "map@1", "map@3", "map@10", "mrr", "rr@1", "rr@3", "err@1", "err@3", "err@10",
     "auc", "pairwise-accuracy", "kendall-tau",
 ]  # fmt: skip
@@ -524,20 +524,23 @@ def trec_example():
 def test_hand_worked_trec_tie_broken_by_docid_descending():
     # trec_eval sorts by score, then docid descending: d3 (2.0), then the tie at 1.0: "d2" > "d10"
     # so d2 before d10, then d7 (0.5), d9 (0.1). Ranked labels 0, 0, 2, 1, -1 -> gains 0, 0, 2, 1, 0
-    # (the -1 label has gain 0). trec_eval's discount: rank 1 -> 1, rank r >= 2 -> log2 r.
-    #   DCG@4 = 2/log2 3 + 1/2; ideal gains 2, 1, 0, 0: IDCG@4 = 2 + 1/log2 2 = 3
-    #   NDCG@2 = 0; NDCG@4 = NDCG@10 (5 documents, truncated, no zero) = (2/log2 3 + 1/2)/3
+    # (the -1 label has gain 0). trec_eval's discount (since 9.0.4): rank r -> log2(r + 1).
+    #   DCG@4 = 2/log2 4 + 1/log2 5 = 1 + 1/log2 5; ideal gains 2, 1, 0, 0: IDCG@4 = 2 + 1/log2 3
+    #   NDCG@2 = 0; NDCG@4 = NDCG@10 = NDCG (5 documents, truncated, no zero) = DCG@4 / IDCG@4
     #   relevant (label >= 1) at ranks 3, 4: AP = (1/3 + 2/4)/2 = 5/12, P@4 = 1/2, P@10 = 2/10,
     #   RR = 1/3
-    # In file order the tie would put d10 (label 2) at rank 2: NDCG@4 = (2 + 1/2)/3 = 5/6, AP = 1/2.
+    # In file order the tie would put d10 (label 2) at rank 2: NDCG@4 = (2/log2 3 + 1/log2 5)/IDCG@4,
+    # AP = 1/2. (trec_eval 9.0a3's log2(r), rank 1 undiscounted, gave (2/log2 3 + 1/2)/3 = 0.5873.)
     # Query 1 has no relevant document: skipped (NaN), not averaged in.
     labels, scores, qptr, tiebreak = trec_example()
-    names = ["ndcg@2", "ndcg@4", "ndcg@10", "map", "p@4", "p@10", "mrr", "dcg@4"]
+    names = ["ndcg@2", "ndcg@4", "ndcg@10", "ndcg", "map", "p@4", "p@10", "mrr", "dcg@4"]
     t = per_query_table(names, labels, scores, qptr, "trec", tiebreak=tiebreak, empty_query="skip")
-    ndcg4 = (2 / math.log2(3) + 0.5) / 3
+    idcg4 = 2 + 1 / math.log2(3)
+    ndcg4 = (1 + 1 / math.log2(5)) / idcg4
     assert t["ndcg@2"][0] == 0.0
     assert abs(t["ndcg@4"][0] - ndcg4) <= TOL and abs(t["ndcg@10"][0] - ndcg4) <= TOL
-    assert abs(t["dcg@4"][0] - (2 / math.log2(3) + 0.5)) <= TOL
+    assert abs(t["ndcg"][0] - ndcg4) <= TOL
+    assert abs(t["dcg@4"][0] - (1 + 1 / math.log2(5))) <= TOL
     assert abs(t["map"][0] - 5 / 12) <= TOL
     assert (t["p@4"][0], t["p@10"][0]) == (0.5, 0.2)
     assert abs(t["mrr"][0] - 1 / 3) <= TOL
@@ -547,7 +550,7 @@ def test_hand_worked_trec_tie_broken_by_docid_descending():
     assert abs(r["ndcg@4"] - ndcg4) <= TOL and abs(r["map"] - 5 / 12) <= TOL  # query 1 not averaged in
     # without the tiebreak: file order
     f = evaluate(labels, scores, qptr, ["ndcg@4", "map"], "trec", empty_query="skip")
-    assert abs(f["ndcg@4"] - 5 / 6) <= TOL and f["map"] == 0.5
+    assert abs(f["ndcg@4"] - (2 / math.log2(3) + 1 / math.log2(5)) / idcg4) <= TOL and f["map"] == 0.5
     # the default, as trec_eval: a judged query without relevant documents scores 0, averaged in
     z = evaluate(labels, scores, qptr, ["ndcg@4", "map"], "trec", tiebreak=tiebreak)
     assert abs(z["ndcg@4"] - ndcg4 / 2) <= TOL and abs(z["map"] - 5 / 24) <= TOL
@@ -555,14 +558,14 @@ def test_hand_worked_trec_tie_broken_by_docid_descending():
 
 def test_hand_worked_trec_judged_documents_not_retrieved():
     # The qrels of query 0 also judge d5 (label 2), not retrieved; query 1's qrels: d1 0, d4 0, d8 1.
-    #   query 0: ideal gains 2, 2, 1, 0, 0, 0: IDCG@4 = 2 + 2 + 1/log2 3; R = 3
-    #     NDCG@4 = (2/log2 3 + 1/2)/(4 + 1/log2 3); AP = (1/3 + 2/4)/3 = 5/18; P and RR unchanged
+    #   query 0: ideal gains 2, 2, 1, 0, 0, 0: IDCG@4 = 2 + 2/log2 3 + 1/2; R = 3
+    #     NDCG@4 = (1 + 1/log2 5)/IDCG@4; AP = (1/3 + 2/4)/3 = 5/18; P and RR unchanged
     #   query 1: one relevant judged document, none retrieved: NDCG 0, AP 0, RR 0 (no longer skipped)
     labels, scores, qptr, tiebreak = trec_example()
     judged = (np.array([0, 6, 9]), np.array([2.0, 0.0, 1.0, 0.0, -1.0, 2.0, 0.0, 0.0, 1.0]))
     t = per_query_table(["ndcg@4", "map", "mrr", "p@4"], labels, scores, qptr, "trec", tiebreak=tiebreak, judged=judged)
     l3 = math.log2(3)
-    assert abs(t["ndcg@4"][0] - (2 / l3 + 0.5) / (4 + 1 / l3)) <= TOL
+    assert abs(t["ndcg@4"][0] - (1 + 1 / math.log2(5)) / (2.5 + 2 / l3)) <= TOL
     assert abs(t["map"][0] - 5 / 18) <= TOL
     assert abs(t["mrr"][0] - 1 / 3) <= TOL and t["p@4"][0] == 0.5
     for name in t:
@@ -660,10 +663,25 @@ def test_hand_worked_rr_and_map_cut():
     assert per_query("map@1", [1.0, 0.0, 1.0], [3.0, 2.0, 1.0], [0, 3], "trec")[0] == 0.5
 
 
+def test_whole_list_ndcg_ignores_the_short_query_rule():
+    # 3 documents ranked labels 1, 2, 0. letor4: gains 1, 3, 0, discounts 1, 1, log2 3; ideal 3, 1, 0.
+    #   NDCG@10 = 0 (fewer than 10 documents), NDCG (whole list) = (1 + 3) / (3 + 1) = 1; NDCG@1 = 1/3.
+    #   exp: gains 1, 3, 0 with log2(p + 1): (1 + 3/log2 3) / (3 + 1/log2 3).
+    labels, scores, qptr = [1.0, 2.0, 0.0], [3.0, 2.0, 1.0], [0, 3]
+    t = per_query_table(["ndcg@1", "ndcg@10", "ndcg"], labels, scores, qptr, "letor4")
+    assert t["ndcg@10"][0] == 0.0 and t["ndcg"][0] == 1.0 and abs(t["ndcg@1"][0] - 1 / 3) <= TOL
+    l3 = math.log2(3)
+    for conv in ("exp", "trec"):
+        g = [1.0, 3.0] if conv == "exp" else [1.0, 2.0]
+        expected = (g[0] + g[1] / l3) / (g[1] + g[0] / l3)
+        t = per_query_table(["ndcg@10", "ndcg"], labels, scores, qptr, conv)
+        assert abs(t["ndcg"][0] - expected) <= TOL and t["ndcg"][0] == t["ndcg@10"][0]
+
+
 # -- metric names ----------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     "name,expected",
-    [("ndcg@10", ("ndcg", 10)), ("map", ("map", None)), ("NDCG@3", ("ndcg", 3)), ("p@1", ("p", 1)),
+    [("ndcg@10", ("ndcg", 10)), ("ndcg", ("ndcg", None)), ("map", ("map", None)), ("NDCG@3", ("ndcg", 3)), ("p@1", ("p", 1)),
      ("dcg@5", ("dcg", 5)), ("ndcg@007", ("ndcg", 7)), ("map@5", ("map", 5)), ("mrr", ("mrr", None)),
      ("RR@3", ("rr", 3)), ("err@20", ("err", 20)), ("auc", ("auc", None)),
      ("pairwise-accuracy", ("pairwise-accuracy", None)), (" Kendall-Tau ", ("kendall-tau", None))],
@@ -672,12 +690,12 @@ def test_parse_metric(name, expected):
     assert parse_metric(name) == expected
 
 
-KNOWN = "ndcg@k, dcg@k, map, map@k, p@k, mrr, rr@k, err@k, auc, pairwise-accuracy, kendall-tau"
+KNOWN = "ndcg, ndcg@k, dcg@k, map, map@k, p@k, mrr, rr@k, err@k, auc, pairwise-accuracy, kendall-tau"
 
 
 @pytest.mark.parametrize(
     "name",
-    ["xyz", "ndcg", "ndcg@0", "ndcg@-1", "ndcg@1.5", "ndcg@", "ndcg@abc", "ndcg@+3", "map@", "map@x",
+    ["xyz", "dcg", "ndcg@0", "ndcg@-1", "ndcg@1.5", "ndcg@", "ndcg@abc", "ndcg@+3", "map@", "map@x",
      "p", "ndcg@10x", "", "@5", "ndcg@99999999999", "mrr@3", "rr", "err", "auc@5", "kendall-tau@2",
      "pairwise", "kendall--tau", "-auc", "auc-", "pairwise_accuracy"],
 )  # fmt: skip
