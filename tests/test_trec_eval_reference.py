@@ -13,7 +13,13 @@ Per query, to 1e-12, on
 
 One exact difference, tested below: pytrec_eval-terrier 0.5.11 stores run scores as 32-bit floats
 (two scores equal in float32 tie and are ordered by docid); rankkit ranks by the double, as
-trec_eval 10.0 does. The comparisons therefore use scores that are exact in float32.
+current trec_eval does. The comparisons therefore use scores that are exact in float32.
+
+The other tools the README's table names, each against its own code or output:
+- ir_measures (a test dependency; its default provider is pytrec_eval): the trec convention;
+- ranx (optional, the `bench` extra; skipped when absent): the trec convention without score ties;
+- LightGBM, RankLib, the LETOR 4.0 script: fixtures of their own output (tests/fixtures/*/README.md
+  says how each was made) against exp, exp --empty-query 0, and letor4.
 """
 
 from __future__ import annotations
