@@ -13,7 +13,13 @@ Per query, to 1e-12, on
 
 One exact difference, tested below: pytrec_eval-terrier 0.5.11 stores run scores as 32-bit floats
 (two scores equal in float32 tie and are ordered by docid); rankkit ranks by the double, as
-trec_eval 10.0 does. The comparisons therefore use scores that are exact in float32.
+current trec_eval does. The comparisons therefore use scores that are exact in float32.
+
+The other tools the README's table names, each against its own code or output:
+- ir_measures (a test dependency; its default provider is pytrec_eval): the trec convention;
+- ranx (optional, the `bench` extra; skipped when absent): the trec convention without score ties;
+- LightGBM, RankLib, the LETOR 4.0 script: fixtures of their own output (tests/fixtures/*/README.md
+  says how each was made) against exp, exp --empty-query 0, and letor4.
 """
 
 from __future__ import annotations
@@ -403,3 +409,36 @@ def test_letor4_equals_the_letor_4_script(mq2008, kind):
     if kind == "tied":  # ties decide: the reverse of file order misses the script's numbers
         rev = M.per_query_table(["ndcg@10", "map"], test.y, scores, test.qptr, "letor4", tiebreak=np.arange(n))
         assert max(abs(rev["map"][q] - table[(qid, "MAP")]) for q, qid in enumerate(qids)) > 1e-3
+
+
+# -- RankLib (fixture: RankLib's own per-query output, see tests/fixtures/ranklib/README.md) -----------
+def test_ranklib_metrics_and_where_they_differ():
+    """RankLib's NDCG@k, MAP and P@k (k <= the shortest query) equal `--convention exp
+    --empty-query 0` per query to 1e-12, ties in file order (18 distinct scores for 527 documents).
+    Two documented differences, pinned here: RankLib's P@k divides by min(k, query length), not
+    by k; its ERR uses g_max = 4 whatever the labels (exp: the largest label, at least 2), which
+    is the mslr convention's ERR."""
+    from rankkit.io.svmlight import read_svmlight
+
+    root = Path(__file__).resolve().parent
+    fixture = json.loads((root / "fixtures" / "ranklib" / "expected.json").read_text())["per_query"]
+    ds = read_svmlight(str(root.parent / "data" / "sample.test.txt"))
+    scores = np.loadtxt(root / "fixtures" / "ranklib" / "test.scores")
+    qids = [str(q) for q in ds.qid[ds.qptr[:-1]].tolist()]
+    lengths = np.diff(ds.qptr)
+    same = {"NDCG@1": "ndcg@1", "NDCG@3": "ndcg@3", "NDCG@5": "ndcg@5", "NDCG@10": "ndcg@10", "NDCG@20": "ndcg@20",
+            "MAP": "map", "P@1": "p@1", "P@5": "p@5"}
+    assert lengths.min() >= 5
+    got = M.per_query_table(list(same.values()), ds.y, scores, ds.qptr, "exp", empty_query="0")
+    for name, metric in same.items():
+        ref = np.array([fixture[name][q] for q in qids])
+        assert np.abs(got[metric] - ref).max() <= 1e-12, name
+        assert abs(got[metric].mean() - fixture[name]["all"]) <= 1e-12, name
+    p10 = M.per_query("p@10", ds.y, scores, ds.qptr, "exp")
+    ref = np.array([fixture["P@10"][q] for q in qids])
+    assert np.abs(p10 * 10 / np.minimum(lengths, 10) - ref).max() <= 1e-12  # RankLib: hits / min(k, n)
+    assert np.abs(p10 - ref).max() > 0.1
+    err = M.per_query("err@10", ds.y, scores, ds.qptr, "mslr")  # (2^g - 1) / 16
+    assert np.abs(err - np.array([fixture["ERR@10"][q] for q in qids])).max() <= 1e-12
+    reverse = M.per_query("ndcg@10", ds.y, scores, ds.qptr, "exp", tiebreak=np.arange(ds.n_rows), empty_query="0")
+    assert np.abs(reverse - np.array([fixture["NDCG@10"][q] for q in qids])).max() > 1e-3  # ties matter
