@@ -66,6 +66,20 @@ def _quiet_broken_pipe(fn):
     return wrapper
 
 
+class _Finite(click.FloatRange):
+    """A float option that must be a finite number (nan and inf pass Click's range checks)."""
+
+    name = "float"
+
+    def convert(self, value, param, ctx):
+        import math
+
+        value = super().convert(value, param, ctx)
+        if not math.isfinite(value):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        return value
+
+
 @click.group(context_settings=CONTEXT)
 @click.version_option(__version__, prog_name="rankkit")
 def cli():
@@ -160,7 +174,7 @@ def _use_threads(n: int | None) -> None:
 @click.option(
     "-C",
     "C",
-    type=click.FloatRange(min=0, min_open=True),
+    type=_Finite(min=0, min_open=True),
     default=None,
     help="Weight of the loss summed over ALL preference pairs (liblinear-ranksvm's -c): "
     "0.5||w||^2 + C*sum_pairs loss. More pairs means a stronger data term, so scale C down "
@@ -169,7 +183,7 @@ def _use_threads(n: int | None) -> None:
 )
 @click.option(
     "--tol",
-    type=click.FloatRange(min=0, min_open=True),
+    type=_Finite(min=0, min_open=True),
     default=None,
     help="Stopping rule: Newton decrement / objective for newton solvers [default: 1e-6]; relative "
     "duality gap for bundle [default: 1e-4].",
@@ -211,20 +225,19 @@ def _use_threads(n: int | None) -> None:
 )
 @click.option(
     "--delta",
-    default="gain",
-    show_default=True,
+    default=None,
     help="D_ij of --rescale: gain (2^label_i - 2^label_j, the DCG gain difference), a comma-separated "
     "value per label 0,1,2,... (D_ij = u_i - u_j), or swap (|change of NDCG| when i and j swap at their "
-    "ideal positions).",
+    "ideal positions). [default: gain]",
 )
-@click.option("--lambda", "lam", type=click.FloatRange(min=0), default=None,
+@click.option("--lambda", "lam", type=_Finite(min=0), default=None,
               help="Stochastic solvers: regularisation of lambda/2||w||^2 + mean hinge over pairs. [default: 0.1]")
 @click.option("--iterations", type=click.IntRange(min=1), default=None,
               help="Stochastic solvers: number of steps. [default: 100000, as in the paper]")
 @click.option("--eta", type=click.Choice(["pegasos", "basic", "constant"]), default=None,
               help="Stochastic solvers: learning rate 1/(lambda t) (pegasos), eta0*10/(t+10) (basic, sofia-ml's) or "
               "eta0 (constant). [default: pegasos]")
-@click.option("--eta0", type=click.FloatRange(min=0, min_open=True), default=None,
+@click.option("--eta0", type=_Finite(min=0, min_open=True), default=None,
               help="Stochastic solvers: eta0 of --eta basic|constant. [default: 1]")
 @click.option("--batch-size", type=click.IntRange(min=1), default=None,
               help="Stochastic solvers: pairs per step (averaged). [default: 1]")
@@ -236,7 +249,7 @@ def _use_threads(n: int | None) -> None:
               help="Stochastic solvers: validation file whose MAP and NDCG@10 -v prints at each checkpoint.")
 @click.option("-K", "K", type=click.IntRange(min=1), default=None,
               help="--solver factorized: latent dimension of the pair multipliers <v_i, v_j>. [default: 10]")
-@click.option("--init-scale", type=click.FloatRange(min=0, min_open=True), default=None,
+@click.option("--init-scale", type=_Finite(min=0, min_open=True), default=None,
               help="--solver factorized: standard deviation of the random initial factors. [default: 0.01]")
 @click.option("--patience", type=click.IntRange(min=1), default=None,
               help="--solver factorized: stop when the --valid MAP has not improved for this many iterations, "
@@ -250,10 +263,10 @@ def _use_threads(n: int | None) -> None:
     help="Non-linear RankSVM (Sect. 6.3): train on the kernel PCA map of the landmarks; the model stores "
     "the landmarks. Without --landmarks, every training document is one (exact; up to 4000 documents).",
 )
-@click.option("--gamma", type=click.FloatRange(min=0, min_open=True), default=None,
+@click.option("--gamma", type=_Finite(min=0, min_open=True), default=None,
               help="Kernel gamma: rbf exp(-gamma||x-z||^2), poly (gamma x.z + coef0)^degree. [default: 1/features]")
 @click.option("--degree", type=click.IntRange(min=1), default=3, show_default=True, help="Degree of the poly kernel.")
-@click.option("--coef0", type=float, default=0.0, show_default=True, help="coef0 of the poly kernel.")
+@click.option("--coef0", type=_Finite(), default=0.0, show_default=True, help="coef0 of the poly kernel.")
 @click.option("--landmarks", type=click.IntRange(min=1), default=None,
               help="Nystrom approximation with this many landmark documents drawn at random (--seed).")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed of every random choice.")
@@ -277,13 +290,16 @@ def train(train_file, model_file, solver, C, tol, max_iter, loss, query_norm, qu
     """
     from rankkit import commands
 
+    if delta is not None and rescale is None:
+        raise click.UsageError("--delta is the D_ij of --rescale margin|slack: give --rescale too", ctx=click.get_current_context())
+
     _use_threads(threads)
     commands.train(
         train_file,
         model_file,
         solver=solver,
         params={"C": C, "tol": tol, "max_iter": max_iter, "loss": loss, "query_norm": query_norm,
-                **({"rescale": rescale, "delta": delta} if rescale else {})},
+                **({"rescale": rescale, "delta": delta or "gain"} if rescale else {})},
         stochastic={"lam": lam, "iterations": iterations, "eta": eta, "eta0": eta0, "batch_size": batch_size,
                     "sampler": sampler, "seed": seed, "valid_file": valid_file, "K": K, "init_scale": init_scale,
                     "patience": patience, "save_factors": save_factors},
@@ -496,10 +512,10 @@ def eval_(files, metrics, convention, empty_query, fmt, per_query, test_name, pe
               help="--method exact: all pairs, or the paper's reduced O(n) chain per query (a different problem, see README).")
 @click.option("--kernel", type=click.Choice(["linear", "rbf", "poly"]), default="linear", show_default=True,
               help="--method exact: kernel of the path (the model stores the training documents for rbf/poly).")
-@click.option("--gamma", type=click.FloatRange(min=0, min_open=True), default=None, help="Kernel gamma. [default: 1/features]")
+@click.option("--gamma", type=_Finite(min=0, min_open=True), default=None, help="Kernel gamma. [default: 1/features]")
 @click.option("--degree", type=click.IntRange(min=1), default=3, show_default=True, help="poly kernel degree.")
-@click.option("--coef0", type=float, default=0.0, show_default=True, help="poly kernel coef0.")
-@click.option("--lambda-min", type=click.FloatRange(min=0, min_open=True), default=None,
+@click.option("--coef0", type=_Finite(), default=0.0, show_default=True, help="poly kernel coef0.")
+@click.option("--lambda-min", type=_Finite(min=0, min_open=True), default=None,
               help="--method exact: stop at this lambda = 1/C. [default: 1e-6 * the first breakpoint]")
 @click.option("--max-events", type=click.IntRange(min=1), default=None,
               help="--method exact: stop after this many events (with a warning). [default: max(10000, 4 x pairs)]")
@@ -508,7 +524,7 @@ def eval_(files, metrics, convention, empty_query, fmt, per_query, test_name, pe
 @click.option("--select", type=click.Choice(["best", "1se"]), default="best", show_default=True,
               help="best: the highest validation metric; 1se: the smallest C within one standard error of it.")
 @click.option("--n-points", type=click.IntRange(min=2), default=30, show_default=True, help="Values of C on the grid.")
-@click.option("--ratio", type=click.FloatRange(min=1, min_open=True), default=1e7, show_default=True,
+@click.option("--ratio", type=_Finite(min=1, min_open=True), default=1e7, show_default=True,
               help="C_max / C_min of the grid; C_min is where w is still nearly zero.")
 @click.option("--folds", type=click.Path(file_okay=False, exists=True), default=None,
               help="A LETOR directory: run Fold1..FoldK (train/vali/test.txt each) and report the per-fold choice "
@@ -564,9 +580,24 @@ def _install_signal_handlers() -> None:
             return
 
 
+def _ignore_signals() -> None:
+    """The outcome is decided (a complete result, or an interruption being reported): a late signal
+    must not turn it into a death by signal while Python shuts down."""
+    import signal
+
+    for name in _SIGNALS:
+        sig = getattr(signal, name, None)
+        if sig is not None:
+            try:
+                signal.signal(sig, signal.SIG_IGN)
+            except (ValueError, OSError):
+                return
+
+
 def _interrupted_exit() -> None:
     import signal
 
+    _ignore_signals()
     signum = _received[0]
     from rankkit import console
 
@@ -583,6 +614,7 @@ def main(argv=None) -> None:
     try:
         cli.main(args=argv, prog_name="rankkit", standalone_mode=False)
     except click.exceptions.Exit as exc:
+        _ignore_signals()
         sys.exit(exc.exit_code)
     except BaseException as exc:
         # A signal can surface as any exception (numba reports one raised during a kernel call as
@@ -590,6 +622,7 @@ def main(argv=None) -> None:
         if _received:
             _interrupted_exit()
         _fail(exc)
+    _ignore_signals()  # done: the outputs are complete, and exit 0 says so
     try:
         sys.stdout.flush()
     except BrokenPipeError:
@@ -600,17 +633,20 @@ def main(argv=None) -> None:
     sys.exit(0)
 
 
+def _command(exc) -> str:
+    ctx = getattr(exc, "ctx", None)
+    name = getattr(getattr(ctx, "command", None), "name", None)
+    return f"{name} " if name and ctx.parent is not None else ""
+
+
 def _fail(exc: BaseException) -> None:
     """One line on stderr and the exit status of an exception that ended the command."""
     from rankkit import console
 
     if isinstance(exc, SystemExit):
         raise exc
-    if isinstance(exc, click.ClickException):  # usage errors: click's own message, exit 2
-        try:
-            exc.show()
-        except OSError:
-            pass
+    if isinstance(exc, click.ClickException):  # usage errors: click's message, one line, exit 2
+        console.say(f"rankkit: error: {' '.join(exc.format_message().split())} (see rankkit {_command(exc)}--help)")
         sys.exit(EXIT_USAGE)
     if isinstance(exc, (click.exceptions.Abort, KeyboardInterrupt)):
         console.say("rankkit: interrupted")

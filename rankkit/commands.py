@@ -121,7 +121,7 @@ def train(train_file, model_file, solver, params, zero_based=False, group_querie
     groups = resolve(train_file, group_file)  # LightGBM's FILE.query / XGBoost's FILE.group, or --group
     inputs = (train_file, (stochastic or {}).get("valid_file"), query_weights_file, groups and groups.source)
     check_output(model_file, inputs, kind="model")  # fail now, not after training
-    check_output((stochastic or {}).get("save_factors"), (*inputs, model_file))
+    check_output((stochastic or {}).get("save_factors"), inputs, outputs=(model_file,))
     if (stochastic or {}).get("sampler") == "stream":
         return _train_stream(train_file, model_file, solver, params, stochastic, zero_based, group_queries, log,
                              query_weights_file, auc, kernel, t0, groups)
@@ -382,6 +382,10 @@ def predict(data_file, model_file, out_file="-", fmt="scores", tag="rankkit", ze
     ds = read_svmlight(data_file, zero_based=base0, group_queries=group_queries, labels_optional=True,
                        groups=groups, log=log)
     scores, ignored = _linear_scores(model, ds)
+    bad = np.flatnonzero(~np.isfinite(scores))
+    if bad.size:  # a score of inf or nan ranks nothing: never write it as if it were one
+        raise DataError(display_name(data_file), f"the score of this document is {float(scores[bad[0]])!r} ({bad.size} such): "
+                        "its feature values are too large for the model's weights", int(ds.line[bad[0]]))
     if fmt == "scores":
         in_input_order = scores
         if ds.order is not None:
@@ -734,9 +738,15 @@ def _run_folds_in_processes(args: list, jobs: int) -> list:
     threads = max(1, numba.get_num_threads() // jobs)
     pool = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"),
                                initializer=_worker_init, initargs=(threads,))
+    from concurrent.futures.process import BrokenProcessPool
+
     try:
         futures = [pool.submit(_path_one, *a) for a in args]
-        outs = [f.result() for f in futures]
+        try:
+            outs = [f.result() for f in futures]
+        except BrokenProcessPool:
+            raise UsageError("a --jobs worker process ended abruptly (killed by a signal, or out of memory?); "
+                             "run again, or with fewer --jobs") from None
     except BaseException:
         for proc in list(getattr(pool, "_processes", {}).values()):  # do not wait for folds nobody will read
             try:
@@ -762,13 +772,10 @@ def path(train_file=None, valid_file=None, out_model=None, table=None, plot=None
     parse_metric(metric)
     inputs = (train_file, valid_file)
     check_output(out_model, inputs, kind="model")
-    check_output(table, (*inputs, out_model))
-    check_output(plot, (*inputs, out_model, table))
+    check_output(table, inputs, outputs=(out_model,))
+    check_output(plot, inputs, outputs=(out_model, table))
     if plot is not None:
         check_plot_target(plot)
-    outputs = [p for p in (out_model, table, plot) if p is not None]
-    if len({os.path.realpath(p) for p in outputs}) < len(outputs):
-        raise UsageError("--out-model, --table and --plot must be different files")
     if folds is not None:
         if train_file is not None or valid_file is not None:
             raise UsageError("give either TRAIN VALID or --folds DIR, not both")

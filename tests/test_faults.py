@@ -105,17 +105,25 @@ def test_private_fallback_refuses_a_directory_it_does_not_own(tmp_path, monkeypa
     assert _numba._private_tmp_dir() == str(target)
 
 
-@pytest.mark.parametrize("damage", ["truncate", "junk"])
+@pytest.mark.parametrize("damage", ["truncate", "junk", "bytes-in-the-middle"])
 def test_damaged_cache_is_repaired(tmp_path, primed, damage):
     """A cache file cut in half or overwritten: before, every run exited 1 (UnpicklingError) until
-    the cache was deleted by hand. Now the entry is removed, recompiled, and the next run is quiet."""
+    the cache was deleted by hand. Three changed bytes in the middle unpickled and then aborted
+    inside LLVM (SIGABRT, every run). Now the entry fails its checksum, is removed and recompiled,
+    and the next run is quiet."""
     cache = tmp_path / "cache"
     shutil.copytree(primed["cache"], cache)
     files = sorted(glob.glob(str(cache / "**" / "*csr_matvec*.nb[ic]"), recursive=True))
     assert files, "the primed cache should hold csr_matvec"
     for f in files:
         data = Path(f).read_bytes()
-        Path(f).write_bytes(data[: len(data) // 2] if damage == "truncate" else b"\x80\x04junk" * 50)
+        if damage == "truncate":
+            data = data[: len(data) // 2]
+        elif damage == "junk":
+            data = b"\x80\x04junk" * 50
+        else:
+            data = data[: len(data) // 2] + b"\x00\x01\x02" + data[len(data) // 2 + 3:]
+        Path(f).write_bytes(data)
     env = dict(primed["env"], NUMBA_CACHE_DIR=str(cache))
     first = run(["predict", SAMPLE_TEST, primed["model"], "s.txt"], tmp_path, env)
     err = first.stderr.decode()
@@ -262,17 +270,34 @@ def _data_copies(tmp_path):
     (["path", "train.txt", "vali.txt", "--out-model", "vali.txt"], "it is the input file 'vali.txt'"),
     (["path", "train.txt", "vali.txt", "--table", "link.txt"], "it is the input file 'train.txt'"),
     (["path", "train.txt", "vali.txt", "--plot", "p.pdf"], ".svg or .png"),
-    (["path", "train.txt", "vali.txt", "--table", "t.svg", "--plot", "t.svg"], "different files"),
+    (["path", "train.txt", "vali.txt", "--table", "t.svg", "--plot", "t.svg"], "it is also the output 't.svg'"),
+    (["train", "train.txt", "f.model", "--solver", "factorized", "--save-factors", "./f.model"],
+     "it is also the output 'f.model'"),
+    (["train", "train.txt", "m.txt", "--solver", "factorized", "--save-factors", "M"], "it is a rankkit model"),
+    (["predict", "vali.txt", "M", "M2"], "it is a rankkit model, not scores"),
+    (["path", "train.txt", "vali.txt", "--table", "M2"], "it is a rankkit model"),
 ])
 def test_an_output_never_replaces_an_input(tmp_path, primed, args, fragment):
     """Before: `train TRAIN TRAIN`, `train train.txt vali.txt`, `predict DATA MODEL DATA` replaced an
     input with the output and exited 0 (a data file was destroyed while the tool was tried)."""
     before = _data_copies(tmp_path)
+    shutil.copy(primed["model"], tmp_path / "M2")
+    before["M2"] = (tmp_path / "M2").read_bytes()
     args = [str(primed["model"]) if a == "M" else a for a in args]
     proc = run(args, tmp_path, primed["env"])
     assert_one_line_error(proc, fragment)
     assert {p: (tmp_path / p).read_bytes() for p in before} == before
     assert no_temp_files(tmp_path)
+
+
+def test_writing_into_dev_stdout_through_a_pipe(tmp_path, primed):
+    """`predict DATA MODEL /dev/stdout | head -1`: /dev/stdout resolves to 'pipe:[...]', which has
+    no directory; before, exit 2 `cannot write '/dev/stdout': directory '/proc/N/fd' does not exist`."""
+    proc = subprocess.run(f"{sys.executable} -m rankkit predict {SAMPLE_TEST} {primed['model']} /dev/stdout | head -3; "
+                          "exit ${PIPESTATUS[0]}", shell=True, executable="/bin/bash", cwd=tmp_path,
+                          env=primed["env"], capture_output=True, timeout=300)
+    assert proc.returncode == 0 and proc.stderr == b"", proc.stderr
+    assert proc.stdout.splitlines() == primed["scores"].splitlines()[:3]
 
 
 def test_replacing_a_model_keeps_its_mode(tmp_path, primed):
@@ -364,3 +389,60 @@ def test_a_cache_that_cannot_be_written_is_switched_off_not_fatal(tmp_path, monk
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "cannot write the kernel cache" in err and "No space left" in err
     assert _numba._cache_enabled is False
+
+
+def test_killed_path_worker_is_not_an_internal_error(tmp_path, primed):
+    """A --jobs worker killed (the OOM killer, a stray kill): before, exit 1 `internal error:
+    BrokenProcessPool ... please report it`. Now exit 2 with one line saying what happened."""
+    folds = _folds(tmp_path)
+    inject = """
+import os, signal
+from concurrent.futures import ProcessPoolExecutor
+_real = ProcessPoolExecutor.submit
+def _submit(self, *a, **k):
+    future = _real(self, *a, **k)
+    for proc in list(self._processes.values())[:1]:  # as the OOM killer would
+        os.kill(proc.pid, signal.SIGKILL)
+    return future
+ProcessPoolExecutor.submit = _submit
+"""
+    proc = run(["path", "--folds", folds, "--method", "grid", "--n-points", "3", "--jobs", "2"], tmp_path,
+               primed["env"], inject=inject)
+    assert_one_line_error(proc, "worker process ended abruptly")
+
+
+def test_a_signal_after_the_result_is_complete_does_not_change_the_outcome(tmp_path, primed):
+    """Once the model is in place the run has succeeded: a SIGTERM while Python shuts down used to
+    kill it (exit -15) although the new model was complete."""
+    inject = """
+import atexit, os, signal
+atexit.register(lambda: os.kill(os.getpid(), signal.SIGTERM))
+"""
+    proc = run(["train", SAMPLE_TRAIN, "m.txt", "-C", "0.01"], tmp_path, primed["env"], inject=inject)
+    assert proc.returncode == 0 and proc.stderr == b""
+    assert np.array_equal(read_model(str(tmp_path / "m.txt")).weights, read_model(str(primed["model"])).weights)
+
+
+@pytest.mark.parametrize("args,fragment", [
+    (["train", "D", "m.txt", "-C", "nan"], "nan is not a finite number"),
+    (["train", "D", "m.txt", "--tol", "inf"], "inf is not a finite number"),
+    (["train", "D", "m.txt", "--delta", "0,1"], "give --rescale too"),
+    (["train", "D", "m.txt", "--rescale", "margin", "--delta", "0,nan,1"], "--delta '0,nan,1'"),
+    (["path", "D", "D", "--ratio", "inf"], "inf is not a finite number"),
+    (["train", "D", "m.txt", "-C", "-1"], "-1.0 is not in the range"),
+])
+def test_bad_option_values_are_one_line_before_any_work(tmp_path, primed, args, fragment):
+    """nan and inf passed Click's range checks and failed later with messages blaming the data;
+    --delta without --rescale was ignored; Click's usage errors took three lines."""
+    proc = run([str(SAMPLE_TRAIN) if a == "D" else a for a in args], tmp_path, primed["env"])
+    assert_one_line_error(proc, fragment)
+
+
+def test_predict_refuses_to_write_scores_that_are_not_finite(tmp_path, primed):
+    from tests.test_cli import MODEL2  # weights 0.5, 0.25, -1
+
+    (tmp_path / "m.txt").write_text(MODEL2)
+    (tmp_path / "huge.txt").write_text("1 qid:1 1:1\n2 qid:1 1:-1.7e308 3:1.7e308\n")
+    proc = run(["predict", "huge.txt", "m.txt", "s.txt"], tmp_path, primed["env"])
+    assert_one_line_error(proc, "huge.txt:2:", "score of this document is -inf")
+    assert not (tmp_path / "s.txt").exists()

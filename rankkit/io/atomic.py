@@ -30,7 +30,7 @@ def _umask() -> int:
 def check_writable(path: str) -> None:
     """Raise the UsageError atomic_open(path) would raise for a missing or unwritable directory,
     before a long computation whose result would then be lost."""
-    if path == "-":
+    if path == "-" or _is_stream(path):
         return
     target = os.path.abspath(path)
     if os.path.isdir(target):
@@ -42,11 +42,19 @@ def check_writable(path: str) -> None:
         raise UsageError(f"cannot write '{path}': permission denied")
 
 
+def _is_stream(path: str) -> bool:
+    """A pipe, socket or device (`/dev/stdout`, a FIFO): written into directly, never replaced."""
+    try:
+        return not os.path.isdir(path) and not os.path.isfile(path) and os.path.exists(path)
+    except OSError:
+        return False
+
+
 def _same_file(a: str, b: str) -> bool:
     try:
         return os.path.samefile(a, b)
-    except OSError:
-        return False
+    except OSError:  # one does not exist yet: the same path, spelled two ways?
+        return os.path.realpath(a) == os.path.realpath(b)
 
 
 _DATA_LINE = re.compile(rb"^\s*\S+\s+(qid:\S+\s+)?[0-9]+:\S")
@@ -67,20 +75,28 @@ def _holds(path: str) -> str | None:
     return None
 
 
-def check_output(path: str | None, inputs=(), kind: str = "file") -> None:
-    """Before any work: `path` is writable, is none of `inputs`, and (kind "model" or "scores") does
-    not replace a file holding something else. Raises UsageError naming the path."""
+def check_output(path: str | None, inputs=(), kind: str = "file", outputs=()) -> None:
+    """Before any work: `path` is writable, is none of `inputs` nor of the command's other `outputs`,
+    and does not replace a file holding something else: never LETOR/SVMlight data, never a rankkit
+    model unless the output is one (kind "model"), and a model only over a rankkit model. Raises
+    UsageError naming the path."""
     if path is None or path == "-":
         return
     for other in inputs:
         if other is not None and other != "-" and _same_file(path, other):
             raise UsageError(f"refusing to write '{path}': it is the input file '{other}' (an output never replaces an input)")
+    for other in outputs:
+        if other is not None and other != "-" and _same_file(path, other):
+            raise UsageError(f"refusing to write '{path}': it is also the output '{other}' (each output needs its own file)")
     check_writable(path)
     target = os.path.realpath(path)
-    if kind in ("model", "scores") and os.path.isfile(target) and os.path.getsize(target) > 0:
+    if os.path.isfile(target) and os.path.getsize(target) > 0:
         holds = _holds(target)
+        what = {"model": "a model", "scores": "scores"}.get(kind, "this output")
         if holds == "data":
-            raise UsageError(f"refusing to replace '{path}': it holds LETOR/SVMlight data, not {'a model' if kind == 'model' else 'scores'}")
+            raise UsageError(f"refusing to replace '{path}': it holds LETOR/SVMlight data, not {what}")
+        if holds == "model" and kind != "model":
+            raise UsageError(f"refusing to replace '{path}': it is a rankkit model, not {what} (remove it first to reuse the name)")
         if kind == "model" and holds != "model":
             raise UsageError(f"refusing to replace '{path}': it is not a rankkit model file (remove it first to reuse the name)")
 
@@ -126,6 +142,8 @@ def atomic_open(path: str, binary: bool = False):
     target = os.path.realpath(path)  # write through symlinks: replace the file, not the link
     if os.path.isdir(target):
         raise UsageError(f"cannot write '{path}': it is a directory")
+    if _is_stream(path):
+        target = path  # /dev/stdout -> /proc/self/fd/1 -> 'pipe:[...]' has no real path: open it as given
     if os.path.exists(target) and not os.path.isfile(target):
         # a device or a pipe (/dev/stdout, a FIFO): it cannot be replaced, so write to it directly
         try:

@@ -11,20 +11,24 @@ full or unwritable NUMBA_CACHE_DIR, several processes at once, a cache file cut 
   package's __pycache__, then the user's cache directory) if one is writable; else a private
   per-user directory in the system temporary directory (created 0700, used only if it is ours and
   not a symlink); else no disk cache at all (every run compiles).
-- A cache entry that cannot be read (truncated, overwritten, from a crashed writer) is removed and
-  the kernel recompiled; a cache that cannot be written is switched off for the rest of the run.
+- Every index and data file is sealed with a SHA-256 of its content (numba keeps none): an entry that
+  fails it (truncated, overwritten, a changed byte, from a crashed writer, from an older rankkit) is
+  removed and the kernel recompiled, before numba's loader sees it (some damage unpickles and then
+  aborts inside LLVM). A cache that cannot be written is switched off for the rest of the run.
 - When a kernel has to be compiled, one line on stderr says so (on a terminal; always when the
   reason is a cache problem, so that a cron job's log explains why it was slow).
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
+import pickle
 import sys
 import tempfile
 
 import numba
-from numba.core.caching import FunctionCache
+from numba.core.caching import FunctionCache, IndexDataCacheFile
 
 from rankkit import console
 
@@ -105,8 +109,52 @@ def _note_compiling() -> None:
         console.note("compiling kernels for this machine (once; later runs load them from the cache)")
 
 
+_SEAL = b"rankkit-sha256:"
+
+
+def _seal(payload: bytes) -> bytes:
+    return _SEAL + hashlib.sha256(payload).digest() + payload
+
+
+def _unseal(blob: bytes) -> bytes:
+    """The payload of a sealed cache file; ValueError if it is not sealed or does not match. A
+    damaged entry must never reach numba's loader: some damage unpickles and then aborts LLVM."""
+    n = len(_SEAL)
+    if not blob.startswith(_SEAL) or hashlib.sha256(blob[n + 32:]).digest() != blob[n:n + 32]:
+        raise ValueError("cache file fails its checksum")
+    return blob[n + 32:]
+
+
+class _CheckedCacheFile(IndexDataCacheFile):
+    """numba's index and data files, each sealed with a SHA-256 of its content."""
+
+    def _dump(self, obj):
+        return _seal(super()._dump(obj))
+
+    def _load_index(self):
+        try:
+            with open(self._index_path, "rb") as f:
+                version = pickle.load(f)
+                data = f.read()
+        except FileNotFoundError:
+            return {}
+        if version != self._version:
+            return {}
+        stamp, overloads = pickle.loads(_unseal(data))
+        return overloads if stamp == self._source_stamp else {}
+
+    def _load_data(self, name):
+        with open(self._data_path(name), "rb") as f:
+            return pickle.loads(_unseal(f.read()))
+
+
 class _RobustCache(FunctionCache):
     """numba's per-function disk cache, made unable to fail a run."""
+
+    def __init__(self, py_func):
+        super().__init__(py_func)
+        self._cache_file = _CheckedCacheFile(cache_path=self._cache_path, filename_base=self._impl.filename_base,
+                                             source_stamp=self._impl.locator.get_source_stamp())
 
     def load_overload(self, sig, target_context):
         global _compile_noted
@@ -124,17 +172,17 @@ class _RobustCache(FunctionCache):
 
     def save_overload(self, sig, data):
         global _cache_enabled
+        if not _cache_enabled:
+            return
         try:
             super().save_overload(sig, data)
         except Exception as exc:  # full disk, permissions changed under us, a race: run on uncached
             _cache_enabled = False
-            self.disable()
             console.note(f"cannot write the kernel cache in {self.cache_path} ({exc}); continuing without it")
 
     def _remove_entry(self) -> None:
-        index = self._cache_file._index_path
         try:
-            os.unlink(index)
+            os.unlink(self._cache_file._index_path)
         except OSError:
             pass
 

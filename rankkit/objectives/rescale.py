@@ -28,6 +28,8 @@ def label_values(ds: Dataset, spec: str) -> np.ndarray:
     else:
         try:
             table = np.array([float(v) for v in spec.split(",")], dtype=np.float64)
+            if not np.all(np.isfinite(table)):
+                raise ValueError(spec)
         except ValueError:
             raise UsageError(f"--delta '{spec}' is not {DELTA_HELP}") from None
         present = np.unique(labels)
