@@ -519,7 +519,7 @@ def exact_path(train: Dataset, valid: Dataset | None = None, kernel: str = "line
             stop_reason = f"KKT violated by {bad:.3g} at lambda {lam:.6g} (numerical trouble)"
             break
 
-    if stop_reason and stop_reason != "complete":
+    if stop_reason and stop_reason != "complete" and not stop_reason.startswith("lambda_min"):  # lambda_min: the normal end
         warnings.warn(f"exact path stopped: {stop_reason} after {n_events} events, "
                       f"{len(breakpoints)} breakpoints", PathWarning, stacklevel=2)
     return ExactPathResult(breakpoints, pi, pj, kern, graph, names, stop_reason, n_events, X, changes, ckpt,

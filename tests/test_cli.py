@@ -161,7 +161,7 @@ def test_usage_errors_exit_2(tmp_path, args):
     proc = rankkit(*args, cwd=tmp_path)
     err = proc.stderr.decode()
     assert proc.returncode == 2, err
-    assert "Traceback" not in err and "Error:" in err
+    assert "Traceback" not in err and err.startswith("rankkit: error: ") and err.count("\n") == 1, err
     assert os.listdir(tmp_path) == []
 
 
