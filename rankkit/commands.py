@@ -18,7 +18,7 @@ import numpy as np
 from rankkit import __version__, console
 from rankkit.errors import DataError, UsageError
 from rankkit.io.atomic import check_output
-from rankkit.io.model import Model, read_model, write_model
+from rankkit.io.model import Model, write_model
 from rankkit.io.output import read_scores, write_scores
 from rankkit.io.svmlight import display_name, parse_bytes, read_bytes, read_svmlight
 from rankkit.solvers import SOLVERS

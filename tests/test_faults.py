@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from rankkit.io.model import read_model
-from tests.test_cli import ROOT, SAMPLE_TEST, SAMPLE_TRAIN, _env, assert_one_line_error, rankkit
+from tests.test_cli import ROOT, SAMPLE_TEST, SAMPLE_TRAIN, _env, assert_one_line_error
 
 SHARED = next((p for p in (ROOT.parent / "shared", Path("/work/shared")) if (p / "data").is_dir()), None)
 

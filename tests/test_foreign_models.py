@@ -19,7 +19,7 @@ import pytest
 
 from rankkit import commands
 from rankkit.errors import ModelError, UsageError
-from rankkit.io.foreign_models import ForeignModel, detect_format, load_model
+from rankkit.io.foreign_models import detect_format, load_model
 from rankkit.io.model import Model, read_model, write_model
 from tests.test_cli import assert_one_line_error, rankkit
 

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from rankkit.errors import ModelError, UsageError
-from rankkit.io.model import MAGIC, Model, _shown, model_name, parse_model, read_model_bytes
+from rankkit.io.model import MAGIC, _shown, model_name, parse_model, read_model_bytes
 
 FORMATS = ("rankkit", "svm_rank", "liblinear", "sofia-ml")
 FOREIGN = FORMATS[1:]
