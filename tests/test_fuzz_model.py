@@ -27,7 +27,7 @@ from rankkit.io.model import Model, read_model, write_model
 from tests.test_cli import SAMPLE_TRAIN
 from tests.test_model_integrity import _same, as_format_1
 
-CASES = int(os.environ.get("RANKKIT_FUZZ_CASES", "3000"))
+CASES = int(os.environ.get("RANKKIT_FUZZ_CASES", "1500"))
 SEED = int(os.environ.get("RANKKIT_FUZZ_SEED", "20261123"))
 ALPHABET = b"0123456789.-+eE:\n \r\tnaifNAIF#x\x00\xff\xc3"
 

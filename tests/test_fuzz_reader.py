@@ -20,7 +20,7 @@ from rankkit.errors import DataError
 from rankkit.io import svmlight as S
 from tests.test_cli import SAMPLE_TRAIN
 
-CASES = int(os.environ.get("RANKKIT_FUZZ_CASES", "1500"))
+CASES = int(os.environ.get("RANKKIT_FUZZ_CASES", "1000"))
 SHARED = [Path("/work/shared/data"), Path(__file__).resolve().parents[2] / "shared" / "data"]
 REAL_FILES = ["MQ2008/Fold1/train.txt", "LightGBM-lambdarank/rank.train", "LightGBM-lambdarank/rank.train.qid.txt",
               "MSLR-WEB-sample/search_tiny_train.txt"]
