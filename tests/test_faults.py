@@ -293,7 +293,9 @@ def test_an_output_never_replaces_an_input(tmp_path, primed, args, fragment):
 def test_writing_into_dev_stdout_through_a_pipe(tmp_path, primed):
     """`predict DATA MODEL /dev/stdout | head -1`: /dev/stdout resolves to 'pipe:[...]', which has
     no directory; before, exit 2 `cannot write '/dev/stdout': directory '/proc/N/fd' does not exist`."""
-    proc = subprocess.run(f"{sys.executable} -m rankkit predict {SAMPLE_TEST} {primed['model']} /dev/stdout | head -3; "
+    big = tmp_path / "big.txt"  # more than a pipe buffer of scores: head closes the pipe mid-write
+    big.write_bytes(b"".join(SAMPLE_TEST.read_bytes().replace(b"qid:", f"qid:{k}0".encode()) for k in range(1, 30)))
+    proc = subprocess.run(f"{sys.executable} -m rankkit predict {big} {primed['model']} /dev/stdout | head -3; "
                           "exit ${PIPESTATUS[0]}", shell=True, executable="/bin/bash", cwd=tmp_path,
                           env=primed["env"], capture_output=True, timeout=300)
     assert proc.returncode == 0 and proc.stderr == b"", proc.stderr

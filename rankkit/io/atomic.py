@@ -149,6 +149,8 @@ def atomic_open(path: str, binary: bool = False):
         try:
             with open(target, "wb" if binary else "w", encoding=None if binary else "utf-8") as fh:
                 yield fh
+        except BrokenPipeError:
+            raise  # `| head` on /dev/stdout: the reader has all it wants; the CLI ends quietly with status 0
         except OSError as exc:
             raise UsageError(f"cannot write '{path}': {exc.strerror or exc}") from None
         return
