@@ -113,10 +113,6 @@ def _silence(fd: int) -> None:
         sys.stdout = replacement
 
 
-def stderr_usable() -> bool:
-    return _stderr_ok
-
-
 def silence_stdout() -> None:
     """After a broken pipe on stdout (`rankkit predict ... | head`): discard whatever is still buffered."""
     _silence(1)
