@@ -21,6 +21,7 @@ from rankkit.io.atomic import check_output
 from rankkit.io.model import Model, write_model
 from rankkit.io.output import read_scores, write_scores
 from rankkit.io.svmlight import display_name, parse_bytes, read_bytes, read_svmlight
+from rankkit.scoring import model_scores
 from rankkit.solvers import SOLVERS
 
 Log = Callable[[str], None] | None
@@ -39,92 +40,23 @@ class _Checksum(threading.Thread):
         self.hexdigest = hashlib.sha256(memoryview(self.buf)).hexdigest()
 
 
-STOCHASTIC_DEFAULTS = {"lam": None, "iterations": None, "eta": "pegasos", "eta0": 1.0, "batch_size": 1,
-                       "sampler": "uniform"}
-STOCHASTIC_OPTIONS = {"lam": "--lambda", "iterations": "--iterations", "eta": "--eta", "eta0": "--eta0",
-                      "batch_size": "--batch-size", "sampler": "--sampler", "valid_file": "--valid"}
-
-
-FACTORIZED_OPTIONS = {"K": "-K", "init_scale": "--init-scale", "patience": "--patience",
-                      "save_factors": "--save-factors"}
-
-DEFAULT_C = 1.0  # -C when not given, for every solver that has a C (the CLI's default is None: "not given")
-
-# The options each solver uses; any other option given is an error (never silently ignored, never
-# written into the model). Keys are the params / stochastic keys; OPTION_FLAGS names them.
-OPTION_FLAGS = {"C": "-C", "tol": "--tol", "max_iter": "--max-iter", "query_norm": "--query-norm",
-                "query_weights": "--query-weights", "rescale": "--rescale", **STOCHASTIC_OPTIONS, **FACTORIZED_OPTIONS}
-_EXACT = {"C", "tol", "max_iter", "query_norm", "query_weights", "rescale"}
-_SOFIA = {"iterations", "sampler", "valid_file"}
-SOLVER_OPTIONS = {
-    "newton": _EXACT,
-    "newton-pairs": _EXACT,
-    "bundle": _EXACT,
-    "factorized": {"C", "iterations", "eta", "eta0", "valid_file", "K", "init_scale", "patience", "save_factors"},
-    "sgd": _SOFIA | {"lam", "eta", "eta0", "batch_size"},
-    "pegasos": _SOFIA | {"lam", "eta", "eta0", "batch_size"},
-    "logreg": _SOFIA | {"lam", "eta", "eta0", "batch_size"},
-    "margin-perceptron": _SOFIA | {"lam", "eta", "eta0", "batch_size"},  # lambda only through --eta pegasos
-    "pa": _SOFIA | {"C"},  # PA-I: C caps the step; no learning rate, no lambda
-    "romma": _SOFIA,  # aggressive ROMMA: no C, no learning rate, no lambda
-    "pair-sgd": {"C", "iterations", "valid_file"},  # Algorithm 2: uniform pairs, step 1/t
-    "query-sgd": {"C", "iterations"},  # Algorithm 3: whole queries, step 1/(t + t0)
-}
-_OPTION_HINTS = {"query_norm": " (use --sampler query-norm)"}
-
-
-def _solver_params(spec, params, stochastic, query_weights_file):
-    """The keyword arguments of the chosen solver. Every option given that the solver does not use
-    is an error, the same way for all solvers (SOLVER_OPTIONS); -C not given is DEFAULT_C."""
-    stochastic = dict(stochastic or {})
-    given = {k for k, v in params.items() if k not in ("loss", "delta") and v not in (None, False)}
-    given |= {k for k, v in stochastic.items() if k != "seed" and v is not None}
-    if query_weights_file is not None:
-        given.add("query_weights")
-    takes = SOLVER_OPTIONS.get(spec.name)
-    if takes is None:  # a solver added to the registry without a row here: be strict by kind
-        takes = SOLVER_OPTIONS["factorized" if spec.factorized else "sgd" if spec.stochastic else "newton"]
-    for key in sorted(given - takes, key=list(OPTION_FLAGS).index):
-        users = [name for name, opts in SOLVER_OPTIONS.items() if key in opts]
-        raise UsageError(f"{OPTION_FLAGS[key]} is not an option of --solver {spec.name} "
-                         f"(it is for: {', '.join(users)}){_OPTION_HINTS.get(key, '')}")
-    eta = stochastic.get("eta")
-    if stochastic.get("eta0") is not None and "eta0" in takes and (eta or "pegasos") == "pegasos" and not spec.factorized:
-        raise UsageError("--eta0 is the scale of --eta basic or constant; --eta pegasos is 1/(lambda t)")
-    if spec.name == "margin-perceptron" and stochastic.get("lam") is not None and (eta or "pegasos") != "pegasos":
-        raise UsageError(f"--lambda is used by --solver margin-perceptron only through --eta pegasos, not --eta {eta}")
-    C = DEFAULT_C if params.get("C") is None else params["C"]
-    if spec.factorized:
-        out = {"C": C, "loss": params.get("loss"), "seed": stochastic.get("seed", 0)}
-        for key in ("iterations", "eta", "eta0", "K", "init_scale", "patience"):
-            if stochastic.get(key) is not None:
-                out[key] = stochastic[key]
-        if "eta" not in out:
-            out["eta"] = "constant"
-        return out
-    if spec.stochastic:
-        out = {"C": C, "loss": params.get("loss")}
-        for key, default in STOCHASTIC_DEFAULTS.items():
-            out[key] = stochastic.get(key) if stochastic.get(key) is not None else default
-        out["seed"] = stochastic.get("seed", 0)
-        return out
-    out = {k: v for k, v in params.items() if v is not None}
-    out["C"] = C
-    return out
-
-
 def train(train_file, model_file, solver, params, zero_based=False, group_queries=False, log: Log = None, warn=print,
           query_weights_file=None, auc=False, kernel=None, stochastic=None, progress=None, group_file="auto"):
+    """`rankkit train`: read the files, fit the estimator of the options (rankkit.estimators, the
+    code the Python API runs), write the model with the files' facts in its header."""
+    from rankkit.estimators import from_options
     from rankkit.io.groups import resolve
 
     t0 = time.perf_counter()
+    stochastic = dict(stochastic or {})
     groups = resolve(train_file, group_file)  # LightGBM's FILE.query / XGBoost's FILE.group, or --group
-    inputs = (train_file, (stochastic or {}).get("valid_file"), query_weights_file, groups and groups.source)
+    inputs = (train_file, stochastic.get("valid_file"), query_weights_file, groups and groups.source)
     check_output(model_file, inputs, kind="model")  # fail now, not after training
-    check_output((stochastic or {}).get("save_factors"), inputs, outputs=(model_file,))
-    if (stochastic or {}).get("sampler") == "stream":
+    check_output(stochastic.get("save_factors"), inputs, outputs=(model_file,))
+    if stochastic.get("sampler") == "stream":
         return _train_stream(train_file, model_file, solver, params, stochastic, zero_based, group_queries, log,
                              query_weights_file, auc, kernel, t0, groups)
+    estimator = from_options(solver, params, stochastic, kernel, query_weights_file is not None)
     name = display_name(train_file)
     buf = read_bytes(train_file)
     checksum = _Checksum(buf)
@@ -141,111 +73,39 @@ def train(train_file, model_file, solver, params, zero_based=False, group_querie
     if auc:
         ds = ds.as_one_query()
     ds.require_pairs()
-    if solver is None:
-        from rankkit.solvers import solver_for
-
-        solver = solver_for(params.get("loss") or "squared-hinge")
-    spec = SOLVERS[solver]
-    if params.get("loss") is None:
-        params = dict(params, loss=spec.losses[0])
-    if params["loss"] not in spec.losses:
-        raise UsageError(f"--solver {solver} does not offer --loss {params['loss']} (it offers: {', '.join(spec.losses)})")
-    params = _solver_params(spec, params, stochastic, query_weights_file)
-    if spec.stochastic or spec.factorized:
-        valid_file = (stochastic or {}).get("valid_file")
-        if valid_file is not None:
-            params["valid"] = read_svmlight(valid_file, zero_based=zero_based, group_queries=group_queries, log=log)
+    valid = None
+    if stochastic.get("valid_file") is not None:
+        valid = read_svmlight(stochastic["valid_file"], zero_based=zero_based, group_queries=group_queries, log=log)
+    weights = None
     if query_weights_file is not None:
         from rankkit.io.query_weights import read_query_weights, weights_for
 
-        params = dict(params, query_weights=weights_for(ds, read_query_weights(query_weights_file), query_weights_file))
-    fit_ds, kmap, used = ds, None, None
-    if kernel is None:  # few of many feature indices used (a mistyped index): train on those columns only
-        fit_ds, used = ds.compact_columns()
-        if used is not None and params.get("valid") is not None:
-            params = dict(params, valid=params["valid"].take_columns(used))
-        if used is not None and log:
-            log(f"training on the {used.shape[0]} feature indices that occur (of {ds.n_features}); sparse model")
-    model_solver = spec.load()(**params)
-    if kernel is not None:  # non-linear: train the linear solver on the kernel map (Sect. 6.3)
-        from rankkit.kernels import choose_landmarks, fit_map, make_kernel, mapped_dataset
+        weights = weights_for(ds, read_query_weights(query_weights_file), query_weights_file)
+    factors_file = stochastic.get("save_factors")
 
-        t_map = time.perf_counter()
-        k = make_kernel(kernel["name"], ds.n_features, kernel.get("gamma"), kernel.get("degree", 3), kernel.get("coef0", 0.0))
-        X = ds.csr()
-        kmap = fit_map(X, k, choose_landmarks(ds.n_rows, kernel.get("landmarks"), kernel.get("seed", 0)))
-        fit_ds = mapped_dataset(ds, kmap.transform(X))
-        if log:
-            log(
-                f"kernel map: {k.name}, {kmap.landmarks.shape[0]} landmarks, rank {kmap.projection.shape[1]} "
-                f"in {time.perf_counter() - t_map:.3f}s"
-            )
-    if spec.stochastic or spec.factorized:
-        bar = progress(model_solver.iterations, f"{solver}") if progress else None
-        result = model_solver.fit(fit_ds, log=log, progress=bar)
-    else:
-        result = model_solver.fit(fit_ds, log=log)
-    if not result.converged and not result.fixed_budget:
-        warn(result.message)
-    checksum.join()
-    header = {
-        "rankkit_version": __version__,
-        "created": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "solver": spec.name,
-        "loss": getattr(model_solver, "loss", spec.losses[0]),
-    }
-    header.update(model_solver.hyperparameters())
-    if kmap is not None:
-        header.update(kmap.kernel.params())
-        header.update({"landmarks": int(kmap.landmarks.shape[0]), "landmark_seed": kernel.get("seed", 0),
-                       "map_rank": int(kmap.projection.shape[1])})
-    if query_weights_file is not None:
-        header["query_weights_file"] = display_name(query_weights_file)
-    if groups is not None:
-        header["group_file"] = groups.source
-    header.update(
-        {
-            "index_base": 0 if zero_based else 1,
-            "group_queries": bool(group_queries),
-            "auc": bool(auc),
-            "n_features": ds.n_features,
-            "train_file": name,
-            "train_file_bytes": int(buf.shape[0]),
-            "train_file_sha256": checksum.hexdigest,
-            "n_queries": ds.n_queries,
-            "n_documents": ds.n_rows,
-            "n_pairs": ds.n_pairs,
-            "objective": float(result.objective),
-            "iterations": result.iterations,
-            "converged": bool(result.converged),
-            "stop_reason": result.message,
-            "violated_pairs": result.n_active,
-        }
-    )
-    header.update(result.extra)
-    if ds.n_queries == 1:  # AUC optimisation (a file without qid, or --auc): report the training AUC
-        from rankkit.metrics import per_query
+    def facts():  # called once the fit is done: the checksum thread ran beside it
+        out = {}
+        if query_weights_file is not None:
+            out["query_weights_file"] = display_name(query_weights_file)
+        if groups is not None:
+            out["group_file"] = groups.source
+        checksum.join()
+        out.update({"index_base": 0 if zero_based else 1, "group_queries": bool(group_queries), "auc": bool(auc),
+                    "train_file": name, "train_file_bytes": int(buf.shape[0]), "train_file_sha256": checksum.hexdigest,
+                    "read_time_seconds": round(t_read, 6)})
+        if factors_file is not None:
+            out["factors_file"] = factors_file
+        return out
 
-        scores = _linear_scores(Model(weights=result.w), fit_ds)[0]
-        header["train_auc"] = float(per_query("auc", (ds.y > ds.y.min()).astype(float), scores, ds.qptr, "exp")[0])
-        if log:
-            log(f"training AUC {header['train_auc']:.6f}")
-    header["read_time_seconds"] = round(t_read, 6)
-    header["train_time_seconds"] = round(result.train_time, 6)
-    factors_file = (stochastic or {}).get("save_factors")
-    if factors_file is not None and getattr(model_solver, "factors", None) is not None:
+    estimator._fit_dataset(ds, valid=valid, query_weights=weights, log=log, progress=progress, warn=warn, facts=facts)
+    result = estimator.fit_result_
+    if factors_file is not None and getattr(estimator, "factors_", None) is not None:
         from rankkit.io.atomic import atomic_open
 
-        header["factors_file"] = factors_file
         with atomic_open(factors_file) as fh:  # V: one training document per line, K values
-            for row in model_solver.factors.tolist():
+            for row in estimator.factors_.tolist():
                 fh.write(" ".join("%.17g" % v for v in row) + "\n")
-    if kmap is None and used is None:
-        write_model(model_file, Model(weights=result.w, header=header))
-    elif kmap is None:  # weights of the columns that occur; every other feature's weight is exactly 0
-        write_model(model_file, Model(weights=result.w, header=header, feature_index=used, n_total=ds.n_features))
-    else:  # score = w' Phi(x) = beta' k(x): store the landmarks and beta
-        write_model(model_file, Model(weights=kmap.projection @ result.w, header=header, landmarks=kmap.landmarks))
+    write_model(model_file, estimator.model_)
     if log:
         log(
             f"{'converged' if result.converged else 'NOT converged'} after {result.iterations} iterations: "
@@ -273,7 +133,9 @@ def _train_stream(train_file, model_file, solver, params, stochastic, zero_based
         params = dict(params, loss=spec.losses[0])
     if params["loss"] not in spec.losses:
         raise UsageError(f"--solver {spec.name} does not offer --loss {params['loss']}")
-    model_solver = spec.load()(**_solver_params(spec, params, stochastic, query_weights_file))
+    from rankkit.solvers.options import solver_kwargs
+
+    model_solver = spec.load()(**solver_kwargs(spec, params, stochastic, query_weights_file is not None))
     if groups is not None and log:
         log(groups.describe(display_name(train_file)))
     w, facts = train_stream(train_file, model_solver, zero_based=zero_based, log=log, groups=groups)
@@ -307,64 +169,6 @@ def _train_stream(train_file, model_file, solver, params, stochastic, zero_based
     return None
 
 
-def _linear_scores(model, ds) -> tuple[np.ndarray, int]:
-    """Scores of ds under the model (linear, or beta' k(x) for a kernel model; a foreign model as
-    its tool's predict program computes them), and how many feature values lie beyond the model's
-    features (ignored)."""
-    from rankkit.io.foreign_models import ForeignModel
-    from rankkit.objectives._sparse import csr_matvec, ignored_entries
-
-    ignored = int(ignored_entries(ds.indices, model.n_features))
-    if isinstance(model, ForeignModel):
-        return _foreign_scores(model, ds), ignored
-    if model.landmarks is not None:
-        from rankkit.kernels import kernel_scores, make_kernel
-
-        name, gamma, degree, coef0 = model.kernel_args()  # read_model checked them: a ModelError names the model
-        k = make_kernel(name, model.n_features, gamma, degree, coef0)
-        return kernel_scores(k, model.landmarks, model.weights, ds.csr()), ignored
-    if model.feature_index is not None:  # sparse model: data columns -> positions in its sorted feature list
-        m = model.feature_index.shape[0]
-        pos = np.searchsorted(model.feature_index, ds.indices)
-        hit = pos < m
-        hit[hit] = model.feature_index[pos[hit]] == ds.indices[hit]
-        cols = np.where(hit, pos, m).astype(np.int32)  # m: not a model feature, csr_matvec skips it (weight 0)
-        scores = csr_matvec(ds.data, cols, ds.indptr, model.weights, np.empty(ds.n_rows))
-        return scores, ignored
-    scores = csr_matvec(ds.data, ds.indices, ds.indptr, model.weights, np.empty(ds.n_rows))
-    return scores, ignored
-
-
-def _foreign_scores(model, ds) -> np.ndarray:
-    """Each document's score exactly as the tool's own predict program computes it (see
-    rankkit.io.foreign_models): the same roundings, the same order of the sums."""
-    from rankkit.objectives._sparse import csr_matvec
-
-    if model.format == "sofia-ml":  # C floats throughout: acc = w_0 * 1, then += w_j * x_j in feature order
-        w32 = model.weights.astype(np.float32)
-        x32 = ds.data.astype(np.float32)
-        d = w32.shape[0]
-        acc = np.full(ds.n_rows, np.float32(model.constant), dtype=np.float32)
-        lengths = np.diff(ds.indptr)
-        for k in range(int(lengths.max()) if lengths.size else 0):
-            rows = np.flatnonzero(lengths > k)
-            t = ds.indptr[rows] + k
-            j = ds.indices[t]
-            keep = j < d  # beyond the model: undefined in sofia-ml, weight 0 here
-            rows, t, j = rows[keep], t[keep], j[keep]
-            acc[rows] = acc[rows] + w32[j] * x32[t]
-        return acc.astype(np.float64)
-    data = ds.data
-    if model.format == "svm_rank":  # SVMlight stores a document's values as C floats
-        data = data.astype(np.float32).astype(np.float64)
-    scores = csr_matvec(data, ds.indices, ds.indptr, model.weights, np.empty(ds.n_rows))
-    if model.format == "liblinear":
-        if model.bias >= 0:  # predict appends feature nr_feature + 1 = bias; summed last
-            scores = scores + model.bias_weight * model.bias
-        return scores
-    return scores + model.constant  # svm_rank: w.x - b
-
-
 def predict(data_file, model_file, out_file="-", fmt="scores", tag="rankkit", zero_based=None, group_queries=False,
             log: Log = None, model_format=None, group_file="auto"):
     from rankkit.io.foreign_models import ForeignModel, load_model
@@ -381,7 +185,7 @@ def predict(data_file, model_file, out_file="-", fmt="scores", tag="rankkit", ze
     base0 = model.zero_based if zero_based is None else zero_based
     ds = read_svmlight(data_file, zero_based=base0, group_queries=group_queries, labels_optional=True,
                        groups=groups, log=log)
-    scores, ignored = _linear_scores(model, ds)
+    scores, ignored = model_scores(model, ds)
     bad = np.flatnonzero(~np.isfinite(scores))
     if bad.size:  # a score of inf or nan ranks nothing: never write it as if it were one
         raise DataError(display_name(data_file), f"the score of this document is {float(scores[bad[0]])!r} ({bad.size} such): "
@@ -470,7 +274,7 @@ def evaluate(files, qrels=None, metrics=None, convention="letor4", empty_query=N
     """`rankkit eval`: DATA SCORES [SCORES ...], or RUN [RUN ...] against qrels. `log` (-v) gets the
     files read, their queries and documents, and the time of each step; nothing else changes."""
     from rankkit import metrics as M
-    from rankkit import stats
+    from rankkit.evaluation import summarize
 
     t_start = time.perf_counter()
     clock = [t_start]
@@ -552,10 +356,7 @@ def evaluate(files, qrels=None, metrics=None, convention="letor4", empty_query=N
                 f"{convention}" + (" (score ties by docid, descending)" if tiebreak is not None else ""))
         described = f"{ds.n_queries} queries, {ds.n_rows} documents in {display_name(data_file)}"
         described += _short_query_notes(names, convention, np.diff(ds.qptr))
-    means = [{m: _mean(t[m]) for m in names} for _, _, t in systems]
-    pvalues = [None] + [
-        {m: _paired_p(systems[0], other, m, test, permutations, seed, stats) for m in names} for other in systems[1:]
-    ]
+    means, pvalues = summarize(systems, names, test, permutations, seed)
     header = f"convention {convention}: {M.describe(convention)}"
     if len(systems) > 1:
         what = f"{permutations} permutations, seed {seed}" if test == "randomization" else "two-sided"
@@ -584,25 +385,6 @@ def _short_query_notes(names, convention, lengths) -> str:
                 notes.append(f"\n{name}: {short} of {lengths.shape[0]} queries have fewer than {k} documents and score 0 "
                              f"under the {convention} rule (--convention exp scores them over their own length)")
     return "".join(notes)
-
-
-def _mean(values: np.ndarray) -> float:
-    kept = values[~np.isnan(values)]
-    return float(kept.mean()) if kept.size else float("nan")
-
-
-def _paired_p(base, other, metric, test, permutations, seed, stats) -> float:
-    """p-value of the paired test on the queries both systems scored (matched by query id)."""
-    a_ids, a = base[1], base[2][metric]
-    b_ids, b = other[1], other[2][metric]
-    if a_ids != b_ids:
-        pos = {q: i for i, q in enumerate(b_ids)}
-        keep = [i for i, q in enumerate(a_ids) if q in pos]
-        a = a[keep]
-        b = b[[pos[a_ids[i]] for i in keep]]
-    if test == "randomization":
-        return stats.randomization_test(a, b, n_permutations=permutations, seed=seed)
-    return stats.TESTS[test](a, b)
 
 
 def _fmt(v, digits=6) -> str:
@@ -678,20 +460,14 @@ def _path_one(train_file, valid_file, test_file, method, metric, select, n_point
     """One regularisation path (a fold); module level so that --jobs can run it in a worker process.
     method None chooses: exact for small problems, grid otherwise. group_file is TRAIN's; VALID and
     TEST use the group files next to them."""
-    from rankkit.path import choose_method, exact_path_points, grid_path, validation_metric
+    from rankkit.path import validation_metric
+    from rankkit.selection import path_on_datasets
 
     train_ds = read_svmlight(train_file, zero_based=zero_based, group_queries=group_queries, groups=group_file, log=log)
     valid_ds = read_svmlight(valid_file, zero_based=zero_based, group_queries=group_queries, log=log)
-    method = method or choose_method(train_ds)
     exact = dict(exact or {})
-    raw = notes = None
-    if method == "exact":
-        result, raw, notes = exact_path_points(train_ds, valid_ds, metric=metric, select=select, log=log, **exact)
-    else:
-        if exact.get("kernel", "linear") != "linear" or exact.get("graph", "full") != "full":
-            raise UsageError("--kernel and --graph are options of --method exact")
-        result = grid_path(train_ds, valid_ds, metric=metric, select=select, n_points=n_points, ratio=ratio, log=log)
-        notes = result.notes
+    result, raw, notes, method = path_on_datasets(train_ds, valid_ds, method, metric, select, n_points, ratio, exact,
+                                                  log=log)
     test_value = None
     if test_file is not None:
         test_ds = read_svmlight(test_file, zero_based=zero_based, group_queries=group_queries, log=log)
@@ -839,37 +615,13 @@ def path(train_file=None, valid_file=None, out_model=None, table=None, plot=None
     if plot:
         write_plot(plot, result)
     if out_model:
-        best = result.best
-        header = {
-            "rankkit_version": __version__,
-            "created": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-            "solver": "newton" if method == "grid" else "exact-path",
-            "loss": "squared-hinge" if method == "grid" else "hinge",
-            "C": best.C,
-            "index_base": 0 if zero_based else 1,
-            **{k: v for k, v in facts.items() if k not in ("raw", "notes", "train_csr")},  # facts, not objects
-            "valid_file": display_name(valid_file),
-            "path_method": method,
-            "path_metric": metric,
-            "path_select": select,
-            "path_points": len(result.points),
-            "path_C_min": result.points[0].C,
-            "path_C_max": result.points[-1].C,
-            "path_chosen_index": result.chosen,
-            "valid_metric": best.metric,
-            "objective": best.objective,
-            "iterations": best.iterations,
-            "violated_pairs": best.n_active,
-            "train_time_seconds": round(time.perf_counter() - t0, 6),
-        }
-        kernel = (exact or {}).get("kernel", "linear")
-        if method == "exact" and kernel != "linear":  # f(x) = sum_r beta_r k(x_r, x): a kernel model
-            raw = facts["raw"]
-            header.update(raw.kernel.params())
-            header["landmarks"] = int(facts["train_csr"].shape[0])
-            write_model(out_model, Model(weights=best.w, header=header, landmarks=facts["train_csr"]))
-        else:
-            write_model(out_model, Model(weights=best.w, header=header))
+        from rankkit.selection import chosen_model
+
+        facts_shown = {k: v for k, v in facts.items() if k not in ("raw", "notes", "train_csr", "train_file")}
+        header_facts = {"index_base": 0 if zero_based else 1, "train_file": facts["train_file"], **facts_shown,
+                        "valid_file": display_name(valid_file)}
+        write_model(out_model, chosen_model(result, method, facts["raw"], facts["train_csr"], header_facts,
+                                            (exact or {}).get("kernel", "linear"), time.perf_counter() - t0))
     return result
 
 

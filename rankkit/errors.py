@@ -17,12 +17,16 @@ class RankkitError(Exception):
     exit_code = EXIT_USAGE
 
 
-class UsageError(RankkitError):
-    """Options that cannot work together, or a request the data cannot satisfy."""
+class UsageError(RankkitError, ValueError):
+    """Options that cannot work together, or a request the data cannot satisfy. A ValueError, as
+    scikit-learn raises for bad parameters, so code written for it catches rankkit's too."""
 
 
-class DataError(RankkitError):
-    """A problem in an input file, located as `path:line: message` (line omitted when unknown)."""
+class DataError(RankkitError, ValueError):
+    """A problem in an input file, located as `path:line: message` (line omitted when unknown).
+
+    From the Python API the path may be an array's name (`<X>`) and the line the 1-based row.
+    A ValueError, as `sklearn.datasets.load_svmlight_file` raises for bad input."""
 
     def __init__(self, path: str, message: str, line: int | None = None):
         self.path = path

@@ -341,7 +341,7 @@ def test_compact_and_take_columns_against_dense():
 
 
 def test_sparse_model_round_trip_and_scores_equal_the_dense_model(tmp_path):
-    from rankkit.commands import _linear_scores
+    from rankkit.scoring import model_scores as _linear_scores
 
     n = 50_000
     rng = np.random.default_rng(5)
@@ -374,7 +374,7 @@ def test_compact_training_equals_training_on_all_columns(solver):
     weights bit for bit. Newton's are equal to rounding only: its dot products and norms over w
     (numpy/BLAS reductions) group the terms by position in the vector, and the zeros of the unused
     columns shift that grouping, so the last bit can differ; the objective is then equal to 1e-12."""
-    from rankkit.commands import _solver_params
+    from rankkit.solvers.options import solver_kwargs as _solver_params
     from rankkit.io.svmlight import read_svmlight
     from rankkit.solvers import SOLVERS
 
@@ -386,7 +386,7 @@ def test_compact_training_equals_training_on_all_columns(solver):
     spec = SOLVERS[solver]
     params = _solver_params(spec, {"C": None if spec.stochastic else 0.1, "loss": spec.losses[0]},
                             {"iterations": 3000} if spec.stochastic else None,
-                            None)
+                            False)
     a = spec.load()(**params).fit(wide)
     b = spec.load()(**params).fit(comp)
     assert np.all(np.delete(a.w, used) == 0.0)  # a column that never occurs gets weight exactly 0
@@ -410,7 +410,8 @@ def test_a_mistyped_index_gives_a_small_sparse_model(tmp_path):
     weights and scores are those of the dense model of the same file with the index at 50,000."""
     import tracemalloc
 
-    from rankkit.commands import _linear_scores, predict
+    from rankkit.commands import predict
+    from rankkit.scoring import model_scores as _linear_scores
     from rankkit.io.svmlight import read_svmlight
 
     _train(_typo_file(tmp_path, 4, "warm.txt"), str(tmp_path / "warm.txt.model"))  # compile outside the trace

@@ -425,3 +425,13 @@ def write_svmlight(fh: BinaryIO, ds: Dataset, zero_based: bool = False, write_qi
         if docids[r] is not None:
             parts.append(f"# docid = {docids[r]}")
         fh.write((" ".join(parts) + "\n").encode("utf-8"))
+
+
+def parse_rows(buf: np.ndarray, source: str = "<data>", zero_based: bool = True, labels_optional: bool = False):
+    """The rows of an SVMlight buffer as they are, with no query structure imposed (scattered
+    qids, lines with and without qid): the arrays of `rankkit.load_svmlight_file`. Returns
+    (data, indices, indptr, y, qid, has_qid bool[n], line_no, docid spans); same errors as
+    parse_bytes, except an empty input, which is 0 rows."""
+    data, indices, indptr, y, qid, flags, line_no, docspan = _parse_chunked(
+        buf, source, zero_based, labels_optional, _n_chunks(buf.shape[0]))
+    return data, indices, indptr, y, qid, (flags & K.FLAG_QID) != 0, line_no, docspan

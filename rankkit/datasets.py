@@ -1,0 +1,528 @@
+"""Reading and writing SVMlight / LETOR data from Python, with the command line's reader.
+
+`load_svmlight_file`, `load_svmlight_files` and `dump_svmlight_file` have the signatures, return
+values and semantics of their scikit-learn namesakes (`sklearn.datasets`), so that code written for
+those runs unchanged and reads with rankkit's parallel parser. `load_letor` returns a whole LETOR
+file: features, labels, query ids, docids and query offsets, as `rankkit train` reads it.
+
+Errors are `rankkit.errors.DataError` (a ValueError, as scikit-learn raises), naming the file and
+line: the same message the command line prints.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+import numpy as np
+
+from rankkit.data import Dataset
+from rankkit.errors import DataError, UsageError
+
+__all__ = ["LetorData", "load_svmlight_file", "load_svmlight_files", "dump_svmlight_file", "load_letor"]
+
+
+# -- reading -----------------------------------------------------------------------------------------
+def _name_of(f) -> str:
+    if isinstance(f, (str, os.PathLike)):
+        return os.fspath(f)
+    if isinstance(f, int):
+        return f"<fd {f}>"
+    return str(getattr(f, "name", "<file>"))
+
+
+def _read_all(f) -> np.ndarray:
+    """The bytes of f (a path, a file descriptor or a binary file object) as a writable uint8 array;
+    compressed files (.gz, .bz2, .xz) are decompressed by extension, as the command line does."""
+    from rankkit.io.svmlight import read_bytes
+
+    if isinstance(f, (str, os.PathLike)):
+        return read_bytes(os.fspath(f))
+    try:
+        if isinstance(f, int):
+            with os.fdopen(f, "rb", closefd=False) as fh:
+                raw = fh.read()
+        else:
+            raw = f.read()
+    except OSError as exc:
+        raise DataError(_name_of(f), f"cannot read: {exc.strerror or exc}") from None
+    if isinstance(raw, str):
+        raise UsageError(f"{_name_of(f)}: open the file in binary mode ('rb'): SVMlight files are read as bytes")
+    return np.frombuffer(bytearray(raw), dtype=np.uint8)
+
+
+def _window(buf: np.ndarray, offset: int, length: int) -> tuple[int, int]:
+    """scikit-learn's offset/length: skip `offset` bytes and the rest of the line they fall in
+    (unless offset is 0), then read every line that starts at or before offset + length."""
+    n = buf.shape[0]
+    newlines = np.flatnonzero(buf == 10)
+
+    def after_newline_from(pos: int) -> int:
+        k = int(np.searchsorted(newlines, pos))
+        return int(newlines[k]) + 1 if k < newlines.shape[0] else n
+
+    start = 0 if offset <= 0 else after_newline_from(offset)
+    end = n if length is None or length <= 0 else after_newline_from(offset + length)
+    return start, max(start, end)
+
+
+def _parse_rows(buf: np.ndarray, name: str, line_offset: int):
+    from rankkit.io.svmlight import parse_rows
+
+    try:
+        return parse_rows(buf, name, zero_based=True)
+    except DataError as exc:
+        if line_offset and exc.line is not None:
+            raise DataError(exc.path, exc.message, exc.line + line_offset) from None
+        raise
+
+
+def _one_file(f, *, dtype, zero_based, query_id, offset, length, n_features):
+    name = _name_of(f)
+    buf = _read_all(f)
+    start, end = _window(buf, offset, length)
+    lines_before = int(np.count_nonzero(buf[:start] == 10)) if start else 0
+    part = buf[start:end] if (start, end) != (0, buf.shape[0]) else buf
+    if part.shape[0] and not part.flags.writeable:
+        part = part.copy()
+    data, indices, indptr, y, qid, has_qid, line_no, _ = _parse_rows(np.ascontiguousarray(part), name, lines_before)
+    if 0 < int(has_qid.sum()) < has_qid.shape[0]:
+        bad = int(np.argmin(has_qid)) if has_qid[0] else int(np.argmax(has_qid))
+        which = "has no qid but other lines do" if has_qid[0] else "has a qid but earlier lines do not"
+        raise DataError(name, f"line {which} (every line needs qid:<int>, or none)", int(line_no[bad]) + lines_before)
+    return data, indices, indptr, y, qid, line_no + lines_before, name
+
+
+def load_svmlight_files(
+    files: Iterable[Any],
+    *,
+    n_features: int | None = None,
+    dtype: Any = np.float64,
+    multilabel: bool = False,
+    zero_based: bool | str = "auto",
+    query_id: bool = False,
+    offset: int = 0,
+    length: int = -1,
+) -> list:
+    """Read several SVMlight/LETOR files into matrices with the same number of columns.
+
+    The signature, results and semantics of `sklearn.datasets.load_svmlight_files`: a flat list
+    ``[X1, y1, X2, y2, ...]``, with ``qid1, ...`` after each ``y`` when ``query_id`` is true.
+    ``zero_based="auto"`` takes the indices as 1-based unless some file has an index 0.
+
+    Parameters
+    ----------
+    files : sequence of str, path-like, file descriptor or binary file object
+        The files (plain, or .gz / .bz2 / .xz by extension when given by path).
+    n_features : int, optional
+        Number of columns; default: one more than the largest index in any file.
+    dtype : numpy dtype, default float64
+        Type of the matrices' values (labels are float64).
+    multilabel : bool, default False
+        Must be False: ranking data has one label per line.
+    zero_based : bool or "auto", default "auto"
+        Whether column indices start at 0.
+    query_id : bool, default False
+        Also return each row's ``qid`` (int64; 0 on lines without one).
+    offset, length : int
+        Read only the lines of a byte window (see `load_svmlight_file`); needs ``n_features``.
+
+    Returns
+    -------
+    list
+        ``[X1, y1, (qid1,) X2, y2, (qid2,) ...]``; every X a ``scipy.sparse.csr_matrix``.
+
+    Raises
+    ------
+    rankkit.errors.DataError
+        A file that cannot be read or parsed, naming the file and line.
+
+    Examples
+    --------
+    >>> import io, rankkit
+    >>> train = io.BytesIO(b"2 qid:1 1:0.5 3:1\\n0 qid:1 2:1\\n")
+    >>> test = io.BytesIO(b"1 qid:7 1:1\\n")
+    >>> X1, y1, X2, y2 = rankkit.load_svmlight_files([train, test])
+    >>> X1.shape, X2.shape
+    ((2, 3), (1, 3))
+    """
+    import scipy.sparse as sp
+
+    if multilabel:
+        raise UsageError("multilabel=True is not supported: ranking data has one label per line")
+    if zero_based not in (True, False, "auto"):
+        raise UsageError(f"zero_based must be True, False or 'auto', not {zero_based!r}")
+    if (offset != 0 or length > 0) and n_features is None:
+        raise UsageError("n_features is required when offset or length is specified")
+    if n_features is not None and (int(n_features) != n_features or n_features < 0):
+        raise UsageError(f"n_features must be a non-negative integer, not {n_features!r}")
+    parsed = [_one_file(f, dtype=dtype, zero_based=zero_based, query_id=query_id, offset=offset, length=length,
+                        n_features=n_features) for f in files]
+    one_based = zero_based is False or (
+        zero_based == "auto" and all(int(p[1].min()) > 0 for p in parsed if p[1].shape[0]))
+    if zero_based is False:
+        for data, indices, indptr, y, qid, line_no, name in parsed:
+            if indices.shape[0] and int(indices.min()) == 0:
+                k = int(np.argmin(indices))
+                row = int(np.searchsorted(indptr, k, side="right")) - 1
+                raise DataError(name, "feature index '0' is out of range: indices are 1-based (zero_based=False)",
+                                int(line_no[row]))
+    shift = 1 if one_based else 0
+    needed = max((int(p[1].max()) + 1 - shift if p[1].shape[0] else 0) for p in parsed) if parsed else 0
+    if n_features is None:
+        n_cols = needed
+    else:
+        n_cols = int(n_features)
+        if n_cols < needed:
+            raise UsageError(f"n_features was set to {n_cols}, but input file contains {needed} features")
+    out = []
+    for data, indices, indptr, y, qid, line_no, name in parsed:
+        if shift:
+            indices -= 1
+        X = sp.csr_matrix((data.astype(dtype, copy=False), indices, indptr), shape=(y.shape[0], n_cols))
+        out.extend([X, y])
+        if query_id:
+            out.append(qid)
+    return out
+
+
+def load_svmlight_file(
+    f: Any,
+    *,
+    n_features: int | None = None,
+    dtype: Any = np.float64,
+    multilabel: bool = False,
+    zero_based: bool | str = "auto",
+    query_id: bool = False,
+    offset: int = 0,
+    length: int = -1,
+) -> tuple:
+    """Read an SVMlight/LETOR file into a CSR matrix and labels (and query ids).
+
+    A drop-in replacement of `sklearn.datasets.load_svmlight_file`: the same signature, return
+    values and semantics, read by rankkit's parallel parser. Differences: values that are not
+    finite (``nan``, ``inf``) and a line with a ``qid`` among lines without one are errors (naming
+    the line) rather than read; a file without any ``qid`` gives ``qid`` zeros, one per row;
+    the CSR indices are int32.
+
+    Parameters
+    ----------
+    f : str, path-like, file descriptor or binary file object
+        The file (plain, or .gz / .bz2 / .xz by extension when given by path).
+    n_features : int, optional
+        Number of columns; default: one more than the largest index.
+    dtype : numpy dtype, default float64
+        Type of X's values (y is float64).
+    multilabel : bool, default False
+        Must be False: ranking data has one label per line.
+    zero_based : bool or "auto", default "auto"
+        Whether indices start at 0; "auto": 1-based unless the file has an index 0 (so column
+        ``j`` of X is feature ``j + 1`` of a LETOR file).
+    query_id : bool, default False
+        Also return the ``qid`` of each row (int64).
+    offset : int, default 0
+        Skip this many bytes and the rest of the line they end in.
+    length : int, default -1
+        If positive, read only the lines that start within ``offset + length`` bytes.
+
+    Returns
+    -------
+    X : scipy.sparse.csr_matrix, shape (n_samples, n_features)
+    y : ndarray of float64, shape (n_samples,)
+    qid : ndarray of int64, shape (n_samples,)
+        Only when ``query_id`` is true.
+
+    Raises
+    ------
+    rankkit.errors.DataError
+        The file cannot be read or a line cannot be parsed: ``FILE:LINE: message 'token'``.
+
+    Examples
+    --------
+    >>> import io, rankkit
+    >>> f = io.BytesIO(b"2 qid:1 1:0.5 3:1 # docid = a\\n0 qid:1 2:1\\n1 qid:2 1:0.25\\n")
+    >>> X, y, qid = rankkit.load_svmlight_file(f, query_id=True)
+    >>> X.shape, y.tolist(), qid.tolist()
+    ((3, 3), [2.0, 0.0, 1.0], [1, 1, 2])
+    >>> X.toarray()[0].tolist()
+    [0.5, 0.0, 1.0]
+    """
+    return tuple(load_svmlight_files([f], n_features=n_features, dtype=dtype, multilabel=multilabel,
+                                     zero_based=zero_based, query_id=query_id, offset=offset, length=length))
+
+
+@dataclass
+class LetorData:
+    """A LETOR file as `rankkit train` reads it.
+
+    Attributes
+    ----------
+    X : scipy.sparse.csr_matrix
+        Features, one row per document; column ``j`` is feature ``j + 1`` of a 1-based file.
+    y : ndarray of float64
+        Relevance labels.
+    qid : ndarray of int64
+        Query id of each row; the rows of a query are contiguous.
+    docids : list of str or None
+        The ``# docid = X`` comment of each row (None where there is none).
+    query_offsets : ndarray of int64, shape (n_queries + 1,)
+        Query ``q`` is rows ``query_offsets[q]:query_offsets[q + 1]``.
+    source : str
+        The file's name.
+    """
+
+    X: Any
+    y: np.ndarray
+    qid: np.ndarray
+    docids: list
+    query_offsets: np.ndarray
+    source: str = "<data>"
+
+    @property
+    def n_queries(self) -> int:
+        return int(self.query_offsets.shape[0] - 1)
+
+    @property
+    def group(self) -> np.ndarray:
+        """Documents per query (LightGBM's ``group``)."""
+        return np.diff(self.query_offsets)
+
+
+def load_letor(
+    f: str | os.PathLike,
+    *,
+    zero_based: bool = False,
+    group_queries: bool = False,
+    group_file: str | None = "auto",
+) -> LetorData:
+    """Read a LETOR / SVMlight ranking file as the command line does.
+
+    Parameters
+    ----------
+    f : str or path-like
+        The file (.gz / .bz2 / .xz by extension; "-" is standard input).
+    zero_based : bool, default False
+        Feature indices start at 0 (``rankkit train --zero-based``).
+    group_queries : bool, default False
+        Gather the documents of a query that comes back after other queries (``--group-queries``);
+        otherwise that is an error, since a query's documents must be contiguous.
+    group_file : str or None, default "auto"
+        A LightGBM ``.query`` / XGBoost ``.group`` file giving the queries of a file without qid;
+        "auto" uses ``FILE.query`` or ``FILE.group`` next to the file, None ignores them.
+
+    Returns
+    -------
+    LetorData
+
+    Raises
+    ------
+    rankkit.errors.DataError
+        A file that cannot be read or parsed, naming the file and line.
+
+    Examples
+    --------
+    >>> import rankkit
+    >>> d = rankkit.load_letor("data/sample.train.txt")  # doctest: +SKIP
+    >>> d.X.shape, d.n_queries  # doctest: +SKIP
+    ((2400, 46), 60)
+    """
+    from rankkit.io.svmlight import read_svmlight
+
+    ds = read_svmlight(os.fspath(f), zero_based=zero_based, group_queries=group_queries, groups=group_file)
+    return LetorData(X=ds.csr(), y=ds.y, qid=ds.qid, docids=ds.docids(), query_offsets=ds.qptr, source=ds.source)
+
+
+# -- writing -----------------------------------------------------------------------------------------
+def dump_svmlight_file(
+    X: Any,
+    y: Any,
+    f: Any,
+    *,
+    zero_based: bool = True,
+    comment: str | bytes | None = None,
+    query_id: Any = None,
+    multilabel: bool = False,
+) -> None:
+    """Write a dataset in SVMlight / LETOR format.
+
+    The signature and semantics of `sklearn.datasets.dump_svmlight_file`; every value is written
+    as the shortest text that reads back to the same double, and a file named by path is written
+    atomically (a reader never sees half of it).
+
+    Parameters
+    ----------
+    X : array-like or sparse matrix, shape (n_samples, n_features)
+    y : array-like, shape (n_samples,)
+    f : str, path-like or binary file object
+    zero_based : bool, default True
+        Write column ``j`` as index ``j`` (True) or ``j + 1`` (False; LETOR files are 1-based).
+    comment : str or bytes, optional
+        Written at the top of the file, each line after ``#``.
+    query_id : array-like of int, optional
+        The ``qid`` of each row.
+    multilabel : bool, default False
+        Must be False.
+
+    Examples
+    --------
+    >>> import io, numpy as np, rankkit
+    >>> out = io.BytesIO()
+    >>> rankkit.dump_svmlight_file(np.array([[0.5, 0.0], [0.0, 2.0]]), [1, 0], out,
+    ...                            zero_based=False, query_id=[3, 3])
+    >>> print(out.getvalue().decode().splitlines()[-2:])
+    ['1 qid:3 1:0.5', '0 qid:3 2:2']
+    """
+    import scipy.sparse as sp
+
+    from rankkit import __version__
+    from rankkit.io.svmlight import _format_number
+
+    if multilabel:
+        raise UsageError("multilabel=True is not supported: ranking data has one label per line")
+    Xc = sp.csr_matrix(X) if not sp.issparse(X) else sp.csr_matrix(X, copy=True)
+    Xc.sort_indices()
+    yv = np.asarray(y)
+    if yv.ndim != 1 or yv.shape[0] != Xc.shape[0]:
+        raise UsageError(f"y must have one label per row of X ({Xc.shape[0]}), got shape {yv.shape}")
+    q = None if query_id is None else np.asarray(query_id)
+    if q is not None and (q.ndim != 1 or q.shape[0] != Xc.shape[0]):
+        raise UsageError(f"query_id must have one value per row of X ({Xc.shape[0]}), got shape {q.shape}")
+    if not np.all(np.isfinite(Xc.data)) or (yv.dtype.kind == "f" and not np.all(np.isfinite(yv))):
+        raise UsageError("X and y must be finite: SVMlight has no text for nan or inf that rankkit reads back")
+    lines = [f"# Generated by rankkit {__version__} (dump_svmlight_file)",
+             f"# Column indices are {'zero' if zero_based else 'one'}-based"]
+    if comment:
+        text = comment.decode("utf-8") if isinstance(comment, bytes) else str(comment)
+        if "\0" in text:
+            raise UsageError("comment must not contain NUL characters")
+        lines.extend(f"# {line}" for line in text.splitlines())
+    base = 0 if zero_based else 1
+    data, indices, indptr = Xc.data.tolist(), (Xc.indices + base).tolist(), Xc.indptr.tolist()
+    labels = [str(int(v)) if yv.dtype.kind in "iub" else _format_number(float(v)) for v in yv.tolist()]
+    qids = None if q is None else [str(int(v)) for v in q.tolist()]
+    for r in range(Xc.shape[0]):
+        parts = [labels[r]]
+        if qids is not None:
+            parts.append(f"qid:{qids[r]}")
+        parts.extend(f"{indices[t]}:{_format_number(data[t])}" for t in range(indptr[r], indptr[r + 1]))
+        lines.append(" ".join(parts))
+    payload = ("\n".join(lines) + "\n").encode("utf-8")
+    if isinstance(f, (str, os.PathLike)):
+        from rankkit.io.atomic import atomic_open
+
+        with atomic_open(os.fspath(f), binary=True) as fh:
+            fh.write(payload)
+    else:
+        f.write(payload)
+
+
+# -- arrays -> the Dataset the solvers work on ---------------------------------------------------------
+def _csr(X, name: str):
+    import scipy.sparse as sp
+
+    if sp.issparse(X):
+        Xc = sp.csr_matrix(X)
+    else:
+        arr = np.asarray(X, dtype=np.float64)
+        if arr.ndim != 2:
+            raise UsageError(f"{name} must be 2-dimensional (documents x features), got shape {arr.shape}")
+        Xc = sp.csr_matrix(arr)
+    if not Xc.has_canonical_format:
+        Xc = Xc.copy()
+        Xc.sum_duplicates()
+    if Xc.shape[1] >= 2**31:
+        raise UsageError(f"{name} has {Xc.shape[1]} columns; at most 2^31 - 1")
+    return Xc
+
+
+def _query_offsets(n: int, qid, group, name: str) -> tuple[np.ndarray, np.ndarray, bool]:
+    """(qptr, qid per row, has_qid) from XGBoost's qid per row or LightGBM's group sizes."""
+    if qid is not None and group is not None:
+        raise UsageError("give qid (one per row) or group (documents per query), not both")
+    if group is not None:
+        sizes = np.asarray(group)
+        if sizes.ndim != 1 or sizes.dtype.kind not in "iu" and not np.all(np.mod(sizes, 1) == 0):
+            raise UsageError("group must be a 1-dimensional array of integer query sizes")
+        sizes = sizes.astype(np.int64)
+        if np.any(sizes < 1):
+            raise UsageError(f"group sizes must be at least 1 (query {int(np.argmin(sizes))} has {int(sizes.min())})")
+        if int(sizes.sum()) != n:
+            raise UsageError(f"group sizes add up to {int(sizes.sum())}, but {name} has {n} rows")
+        qptr = np.zeros(sizes.shape[0] + 1, dtype=np.int64)
+        np.cumsum(sizes, out=qptr[1:])
+        return qptr, np.repeat(np.arange(1, sizes.shape[0] + 1, dtype=np.int64), sizes), True
+    if qid is None:
+        return np.array([0, n], dtype=np.int64), np.zeros(n, dtype=np.int64), False
+    q = np.asarray(qid)
+    if q.ndim != 1 or q.shape[0] != n:
+        raise UsageError(f"qid must have one value per row of {name} ({n}), got shape {q.shape}")
+    if q.dtype.kind not in "iu":
+        if q.dtype.kind == "f" and np.all(np.isfinite(q)) and np.all(q == np.round(q)):
+            q = q.astype(np.int64)
+        else:
+            raise UsageError("qid must be integers")
+    q = q.astype(np.int64, copy=False)
+    starts = np.flatnonzero(np.r_[True, q[1:] != q[:-1]]) if n else np.zeros(0, np.int64)
+    block_q = q[starts]
+    uniq, first = np.unique(block_q, return_index=True)
+    if uniq.shape[0] != block_q.shape[0]:
+        seen = np.zeros(block_q.shape[0], dtype=bool)
+        seen[first] = True
+        b = int(np.argmin(seen))
+        raise DataError(f"<{name}>", f"qid {int(block_q[b])} appears again after other queries: the rows of a "
+                        "query must be contiguous (sort the rows by qid, keeping their order within a query)",
+                        int(starts[b]) + 1)
+    return np.r_[starts, n].astype(np.int64), np.ascontiguousarray(q), True
+
+
+def as_dataset(X, y=None, qid=None, group=None, *, name: str = "X") -> Dataset:
+    """The solvers' Dataset for arrays: X (CSR or dense), labels y, and the queries from `qid` (per
+    row, contiguous) or `group` (sizes); neither: one query. Errors name `<X>` and the 1-based row."""
+    Xc = _csr(X, name)
+    n = Xc.shape[0]
+    if n == 0:
+        raise DataError(f"<{name}>", "has no rows")
+    data = np.ascontiguousarray(Xc.data, dtype=np.float64)
+    bad = np.flatnonzero(~np.isfinite(data))
+    indptr = Xc.indptr.astype(np.int64)
+    if bad.size:
+        row = int(np.searchsorted(indptr, bad[0], side="right")) - 1
+        raise DataError(f"<{name}>", f"feature value {data[bad[0]]!r} is not finite", row + 1)
+    if y is None:
+        labels = np.zeros(n)
+    else:
+        labels = np.asarray(y, dtype=np.float64)
+        if labels.ndim != 1 or labels.shape[0] != n:
+            raise UsageError(f"y must have one label per row of {name} ({n}), got shape {labels.shape}")
+        bad = np.flatnonzero(~np.isfinite(labels))
+        if bad.size:
+            raise DataError(f"<{name}>", f"label {labels[bad[0]]!r} is not finite", int(bad[0]) + 1)
+        labels = np.ascontiguousarray(labels)
+    qptr, q, has_qid = _query_offsets(n, qid, group, name)
+    ds = Dataset(data=data, indices=Xc.indices.astype(np.int32), indptr=indptr, y=labels, qid=q, qptr=qptr,
+                 n_features=int(Xc.shape[1]), source=f"<{name}>", line=np.arange(1, n + 1, dtype=np.int64),
+                 has_qid=has_qid)
+    return ds.validate()
+
+
+def per_query_weights(ds: Dataset, query_weight, name: str = "query_weight") -> np.ndarray:
+    """Weights of the queries of ds from one value per query, or one per row constant within each
+    query (what scikit-learn's cross-validation slices along with X)."""
+    w = np.asarray(query_weight, dtype=np.float64)
+    if w.ndim != 1:
+        raise UsageError(f"{name} must be 1-dimensional")
+    if w.shape[0] == ds.n_rows and w.shape[0] != ds.n_queries:
+        first = w[ds.qptr[:-1]]
+        differs = np.flatnonzero(w != np.repeat(first, np.diff(ds.qptr)))
+        if differs.size:
+            raise UsageError(f"{name} given per row must be the same for every row of a query (row {int(differs[0])} "
+                             "differs from its query's first row)")
+        w = first
+    elif w.shape[0] != ds.n_queries:
+        raise UsageError(f"{name} must have one value per query ({ds.n_queries}) or per row ({ds.n_rows}), "
+                         f"got {w.shape[0]}")
+    if not np.all(np.isfinite(w)) or np.any(w < 0):
+        raise UsageError(f"{name} must be finite and non-negative")
+    return np.ascontiguousarray(w)
+

@@ -1,0 +1,922 @@
+"""scikit-learn-style rankers over rankkit's solvers: the same code `rankkit train` runs.
+
+    RankSVM            the exact solvers: newton (default), newton-pairs, bundle
+    SGDRanker          the stochastic family of sofia-ml: pegasos, sgd, pa, romma, logreg, ...
+    FactorizedRankSVM  Zhang et al.'s factorized pair multipliers
+    load_model         any model file (rankkit's, svm_rank's, liblinear's, sofia-ml's) as a fitted ranker
+
+Conventions are scikit-learn's: parameters only in ``__init__``, stored unchanged and checked in
+``fit``; ``get_params`` / ``set_params``; learned attributes end with an underscore; ``fit``
+returns ``self``; ``sklearn.base.clone`` works. scikit-learn itself is not needed: it is imported
+only when one of its functions asks an estimator for its tags or its metadata routing.
+
+Queries: ``fit(X, y, qid=...)`` with a query id per row (XGBoost's convention) or
+``fit(X, y, group=...)`` with the number of documents of each query (LightGBM's); the rows of a
+query are contiguous, as in a LETOR file.
+
+The command line builds one of these estimators from its options and calls the same fitting code
+(`Ranker._fit_dataset`), so a model trained in Python and one trained by ``rankkit train`` with the
+same data and options have the same weights, and either predicts the same scores, bit for bit.
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import os
+import time
+import warnings
+from typing import Any, Callable
+
+import numpy as np
+
+from rankkit.errors import UsageError
+
+__all__ = ["Ranker", "RankSVM", "SGDRanker", "FactorizedRankSVM", "load_model", "ConvergenceWarning"]
+
+Log = Callable[[str], None]
+
+
+class ConvergenceWarning(UserWarning):
+    """A solver stopped before its stopping rule was met (``max_iter``, or the line search)."""
+
+
+class _Threads:
+    """Run with `n` numba threads (None: leave the setting alone), restoring the previous count."""
+
+    def __init__(self, n: int | None):
+        self.n, self.before = n, None
+
+    def __enter__(self):
+        if self.n is not None:
+            import numba
+
+            if int(self.n) < 1:
+                raise UsageError(f"threads must be at least 1, not {self.n}")
+            self.before = numba.get_num_threads()
+            numba.set_num_threads(min(int(self.n), numba.config.NUMBA_NUM_THREADS))
+        return self
+
+    def __exit__(self, *exc):
+        if self.before is not None:
+            import numba
+
+            numba.set_num_threads(self.before)
+        return False
+
+
+def _stderr_log(message: str) -> None:
+    from rankkit.console import say
+
+    say(message)
+
+
+# -- the base: parameters, metadata routing, predict / score / save ------------------------------------
+class Ranker:
+    """A fitted ranking function: scores documents, ranks each query by score.
+
+    The base of the estimators, and what `load_model` returns for a model that no estimator class
+    trains (another tool's model, a `rankkit path` or converted model). It has no parameters.
+
+    Attributes
+    ----------
+    model_ : rankkit.io.model.Model or rankkit.io.foreign_models.ForeignModel
+        The model, as written to and read from model files.
+    n_features_in_ : int
+        Number of features the model uses.
+    """
+
+    _metadata_params = {"fit": ("qid", "group", "query_weight", "eval_set", "eval_qid", "eval_group"),
+                        "score": ("qid", "group")}
+    scoring_metric = "ndcg@10"
+    scoring_convention = "letor4"
+
+    # -- scikit-learn's parameter protocol ---------------------------------------------------------------
+    @classmethod
+    def _get_param_names(cls) -> list[str]:
+        init = cls.__init__
+        if init is object.__init__:
+            return []
+        sig = inspect.signature(init)
+        return sorted(p.name for p in sig.parameters.values() if p.name != "self" and p.kind != p.VAR_KEYWORD)
+
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
+        """The estimator's parameters, as given to ``__init__``."""
+        return {name: getattr(self, name) for name in self._get_param_names()}
+
+    def set_params(self, **params: Any) -> "Ranker":
+        """Set parameters (checked at the next ``fit``); returns self."""
+        valid = self._get_param_names()
+        for key, value in params.items():
+            if key not in valid:
+                raise UsageError(f"{key!r} is not a parameter of {type(self).__name__} (its parameters: "
+                                 f"{', '.join(valid)})")
+            setattr(self, key, value)
+        return self
+
+    def __repr__(self) -> str:
+        defaults = {p.name: p.default for p in inspect.signature(type(self).__init__).parameters.values()
+                    if p.name != "self"} if type(self).__init__ is not object.__init__ else {}
+        shown = [f"{k}={v!r}" for k, v in self.get_params().items()
+                 if k in defaults and not (v is defaults[k] or (type(v) is type(defaults[k]) and v == defaults[k]))]
+        return f"{type(self).__name__}({', '.join(shown)})"
+
+    def __sklearn_tags__(self):
+        from sklearn.utils import InputTags, Tags, TargetTags
+
+        return Tags(estimator_type=None, target_tags=TargetTags(required=True),
+                    input_tags=InputTags(sparse=True), non_deterministic=False)
+
+    # -- scikit-learn's metadata routing (qid / group reach fit and score through GridSearchCV) ------------
+    def _set_request(self, method: str, requests: dict) -> "Ranker":
+        allowed = self._metadata_params[method]
+        store = self.__dict__.setdefault("_metadata_request", {})
+        for key, value in requests.items():
+            if key not in allowed:
+                raise UsageError(f"{method} takes no metadata {key!r} (it takes: {', '.join(allowed)})")
+            if not (value is None or isinstance(value, (bool, str))):
+                raise UsageError(f"set_{method}_request({key}=...) takes True, False, None or an alias string")
+            store.setdefault(method, {})[key] = value
+        return self
+
+    def set_fit_request(self, **requests: bool | str | None) -> "Ranker":
+        """Ask a scikit-learn meta-estimator (with ``sklearn.set_config(enable_metadata_routing=True)``)
+        to pass ``qid``, ``group``, ``query_weight``, ``eval_set``, ... to ``fit``."""
+        return self._set_request("fit", requests)
+
+    def set_score_request(self, **requests: bool | str | None) -> "Ranker":
+        """Ask a scikit-learn meta-estimator to pass ``qid`` or ``group`` to ``score``."""
+        return self._set_request("score", requests)
+
+    def get_metadata_routing(self):
+        """scikit-learn's MetadataRequest of this estimator (imports scikit-learn)."""
+        from sklearn.utils.metadata_routing import MetadataRequest
+
+        request = MetadataRequest(owner=type(self).__name__)
+        store = self.__dict__.get("_metadata_request", {})
+        for method, params in self._metadata_params.items():
+            for param in params:
+                getattr(request, method).add_request(param=param, alias=store.get(method, {}).get(param, None))
+        return request
+
+    # -- fitted state --------------------------------------------------------------------------------
+    def _check_fitted(self) -> None:
+        if getattr(self, "model_", None) is None:
+            try:
+                from sklearn.exceptions import NotFittedError
+            except ImportError:
+                NotFittedError = UsageError  # noqa: N806
+            raise NotFittedError(f"this {type(self).__name__} is not fitted yet: call fit(X, y, qid=...) first")
+
+    @property
+    def n_features_in_(self) -> int:
+        self._check_fitted()
+        return int(self.model_.n_features)
+
+    @property
+    def coef_(self) -> np.ndarray:
+        """The weight of each feature (a linear model); column j of X is feature j."""
+        self._check_fitted()
+        m = self.model_
+        if getattr(m, "landmarks", None) is not None:
+            raise AttributeError("a kernel model has no coef_: its scores are dual_coef_ . k(landmarks_, x)")
+        if getattr(m, "feature_index", None) is not None:
+            w = np.zeros(m.n_features)
+            w[m.feature_index] = m.weights
+            return w
+        return np.array(m.weights, dtype=np.float64)
+
+    @property
+    def dual_coef_(self) -> np.ndarray:
+        """Kernel models: beta, one per landmark (score = sum_r beta_r k(landmark_r, x))."""
+        self._check_fitted()
+        if getattr(self.model_, "landmarks", None) is None:
+            raise AttributeError("a linear model has no dual_coef_: see coef_")
+        return np.array(self.model_.weights)
+
+    @property
+    def landmarks_(self):
+        """Kernel models: the landmark documents (scipy CSR, one per row)."""
+        self._check_fitted()
+        if getattr(self.model_, "landmarks", None) is None:
+            raise AttributeError("a linear model has no landmarks_")
+        return self.model_.landmarks
+
+    def predict(self, X) -> np.ndarray:
+        """Scores of the documents (rows of X); rank a query's documents by decreasing score.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix, shape (n_samples, n_features)
+            Columns beyond the model's features are ignored (as the command line ignores their
+            indices); missing columns are zeros.
+
+        Returns
+        -------
+        ndarray of float64, shape (n_samples,)
+        """
+        from rankkit.datasets import as_dataset
+        from rankkit.errors import DataError
+        from rankkit.scoring import model_scores
+
+        self._check_fitted()
+        if getattr(X, "shape", (1,))[0] == 0:
+            return np.zeros(0)
+        ds = as_dataset(X, name="X")
+        with _Threads(getattr(self, "threads", None)):
+            scores = model_scores(self.model_, ds)[0]
+        bad = np.flatnonzero(~np.isfinite(scores))
+        if bad.size:
+            raise DataError("<X>", f"the score of this row is {float(scores[bad[0]])!r} ({bad.size} such): its "
+                            "feature values are too large for the model's weights", int(bad[0]) + 1)
+        return scores
+
+    def score(self, X, y, qid=None, group=None) -> float:
+        """Mean ``scoring_metric`` (NDCG@10) over the queries, under ``scoring_convention``
+        (LETOR 4.0's rules by default, as ``rankkit eval``). Needs the queries: ``qid`` or ``group``.
+
+        In scikit-learn's model selection, enable metadata routing and ask for the query ids:
+        ``sklearn.set_config(enable_metadata_routing=True)``,
+        ``est.set_fit_request(qid=True).set_score_request(qid=True)``.
+        """
+        if qid is None and group is None:
+            raise UsageError(f"{type(self).__name__}.score needs the queries (qid= or group=): a ranking metric "
+                             "is computed per query. Under scikit-learn's model selection, call "
+                             "sklearn.set_config(enable_metadata_routing=True) and "
+                             "est.set_fit_request(qid=True).set_score_request(qid=True)")
+        from rankkit.evaluation import evaluate
+
+        metric = self.scoring_metric
+        return float(evaluate(y, self.predict(X), qid=qid, group=group, metrics=(metric,),
+                              convention=self.scoring_convention)[metric])
+
+    def save(self, path: str | os.PathLike, *, zero_based: bool | None = None) -> None:
+        """Write the model file `rankkit train` writes (atomically, with its checksum).
+
+        Parameters
+        ----------
+        path : str or path-like
+        zero_based : bool, optional
+            Index base of the files the model will score: column j of X is feature j + 1 of a
+            1-based LETOR file (as ``load_svmlight_file`` reads one). Default: the base the model
+            was trained with (1 for a model fitted in Python).
+        """
+        from rankkit.io.foreign_models import ForeignModel
+        from rankkit.io.model import write_model
+
+        self._check_fitted()
+        model = self.model_
+        if isinstance(model, ForeignModel):
+            raise UsageError(f"this is a {model.format} model: write it with `rankkit convert` or its own tool")
+        header = dict(model.header)
+        if zero_based is not None or "index_base" not in header:
+            header["index_base"] = 0 if zero_based else 1
+        write_model(os.fspath(path), copy.copy(model) if header == model.header else _with_header(model, header))
+
+
+def _with_header(model, header: dict):
+    out = copy.copy(model)
+    out.header = header
+    return out
+
+
+# -- the estimators --------------------------------------------------------------------------------
+class _Trainable(Ranker):
+    """What the three estimators share: fit on arrays, fit on a Dataset (the command line's entry)."""
+
+    _option_style = "python"  # the command line sets "cli": its messages name --flags
+
+    # subclasses: the solver and its options as the command line's (params, stochastic) dicts
+    def _options(self) -> tuple[str | None, dict, dict]:
+        raise NotImplementedError
+
+    def _kernel(self) -> dict | None:
+        if self.kernel is None:
+            for name in ("gamma", "landmarks"):
+                if getattr(self, name) is not None:
+                    raise UsageError(f"{name} is a parameter of a kernel model: set kernel='rbf' or 'poly' too")
+            return None
+        return {"name": self.kernel, "gamma": self.gamma, "degree": self.degree, "coef0": self.coef0,
+                "landmarks": self.landmarks, "seed": self.seed}
+
+    def fit(self, X, y, qid=None, group=None, query_weight=None, eval_set=None, eval_qid=None,
+            eval_group=None) -> "_Trainable":
+        """Fit on documents X with relevance labels y in queries given by qid or group.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix, shape (n_samples, n_features)
+        y : array-like, shape (n_samples,)
+            Relevance labels (larger is better).
+        qid : array-like of int, shape (n_samples,), optional
+            Query id of each row (XGBoost's convention); a query's rows are contiguous.
+        group : array-like of int, optional
+            Number of rows of each query, in order (LightGBM's convention).
+        query_weight : array-like, optional
+            Weight of each query's loss: one value per query, or per row (the same for every row
+            of a query).
+        eval_set : list of one (X, y) pair, optional
+            Validation data for the stochastic and factorized solvers (their ``--valid``), with
+            ``eval_qid`` or ``eval_group`` (a list of one array).
+
+        Returns
+        -------
+        self
+        """
+        from rankkit.datasets import as_dataset, per_query_weights
+
+        if qid is None and group is None:
+            raise UsageError(f"{type(self).__name__}.fit needs the queries: qid= (one id per row) or group= (rows per "
+                             "query); for one query of all rows (AUC), pass group=[len(X)]")
+        ds = as_dataset(X, y, qid, group, name="X")
+        valid = None
+        if eval_set is not None:
+            sets = list(eval_set)
+            if len(sets) != 1 or len(sets[0]) != 2:
+                raise UsageError("eval_set must be a list of one (X, y) pair")
+            vq = None if eval_qid is None else list(eval_qid)[0]
+            vg = None if eval_group is None else list(eval_group)[0]
+            if vq is None and vg is None:
+                raise UsageError("eval_set needs its queries: eval_qid=[qid] or eval_group=[group]")
+            valid = as_dataset(sets[0][0], sets[0][1], vq, vg, name="eval_set X")
+        elif eval_qid is not None or eval_group is not None:
+            raise UsageError("eval_qid and eval_group go with eval_set")
+        weights = None if query_weight is None else per_query_weights(ds, query_weight)
+        log = _stderr_log if getattr(self, "verbose", False) else None
+        with _Threads(self.threads):
+            return self._fit_dataset(ds, valid=valid, query_weights=weights, log=log)
+
+    def _fit_dataset(self, ds, *, valid=None, query_weights=None, log: Log | None = None, progress=None,
+                     warn: Callable[[str], None] | None = None,
+                     facts: Callable[[], dict] | None = None) -> "_Trainable":
+        """Fit on a rankkit Dataset: the code `rankkit train` runs after reading its files.
+        `facts()`, called after the fit, gives the command line's facts for the model header
+        (file names, checksum, index base)."""
+        from rankkit import __version__
+        from rankkit.io.model import Model
+        from rankkit.solvers.options import resolve_solver, solver_kwargs
+
+        solver, params, stochastic = self._options()
+        style = self._option_style
+        if valid is not None:
+            stochastic = dict(stochastic, valid_file="eval_set")
+        spec, loss = resolve_solver(solver, params.get("loss"), style)
+        params = dict(params, loss=loss)
+        kwargs = solver_kwargs(spec, params, stochastic, query_weights is not None, style)
+        kernel = self._kernel()
+        if spec.stochastic and kwargs.get("sampler") == "stream":
+            raise UsageError("sampler 'stream' reads a file in two passes: it is for `rankkit train FILE`, "
+                             "not for data in memory")
+        ds.require_pairs()
+        if valid is not None:
+            kwargs["valid"] = valid
+        if query_weights is not None:
+            kwargs["query_weights"] = query_weights
+        t0 = time.perf_counter()
+        fit_ds, kmap, used = ds, None, None
+        if kernel is None:  # few of many feature indices used (a mistyped index): train on those columns only
+            fit_ds, used = ds.compact_columns()
+            if used is not None and kwargs.get("valid") is not None:
+                kwargs["valid"] = kwargs["valid"].take_columns(used)
+            if used is not None and log:
+                log(f"training on the {used.shape[0]} feature indices that occur (of {ds.n_features}); sparse model")
+        model_solver = spec.load()(**kwargs)
+        if kernel is not None:  # non-linear: the linear solver on the kernel map (Chapelle & Keerthi Sect. 6.3)
+            from rankkit.kernels import choose_landmarks, fit_map, make_kernel, mapped_dataset
+
+            t_map = time.perf_counter()
+            k = make_kernel(kernel["name"], ds.n_features, kernel.get("gamma"), kernel.get("degree", 3),
+                            kernel.get("coef0", 0.0))
+            X = ds.csr()
+            kmap = fit_map(X, k, choose_landmarks(ds.n_rows, kernel.get("landmarks"), kernel.get("seed", 0)))
+            fit_ds = mapped_dataset(ds, kmap.transform(X))
+            if log:
+                log(f"kernel map: {k.name}, {kmap.landmarks.shape[0]} landmarks, rank {kmap.projection.shape[1]} "
+                    f"in {time.perf_counter() - t_map:.3f}s")
+        if spec.stochastic or spec.factorized:
+            bar = progress(model_solver.iterations, spec.name) if progress else None
+            result = model_solver.fit(fit_ds, log=log, progress=bar)
+        else:
+            result = model_solver.fit(fit_ds, log=log)
+        if not result.converged and not result.fixed_budget:
+            if warn is not None:
+                warn(result.message)
+            else:
+                warnings.warn(result.message, ConvergenceWarning, stacklevel=3)
+        header = {
+            "rankkit_version": __version__,
+            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "solver": spec.name,
+            "loss": getattr(model_solver, "loss", spec.losses[0]),
+        }
+        header.update(model_solver.hyperparameters())
+        if kmap is not None:
+            header.update(kmap.kernel.params())
+            header.update({"landmarks": int(kmap.landmarks.shape[0]), "landmark_seed": kernel.get("seed", 0),
+                           "map_rank": int(kmap.projection.shape[1])})
+        facts = facts() if facts is not None else {}
+        header.update(facts)
+        header.update({
+            "n_features": ds.n_features,
+            "n_queries": ds.n_queries,
+            "n_documents": ds.n_rows,
+            "n_pairs": ds.n_pairs,
+            "objective": float(result.objective),
+            "iterations": result.iterations,
+            "converged": bool(result.converged),
+            "stop_reason": result.message,
+            "violated_pairs": result.n_active,
+        })
+        header.update(result.extra)
+        if kmap is None and used is None:
+            model = Model(weights=result.w, header=header)
+        elif kmap is None:  # weights of the columns that occur; every other feature's weight is exactly 0
+            model = Model(weights=result.w, header=header, feature_index=used, n_total=ds.n_features)
+        else:  # score = w' Phi(x) = beta' k(x): store the landmarks and beta
+            model = Model(weights=kmap.projection @ result.w, header=header, landmarks=kmap.landmarks)
+        if ds.n_queries == 1:  # AUC optimisation: the training AUC
+            from rankkit.metrics import per_query
+            from rankkit.scoring import model_scores
+
+            scores = model_scores(Model(weights=result.w), fit_ds)[0]
+            header["train_auc"] = float(per_query("auc", (ds.y > ds.y.min()).astype(float), scores, ds.qptr, "exp")[0])
+            self.train_auc_ = header["train_auc"]
+            if log:
+                log(f"training AUC {header['train_auc']:.6f}")
+        if "read_time_seconds" in facts:
+            header["read_time_seconds"] = header.pop("read_time_seconds")
+        header["train_time_seconds"] = round(result.train_time if result.train_time else time.perf_counter() - t0, 6)
+        self.model_ = model
+        self.fit_result_ = result
+        self.n_iter_ = int(result.iterations)
+        self.objective_ = float(result.objective)
+        self.converged_ = bool(result.converged)
+        self.stop_reason_ = result.message
+        self.n_pairs_ = int(ds.n_pairs)
+        self.n_queries_ = int(ds.n_queries)
+        self.n_violated_pairs_ = int(result.n_active)
+        if getattr(model_solver, "factors", None) is not None:
+            self.factors_ = model_solver.factors
+        return self
+
+
+_KERNEL_DOC = """    kernel : {None, "linear", "poly", "rbf"}, default None
+        A non-linear ranker (Chapelle & Keerthi Sect. 6.3): the solver runs on the kernel PCA map
+        of the landmarks, and the model stores them.
+    gamma : float, optional
+        rbf exp(-gamma ||x - z||^2), poly (gamma x.z + coef0)^degree; default 1 / n_features.
+    degree : int, default 3
+    coef0 : float, default 0.0
+    landmarks : int, optional
+        Nystrom approximation with this many landmark documents drawn at random (``seed``);
+        default every training document (exact, up to 4000 documents).
+"""
+
+
+class RankSVM(_Trainable):
+    __doc__ = """The RankSVM over all within-query preference pairs, solved exactly.
+
+    minimise 0.5 ||w||^2 + C * sum over queries q of weight_q * sum over pairs (i, j) of q with
+    y_i > y_j of loss(w.x_i - w.x_j)
+
+    Parameters
+    ----------
+    C : float, default 1.0
+        Weight of the loss summed over all pairs (liblinear-ranksvm's ``-c``).
+    loss : {"squared-hinge", "huber", "logistic", "hinge"}, optional
+        Default: the solver's first (squared-hinge for newton, hinge for bundle).
+    solver : {"newton", "newton-pairs", "bundle"}, optional
+        Default: newton, or the solver of ``loss`` (bundle for hinge).
+    tol : float, optional
+        Stopping rule: Newton decrement / objective (default 1e-6); bundle: relative gap (1e-4).
+    max_iter : int, optional
+        At most this many iterations (default 100 Newton, 1000 bundle; a ConvergenceWarning).
+    query_norm : bool, default False
+        Divide each query's loss by its number of pairs (svm_rank's normalisation).
+    rescale : {None, "margin", "slack"}, default None
+        Cost-sensitive pairs (Sect. 6.2), with D_ij from ``delta``.
+    delta : str, optional
+        D_ij of ``rescale``: "gain" (default), comma-separated values per label, or "swap"
+        (newton-pairs).
+{_KERNEL_DOC}    seed : int, default 0
+        Seed of the landmark choice.
+    threads : int, optional
+        Numba threads while fitting and predicting; results do not depend on it.
+    verbose : bool, default False
+        Progress on standard error.
+    scoring_metric : str, default "ndcg@10"
+        The metric of ``score``.
+    scoring_convention : str, default "letor4"
+        The metric convention of ``score`` (see ``rankkit eval --help``).
+
+    Attributes
+    ----------
+    coef_ : ndarray of shape (n_features_in_,)
+    n_iter_ : int
+    objective_ : float
+        The objective at the solution.
+    converged_ : bool
+    n_pairs_ : int
+        Preference pairs in the training data.
+    model_ : rankkit.io.model.Model
+        What ``save`` writes.
+
+    Examples
+    --------
+    >>> import numpy as np, rankkit
+    >>> X = np.array([[1.0, 0.0], [0.5, 0.5], [0.0, 1.0], [1.0, 1.0], [0.0, 0.0]])
+    >>> y = np.array([2, 1, 0, 1, 0])
+    >>> ranker = rankkit.RankSVM(C=10.0).fit(X, y, qid=[1, 1, 1, 2, 2])
+    >>> ranker.converged_, ranker.n_pairs_
+    (True, 4)
+    >>> bool(ranker.coef_[0] > ranker.coef_[1])
+    True
+    >>> round(ranker.score(X, y, qid=[1, 1, 1, 2, 2]), 6)
+    1.0
+    """.replace("{_KERNEL_DOC}", _KERNEL_DOC)
+
+    def __init__(self, C: float = 1.0, loss: str | None = None, solver: str | None = None, tol: float | None = None,
+                 max_iter: int | None = None, query_norm: bool = False, rescale: str | None = None,
+                 delta: str | None = None, kernel: str | None = None, gamma: float | None = None, degree: int = 3,
+                 coef0: float = 0.0, landmarks: int | None = None, seed: int = 0, threads: int | None = None,
+                 verbose: bool = False, scoring_metric: str = "ndcg@10", scoring_convention: str = "letor4"):
+        self.C = C
+        self.loss = loss
+        self.solver = solver
+        self.tol = tol
+        self.max_iter = max_iter
+        self.query_norm = query_norm
+        self.rescale = rescale
+        self.delta = delta
+        self.kernel = kernel
+        self.gamma = gamma
+        self.degree = degree
+        self.coef0 = coef0
+        self.landmarks = landmarks
+        self.seed = seed
+        self.threads = threads
+        self.verbose = verbose
+        self.scoring_metric = scoring_metric
+        self.scoring_convention = scoring_convention
+
+    def _options(self):
+        from rankkit.solvers import SOLVERS
+
+        if self.solver is not None and self.solver in SOLVERS and (SOLVERS[self.solver].stochastic
+                                                                   or SOLVERS[self.solver].factorized):
+            other = "SGDRanker(learner=...)" if SOLVERS[self.solver].stochastic else "FactorizedRankSVM"
+            raise UsageError(f"solver '{self.solver}' is not an exact RankSVM solver: use rankkit.{other}")
+        if self.delta is not None and self.rescale is None:
+            raise UsageError("delta is the D_ij of rescale='margin' or 'slack': set rescale too")
+        if self.rescale not in (None, "margin", "slack"):
+            raise UsageError(f"rescale must be None, 'margin' or 'slack', not {self.rescale!r}")
+        params = {"C": _positive(self.C, "C"), "tol": _positive_or_none(self.tol, "tol"),
+                  "max_iter": _count_or_none(self.max_iter, "max_iter"), "loss": self.loss,
+                  "query_norm": bool(self.query_norm)}
+        if self.rescale:
+            params.update({"rescale": self.rescale, "delta": self.delta or "gain"})
+        return self.solver, params, {"seed": self.seed}
+
+
+class SGDRanker(_Trainable):
+    __doc__ = """Stochastic pairwise learners (Sculley's sofia-ml family) on sampled preference pairs.
+
+    Parameters
+    ----------
+    learner : str, default "pegasos"
+        pegasos, sgd, pa, romma, logreg, margin-perceptron (sofia-ml's), pair-sgd, query-sgd
+        (Chapelle & Keerthi's Algorithms 2 and 3).
+    lambda_ : float, optional
+        Regularisation of lambda/2 ||w||^2 + mean loss over pairs (default 0.1).
+    iterations : int, optional
+        Number of steps (default 100000, as in the paper).
+    eta : {"pegasos", "basic", "constant"}, optional
+        Learning rate: 1/(lambda t), eta0 * 10/(t + 10), or eta0 (default pegasos).
+    eta0 : float, optional
+        Scale of ``eta`` basic / constant (default 1).
+    batch_size : int, optional
+        Pairs per step (default 1).
+    sampler : {"uniform", "indexed", "query-norm", "roc"}, optional
+        How pairs are drawn (default uniform over all pairs).
+    C : float, optional
+        pa's aggressiveness; pair-sgd / query-sgd's C (default 1).
+    loss : str, optional
+        The learner's loss (each learner has one).
+{_KERNEL_DOC}    seed : int, default 0
+        Seed of every random choice: the same seed gives the same weights.
+    threads, verbose, scoring_metric, scoring_convention
+        As for `RankSVM`.
+
+    Attributes
+    ----------
+    coef_, n_iter_, objective_, converged_, n_pairs_, model_
+        As for `RankSVM` (``converged_`` is False: a fixed number of steps).
+
+    Examples
+    --------
+    >>> import numpy as np, rankkit
+    >>> X = np.array([[1.0, 0.0], [0.5, 0.5], [0.0, 1.0], [1.0, 1.0], [0.0, 0.0]])
+    >>> y = np.array([2, 1, 0, 1, 0])
+    >>> ranker = rankkit.SGDRanker(iterations=2000, seed=1).fit(X, y, group=[3, 2])
+    >>> ranker.n_iter_, bool(ranker.coef_[0] > ranker.coef_[1])
+    (2000, True)
+    """.replace("{_KERNEL_DOC}", _KERNEL_DOC)
+
+    def __init__(self, learner: str = "pegasos", lambda_: float | None = None, iterations: int | None = None,
+                 eta: str | None = None, eta0: float | None = None, batch_size: int | None = None,
+                 sampler: str | None = None, C: float | None = None, loss: str | None = None,
+                 kernel: str | None = None, gamma: float | None = None, degree: int = 3, coef0: float = 0.0,
+                 landmarks: int | None = None, seed: int = 0, threads: int | None = None, verbose: bool = False,
+                 scoring_metric: str = "ndcg@10", scoring_convention: str = "letor4"):
+        self.learner = learner
+        self.lambda_ = lambda_
+        self.iterations = iterations
+        self.eta = eta
+        self.eta0 = eta0
+        self.batch_size = batch_size
+        self.sampler = sampler
+        self.C = C
+        self.loss = loss
+        self.kernel = kernel
+        self.gamma = gamma
+        self.degree = degree
+        self.coef0 = coef0
+        self.landmarks = landmarks
+        self.seed = seed
+        self.threads = threads
+        self.verbose = verbose
+        self.scoring_metric = scoring_metric
+        self.scoring_convention = scoring_convention
+
+    def _options(self):
+        from rankkit.solvers import SOLVERS
+
+        spec = SOLVERS.get(self.learner)
+        if spec is None or not spec.stochastic:
+            known = [n for n, s in SOLVERS.items() if s.stochastic]
+            raise UsageError(f"learner must be one of {', '.join(known)}, not {self.learner!r}")
+        _choice(self.eta, "eta", ("pegasos", "basic", "constant"))
+        _choice(self.sampler, "sampler", ("uniform", "indexed", "query-norm", "roc", "stream"))
+        params = {"C": _positive_or_none(self.C, "C"), "loss": self.loss}
+        stochastic = {"lam": _nonnegative_or_none(self.lambda_, "lambda_"),
+                      "iterations": _count_or_none(self.iterations, "iterations"), "eta": self.eta,
+                      "eta0": _positive_or_none(self.eta0, "eta0"),
+                      "batch_size": _count_or_none(self.batch_size, "batch_size"),
+                      "sampler": self.sampler, "seed": _seed(self.seed)}
+        return self.learner, params, stochastic
+
+
+class FactorizedRankSVM(_Trainable):
+    __doc__ = """Factorized Ranking SVM (Zhang et al. 2015): pair multipliers <v_i, v_j> with
+    K-dimensional latent vectors, gradient descent in O(nnz + N K + N log N) per iteration.
+
+    Parameters
+    ----------
+    K : int, optional
+        Latent dimension (default 10).
+    C : float, optional
+        Weight of the loss (default 1).
+    loss : {"hinge", "squared-hinge"}, optional
+    iterations : int, optional
+        Gradient steps (default: see ``rankkit train --help``).
+    eta : {"constant", "basic"}, optional
+    eta0 : float, optional
+    init_scale : float, optional
+        Standard deviation of the random initial factors (default 0.01).
+    patience : int, optional
+        With ``eval_set``: stop when its MAP has not improved for this many iterations.
+{_KERNEL_DOC}    seed : int, default 0
+    threads, verbose, scoring_metric, scoring_convention
+        As for `RankSVM`.
+
+    Attributes
+    ----------
+    coef_, n_iter_, objective_, converged_, n_pairs_, model_
+        As for `RankSVM`.
+    factors_ : ndarray of shape (n_training_documents, K)
+        The latent vectors V.
+
+    Examples
+    --------
+    >>> import numpy as np, rankkit
+    >>> X = np.array([[1.0, 0.0], [0.5, 0.5], [0.0, 1.0], [1.0, 1.0], [0.0, 0.0]])
+    >>> y = np.array([2, 1, 0, 1, 0])
+    >>> ranker = rankkit.FactorizedRankSVM(K=2, iterations=50).fit(X, y, qid=[1, 1, 1, 2, 2])
+    >>> ranker.factors_.shape
+    (5, 2)
+    """.replace("{_KERNEL_DOC}", _KERNEL_DOC)
+
+    def __init__(self, K: int | None = None, C: float | None = None, loss: str | None = None,
+                 iterations: int | None = None, eta: str | None = None, eta0: float | None = None,
+                 init_scale: float | None = None, patience: int | None = None, kernel: str | None = None,
+                 gamma: float | None = None, degree: int = 3, coef0: float = 0.0, landmarks: int | None = None,
+                 seed: int = 0, threads: int | None = None, verbose: bool = False, scoring_metric: str = "ndcg@10",
+                 scoring_convention: str = "letor4"):
+        self.K = K
+        self.C = C
+        self.loss = loss
+        self.iterations = iterations
+        self.eta = eta
+        self.eta0 = eta0
+        self.init_scale = init_scale
+        self.patience = patience
+        self.kernel = kernel
+        self.gamma = gamma
+        self.degree = degree
+        self.coef0 = coef0
+        self.landmarks = landmarks
+        self.seed = seed
+        self.threads = threads
+        self.verbose = verbose
+        self.scoring_metric = scoring_metric
+        self.scoring_convention = scoring_convention
+
+    def _options(self):
+        _choice(self.eta, "eta", ("constant", "basic"))
+        params = {"C": _positive_or_none(self.C, "C"), "loss": self.loss}
+        stochastic = {"K": _count_or_none(self.K, "K"), "iterations": _count_or_none(self.iterations, "iterations"),
+                      "eta": self.eta, "eta0": _positive_or_none(self.eta0, "eta0"),
+                      "init_scale": _positive_or_none(self.init_scale, "init_scale"),
+                      "patience": _count_or_none(self.patience, "patience"), "seed": _seed(self.seed)}
+        return "factorized", params, stochastic
+
+
+# -- parameter checks (in fit, as scikit-learn does) --------------------------------------------------
+def _number(v, name: str) -> float:
+    import math
+
+    if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) or not math.isfinite(float(v)):
+        raise UsageError(f"{name} must be a finite number, not {v!r}")
+    return float(v)
+
+
+def _positive(v, name: str) -> float:
+    x = _number(v, name)
+    if x <= 0:
+        raise UsageError(f"{name} must be > 0, not {v!r}")
+    return x
+
+
+def _positive_or_none(v, name: str):
+    return None if v is None else _positive(v, name)
+
+
+def _nonnegative_or_none(v, name: str):
+    if v is None:
+        return None
+    x = _number(v, name)
+    if x < 0:
+        raise UsageError(f"{name} must be >= 0, not {v!r}")
+    return x
+
+
+def _count_or_none(v, name: str):
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+        raise UsageError(f"{name} must be an integer >= 1, not {v!r}")
+    return int(v)
+
+
+def _seed(v) -> int:
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
+        raise UsageError(f"seed must be an integer >= 0, not {v!r}")
+    return int(v)
+
+
+def _choice(v, name: str, choices: tuple) -> None:
+    if v is not None and v not in choices:
+        raise UsageError(f"{name} must be one of {', '.join(choices)}, not {v!r}")
+
+
+# -- from the command line's options, and from model files ---------------------------------------------
+def from_options(solver: str | None, params: dict, stochastic: dict | None, kernel: dict | None,
+                 query_weights_given: bool = False) -> _Trainable:
+    """The estimator `rankkit train` runs for its options. Every option is checked here, with the
+    --flag names in messages, before any file is read."""
+    from rankkit.solvers.options import resolve_solver, solver_kwargs
+
+    stochastic = dict(stochastic or {})
+    spec, loss = resolve_solver(solver, params.get("loss"), "cli")
+    solver_kwargs(spec, dict(params, loss=loss), stochastic, query_weights_given, "cli")
+    kern = {} if kernel is None else {"kernel": kernel["name"], "gamma": kernel.get("gamma"),
+                                      "degree": kernel.get("degree", 3), "coef0": kernel.get("coef0", 0.0),
+                                      "landmarks": kernel.get("landmarks")}
+    seed = stochastic.get("seed", 0)
+    if spec.factorized:
+        est = FactorizedRankSVM(K=stochastic.get("K"), C=params.get("C"), loss=params.get("loss"),
+                                iterations=stochastic.get("iterations"), eta=stochastic.get("eta"),
+                                eta0=stochastic.get("eta0"), init_scale=stochastic.get("init_scale"),
+                                patience=stochastic.get("patience"), seed=seed, **kern)
+    elif spec.stochastic:
+        est = SGDRanker(learner=spec.name, lambda_=stochastic.get("lam"), iterations=stochastic.get("iterations"),
+                        eta=stochastic.get("eta"), eta0=stochastic.get("eta0"),
+                        batch_size=stochastic.get("batch_size"), sampler=stochastic.get("sampler"),
+                        C=params.get("C"), loss=params.get("loss"), seed=seed, **kern)
+    else:
+        est = RankSVM(C=1.0 if params.get("C") is None else params["C"], loss=params.get("loss"), solver=spec.name,
+                      tol=params.get("tol"), max_iter=params.get("max_iter"),
+                      query_norm=bool(params.get("query_norm")), rescale=params.get("rescale"),
+                      delta=params.get("delta") if params.get("rescale") else None, seed=seed, **kern)
+    est._option_style = "cli"
+    return est
+
+
+_INT_KEYS = ("max_iter", "iterations", "batch_size", "K", "patience", "landmarks", "degree", "seed")
+_FLOAT_KEYS = ("C", "tol", "lambda", "eta0", "init_scale", "gamma", "coef0")
+
+
+def _header_params(header: dict) -> dict:
+    """The estimator parameters a model header records, typed (headers are read back as text)."""
+    out = {}
+    for key, value in header.items():
+        try:
+            if key in _INT_KEYS:
+                out[key] = int(value)
+            elif key in _FLOAT_KEYS:
+                out[key] = float(value)
+            elif key in ("query_norm",):
+                out[key] = str(value) == "true" or value is True
+            elif key in ("loss", "rescale", "delta", "eta", "sampler", "kernel", "learner"):
+                out[key] = str(value)
+        except ValueError:
+            continue
+    return out
+
+
+def load_model(path: str | os.PathLike, model_format: str | None = None) -> Ranker:
+    """A fitted ranker from a model file: rankkit's (any solver), or svm_rank's, liblinear's or
+    sofia-ml's (detected from the first line, or `model_format`).
+
+    A model of `rankkit train` comes back as the estimator that trained it (RankSVM, SGDRanker or
+    FactorizedRankSVM, with the parameters its header records); any other model as a `Ranker`.
+    ``predict`` gives the scores ``rankkit predict`` gives, bit for bit (another tool's model: the
+    scores of that tool's own predict program).
+
+    Parameters
+    ----------
+    path : str or path-like
+    model_format : {"rankkit", "svm_rank", "liblinear", "sofia-ml"}, optional
+
+    Raises
+    ------
+    rankkit.errors.ModelError
+        Not a model file, or a damaged one (checksum), naming the file and line.
+
+    Examples
+    --------
+    >>> import numpy as np, os, tempfile, rankkit
+    >>> X = np.array([[1.0, 0.0], [0.0, 1.0], [0.5, 0.5]])
+    >>> ranker = rankkit.RankSVM().fit(X, [2, 0, 1], qid=[1, 1, 1])
+    >>> path = os.path.join(tempfile.mkdtemp(), "m.model")
+    >>> ranker.save(path)
+    >>> again = rankkit.load_model(path)
+    >>> type(again).__name__, bool(np.array_equal(again.predict(X), ranker.predict(X)))
+    ('RankSVM', True)
+    """
+    from rankkit.io.foreign_models import ForeignModel
+    from rankkit.io.foreign_models import load_model as _load
+    from rankkit.solvers import SOLVERS
+
+    model = _load(os.fspath(path), model_format)
+    est: Ranker
+    solver = None if isinstance(model, ForeignModel) else str(model.header.get("solver", ""))
+    spec = SOLVERS.get(solver) if solver else None
+    if spec is None:
+        est = Ranker()
+    else:
+        p = _header_params(model.header)
+        kern = {k: p[k] for k in ("kernel", "gamma", "degree", "coef0") if k in p}
+        if "kernel" in kern and "landmarks" in p and "landmark_seed" in model.header:
+            kern["seed"] = int(model.header["landmark_seed"])
+        if spec.factorized:
+            names = ("K", "C", "loss", "iterations", "eta", "eta0", "init_scale", "patience", "seed")
+            est = FactorizedRankSVM(**{k: p[k] for k in names if k in p}, **{k: v for k, v in kern.items() if k != "seed"})
+        elif spec.stochastic:
+            args = {k: p[k] for k in ("iterations", "sampler", "loss", "seed") if k in p}
+            if "lambda" in p:
+                args["lambda_"] = p["lambda"]
+            for k in ("eta", "eta0", "batch_size", "C"):
+                if k in p:
+                    args[k] = p[k]
+            est = SGDRanker(learner=spec.name, **args, **{k: v for k, v in kern.items() if k != "seed"})
+        else:
+            args = {k: p[k] for k in ("C", "loss", "tol", "max_iter", "query_norm", "rescale") if k in p}
+            if "rescale" in p and "delta" in p:
+                args["delta"] = p["delta"]
+            est = RankSVM(solver=spec.name, **args, **kern)
+        h = model.header
+        for attr, key, cast in (("n_iter_", "iterations", int), ("objective_", "objective", float),
+                                ("n_pairs_", "n_pairs", int), ("n_queries_", "n_queries", int),
+                                ("n_violated_pairs_", "violated_pairs", int)):
+            if key in h:
+                try:
+                    setattr(est, attr, cast(h[key]))
+                except ValueError:
+                    pass
+        if "converged" in h:
+            est.converged_ = str(h["converged"]) == "true"
+        if "stop_reason" in h:
+            est.stop_reason_ = str(h["stop_reason"])
+    est.model_ = model
+    return est

@@ -1,0 +1,229 @@
+"""Ranking metrics and significance tests over queries: what `rankkit eval` computes, for Python.
+
+    evaluate(y, scores, qid=...)            mean of each metric over the queries (and per query)
+    compare(y, {"a": s1, "b": s2}, qid=...) several systems, each tested against the first
+
+The command line's eval reads files, then calls `summarize` (as `compare` does) and formats the
+result: one code path. Metric names and conventions are those of ``rankkit eval --help``
+(``ndcg@10``, ``map``, ``p@5``, ``err@10``, ...; conventions letor4 (default), letor3, trec, exp).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from rankkit.errors import UsageError
+
+__all__ = ["evaluate", "compare"]
+
+DEFAULT_METRICS = ("ndcg@10", "map")
+
+
+def _offsets(n: int, qid, group, what: str) -> tuple[np.ndarray, list]:
+    """(qptr, query id of each query as text) from qid per row or group sizes; neither: an error."""
+    from rankkit.datasets import _query_offsets
+
+    if qid is None and group is None:
+        raise UsageError(f"{what} needs the queries: qid= (one id per row) or group= (rows per query); "
+                         "for one query of all rows, pass group=[len(y)]")
+    qptr, q, _ = _query_offsets(n, qid, group, "y")
+    return qptr, [str(v) for v in q[qptr[:-1]].tolist()]
+
+
+def _vector(values, n: int | None, what: str) -> np.ndarray:
+    v = np.asarray(values, dtype=np.float64)
+    if v.ndim != 1 or (n is not None and v.shape[0] != n):
+        raise UsageError(f"{what} must be one number per document ({n}), got shape {v.shape}")
+    if not np.all(np.isfinite(v)):
+        raise UsageError(f"{what} must be finite (no nan or inf)")
+    return v
+
+
+def _tiebreak(docids, n: int):
+    if docids is None:
+        return None
+    from rankkit.io.trec import lexicographic_rank
+
+    ids = [str(d) for d in docids]
+    if len(ids) != n:
+        raise UsageError(f"docids must have one id per document ({n}), got {len(ids)}")
+    return lexicographic_rank(ids)
+
+
+def query_table(names: Sequence[str], y, scores, qptr, convention: str = "letor4", *, tiebreak=None, judged=None,
+                empty_query=None) -> dict[str, np.ndarray]:
+    """{metric: float64[queries]} (NaN: a query the empty-query rule skips)."""
+    from rankkit.metrics import per_query_table
+
+    return per_query_table(list(names), y, scores, qptr, convention, tiebreak=tiebreak, judged=judged,
+                           empty_query=empty_query)
+
+
+def mean_skipping_nan(values: np.ndarray) -> float:
+    kept = values[~np.isnan(values)]
+    return float(kept.mean()) if kept.size else math.nan
+
+
+def _paired_p(base, other, metric: str, test: str, permutations: int, seed: int) -> float:
+    """p-value of the paired test on the queries both systems scored (matched by query id)."""
+    from rankkit import stats
+
+    a_ids, a = base[1], base[2][metric]
+    b_ids, b = other[1], other[2][metric]
+    if a_ids != b_ids:
+        pos = {q: i for i, q in enumerate(b_ids)}
+        keep = [i for i, q in enumerate(a_ids) if q in pos]
+        a = a[keep]
+        b = b[[pos[a_ids[i]] for i in keep]]
+    if test == "randomization":
+        return stats.randomization_test(a, b, n_permutations=permutations, seed=seed)
+    if test not in stats.TESTS:
+        raise UsageError(f"test must be one of {', '.join(stats.TESTS)}, not {test!r}")
+    return stats.TESTS[test](a, b)
+
+
+def summarize(systems: list, names: Sequence[str], test: str = "randomization", permutations: int = 10_000,
+              seed: int = 0) -> tuple[list[dict], list[dict | None]]:
+    """Means of each system [(name, query ids, {metric: per-query values})], and the p-values of
+    each system after the first against the first (None for the first)."""
+    means = [{m: mean_skipping_nan(t[m]) for m in names} for _, _, t in systems]
+    pvalues: list[dict | None] = [None] + [
+        {m: _paired_p(systems[0], other, m, test, permutations, seed) for m in names} for other in systems[1:]]
+    return means, pvalues
+
+
+def evaluate(y, scores, qid=None, group=None, metrics: Sequence[str] | str = DEFAULT_METRICS,
+             convention: str = "letor4", per_query: bool = False, *, empty_query: str | None = None,
+             docids: Sequence[str] | None = None) -> Any:
+    """Mean of each ranking metric over the queries, as ``rankkit eval`` computes it.
+
+    Parameters
+    ----------
+    y : array-like of float, shape (n_documents,)
+        Relevance labels.
+    scores : array-like of float, shape (n_documents,)
+        A ranker's scores; each query's documents are ranked by decreasing score.
+    qid : array-like of int, optional
+        Query id of each document (a query's documents contiguous).
+    group : array-like of int, optional
+        Documents per query, in order (LightGBM's convention). One of qid and group is needed.
+    metrics : str or sequence of str, default ("ndcg@10", "map")
+        Names as in ``rankkit eval --help``: ndcg, ndcg@k, map, p@k, mrr, err@k, auc, ...
+    convention : str, default "letor4"
+        How ties, short queries and queries without relevant documents count: letor4 (the LETOR
+        4.0 evaluation script), letor3, trec (trec_eval; ties broken by ``docids``), exp.
+    per_query : bool, default False
+        Also return each query's value.
+    empty_query : {None, "0", "1", "skip"}, optional
+        Score of a query without relevant documents (default: the convention's rule).
+    docids : sequence of str, optional
+        Document ids: trec_eval breaks score ties by them.
+
+    Returns
+    -------
+    dict
+        ``{metric: mean over the queries the convention keeps}``.
+    dict, only with ``per_query=True``
+        ``{"qid": the query ids, metric: float64[n_queries], ...}`` (NaN: a skipped query).
+
+    Raises
+    ------
+    rankkit.errors.UsageError
+        A metric name that does not exist, or inputs that do not fit together.
+
+    Examples
+    --------
+    >>> import rankkit
+    >>> y = [2, 1, 0, 1, 0]
+    >>> rankkit.evaluate(y, [0.9, 0.5, 0.1, 0.2, 0.4], qid=[1, 1, 1, 2, 2], metrics=("ndcg@10", "map"))
+    {'ndcg@10': 0.8154648767857288, 'map': 0.75}
+    >>> means, each = rankkit.evaluate(y, [0.9, 0.5, 0.1, 0.2, 0.4], group=[3, 2], metrics="map", per_query=True)
+    >>> each["map"].tolist()
+    [1.0, 0.5]
+    """
+    from rankkit.metrics import parse_metric
+
+    names = [metrics] if isinstance(metrics, str) else list(metrics)
+    if not names:
+        raise UsageError("metrics is empty")
+    for m in names:
+        parse_metric(m)
+    labels = _vector(y, None, "y")
+    n = labels.shape[0]
+    s = _vector(scores, n, "scores")
+    qptr, qids = _offsets(n, qid, group, "evaluate")
+    table = query_table(names, labels, s, qptr, convention, tiebreak=_tiebreak(docids, n), empty_query=empty_query)
+    means = {m: mean_skipping_nan(table[m]) for m in names}
+    if not per_query:
+        return means
+    return means, {"qid": np.array(qids, dtype=object), **table}
+
+
+def compare(y, systems: Mapping[str, Any] | Sequence[Any], qid=None, group=None,
+            metrics: Sequence[str] | str = DEFAULT_METRICS, convention: str = "letor4", *,
+            test: str = "randomization", permutations: int = 10_000, seed: int = 0, empty_query: str | None = None,
+            docids: Sequence[str] | None = None) -> list[dict]:
+    """Several rankers' scores on the same documents, each tested against the first.
+
+    Parameters
+    ----------
+    y : array-like, shape (n_documents,)
+    systems : mapping of name to scores, or a sequence of score arrays (named "1", "2", ...)
+        The first is the baseline.
+    qid, group, metrics, convention, empty_query, docids
+        As for `evaluate`.
+    test : {"randomization", "t"}, default "randomization"
+        Paired test over the queries (Smucker et al.'s randomization test by default).
+    permutations : int, default 10000
+        Permutations of the randomization test.
+    seed : int, default 0
+        Seed of the randomization test: the same seed gives the same p-values.
+
+    Returns
+    -------
+    list of dict
+        One per system: ``{"name", "mean": {metric: value}}``, and for every system after the
+        first ``"p_value": {metric: p}`` against the first (``rankkit eval --format json``'s).
+
+    Examples
+    --------
+    >>> import rankkit
+    >>> y = [2, 1, 0, 1, 0, 1, 0]
+    >>> out = rankkit.compare(y, {"good": [3, 2, 1, 2, 1, 2, 1], "bad": [1, 2, 3, 1, 2, 1, 2]},
+    ...                       group=[3, 2, 2], metrics="map", permutations=1000)
+    >>> [s["name"] for s in out], out[0]["mean"]["map"], out[1]["p_value"]["map"] < 1
+    (['good', 'bad'], 1.0, True)
+    """
+    from rankkit.metrics import parse_metric
+
+    names = [metrics] if isinstance(metrics, str) else list(metrics)
+    for m in names:
+        parse_metric(m)
+    if isinstance(systems, Mapping):
+        items = [(str(k), v) for k, v in systems.items()]
+    else:
+        items = [(str(i + 1), v) for i, v in enumerate(systems)]
+    if not items:
+        raise UsageError("compare needs at least one system's scores")
+    if test != "randomization":
+        from rankkit import stats
+
+        if test not in stats.TESTS:
+            raise UsageError(f"test must be one of {', '.join(stats.TESTS)}, not {test!r}")
+    labels = _vector(y, None, "y")
+    n = labels.shape[0]
+    qptr, qids = _offsets(n, qid, group, "compare")
+    tiebreak = _tiebreak(docids, n)
+    table = [(name, qids, query_table(names, labels, _vector(s, n, f"scores of {name!r}"), qptr, convention,
+                                      tiebreak=tiebreak, empty_query=empty_query)) for name, s in items]
+    means, pvalues = summarize(table, names, test, permutations, seed)
+    out = []
+    for (name, _, _), mean, p in zip(table, means, pvalues):
+        entry = {"name": name, "mean": mean}
+        if p is not None:
+            entry["p_value"] = p
+        out.append(entry)
+    return out
