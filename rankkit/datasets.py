@@ -54,7 +54,7 @@ def _read_all(f) -> np.ndarray:
 
 def _window(buf: np.ndarray, offset: int, length: int) -> tuple[int, int]:
     """scikit-learn's offset/length: skip `offset` bytes and the rest of the line they fall in
-    (unless offset is 0), then read every line that starts at or before offset + length."""
+    (unless offset is 0), then read lines until one ends beyond offset + length (that one included)."""
     n = buf.shape[0]
     newlines = np.flatnonzero(buf == 10)
 
@@ -63,7 +63,9 @@ def _window(buf: np.ndarray, offset: int, length: int) -> tuple[int, int]:
         return int(newlines[k]) + 1 if k < newlines.shape[0] else n
 
     start = 0 if offset <= 0 else after_newline_from(offset)
-    end = n if length is None or length <= 0 else after_newline_from(offset + length)
+    # a line is read, then reading stops once the position passed offset + length: the first line
+    # after `start` is always read
+    end = n if length is None or length <= 0 else after_newline_from(max(offset + length, start))
     return start, max(start, end)
 
 
@@ -78,7 +80,7 @@ def _parse_rows(buf: np.ndarray, name: str, line_offset: int):
         raise
 
 
-def _one_file(f, *, dtype, zero_based, query_id, offset, length, n_features):
+def _one_file(f, *, offset, length):
     name = _name_of(f)
     buf = _read_all(f)
     start, end = _window(buf, offset, length)
@@ -157,10 +159,11 @@ def load_svmlight_files(
         raise UsageError("n_features is required when offset or length is specified")
     if n_features is not None and (int(n_features) != n_features or n_features < 0):
         raise UsageError(f"n_features must be a non-negative integer, not {n_features!r}")
-    parsed = [_one_file(f, dtype=dtype, zero_based=zero_based, query_id=query_id, offset=offset, length=length,
-                        n_features=n_features) for f in files]
+    parsed = [_one_file(f, offset=offset, length=length) for f in files]
+    if zero_based == "auto" and (offset != 0 or length > 0):
+        zero_based = True  # as scikit-learn: no guessing on a window, which could guess differently per window
     one_based = zero_based is False or (
-        zero_based == "auto" and all(int(p[1].min()) > 0 for p in parsed if p[1].shape[0]))
+        zero_based == "auto" and all(p[1].shape[0] and int(p[1].min()) > 0 for p in parsed))
     if zero_based is False:
         for data, indices, indptr, y, qid, line_no, name in parsed:
             if indices.shape[0] and int(indices.min()) == 0:
@@ -323,9 +326,9 @@ def load_letor(
     Examples
     --------
     >>> import rankkit
-    >>> d = rankkit.load_letor("data/sample.train.txt")  # doctest: +SKIP
-    >>> d.X.shape, d.n_queries  # doctest: +SKIP
-    ((2400, 46), 60)
+    >>> d = rankkit.load_letor("data/sample.train.txt")  # the sample bundled with rankkit's source
+    >>> d.X.shape, d.n_queries, d.docids[0]
+    ((1895, 20), 200, 'D1-1')
     """
     from rankkit.io.svmlight import read_svmlight
 

@@ -71,6 +71,14 @@ def _stderr_log(message: str) -> None:
     say(message)
 
 
+class _Requests(dict):
+    """The metadata requests of an estimator ({method: {param: True/False/None/alias}}); scikit-learn's
+    clone copies them to the clone (it calls __sklearn_clone__)."""
+
+    def __sklearn_clone__(self):
+        return _Requests(copy.deepcopy(dict(self)))
+
+
 # -- the base: parameters, metadata routing, predict / score / save ------------------------------------
 class Ranker:
     """A fitted ranking function: scores documents, ranks each query by score.
@@ -130,7 +138,7 @@ class Ranker:
     # -- scikit-learn's metadata routing (qid / group reach fit and score through GridSearchCV) ------------
     def _set_request(self, method: str, requests: dict) -> "Ranker":
         allowed = self._metadata_params[method]
-        store = self.__dict__.setdefault("_metadata_request", {})
+        store = self.__dict__.setdefault("_metadata_request", _Requests())
         for key, value in requests.items():
             if key not in allowed:
                 raise UsageError(f"{method} takes no metadata {key!r} (it takes: {', '.join(allowed)})")
@@ -526,12 +534,12 @@ class RankSVM(_Trainable):
     >>> import numpy as np, rankkit
     >>> X = np.array([[1.0, 0.0], [0.5, 0.5], [0.0, 1.0], [1.0, 1.0], [0.0, 0.0]])
     >>> y = np.array([2, 1, 0, 1, 0])
-    >>> ranker = rankkit.RankSVM(C=10.0).fit(X, y, qid=[1, 1, 1, 2, 2])
+    >>> ranker = rankkit.RankSVM(C=10.0, scoring_metric="ndcg@2").fit(X, y, qid=[1, 1, 1, 2, 2])
     >>> ranker.converged_, ranker.n_pairs_
     (True, 4)
     >>> bool(ranker.coef_[0] > ranker.coef_[1])
     True
-    >>> round(ranker.score(X, y, qid=[1, 1, 1, 2, 2]), 6)
+    >>> round(ranker.score(X, y, qid=[1, 1, 1, 2, 2]), 6)  # NDCG@2 (@10 would be 0: LETOR's rule for short queries)
     1.0
     """.replace("{_KERNEL_DOC}", _KERNEL_DOC)
 
@@ -887,6 +895,8 @@ def load_model(path: str | os.PathLike, model_format: str | None = None) -> Rank
     else:
         p = _header_params(model.header)
         kern = {k: p[k] for k in ("kernel", "gamma", "degree", "coef0") if k in p}
+        if "kernel" in kern and "landmarks" in p and p["landmarks"] < int(model.header.get("n_documents", 0) or 0):
+            kern["landmarks"] = p["landmarks"]  # a Nystrom map (every document: the exact map, landmarks=None)
         if "kernel" in kern and "landmarks" in p and "landmark_seed" in model.header:
             kern["seed"] = int(model.header["landmark_seed"])
         if spec.factorized:

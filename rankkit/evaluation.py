@@ -138,8 +138,15 @@ def evaluate(y, scores, qid=None, group=None, metrics: Sequence[str] | str = DEF
     --------
     >>> import rankkit
     >>> y = [2, 1, 0, 1, 0]
-    >>> rankkit.evaluate(y, [0.9, 0.5, 0.1, 0.2, 0.4], qid=[1, 1, 1, 2, 2], metrics=("ndcg@10", "map"))
-    {'ndcg@10': 0.8154648767857288, 'map': 0.75}
+    >>> scores = [0.9, 0.5, 0.1, 0.2, 0.4]
+    >>> rankkit.evaluate(y, scores, qid=[1, 1, 1, 2, 2], metrics=("ndcg@3", "map"))  # LETOR 4.0's rules
+    {'ndcg@3': 0.5, 'map': 0.75}
+    >>> rankkit.evaluate(y, scores, qid=[1, 1, 1, 2, 2], metrics=("ndcg@3", "map"), convention="exp")
+    {'ndcg@3': 0.8154648767857288, 'map': 0.75}
+
+    Query 2 has 2 documents: under LETOR 4.0's rules its NDCG@3 is 0 (a query shorter than k
+    scores 0) and its top two ranks share the discount 1; ``convention="exp"`` is the textbook
+    NDCG over the query's own length.
     >>> means, each = rankkit.evaluate(y, [0.9, 0.5, 0.1, 0.2, 0.4], group=[3, 2], metrics="map", per_query=True)
     >>> each["map"].tolist()
     [1.0, 0.5]
