@@ -1,6 +1,7 @@
 # rankkit: every target sets up its own virtual environment, so a fresh clone needs only Python.
 #   make demo    train, predict and evaluate on the bundled sample in data/
-#   make test    run the whole test suite
+#   make test    run the test suite
+#   make test-all the test suite with its full-size cases too (a few minutes more)
 #   make fuzz    the randomized reader and model-file tests with many more cases (a few minutes)
 #   make bench   run the benchmarks (installs scikit-learn into .venv for the reader comparison)
 #   make sample  regenerate data/ (deterministic)
@@ -14,7 +15,7 @@ STAMP  := $(VENV)/.installed
 BENCH_STAMP := $(VENV)/.bench-installed
 OUT    := out
 
-.PHONY: all venv demo test fuzz bench sample clean
+.PHONY: all venv demo test test-all fuzz bench sample clean
 
 all: test
 
@@ -32,11 +33,18 @@ demo: $(STAMP)
 	$(RANKKIT) train data/sample.train.txt $(OUT)/sample.model -C 0.01 -v
 	$(RANKKIT) predict data/sample.test.txt $(OUT)/sample.model $(OUT)/sample.test.scores
 	$(RANKKIT) eval data/sample.test.txt $(OUT)/sample.test.scores
+	$(PY) scripts/python_api_tour.py --out $(OUT)
 
 # Tests compile the kernels into a fresh numba cache, so a stale cache can never hide an edit.
 test: $(STAMP)
 	@cache=$$(mktemp -d); \
 	NUMBA_CACHE_DIR=$$cache $(PY) -m pytest -q tests; status=$$?; \
+	rm -rf $$cache; exit $$status
+
+# Everything, including the full-size cases marked slow (the default suite checks them on small data).
+test-all: $(STAMP)
+	@cache=$$(mktemp -d); \
+	NUMBA_CACHE_DIR=$$cache $(PY) -m pytest -q -m 'slow or not slow' tests; status=$$?; \
 	rm -rf $$cache; exit $$status
 
 # Many more random mutations of real files than the suite's default (RANKKIT_FUZZ_CASES to change it).
