@@ -336,6 +336,10 @@ def test_params_clone_and_repr(cls, sample):
         assert est.fit(X, y, qid=qid) is est
     assert est.get_params() == before  # fit never changes a parameter
     assert clone(est).get_params() == before and not hasattr(clone(est), "model_")
+    import pickle  # (joblib's parallel GridSearchCV pickles estimators)
+
+    again = pickle.loads(pickle.dumps(est))
+    np.testing.assert_array_equal(_bits(again.predict(X)), _bits(est.predict(X)))
     for attr in ("coef_", "n_iter_", "objective_", "converged_", "n_pairs_", "n_features_in_"):
         getattr(est, attr)
 
@@ -444,6 +448,28 @@ def test_evaluate_and_compare_equal_cli_eval(tmp_path, sample):
         rankkit.evaluate(yt, a, qid=qt, metrics="ndcg@x")
     with pytest.raises(UsageError, match="needs the queries"):
         rankkit.evaluate(yt, a)
+
+
+def test_exact_regularization_path_equals_cli_path(tmp_path):
+    """method="exact" (Zapien et al.'s path) on a few queries: the same breakpoints and choice as
+    `rankkit path --method exact`, and the chosen model predicts as the CLI's --out-model."""
+    d = rankkit.load_letor(SAMPLE_TRAIN)
+    v = rankkit.load_letor(SAMPLE_VALI)
+    rows, vrows = int(d.query_offsets[6]), int(v.query_offsets[5])
+    train, vali = tmp_path / "train.txt", tmp_path / "vali.txt"
+    rankkit.dump_svmlight_file(d.X[:rows], d.y[:rows], train, zero_based=False, query_id=d.qid[:rows])
+    rankkit.dump_svmlight_file(v.X[:vrows], v.y[:vrows], vali, zero_based=False, query_id=v.qid[:vrows])
+    path = rankkit.regularization_path(d.X[:rows], d.y[:rows], v.X[:vrows], v.y[:vrows], qid=d.qid[:rows],
+                                       qid_valid=v.qid[:vrows], method="exact", metric="map")
+    model = tmp_path / "best.model"
+    out = _cli("path", train, vali, "--method", "exact", "-m", "map", "--out-model", model)
+    assert path.method == "exact" and len(path) > 10
+    assert f"{len(path)} breakpoints" in out.splitlines()[0]
+    from rankkit.io.model import read_model
+
+    cli_model = read_model(str(model))
+    assert path.best_C == float(cli_model.header["C"])
+    np.testing.assert_array_equal(_bits(path.best_estimator_.coef_), _bits(cli_model.weights))
 
 
 def test_regularization_path_equals_cli_path(tmp_path):
