@@ -873,6 +873,32 @@ def path(train_file=None, valid_file=None, out_model=None, table=None, plot=None
     return result
 
 
+# -- several parts, and Dask clusters: rankkit.distributed -----------------------------------------
+def is_pattern(path: str) -> bool:
+    """A glob that names no file itself: PARTS to expand (rankkit.distributed)."""
+    import glob
+
+    return path != "-" and glob.has_magic(path) and not os.path.exists(path)
+
+
+def train_parts(*args, **kwargs):
+    from rankkit.distributed.commands import train_parts
+
+    return train_parts(*args, **kwargs)
+
+
+def predict_parts(*args, **kwargs):
+    from rankkit.distributed.commands import predict_parts
+
+    return predict_parts(*args, **kwargs)
+
+
+def eval_parts(*args, **kwargs):
+    from rankkit.distributed.commands import eval_parts
+
+    return eval_parts(*args, **kwargs)
+
+
 def convert(in_file, out_file, to, model_format=None, log: Log = None) -> None:
     """Write the model IN_FILE (rankkit or foreign, detected or `model_format`) as a `to` model file
     whose own predict program gives the same scores. Linear models only, into a foreign format."""

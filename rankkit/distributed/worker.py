@@ -67,9 +67,16 @@ def _part_lock(key):
 
 
 def _read(spec: PartSpec):
-    from rankkit.io.svmlight import read_svmlight
+    """The part read with rankkit's reader (errors: `part:line: message`, as on one machine), and
+    the SHA-256 of its bytes (recorded in the model)."""
+    import hashlib
 
-    return read_svmlight(spec.path, zero_based=spec.zero_based, groups=None)
+    from rankkit.io.svmlight import display_name, parse_bytes, read_bytes
+
+    buf = read_bytes(spec.path)
+    sha = hashlib.sha256(memoryview(buf)).hexdigest()
+    ds = parse_bytes(buf, display_name(spec.path), spec.zero_based)
+    return ds, sha, int(buf.shape[0])
 
 
 def _state(spec: PartSpec) -> tuple[_Part, bool]:
@@ -79,7 +86,9 @@ def _state(spec: PartSpec) -> tuple[_Part, bool]:
     st = _STATE.get(key)
     rebuilt = False
     if st is None:
-        st = _Part(_read(spec))
+        ds, sha, nbytes = _read(spec)
+        st = _Part(ds)
+        st.extra.update(sha256=sha, bytes=nbytes)
         _STATE[key] = st
         rebuilt = True
     if spec.n_features is not None and st.obj is None:
@@ -155,7 +164,8 @@ def load(st: _Part, spec: PartSpec) -> dict:
     big = float(np.max(np.abs(ds.data))) if ds.data.size else 0.0
     return {"n_rows": ds.n_rows, "n_queries": ds.n_queries, "n_pairs": ds.n_pairs, "n_features": ds.n_features,
             "nnz": ds.nnz, "max_abs": big, "has_qid": bool(ds.has_qid),
-            "qid_min": int(ds.qid.min()), "qid_max": int(ds.qid.max())}
+            "qid_min": int(ds.qid.min()), "qid_max": int(ds.qid.max()), "sha256": st.extra["sha256"],
+            "bytes": st.extra["bytes"]}
 
 
 def part_qids(spec: PartSpec):
