@@ -17,9 +17,22 @@ import re
 
 from rankkit.errors import RankkitError
 
-CONNECT_TIMEOUT = 10.0  # seconds to reach a scheduler
-WORKER_TIMEOUT = 30.0  # seconds to wait for the first worker of a scheduler
-LOCAL_MEMORY = "auto"
+# seconds to reach a scheduler, and to wait for its first worker (environment: RANKKIT_DASK_TIMEOUT)
+CONNECT_TIMEOUT = 10.0
+WORKER_TIMEOUT = 30.0
+
+
+def _timeouts() -> tuple[float, float]:
+    text = os.environ.get("RANKKIT_DASK_TIMEOUT")
+    if not text:
+        return CONNECT_TIMEOUT, WORKER_TIMEOUT
+    try:
+        t = float(text)
+        if not t > 0:
+            raise ValueError
+    except ValueError:
+        raise ClusterError(f"RANKKIT_DASK_TIMEOUT '{text}' is not a number of seconds > 0") from None
+    return t, t
 
 
 class ClusterError(RankkitError):
@@ -71,9 +84,10 @@ def connect(address, log=None):
         yield address
         return
     kind, arg = parse_address(str(address))
+    connect_timeout, worker_timeout = _timeouts()
     cluster = client = None
     try:
-        with dask.config.set({"distributed.comm.timeouts.connect": f"{CONNECT_TIMEOUT:g}s",
+        with dask.config.set({"distributed.comm.timeouts.connect": f"{connect_timeout:g}s",
                               "distributed.admin.tick.limit": "1h",
                               "logging.distributed": "error"}):
             if kind == "local":
@@ -83,7 +97,7 @@ def connect(address, log=None):
                                            host="127.0.0.1", memory_limit=0, silence_logs=50)
                 except Exception as exc:
                     raise ClusterError(f"--dask {address}: could not start a local Dask cluster ({_short(exc)})") from None
-                client = Client(cluster, timeout=CONNECT_TIMEOUT)
+                client = Client(cluster, timeout=connect_timeout)
                 # one worker per core: each worker's kernels on cores / N threads, not all of them
                 threads = max(1, (os.cpu_count() or 1) // n)
                 from rankkit.distributed import worker as W
@@ -93,17 +107,17 @@ def connect(address, log=None):
                     log(f"started a local Dask cluster: {n} worker processes, {threads} kernel thread(s) each")
             else:
                 try:
-                    client = Client(arg, timeout=CONNECT_TIMEOUT, set_as_default=False)
+                    client = Client(arg, timeout=connect_timeout, set_as_default=False)
                 except Exception as exc:
                     raise ClusterError(f"--dask {arg}: cannot reach a Dask scheduler there ({_short(exc)})") from None
                 try:
-                    client.wait_for_workers(1, timeout=WORKER_TIMEOUT)
+                    client.wait_for_workers(1, timeout=worker_timeout)
                 except Exception:
-                    raise ClusterError(f"--dask {arg}: the scheduler has no worker (waited {WORKER_TIMEOUT:g} s); "
+                    raise ClusterError(f"--dask {arg}: the scheduler has no worker (waited {worker_timeout:g} s); "
                                        f"start one with `dask worker {arg}`") from None
                 if log:
                     log(f"connected to the Dask scheduler {arg}: {len(workers(client))} workers")
-        yield client
+            yield client  # the timeouts above also bound the client's attempts to reconnect to a lost scheduler
     finally:
         with contextlib.suppress(Exception):
             if client is not None:
