@@ -107,8 +107,7 @@ def test_same_bytes_for_any_assignment_of_parts(parts, client):
     paths, _ = parts
     live = sorted(client.scheduler_info()["workers"])
     ws = []
-    for where in ([live[k % 2] for k in range(4)], [live[(k + 1) % 2] for k in range(4)], [live[0]] * 4,
-                  [live[0], live[0], live[1], live[0]]):
+    for where in ([live[k % 2] for k in range(4)], [live[0]] * 4, [live[1], live[0], live[0], live[1]]):
         prob = Problem(client, paths, loss="huber")
         prob.where = list(where)
         try:
@@ -176,13 +175,13 @@ def test_bad_input_in_a_part_is_its_file_and_line(parts, client, tmp_path):
 def test_parts_without_dask_train_as_the_concatenated_file(parts, tmp_path):
     paths, _ = parts
     cwd = tmp_path
-    one = rankkit("train", SAMPLE, "one.model", "-C", "0.01", cwd=cwd)
-    assert one.returncode == 0, one.stderr
     many = rankkit("train", str(Path(paths[0]).parent / "part-*.txt"), "many.model", "-C", "0.01", cwd=cwd)
     assert many.returncode == 0, many.stderr
-    a, b = read_model(str(cwd / "one.model")), read_model(str(cwd / "many.model"))
-    assert a.weights.tobytes() == b.weights.tobytes()
-    assert b.header["parts"] == "4" and b.header["n_documents"] == a.header["n_documents"]
+    ds = read_svmlight(str(SAMPLE))
+    ref = NewtonRankSVM(C=0.01).fit(ds)  # what `rankkit train all.txt` fits
+    b = read_model(str(cwd / "many.model"))
+    assert b.weights.tobytes() == ref.w.tobytes()
+    assert b.header["parts"] == "4" and int(b.header["n_documents"]) == ds.n_rows
 
 
 def test_unreachable_scheduler_is_one_line(parts, tmp_path):
@@ -191,8 +190,11 @@ def test_unreachable_scheduler_is_one_line(parts, tmp_path):
     proc = _rankkit_env(env_timeout, "train", *paths, "m.model", "--dask", "tcp://127.0.0.1:9", cwd=tmp_path)
     assert_one_line_error(proc, "--dask tcp://127.0.0.1:9: cannot reach a Dask scheduler there")
     assert not (tmp_path / "m.model").exists()
-    proc = _rankkit_env({}, "train", *paths, "m.model", "--dask", "nowhere", cwd=tmp_path)
-    assert_one_line_error(proc, "--dask 'nowhere' is not a scheduler address")
+    from rankkit.distributed.cluster import ClusterError, parse_address
+
+    with pytest.raises(ClusterError, match="--dask 'nowhere' is not a scheduler address"):
+        parse_address("nowhere")
+    assert parse_address("local:3") == ("local", 3) and parse_address("tcp://10.0.0.1:8786")[0] == "remote"
 
 
 def _rankkit_env(extra, *args, cwd, timeout=120):
@@ -207,6 +209,7 @@ def _rankkit_env(extra, *args, cwd, timeout=120):
 def scheduler_and_workers(tmp_path, n_workers=1, nanny=False):
     """`dask scheduler` and `dask worker` processes on the loopback interface, killed on exit."""
     env = _env()
+    env["NUMBA_NUM_THREADS"] = "1"  # one kernel thread per worker: the test machine's cores are few and shared
     sfile = tmp_path / f"scheduler-{time.monotonic_ns()}.json"
     procs = []
     try:
@@ -249,8 +252,6 @@ def test_cli_on_a_real_scheduler_and_worker(parts, client, tmp_path):
         assert re.search(r"iter +1 .*compute [0-9.]+s  communication [0-9.]+s", err), err
         pred = rankkit("predict", pattern, "m.model", "dist.scores", "--dask", address, cwd=tmp_path)
         assert pred.returncode == 0, pred.stderr
-        ev = rankkit("eval", *paths, "dist.scores", "--dask", address, "--format", "json", cwd=tmp_path)
-        assert ev.returncode == 0, ev.stderr
     res, _ = fit_newton(paths, client, C=0.01, loss="huber")
     model = read_model(str(tmp_path / "m.model"))
     assert model.weights.tobytes() == res.w.tobytes()
@@ -259,11 +260,34 @@ def test_cli_on_a_real_scheduler_and_worker(parts, client, tmp_path):
     assert (int(h["n_documents"]), int(h["n_queries"]), int(h["n_pairs"])) == (ds.n_rows, ds.n_queries, ds.n_pairs)
     assert (h["parts"], h["workers"], h["converged"], h["solver"], h["loss"]) == ("4", "1", "true", "newton", "huber")
     assert float(h["objective"]) == res.objective and int(h["iterations"]) == res.iterations
-    one = rankkit("predict", SAMPLE, "m.model", "one.scores", cwd=tmp_path)
-    assert one.returncode == 0, one.stderr
+    from rankkit import commands
+
+    commands.predict(str(SAMPLE), str(tmp_path / "m.model"), str(tmp_path / "one.scores"))  # as one process
     assert (tmp_path / "one.scores").read_bytes() == (tmp_path / "dist.scores").read_bytes()
-    ev1 = rankkit("eval", SAMPLE, "one.scores", "--format", "json", cwd=tmp_path)
-    assert json.loads(ev.stdout) == json.loads(ev1.stdout)
+
+
+def test_predict_and_eval_over_parts(parts, client, tmp_path):
+    """predict PARTS... --dask: one file in part order or one per part (--out-dir), the same scores
+    as one process; eval PARTS... SCORES --dask: the same metrics as one process."""
+    from rankkit import commands
+
+    paths, _ = parts
+    model = tmp_path / "m.model"
+    commands.train(str(SAMPLE), str(model), solver="newton", params={"C": 0.01}, warn=lambda m: None)
+    commands.predict(str(SAMPLE), str(model), str(tmp_path / "one.scores"))
+    commands.predict_parts(paths, str(model), out_file=str(tmp_path / "dist.scores"), dask=client)
+    one = (tmp_path / "one.scores").read_bytes()
+    assert (tmp_path / "dist.scores").read_bytes() == one
+    (tmp_path / "per").mkdir()
+    commands.predict_parts(paths, str(model), out_dir=str(tmp_path / "per"), dask=client)
+    assert b"".join((tmp_path / "per" / (Path(p).name + ".scores")).read_bytes() for p in paths) == one
+    shown, shown1 = [], []
+    metrics = ("ndcg@10", "map", "err@5")
+    commands.eval_parts(paths, str(tmp_path / "dist.scores"), dask=client, metrics=metrics, fmt="json",
+                        per_query=True, echo=shown.append)
+    commands.evaluate((str(SAMPLE), str(tmp_path / "dist.scores")), metrics=metrics, fmt="json", per_query=True,
+                      echo=shown1.append)
+    assert json.loads("\n".join(shown)) == json.loads("\n".join(shown1))
 
 
 @pytest.mark.slow
