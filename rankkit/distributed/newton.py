@@ -63,6 +63,7 @@ class Problem:
         self.bytes_out = 0  # back from the workers (partial sums)
         self.compute = 0.0  # critical path of the rounds: the busiest worker's compute
         self.wall = 0.0  # wall time of the rounds on the client
+        self._keys = 0  # names of the points (w) and directions (d) whose state the workers cache
         self._load()
         self._setup(loss, query_norm, rescale, delta, query_weights)
 
@@ -251,11 +252,9 @@ class Problem:
         w = np.zeros(d_) if w0 is None else np.array(w0, dtype=np.float64, copy=True)
         if w.shape != (d_,) or not np.all(np.isfinite(w)):
             raise ValueError(f"w0 must be {d_} finite numbers, got shape {w.shape}")
-        counter = [0]
-
-        def new_key(kind):
-            counter[0] += 1
-            return f"{kind}{counter[0]}"
+        def new_key(kind):  # unique over the Problem's life: a later fit never meets an earlier point's state
+            self._keys += 1
+            return f"{kind}{self._keys}"
 
         with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
             key = new_key("w")
