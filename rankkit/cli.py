@@ -595,10 +595,11 @@ def eval_(files, dask, metrics, convention, empty_query, fmt, per_query, test_na
               "and the mean test metric.")
 @click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True, help="Folds run in parallel.")
 @click.option("--zero-based", is_flag=True, help="Feature indices start at 0.")
+@_dask_option
 @_reader_options
 @_threads
 @_verbose
-def path_(train_file, valid_file, out_model, table, plot, method, graph, kernel, gamma, degree, coef0, lambda_min,
+def path_(dask, train_file, valid_file, out_model, table, plot, method, graph, kernel, gamma, degree, coef0, lambda_min,
           max_events, metric, select, n_points, ratio, folds, jobs, zero_based, group_queries, group_file, threads,
           verbose):
     """Regularisation path and model selection: train along a range of C, evaluate each point on
@@ -610,7 +611,7 @@ def path_(train_file, valid_file, out_model, table, plot, method, graph, kernel,
                   select=select, n_points=n_points, ratio=ratio, folds=folds, jobs=jobs, zero_based=zero_based,
                   group_queries=group_queries, group_file=group_file, log=_say if verbose else None, echo=_echo,
                   exact={"kernel": kernel, "gamma": gamma, "degree": degree, "coef0": coef0, "graph": graph,
-                         "lambda_min": lambda_min, "max_events": max_events})
+                         "lambda_min": lambda_min, "max_events": max_events}, dask=dask)
 
 
 # -- exit statuses and signals -----------------------------------------------------------------

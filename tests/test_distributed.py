@@ -182,6 +182,13 @@ def test_parts_without_dask_train_as_the_concatenated_file(parts, tmp_path):
     b = read_model(str(cwd / "many.model"))
     assert b.weights.tobytes() == ref.w.tobytes()
     assert b.header["parts"] == "4" and int(b.header["n_documents"]) == ds.n_rows
+    # a query split across parts: one line naming both, exit 2, no model
+    split = cwd / "split.txt"
+    split.write_bytes(Path(paths[1]).read_bytes().splitlines(True)[-1])
+    qid = int(re.search(rb"qid:(\d+)", split.read_bytes()).group(1))
+    proc = rankkit("train", paths[0], paths[1], str(split), "split.model", cwd=cwd)
+    assert_one_line_error(proc, f"{split}:1: qid {qid} is also in the part {paths[1]}")
+    assert not (cwd / "split.model").exists()
 
 
 def test_unreachable_scheduler_is_one_line(parts, tmp_path):
@@ -339,3 +346,19 @@ def test_worker_killed_mid_fit(parts, tmp_path):
         res, facts = fit_newton(paths, c, C=0.01, loss="logistic", log=log)
     assert killed and facts["parts_read_again"] >= 2, facts
     assert res.w.tobytes() == ref
+
+
+def test_grid_path_on_parts_is_the_one_process_path(parts, client):
+    """`rankkit path 'part-*' VALID --dask`: the parts stay loaded along the warm-started grid; the
+    same grid, objectives (to 1e-10) and choice as the path on the concatenated file."""
+    from rankkit import commands
+
+    paths, _ = parts
+    valid = str(ROOT / "data" / "sample.vali.txt")
+    dist = commands.path(str(Path(paths[0]).parent / "part-*.txt"), valid, method="grid", n_points=3, ratio=1e4,
+                         dask=client, echo=lambda line: None)
+    one = commands.path(str(SAMPLE), valid, method="grid", n_points=3, ratio=1e4, echo=lambda line: None)
+    assert dist.chosen == one.chosen
+    for a, b in zip(dist.points, one.points):
+        assert abs(a.C - b.C) <= 1e-12 * b.C and abs(a.objective - b.objective) <= RTOL * b.objective
+        assert a.metric == b.metric and a.iterations == b.iterations

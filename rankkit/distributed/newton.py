@@ -232,8 +232,14 @@ class Problem:
             dhd += c
         return L, gyd, dhd
 
-    def spread(self, g):
-        return max(self._round(W.score_spread, g, sent_bytes=g.nbytes))
+    def c_min(self) -> float:
+        """rankkit.path.c_min on the parts: 0.01 / max_i |x_i . grad L(0)|."""
+        self._keys += 1
+        _, gl, _ = self.fg(f"w{self._keys}", np.zeros(self.n_features))
+        spread = max(self._round(W.score_spread, gl, sent_bytes=gl.nbytes))
+        if spread == 0.0:
+            raise UsageError(f"{self.parts[0]}: the loss gradient at w = 0 is zero (all features empty?)")
+        return 0.01 / spread
 
     def close(self):
         """Free the parts on every worker (a lost connection is not an error here)."""
