@@ -362,3 +362,14 @@ def test_grid_path_on_parts_is_the_one_process_path(parts, client):
     for a, b in zip(dist.points, one.points):
         assert abs(a.C - b.C) <= 1e-12 * b.C and abs(a.objective - b.objective) <= RTOL * b.objective
         assert a.metric == b.metric and a.iterations == b.iterations
+
+
+@pytest.mark.slow
+def test_cli_local_cluster(parts, client, tmp_path):
+    """--dask local:2: a LocalCluster of two worker processes started and stopped by rankkit."""
+    paths, _ = parts
+    proc = rankkit("train", *paths, "m.model", "-C", "0.01", "--query-norm", "--dask", "local:2", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    model = read_model(str(tmp_path / "m.model"))
+    assert model.header["workers"] == "2"
+    assert model.weights.tobytes() == fit_newton(paths, client, C=0.01, query_norm=True)[0].w.tobytes()

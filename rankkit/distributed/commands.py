@@ -178,6 +178,9 @@ def _train_joined(parts, model_file, solver, params, stochastic, query_weights_f
 # -- predict and eval: a map over the parts ------------------------------------------------------
 def _score_part(path, model, zero_based):
     """On a worker: the part's scores under the model (input order), as `rankkit predict` computes them."""
+    from rankkit.distributed.worker import apply_threads
+
+    apply_threads()
     from rankkit.commands import _linear_scores
     from rankkit.io.svmlight import read_svmlight
 
@@ -272,6 +275,9 @@ def _eval_part(item, names, convention, empty_query, zero_based):
     from rankkit.commands import _docids, _format_label, _tiebreak
     from rankkit.io.svmlight import read_svmlight
 
+    from rankkit.distributed.worker import apply_threads
+
+    apply_threads()
     path, scores = item
     ds = read_svmlight(path, zero_based=zero_based, groups=None)
     if scores.shape[0] != ds.n_rows:
@@ -286,6 +292,9 @@ def _eval_part(item, names, convention, empty_query, zero_based):
 
 
 def _count_part(path, zero_based):
+    from rankkit.distributed.worker import apply_threads
+
+    apply_threads()
     from rankkit.io.svmlight import read_svmlight
 
     return read_svmlight(path, zero_based=zero_based, groups=None).n_rows
