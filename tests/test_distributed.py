@@ -373,3 +373,22 @@ def test_cli_local_cluster(parts, client, tmp_path):
     model = read_model(str(tmp_path / "m.model"))
     assert model.header["workers"] == "2"
     assert model.weights.tobytes() == fit_newton(paths, client, C=0.01, query_norm=True)[0].w.tobytes()
+
+
+def test_parts_at_urls_that_fsspec_reads(parts, client):
+    """Parts given as URLs (here fsspec's memory://, seen by the in-process workers; s3://, gs://,
+    hdfs:// alike with their fsspec packages): the same model as from local files."""
+    import fsspec
+
+    paths, _ = parts
+    fs = fsspec.filesystem("memory")
+    for k, p in enumerate(paths):
+        fs.pipe(f"/rankkit-test/part-{k}.txt", Path(p).read_bytes())
+    try:
+        res, facts = fit_newton(["memory://rankkit-test/part-*.txt"], client, C=0.01)
+        assert facts["parts"] == 4
+        assert res.w.tobytes() == fit_newton(paths, client, C=0.01)[0].w.tobytes()
+        with pytest.raises(DataError, match="memory://rankkit-test/none.txt: no such file"):
+            fit_newton(["memory://rankkit-test/none.txt", "memory://rankkit-test/part-0.txt"], client)
+    finally:
+        fs.rm("/rankkit-test", recursive=True)

@@ -182,9 +182,9 @@ def _score_part(path, model, zero_based):
 
     apply_threads()
     from rankkit.commands import _linear_scores
-    from rankkit.io.svmlight import read_svmlight
+    from rankkit.distributed.worker import read_part
 
-    ds = read_svmlight(path, zero_based=zero_based, labels_optional=True, groups=None)
+    ds = read_part(path, zero_based=zero_based, labels_optional=True)
     scores, _ = _linear_scores(model, ds)
     bad = np.flatnonzero(~np.isfinite(scores))
     if bad.size:
@@ -273,13 +273,11 @@ def _eval_part(item, names, convention, empty_query, zero_based):
     """On a worker: the per-query metric table of one part under its slice of the scores."""
     from rankkit import metrics as M
     from rankkit.commands import _docids, _format_label, _tiebreak
-    from rankkit.io.svmlight import read_svmlight
-
-    from rankkit.distributed.worker import apply_threads
+    from rankkit.distributed.worker import apply_threads, read_part
 
     apply_threads()
     path, scores = item
-    ds = read_svmlight(path, zero_based=zero_based, groups=None)
+    ds = read_part(path, zero_based=zero_based)
     if scores.shape[0] != ds.n_rows:
         return ("count", ds.n_rows)
     tiebreak = _tiebreak(_docids(ds)) if convention == "trec" else None
@@ -295,9 +293,9 @@ def _count_part(path, zero_based):
     from rankkit.distributed.worker import apply_threads
 
     apply_threads()
-    from rankkit.io.svmlight import read_svmlight
+    from rankkit.distributed.worker import read_part
 
-    return read_svmlight(path, zero_based=zero_based, groups=None).n_rows
+    return read_part(path, zero_based=zero_based).n_rows
 
 
 def eval_parts(patterns, scores_file, dask=None, metrics=None, convention="letor4", empty_query=None, fmt="table",

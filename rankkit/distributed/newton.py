@@ -416,7 +416,20 @@ def expand_parts(patterns) -> list[str]:
     out = []
     for p in patterns:
         p = str(p)
-        if p != "-" and glob.has_magic(p) and not os.path.exists(p):
+        if W.is_url(p):
+            if glob.has_magic(p):
+                try:
+                    import fsspec
+
+                    hits = sorted(f.full_name for f in fsspec.open_files(p))
+                except ImportError:
+                    raise UsageError(f"{p}: a URL needs fsspec (pip install 'rankkit[dask]')") from None
+                if not hits:
+                    raise DataError(p, "no file matches this pattern")
+                out.extend(hits)
+            else:
+                out.append(p)
+        elif p != "-" and glob.has_magic(p) and not os.path.exists(p):
             hits = sorted(glob.glob(p))
             if not hits:
                 raise DataError(p, "no file matches this pattern")

@@ -72,12 +72,49 @@ def _read(spec: PartSpec):
     the SHA-256 of its bytes (recorded in the model)."""
     import hashlib
 
-    from rankkit.io.svmlight import display_name, parse_bytes, read_bytes
+    from rankkit.io.svmlight import display_name, parse_bytes
 
-    buf = read_bytes(spec.path)
+    buf = part_bytes(spec.path)
     sha = hashlib.sha256(memoryview(buf)).hexdigest()
     ds = parse_bytes(buf, display_name(spec.path), spec.zero_based)
     return ds, sha, int(buf.shape[0])
+
+
+def is_url(path: str) -> bool:
+    """protocol://...: a path for fsspec (s3://, gs://, hdfs://, file://, memory://, ...)."""
+    import re
+
+    return re.match(r"^[A-Za-z][A-Za-z0-9+.\-]*://", str(path)) is not None
+
+
+def part_bytes(path: str) -> np.ndarray:
+    """The (decompressed) bytes of a part: a local path as rankkit reads any file, or a URL that
+    fsspec understands (compression from the extension)."""
+    from rankkit.io.svmlight import read_bytes
+
+    if not is_url(path):
+        return read_bytes(path)
+    from rankkit.errors import DataError, UsageError
+
+    try:
+        import fsspec
+    except ImportError:
+        raise UsageError(f"{path}: reading a URL needs fsspec (pip install 'rankkit[dask]')") from None
+    try:
+        with fsspec.open(path, "rb", compression="infer") as fh:
+            data = fh.read()
+    except FileNotFoundError:
+        raise DataError(path, "no such file") from None
+    except (OSError, EOFError, ValueError) as exc:
+        raise DataError(path, f"cannot read ({exc.__class__.__name__}: {exc})") from None
+    return np.frombuffer(bytearray(data), dtype=np.uint8)
+
+
+def read_part(path: str, zero_based: bool = False, labels_optional: bool = False):
+    """A part as a Dataset (predict and eval over parts): the same reader, local path or URL."""
+    from rankkit.io.svmlight import display_name, parse_bytes
+
+    return parse_bytes(part_bytes(path), display_name(path), zero_based, labels_optional=labels_optional)
 
 
 def _state(spec: PartSpec) -> tuple[_Part, bool]:
