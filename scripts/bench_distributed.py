@@ -152,29 +152,34 @@ def write_report(args, rows):
         it1, it2 = max(one["iterations"], 1), max(dist["iterations"], 1)
         lines.append(f"| {size} docs | one process | {one['wall']:.2f} | {one['read']:.2f} | {one['fit']:.2f} | "
                      f"{one['iterations']} | {one['fit'] / it1:.3f} | - | 0 | - | {one['client_rss_kb'] / 1024:.0f} | - |")
-        read = dist["total_fit_incl_read"] - dist["fit"]
+        read = dist["read_seconds"]
         comm_round = 1000 * dist["communication_seconds"] / max(dist["rounds"], 1)
         lines.append(f"| {size} docs | {dist['workers']} workers, {dist['parts']} parts | {dist['wall']:.2f} "
                      f"(cluster start {dist['startup']:.1f}) | {read:.2f} | {dist['fit']:.2f} | {dist['iterations']} | "
                      f"{dist['fit'] / it2:.3f} | {dist['rounds'] / it2:.1f} | {dist['bytes_moved'] / it2 / 1024:.1f} KB | "
                      f"{comm_round:.1f} | {dist['client_rss_kb'] / 1024:.0f} | "
                      f"{', '.join(f'{r / 1024:.0f}' for r in dist['worker_rss_kb'])} |")
-        lines.append("")
+    lines.append("")
+    lines.append("Reading: the distributed read is the workers' (each reads its parts) plus the query-split check. "
+                 "Communication / round: the wall time of a round on the client minus the busiest worker's compute "
+                 "(Dask's scheduling and messages, the client's loop). Bytes moved: the numpy payloads, points and "
+                 "directions out (one d-vector per part) and partial sums back (one d-vector or three numbers per part).\n")
     lines.append("Objectives: " + "; ".join(
         f"{size}: one process {one['objective']:.12g}, distributed {dist['objective']:.12g} "
         f"(relative difference {abs(one['objective'] - dist['objective']) / abs(one['objective']):.1e})"
         for size, one, dist in rows) + ".\n")
-    Path(args.out).write_text("\n".join(lines) + "\n" + projection(rows[-1]))
+    Path(args.out).write_text("\n".join(lines) + "\n" + projection(rows))
     print(f"wrote {args.out}")
 
 
-def projection(row, n_docs=1e10, n_queries=1e8, d=136, n_workers=100, parts_per_worker=10, cores=16,
-               bandwidth=1.25e9) -> str:
+def projection(rows, n_docs=1e10, n_queries=1e8, d=136, n_workers=100, parts_per_worker=10, cores=16,
+               bandwidth=1.25e9, o_doc=1e-3) -> str:
     """On paper, from the largest measured run: 1e10 documents on 100 workers. The model is stated
-    in the text it returns; every constant measured here is named."""
-    size, one, dist = row
-    n_meas = {"200k": 2e5, "1m": 1e6}[size]
-    d_meas = 46
+    in the text it returns; every constant measured here is named. o_doc: Dask's documented
+    scheduling overhead per task ("up to 1 ms"), beside the overhead measured on this machine."""
+    size, one, dist = rows[-1]
+    n_meas = dist["n_documents"]
+    d_meas = dist["n_features"]
     w_meas = dist["workers"]
     rounds_per_it = dist["rounds"] / max(dist["iterations"], 1)
     # compute: seconds per document per round on one kernel thread, scaled by non-zeros per document
@@ -182,10 +187,16 @@ def projection(row, n_docs=1e10, n_queries=1e8, d=136, n_workers=100, parts_per_
     c_doc_136 = c_doc * d / d_meas
     # overhead of a round that is not compute (scheduling, messages, client), per part
     parts = dist["parts"]
-    o_part = dist["communication_seconds"] / dist["rounds"] / parts
-    # memory: the worker's measured bytes per document (RSS over documents held), scaled for nnz
-    worker_rss = max(dist["worker_rss_kb"]) * 1024
-    b_doc = worker_rss / (n_meas / w_meas)
+    o_meas = dist["communication_seconds"] / dist["rounds"] / parts
+    o_part = o_doc
+    # memory: the worker's bytes per document, marginal between the two sizes when both ran
+    # (the Python and numba runtime of a worker is a constant, not per document)
+    if len(rows) > 1:
+        small = rows[0][2]
+        b_doc = ((max(dist["worker_rss_kb"]) - max(small["worker_rss_kb"])) * 1024
+                 / ((n_meas - small["n_documents"]) / w_meas))
+    else:
+        b_doc = max(dist["worker_rss_kb"]) * 1024 / (n_meas / w_meas)
     bytes_per_value = 12  # float64 value + int32 column index
     b_doc_136 = b_doc + (d - d_meas) * bytes_per_value
     docs_per_worker = n_docs / n_workers
@@ -205,30 +216,32 @@ def projection(row, n_docs=1e10, n_queries=1e8, d=136, n_workers=100, parts_per_
         f"with c = {c_doc * 1e9:.0f} ns per document per round measured on one kernel thread (46 features; scaled "
         "by non-zeros per document, which overstates the sorting share, and divided by the cores, which assumes "
         "the row-parallel kernels scale on a worker); overhead = parts x o, with o = "
-        f"{o_part * 1e3:.2f} ms per part per round measured (Dask's scheduling and messages, the client's loop); "
+        f"{o_part * 1e3:.1f} ms per task, Dask's documented scheduling overhead (\"up to 1 ms per task\"; measured "
+        f"here: {o_meas * 1e3:.1f} ms per part per round, on 2 cores shared by the scheduler, the workers, the client "
+        "and other jobs, so not a figure for a dedicated scheduler); "
         "transfer = 2 x parts x d x 8 bytes over the client's link (w out, one partial sum back per part).",
         f"- rounds per Newton iteration: {rounds_per_it:.1f} measured (1 f/g, the CG steps' Hv, line-search steps); "
         f"Newton iterations: {iters[0]}-{iters[1]} (measured {dist['iterations']} here; they grow slowly with n on "
         "these data, and a harder data set needs more).",
         f"- memory per worker = documents per worker x {b_doc_136:.0f} bytes: {b_doc:.0f} bytes per document "
-        f"measured (worker peak RSS / documents held, 46 features: data, labels, query structure, the "
-        f"objective's scratch and the reader's buffers) plus {bytes_per_value} bytes per extra feature value.\n",
+        f"measured ({'the growth of worker peak RSS between the two files over the documents added' if len(rows) > 1 else 'worker peak RSS / documents held'}, "
+        f"{d_meas} features: data, labels, query structure, the objective's scratch, the reader's peak) plus "
+        f"{bytes_per_value} bytes per extra feature value.\n",
         "| quantity | projection |",
         "|---|---:|",
         f"| documents per worker | {docs_per_worker:.1e} |",
         f"| memory per worker | {mem / 1e9:.0f} GB |",
         f"| compute per round | {t_compute:.1f} s |",
-        f"| scheduling and messages per round | {t_overhead:.2f} s |",
+        f"| scheduling and messages per round | {t_overhead:.2f} s ({P * o_meas:.0f} s at this machine's measured o) |",
         f"| transfer per round | {t_net * 1e3:.2f} ms ({2 * P * d * 8 / 1e6:.1f} MB) |",
         f"| time per Newton iteration | {t_round * rounds_per_it:.0f} s |",
         f"| total ({iters[0]}-{iters[1]} iterations) | {t_round * rounds_per_it * iters[0] / 60:.0f}-"
         f"{t_round * rounds_per_it * iters[1] / 60:.0f} min, plus reading ~{n_docs * 1.7e3 / 1e12:.0f} TB of text |",
         "",
         "Where it stops scaling: compute per round falls as 1/workers, while the client's share grows with the "
-        "number of parts: the scheduler handles one task per part per round (the overhead o above, "
-        f"{o_part * 1e3:.2f} ms here on a loaded machine; about 0.2-1 ms per task on an idle scheduler), and the "
+        "number of parts: the scheduler handles one task per part per round (the overhead o above), and the "
         "client adds the parts' d-vectors in part order (P x d additions: negligible at d = 136). With these "
-        f"constants the overhead equals the compute at about {(docs_per_worker * n_workers * c_doc_136 / cores / o_part) ** 0.5 / parts_per_worker:.0f} "
+        f"constants the overhead equals the compute at about {(n_docs * c_doc_136 / (cores * o_part * parts_per_worker)) ** 0.5:.0f} "
         f"workers ({parts_per_worker} parts each); beyond that, fewer, larger parts per worker (one task per "
         "worker per round) push the limit out by the parts-per-worker factor, and the network only matters "
         "for d in the millions (d x 8 bytes per part per round). The memory per worker is the first limit in "

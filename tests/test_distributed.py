@@ -338,9 +338,11 @@ def test_worker_killed_mid_fit(parts, tmp_path):
         victim = sorted(pids)[1]
         killed = []
 
-        def log(line):
+        def log(line):  # from a timer, so that the kill most likely lands while a round is in flight
             if line.startswith("iter   2") and not killed:
-                os.kill(pids[victim], signal.SIGKILL)
+                import threading
+
+                threading.Timer(0.05, os.kill, (pids[victim], signal.SIGKILL)).start()
                 killed.append(victim)
 
         res, facts = fit_newton(paths, c, C=0.01, loss="logistic", log=log)
