@@ -332,7 +332,8 @@ def test_worker_killed_mid_fit(parts, tmp_path):
     other worker, and the model has the same bytes as an undisturbed fit."""
     paths, _ = parts
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
-                                  silence_logs=50) as cluster, distributed.Client(cluster) as c:
+                                  silence_logs=50, env={"NUMBA_NUM_THREADS": "1"}) as cluster, \
+            distributed.Client(cluster) as c:
         ref = fit_newton(paths, c, C=0.01, loss="logistic")[0].w.tobytes()
         pids = c.run(os.getpid)
         victim = sorted(pids)[1]

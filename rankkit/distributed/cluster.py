@@ -92,14 +92,16 @@ def connect(address, log=None):
                               "logging.distributed": "error"}):
             if kind == "local":
                 n = arg or max(1, os.cpu_count() or 1)
+                # one worker per core: each worker's kernels on cores / N threads, not all of them (the
+                # environment also reaches a worker that its nanny restarts after a crash)
+                threads = max(1, (os.cpu_count() or 1) // n)
                 try:
                     cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
-                                           host="127.0.0.1", memory_limit=0, silence_logs=50)
+                                           host="127.0.0.1", memory_limit=0, silence_logs=50,
+                                           env={"NUMBA_NUM_THREADS": str(threads)})
                 except Exception as exc:
                     raise ClusterError(f"--dask {address}: could not start a local Dask cluster ({_short(exc)})") from None
                 client = Client(cluster, timeout=connect_timeout)
-                # one worker per core: each worker's kernels on cores / N threads, not all of them
-                threads = max(1, (os.cpu_count() or 1) // n)
                 from rankkit.distributed import worker as W
 
                 client.run(W.set_threads, threads)
