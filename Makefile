@@ -1,7 +1,7 @@
 # rankkit: every target sets up its own virtual environment, so a fresh clone needs only Python.
 #   make demo    train, predict and evaluate on the bundled sample in data/
-#   make test    run the test suite
-#   make test-all the test suite with its full-size cases too (a few minutes more)
+#   make test    run the test suite (all but the tests marked slow)
+#   make test-all   the whole suite, the slow tests too (full-size cases, worker processes killed mid-fit, ...)
 #   make fuzz    the randomized reader and model-file tests with many more cases (a few minutes)
 #   make bench   run the benchmarks (installs scikit-learn into .venv for the reader comparison)
 #   make sample  regenerate data/ (deterministic)
@@ -41,10 +41,10 @@ test: $(STAMP)
 	NUMBA_CACHE_DIR=$$cache $(PY) -m pytest -q tests; status=$$?; \
 	rm -rf $$cache; exit $$status
 
-# Everything, including the full-size cases marked slow (the default suite checks them on small data).
+# Every test, the ones marked slow included (pyproject's addopts leaves them out; the last -m wins).
 test-all: $(STAMP)
 	@cache=$$(mktemp -d); \
-	NUMBA_CACHE_DIR=$$cache $(PY) -m pytest -q -m 'slow or not slow' tests; status=$$?; \
+	NUMBA_CACHE_DIR=$$cache $(PY) -m pytest -q -m '' tests; status=$$?; \
 	rm -rf $$cache; exit $$status
 
 # Many more random mutations of real files than the suite's default (RANKKIT_FUZZ_CASES to change it).

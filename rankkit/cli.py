@@ -160,10 +160,21 @@ def _use_threads(n: int | None) -> None:
         numba.set_num_threads(min(n, numba.config.NUMBA_NUM_THREADS))
 
 
+def _dask_option(f):
+    return click.option(
+        "--dask",
+        "dask",
+        metavar="ADDRESS",
+        default=None,
+        help="Run on a Dask cluster: a scheduler address (tcp://host:8786) or local[:N] (a local cluster of N "
+        "worker processes). The files are parts, each holding whole queries, read by the workers (pip install "
+        "'rankkit[dask]'; README: Distributed training).",
+    )(f)
+
+
 # -- train ------------------------------------------------------------------------------------
 @cli.command(context_settings=CONTEXT)
-@click.argument("train_file", metavar="TRAIN")
-@click.argument("model_file", metavar="MODEL")
+@click.argument("files", metavar="TRAIN [TRAIN ...] MODEL", nargs=-1, required=True)
 @click.option(
     "--solver",
     type=click.Choice(list(SOLVERS)),
@@ -277,23 +288,42 @@ def _use_threads(n: int | None) -> None:
     "records the training AUC. A file without qid is one query anyway.",
 )
 @click.option("--zero-based", is_flag=True, help="Feature indices in TRAIN start at 0 (default: 1).")
+@_dask_option
 @_reader_options
 @_threads
 @_verbose
-def train(train_file, model_file, solver, C, tol, max_iter, loss, query_norm, query_weights, rescale, delta, lam,
+def train(files, dask, solver, C, tol, max_iter, loss, query_norm, query_weights, rescale, delta, lam,
           iterations, eta, eta0, batch_size, sampler, valid_file, K, init_scale, patience, save_factors, kernel, gamma,
           degree, coef0, landmarks, seed, auc, zero_based, group_queries, group_file, threads, verbose):
     """Fit a ranker on TRAIN (SVMlight/LETOR; .gz/.bz2/.xz or - for stdin) and write MODEL.
 
     MODEL is written atomically: a cron job reading it never sees half a file, and a failed run
-    leaves the previous MODEL in place.
+    leaves the previous MODEL in place. Several TRAIN files (or quoted globs) are parts, each
+    holding whole queries: trained on as if concatenated, or on a Dask cluster with --dask.
     """
     from rankkit import commands
 
     if delta is not None and rescale is None:
         raise click.UsageError("--delta is the D_ij of --rescale margin|slack: give --rescale too", ctx=click.get_current_context())
+    if len(files) < 2:
+        raise click.UsageError("train needs TRAIN and MODEL", ctx=click.get_current_context())
+    *train_files, model_file = files
+    train_file = train_files[0]
 
     _use_threads(threads)
+    if dask is not None or len(train_files) > 1 or commands.is_pattern(train_file):  # parts: rankkit.distributed
+        given = [flag for flag, v in (("--kernel", kernel), ("--auc", auc), ("--group-queries", group_queries),
+                                      ("--group", group_file != "auto"), ("--valid", valid_file),
+                                      ("--sampler", sampler), ("--save-factors", save_factors)) if v]
+        commands.train_parts(
+            train_files, model_file, dask=dask, solver=solver,
+            params={"C": C, "tol": tol, "max_iter": max_iter, "loss": loss, "query_norm": query_norm,
+                    **({"rescale": rescale, "delta": delta or "gain"} if rescale else {})},
+            stochastic={"lam": lam, "iterations": iterations, "eta": eta, "eta0": eta0, "batch_size": batch_size,
+                        "seed": seed, "K": K, "init_scale": init_scale, "patience": patience},
+            query_weights_file=query_weights, zero_based=zero_based, unsupported=given,
+            log=_say if verbose else None, warn=_warn)
+        return
     commands.train(
         train_file,
         model_file,
@@ -318,9 +348,7 @@ def train(train_file, model_file, solver, C, tol, max_iter, loss, query_norm, qu
 
 # -- predict ----------------------------------------------------------------------------------
 @cli.command(context_settings=CONTEXT)
-@click.argument("data_file", metavar="DATA")
-@click.argument("model_file", metavar="MODEL")
-@click.argument("out_file", metavar="[OUT]", required=False, default="-")
+@click.argument("files", metavar="DATA MODEL [OUT]", nargs=-1, required=True)
 @click.option(
     "--zero-based/--one-based",
     default=None,
@@ -343,11 +371,14 @@ def train(train_file, model_file, solver, C, tol, max_iter, loss, query_norm, qu
     default=None,
     help="Format of MODEL. [default: detected from its first line]",
 )
+@_dask_option
+@click.option("--out-dir", type=click.Path(file_okay=False), default=None,
+              help="With parts (PARTS... MODEL --out-dir DIR): one score file per part, DIR/PART.scores.")
 @_reader_options
 @_threads
 @_verbose
 @_quiet_broken_pipe
-def predict(data_file, model_file, out_file, fmt, tag, zero_based, group_queries, group_file, threads, verbose,
+def predict(files, dask, out_dir, fmt, tag, zero_based, group_queries, group_file, threads, verbose,
             model_format):
     """Score DATA with MODEL: by default one score per line, in input order, at full precision (%.17g).
 
@@ -356,10 +387,33 @@ def predict(data_file, model_file, out_file, fmt, tag, zero_based, group_queries
     (standard input; DATA then cannot be) or a .gz file.
     Labels in DATA are optional. Features beyond the model's are ignored (counted with -v).
     OUT defaults to standard output; a file is written atomically.
+    With --dask: `predict PARTS... MODEL OUT` (one file, in part order) or `PARTS... MODEL --out-dir DIR`.
     """
     from rankkit import commands
 
     _use_threads(threads)
+    if dask is not None or out_dir is not None:  # parts, on a Dask cluster: rankkit.distributed
+        if dask is None:
+            raise click.UsageError("--out-dir is for predicting parts with --dask", ctx=click.get_current_context())
+        need = 2 if out_dir is not None else 3
+        if len(files) < need:
+            raise click.UsageError("predict --dask needs PARTS... MODEL " + ("" if out_dir else "OUT"),
+                                   ctx=click.get_current_context())
+        if out_dir is not None:
+            parts, model_file, out_file = files[:-1], files[-1], None
+        else:
+            parts, model_file, out_file = files[:-2], files[-2], files[-1]
+        for flag, given in (("--group-queries", group_queries), ("--group", group_file != "auto")):
+            if given:
+                raise click.UsageError(f"{flag} is not offered with --dask", ctx=click.get_current_context())
+        commands.predict_parts(parts, model_file, out_file=out_file, out_dir=out_dir, dask=dask, zero_based=zero_based,
+                               fmt=fmt, model_format=model_format, log=_say if verbose else None)
+        return
+    if not 2 <= len(files) <= 3:
+        raise click.UsageError("predict needs DATA MODEL [OUT] (several data files: --dask)",
+                               ctx=click.get_current_context())
+    data_file, model_file = files[0], files[1]
+    out_file = files[2] if len(files) == 3 else "-"
     commands.predict(
         data_file,
         model_file,
@@ -458,11 +512,12 @@ def convert(in_file, out_file, to, model_format, verbose):
     "(runs: `qid Q0 docid rank score tag`; qrels: `qid iter docid rel`).",
 )
 @click.option("--zero-based", is_flag=True, help="Feature indices in DATA start at 0.")
+@_dask_option
 @_reader_options
 @_threads
 @_verbose
 @_quiet_broken_pipe
-def eval_(files, metrics, convention, empty_query, fmt, per_query, test_name, permutations, seed, qrels,
+def eval_(files, dask, metrics, convention, empty_query, fmt, per_query, test_name, permutations, seed, qrels,
           zero_based, group_queries, group_file, threads, verbose):
     """Evaluate rankings: SCORES files (one score per line, as `rankkit predict` writes) against
     the labels and queries of DATA; or, with --qrels, TREC runs made by any system.
@@ -476,6 +531,15 @@ def eval_(files, metrics, convention, empty_query, fmt, per_query, test_name, pe
     if qrels is None and len(files) < 2:
         raise click.UsageError("eval needs DATA and at least one SCORES file (or --qrels QRELS RUN ...)")
     _use_threads(threads)
+    if dask is not None:  # `eval PARTS... SCORES --dask`: rankkit.distributed
+        given = [flag for flag, v in (("--qrels", qrels), ("--group-queries", group_queries),
+                                      ("--group", group_file != "auto")) if v]
+        if given:
+            raise click.UsageError(f"{given[0]} is not offered with --dask", ctx=click.get_current_context())
+        commands.eval_parts(files[:-1], files[-1], dask=dask, metrics=metrics or None, convention=convention,
+                            empty_query=empty_query, fmt=fmt, per_query=per_query, zero_based=zero_based, echo=_echo,
+                            log=_say if verbose else None)
+        return
     commands.evaluate(
         files,
         qrels=qrels,
@@ -531,10 +595,11 @@ def eval_(files, metrics, convention, empty_query, fmt, per_query, test_name, pe
               "and the mean test metric.")
 @click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True, help="Folds run in parallel.")
 @click.option("--zero-based", is_flag=True, help="Feature indices start at 0.")
+@_dask_option
 @_reader_options
 @_threads
 @_verbose
-def path_(train_file, valid_file, out_model, table, plot, method, graph, kernel, gamma, degree, coef0, lambda_min,
+def path_(dask, train_file, valid_file, out_model, table, plot, method, graph, kernel, gamma, degree, coef0, lambda_min,
           max_events, metric, select, n_points, ratio, folds, jobs, zero_based, group_queries, group_file, threads,
           verbose):
     """Regularisation path and model selection: train along a range of C, evaluate each point on
@@ -546,7 +611,7 @@ def path_(train_file, valid_file, out_model, table, plot, method, graph, kernel,
                   select=select, n_points=n_points, ratio=ratio, folds=folds, jobs=jobs, zero_based=zero_based,
                   group_queries=group_queries, group_file=group_file, log=_say if verbose else None, echo=_echo,
                   exact={"kernel": kernel, "gamma": gamma, "degree": degree, "coef0": coef0, "graph": graph,
-                         "lambda_min": lambda_min, "max_events": max_events})
+                         "lambda_min": lambda_min, "max_events": max_events}, dask=dask)
 
 
 # -- exit statuses and signals -----------------------------------------------------------------

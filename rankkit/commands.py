@@ -537,7 +537,7 @@ def _run_folds_in_processes(args: list, jobs: int) -> list:
 
 def path(train_file=None, valid_file=None, out_model=None, table=None, plot=None, method=None, metric="ndcg@10",
          select="best", n_points=30, ratio=1e7, folds=None, jobs=1, zero_based=False, group_queries=False, log=None,
-         echo=print, exact=None, group_file="auto"):
+         echo=print, exact=None, group_file="auto", dask=None):
     """`rankkit path`: a regularisation path with model selection on a validation set (or per fold)."""
     from rankkit.metrics import parse_metric
     from rankkit.path import write_table
@@ -553,6 +553,8 @@ def path(train_file=None, valid_file=None, out_model=None, table=None, plot=None
     if plot is not None:
         check_plot_target(plot)
     if folds is not None:
+        if dask is not None:
+            raise UsageError("--dask runs a single TRAIN VALID path, not --folds")
         if train_file is not None or valid_file is not None:
             raise UsageError("give either TRAIN VALID or --folds DIR, not both")
         if out_model or table or plot:
@@ -585,8 +587,14 @@ def path(train_file=None, valid_file=None, out_model=None, table=None, plot=None
     if train_file is None or valid_file is None:
         raise UsageError("rankkit path needs TRAIN and VALID (or --folds DIR)")
     t0 = time.perf_counter()
-    result, _, facts = _path_one(train_file, valid_file, None, method, metric, select, n_points, ratio, zero_based,
-                                 group_queries, log=log, exact=exact, group_file=group_file)
+    if dask is not None:  # TRAIN: parts (a quoted glob) on a Dask cluster
+        from rankkit.distributed.path import path_one
+
+        result, _, facts = path_one(train_file, valid_file, method, metric, select, n_points, ratio, zero_based,
+                                    group_queries, log, exact, group_file, dask)
+    else:
+        result, _, facts = _path_one(train_file, valid_file, None, method, metric, select, n_points, ratio, zero_based,
+                                     group_queries, log=log, exact=exact, group_file=group_file)
     method = facts["method"]
     how = "" if method else ""
     echo(f"# rankkit path, method {method}{how}: {len(result.points)} "
@@ -623,6 +631,32 @@ def path(train_file=None, valid_file=None, out_model=None, table=None, plot=None
         write_model(out_model, chosen_model(result, method, facts["raw"], facts["train_csr"], header_facts,
                                             (exact or {}).get("kernel", "linear"), time.perf_counter() - t0))
     return result
+
+
+# -- several parts, and Dask clusters: rankkit.distributed -----------------------------------------
+def is_pattern(path: str) -> bool:
+    """A glob that names no file itself: PARTS to expand (rankkit.distributed)."""
+    import glob
+
+    return path != "-" and glob.has_magic(path) and not os.path.exists(path)
+
+
+def train_parts(*args, **kwargs):
+    from rankkit.distributed.commands import train_parts
+
+    return train_parts(*args, **kwargs)
+
+
+def predict_parts(*args, **kwargs):
+    from rankkit.distributed.commands import predict_parts
+
+    return predict_parts(*args, **kwargs)
+
+
+def eval_parts(*args, **kwargs):
+    from rankkit.distributed.commands import eval_parts
+
+    return eval_parts(*args, **kwargs)
 
 
 def convert(in_file, out_file, to, model_format=None, log: Log = None) -> None:

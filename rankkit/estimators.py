@@ -354,6 +354,9 @@ class _Trainable(Ranker):
         with _Threads(self.threads):
             return self._fit_dataset(ds, valid=valid, query_weights=weights, log=log)
 
+    def _set_fitted(self, model, result, n_pairs: int, n_queries: int) -> None:
+        _set_fitted_state(self, model, result, n_pairs, n_queries)
+
     def _fit_dataset(self, ds, *, valid=None, query_weights=None, log: Log | None = None, progress=None,
                      warn: Callable[[str], None] | None = None,
                      facts: Callable[[], dict] | None = None) -> "_Trainable":
@@ -454,18 +457,22 @@ class _Trainable(Ranker):
         if "read_time_seconds" in facts:
             header["read_time_seconds"] = header.pop("read_time_seconds")
         header["train_time_seconds"] = round(result.train_time if result.train_time else time.perf_counter() - t0, 6)
-        self.model_ = model
-        self.fit_result_ = result
-        self.n_iter_ = int(result.iterations)
-        self.objective_ = float(result.objective)
-        self.converged_ = bool(result.converged)
-        self.stop_reason_ = result.message
-        self.n_pairs_ = int(ds.n_pairs)
-        self.n_queries_ = int(ds.n_queries)
-        self.n_violated_pairs_ = int(result.n_active)
+        self._set_fitted(model, result, ds.n_pairs, ds.n_queries)
         if getattr(model_solver, "factors", None) is not None:
             self.factors_ = model_solver.factors
         return self
+
+
+def _set_fitted_state(est, model, result, n_pairs: int, n_queries: int) -> None:
+    est.model_ = model
+    est.fit_result_ = result
+    est.n_iter_ = int(result.iterations)
+    est.objective_ = float(result.objective)
+    est.converged_ = bool(result.converged)
+    est.stop_reason_ = result.message
+    est.n_pairs_ = int(n_pairs)
+    est.n_queries_ = int(n_queries)
+    est.n_violated_pairs_ = int(result.n_active)
 
 
 _KERNEL_DOC = """    kernel : {None, "linear", "poly", "rbf"}, default None
@@ -584,6 +591,89 @@ class RankSVM(_Trainable):
         if self.rescale:
             params.update({"rescale": self.rescale, "delta": self.delta or "gain"})
         return self.solver, params, {"seed": self.seed}
+
+
+    def fit_parts(self, parts, *, client=None, zero_based: bool = False, query_weights=None) -> "RankSVM":
+        """Fit on files of whole queries: on a Dask cluster, or in this process as if concatenated.
+
+        Parameters
+        ----------
+        parts : str or sequence of str
+            Paths (or globs, expanded and sorted) of SVMlight/LETOR files, each holding whole
+            queries; on a cluster, paths the workers can read (a shared file system, or URLs that
+            fsspec reads).
+        client : dask.distributed.Client or str, optional
+            A Client (used as it is), an address ``tcp://host:8786``, or ``local[:N]`` (a
+            LocalCluster of N processes for this fit). The data stays on the workers; each Newton
+            step is one round of per-part sums, reduced in part order, so the model is the same
+            for any number of workers (README: Distributed training). Needs ``rankkit[dask]``;
+            solver newton, linear models. None: read the parts here (any exact solver).
+        zero_based : bool, default False
+            Feature indices in the files start at 0.
+        query_weights : str or dict, optional
+            A ``qid weight`` file, or ``{qid: weight}``.
+
+        Returns
+        -------
+        self
+        """
+        from rankkit.distributed.newton import expand_parts
+
+        paths = expand_parts([parts] if isinstance(parts, (str, os.PathLike)) else [os.fspath(p) for p in parts])
+        if client is None:
+            return self._fit_joined(paths, zero_based, query_weights)
+        from rankkit import __version__
+        from rankkit.distributed import fit_newton
+        from rankkit.io.model import Model
+
+        solver, params, _ = self._options()
+        if solver not in (None, "newton") or self.kernel is not None:
+            raise UsageError("on a Dask cluster RankSVM trains solver 'newton', linear models (kernel=None)")
+        loss = params.get("loss") or "squared-hinge"
+        if loss not in ("squared-hinge", "huber", "logistic"):
+            raise UsageError(f"on a Dask cluster the loss is squared-hinge, huber or logistic, not {loss!r}")
+        from rankkit.solvers.newton import DEFAULT_MAX_ITER, DEFAULT_TOL
+
+        tol = DEFAULT_TOL if params["tol"] is None else params["tol"]
+        max_iter = DEFAULT_MAX_ITER if params["max_iter"] is None else params["max_iter"]
+        log = _stderr_log if self.verbose else None
+        with _Threads(self.threads):
+            result, facts = fit_newton(paths, client, C=params["C"], loss=loss, tol=tol, max_iter=max_iter,
+                                       query_norm=params["query_norm"], rescale=params.get("rescale"),
+                                       delta=params.get("delta") or "gain", query_weights=query_weights,
+                                       zero_based=zero_based, log=log)
+        if not result.converged:
+            warnings.warn(result.message, ConvergenceWarning, stacklevel=2)
+        header = {"rankkit_version": __version__, "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                  "solver": "newton", "loss": loss, "C": params["C"], "tol": tol, "max_iter": max_iter,
+                  "query_norm": params["query_norm"]}
+        if params.get("rescale"):
+            header.update({"rescale": params["rescale"], "delta": params.get("delta") or "gain"})
+        header.update({"index_base": 0 if zero_based else 1, "n_features": facts["n_features"],
+                       "n_queries": facts["n_queries"], "n_documents": facts["n_documents"],
+                       "n_pairs": facts["n_pairs"], "objective": float(result.objective),
+                       "iterations": result.iterations, "converged": bool(result.converged),
+                       "stop_reason": result.message, "violated_pairs": result.n_active, **result.extra,
+                       "parts": facts["parts"], "workers": facts["workers"], "engine": "dask",
+                       "train_time_seconds": round(result.train_time, 6)})
+        self._set_fitted(Model(weights=result.w, header=header), result, facts["n_pairs"], facts["n_queries"])
+        return self
+
+    def _fit_joined(self, paths, zero_based, query_weights):
+        from rankkit.distributed.parts import concatenate
+        from rankkit.io.svmlight import read_svmlight
+
+        ds = concatenate([read_svmlight(p, zero_based=zero_based, groups=None) for p in paths])
+        weights = None
+        if query_weights is not None:
+            from rankkit.io.query_weights import read_query_weights, weights_for
+
+            is_file = isinstance(query_weights, (str, os.PathLike))
+            table = read_query_weights(os.fspath(query_weights)) if is_file else {
+                int(k): float(v) for k, v in dict(query_weights).items()}
+            weights = weights_for(ds, table, os.fspath(query_weights) if is_file else "query_weights")
+        with _Threads(self.threads):
+            return self._fit_dataset(ds, query_weights=weights, log=_stderr_log if self.verbose else None)
 
 
 class SGDRanker(_Trainable):

@@ -1,0 +1,44 @@
+"""Training, prediction and evaluation on a Dask cluster (`--dask ADDRESS`; README: Distributed
+training). Dask is imported only when a function here runs (`pip install 'rankkit[dask]'`).
+
+    rankkit/distributed/cluster.py   ADDRESS (tcp://..., local[:N]) or a Client; cluster failures as one line
+    rankkit/distributed/worker.py    what runs on a worker: each part's data and objective, rebuilt if lost
+    rankkit/distributed/newton.py    the client's truncated Newton driver over per-part partial sums
+    rankkit/distributed/path.py      the warm-started grid of C on a cluster
+    rankkit/distributed/parts.py     several parts in one process (no Dask): joined as if concatenated
+    rankkit/distributed/commands.py  the CLI's use cases over parts (train, predict, eval)
+"""
+
+from __future__ import annotations
+
+
+def fit_newton(parts, client, *, C: float = 1.0, loss: str = "squared-hinge", tol: float = 1e-6, max_iter: int = 100,
+               query_norm: bool = False, rescale: str | None = None, delta: str = "gain", query_weights=None,
+               zero_based: bool = False, log=None, w0=None):
+    """Train the Newton RankSVM on `parts` on a Dask cluster; returns (FitResult, facts).
+
+    parts: paths (or globs, expanded here and sorted) that the workers can read, each holding
+        whole queries; their order is the order of the reduction.
+    client: a dask.distributed.Client (used as it is, never closed), or an address string:
+        'tcp://host:8786', or 'local[:N]' (a LocalCluster of N processes for this call).
+    C, loss ('squared-hinge', 'huber', 'logistic'), tol, max_iter, query_norm, rescale (None,
+        'margin', 'slack'), delta ('gain' or a value per label '0,1,3,7,15'): as `rankkit train`.
+    query_weights: None, a path to a `qid weight` file (each worker reads it), or {qid: weight}.
+    zero_based: feature indices in the parts start at 0.
+    log: None or a callable taking one line of progress (what `-v` prints).
+    w0: None or a starting point of n_features numbers (a warm start; the optimum is the same).
+
+    FitResult: w, objective, iterations, converged, message, n_active, train_time, extra
+    (cg_iterations, gradient_norm). facts: n_documents, n_queries, n_pairs, n_features, nnz,
+    parts, workers, rounds, compute_seconds, communication_seconds, bytes_moved, parts_read_again.
+
+    The same w, bit for bit, for any number of workers and any assignment of parts to them.
+    Raises rankkit.errors.DataError (bad data: the part and line; a query split across parts),
+    UsageError, or rankkit.distributed.cluster.ClusterError (unreachable or lost cluster)."""
+    from rankkit.distributed.newton import fit_newton as fit
+
+    return fit(parts, client, C=C, loss=loss, tol=tol, max_iter=max_iter, query_norm=query_norm, rescale=rescale,
+               delta=delta, query_weights=query_weights, zero_based=zero_based, log=log, w0=w0)
+
+
+__all__ = ["fit_newton"]

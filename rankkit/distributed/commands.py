@@ -1,0 +1,335 @@
+"""The CLI's use cases over PARTS: `rankkit train PARTS... MODEL [--dask ADDRESS]`,
+`rankkit predict PARTS... MODEL OUT --dask ADDRESS` (or `--out-dir DIR`) and
+`rankkit eval PARTS... SCORES --dask ADDRESS`. commands.py only dispatches here."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import os
+import time
+
+import numpy as np
+
+from rankkit import __version__
+from rankkit.errors import DataError, UsageError
+from rankkit.io.atomic import atomic_open, check_output
+from rankkit.io.model import Model, write_model
+from rankkit.io.svmlight import display_name
+
+# options of `rankkit train` that a distributed fit does not have (flag -> given?)
+DASK_SOLVERS = ("newton",)
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _parts_sha(facts) -> str:
+    """SHA-256 of the parts' own SHA-256s (one `sha256  name` line each, in part order)."""
+    h = hashlib.sha256()
+    for name, sha in facts:
+        h.update(f"{sha}  {name}\n".encode())
+    return h.hexdigest()
+
+
+STOCHASTIC_FLAGS = {"lam": "--lambda", "iterations": "--iterations", "eta": "--eta", "eta0": "--eta0",
+                    "batch_size": "--batch-size", "K": "-K", "init_scale": "--init-scale", "patience": "--patience"}
+
+
+def train_parts(patterns, model_file, dask=None, solver=None, params=None, query_weights_file=None, zero_based=False,
+                unsupported=(), stochastic=None, log=None, warn=print):
+    """Train on several parts: on a Dask cluster (`dask` an address or Client), or without it in
+    this process on the parts joined as if concatenated. `unsupported`: the flags given that
+    training on parts does not offer (an error naming the first)."""
+    from rankkit.distributed.newton import expand_parts
+
+    t0 = time.perf_counter()
+    params = dict(params or {})
+    parts = expand_parts(patterns)
+    if unsupported:
+        where = "--dask" if dask is not None else "several training files"
+        raise UsageError(f"{unsupported[0]} is not offered with {where} (see README: Distributed training)")
+    check_output(model_file, (*parts, query_weights_file), kind="model")
+    stochastic = {k: v for k, v in (stochastic or {}).items() if v is not None}
+    if dask is None:
+        return _train_joined(parts, model_file, solver, params, stochastic, query_weights_file, zero_based, log, warn, t0)
+    for key in STOCHASTIC_FLAGS:
+        if key in stochastic:
+            raise UsageError(f"{STOCHASTIC_FLAGS[key]} is not offered with --dask (it trains --solver newton)")
+    if solver is not None and solver not in DASK_SOLVERS:
+        raise UsageError(f"--dask trains --solver newton only, not --solver {solver} (see README: Distributed training)")
+    loss = params.get("loss") or "squared-hinge"
+    if loss not in ("squared-hinge", "huber", "logistic"):
+        raise UsageError(f"--dask trains --loss squared-hinge, huber or logistic, not {loss}")
+    from rankkit.solvers.options import DEFAULT_C
+    from rankkit.distributed.cluster import connect
+    from rankkit.distributed.newton import Problem, _cluster_failures, prob_facts
+    from rankkit.solvers.base import quiet_fp
+    from rankkit.solvers.newton import DEFAULT_MAX_ITER, DEFAULT_TOL
+
+    C = DEFAULT_C if params.get("C") is None else float(params["C"])
+    tol = DEFAULT_TOL if params.get("tol") is None else float(params["tol"])
+    max_iter = DEFAULT_MAX_ITER if params.get("max_iter") is None else int(params["max_iter"])
+    rescale, delta = params.get("rescale"), params.get("delta") or "gain"
+    query_norm = bool(params.get("query_norm"))
+    qw = None
+    if query_weights_file is not None:  # read here once to report a bad file before the cluster starts
+        from rankkit.io.query_weights import read_query_weights
+
+        read_query_weights(query_weights_file)
+        qw = os.path.abspath(query_weights_file)
+    with connect(dask, log=log) as client:
+        with _cluster_failures():
+            prob = Problem(client, parts, loss=loss, query_norm=query_norm, rescale=rescale, delta=delta,
+                           query_weights=qw, zero_based=zero_based, log=log)
+            try:
+                with quiet_fp():
+                    result = prob.fit(C, tol=tol, max_iter=max_iter, log=log)
+            finally:
+                prob.close()
+    facts = prob_facts(prob)
+    if not result.converged:
+        warn(result.message)
+    header = {"rankkit_version": __version__, "created": _now(), "solver": "newton", "loss": loss, "C": C, "tol": tol,
+              "max_iter": max_iter, "query_norm": query_norm}
+    if rescale:
+        header.update({"rescale": rescale, "delta": delta})
+    if query_weights_file is not None:
+        header["query_weights_file"] = display_name(query_weights_file)
+    header.update({
+        "index_base": 0 if zero_based else 1, "group_queries": False, "auc": False,
+        "n_features": prob.n_features, "train_file": parts[0] if len(parts) == 1 else f"{parts[0]} (+{len(parts) - 1} more parts)",
+        "train_file_bytes": sum(f["bytes"] for f in prob.facts),
+        "parts_sha256": _parts_sha([(p, f["sha256"]) for p, f in zip(parts, prob.facts)]),
+        "n_queries": prob.n_queries, "n_documents": prob.n_rows, "n_pairs": prob.n_pairs,
+        "objective": float(result.objective), "iterations": result.iterations, "converged": bool(result.converged),
+        "stop_reason": result.message, "violated_pairs": result.n_active, **result.extra,
+        "parts": len(parts), "workers": facts["workers"], "engine": "dask",
+        "rounds": facts["rounds"], "parts_read_again": facts["parts_read_again"],
+        "bytes_moved": facts["bytes_moved"],
+        "train_time_seconds": round(result.train_time, 6),
+    })
+    write_model(model_file, Model(weights=result.w, header=header))
+    if log:
+        log(f"{'converged' if result.converged else 'NOT converged'} after {result.iterations} iterations: objective "
+            f"{result.objective:.12g} on {len(parts)} parts, {facts['workers']} workers ({facts['rounds']} rounds, "
+            f"compute {facts['compute_seconds']:.3f}s, communication {facts['communication_seconds']:.3f}s); wrote "
+            f"{model_file} in {time.perf_counter() - t0:.3f}s total")
+    return result, facts
+
+
+def _train_joined(parts, model_file, solver, params, stochastic, query_weights_file, zero_based, log, warn, t0):
+    """Several parts, one process: read each, join them as if concatenated, and fit the estimator of
+    the options (rankkit.estimators: the code `rankkit train` and the Python API run)."""
+    from rankkit.distributed.parts import concatenate, joined_name
+    from rankkit.estimators import FactorizedRankSVM, from_options
+    from rankkit.io.svmlight import parse_bytes, read_bytes
+
+    estimator = from_options(solver, params, stochastic, None, query_weights_file is not None)
+    if isinstance(estimator, FactorizedRankSVM):
+        raise UsageError("--solver factorized trains on one file (its factors are per training document)")
+    datasets, shas, nbytes = [], [], 0
+    for p in parts:
+        buf = read_bytes(p)
+        shas.append((p, hashlib.sha256(memoryview(buf)).hexdigest()))
+        nbytes += int(buf.shape[0])
+        datasets.append(parse_bytes(buf, display_name(p), zero_based))
+        del buf
+    ds = concatenate(datasets)
+    del datasets
+    if log:
+        log(f"read {len(parts)} parts: {ds.n_rows} documents, {ds.n_queries} queries, {ds.n_pairs} pairs, "
+            f"{ds.n_features} features in {time.perf_counter() - t0:.3f}s")
+    ds.require_pairs()
+    weights = None
+    if query_weights_file is not None:
+        from rankkit.io.query_weights import read_query_weights, weights_for
+
+        weights = weights_for(ds, read_query_weights(query_weights_file), query_weights_file)
+
+    def facts():
+        out = {"query_weights_file": display_name(query_weights_file)} if query_weights_file is not None else {}
+        out.update({"index_base": 0 if zero_based else 1, "group_queries": False, "auc": False,
+                    "train_file": joined_name(parts), "train_file_bytes": nbytes, "parts_sha256": _parts_sha(shas),
+                    "parts": len(parts), "workers": 1})
+        return out
+
+    estimator._fit_dataset(ds, query_weights=weights, log=log, warn=warn, facts=facts)
+    result = estimator.fit_result_
+    write_model(model_file, estimator.model_)
+    if log:
+        log(f"{'converged' if result.converged else 'NOT converged'} after {result.iterations} iterations: objective "
+            f"{result.objective:.12g}; wrote {model_file} in {time.perf_counter() - t0:.3f}s total")
+    return result, {"parts": len(parts), "workers": 1}
+
+
+# -- predict and eval: a map over the parts ------------------------------------------------------
+def _score_part(path, model, zero_based):
+    """On a worker: the part's scores under the model (input order), as `rankkit predict` computes them."""
+    from rankkit.distributed.worker import apply_threads
+
+    apply_threads()
+    from rankkit.scoring import model_scores as _linear_scores
+    from rankkit.distributed.worker import read_part
+
+    ds = read_part(path, zero_based=zero_based, labels_optional=True)
+    scores, _ = _linear_scores(model, ds)
+    bad = np.flatnonzero(~np.isfinite(scores))
+    if bad.size:
+        raise DataError(display_name(path), f"the score of this document is {float(scores[bad[0]])!r} ({bad.size} such): "
+                        "its feature values are too large for the model's weights", int(ds.line[bad[0]]))
+    return scores
+
+
+def _write_score_lines(fh, scores) -> None:
+    values = scores.tolist()
+    for start in range(0, len(values), 1 << 16):
+        fh.write("\n".join(["%.17g" % v for v in values[start:start + (1 << 16)]]))
+        fh.write("\n")
+
+
+def _ordered(client, fn, items, *args):
+    """fn(item, *args) on the cluster for every item; yields the results in item order, each
+    released once read (the client holds one part's result at a time)."""
+    from rankkit.distributed.cluster import ClusterError, is_cluster_failure
+    from rankkit.distributed.newton import _failure
+
+    futures = [client.submit(fn, it, *args, pure=False) for it in items]
+    try:
+        for f in futures:
+            try:
+                out = f.result()
+            except Exception as exc:
+                if isinstance(exc, (DataError, UsageError)) or not is_cluster_failure(exc):
+                    raise
+                raise ClusterError(f"the Dask cluster failed during the run ({_failure(exc)}); no output written") from None
+            f.release()
+            yield out
+    finally:
+        for f in futures:
+            f.release()
+
+
+def predict_parts(patterns, model_file, out_file=None, out_dir=None, dask=None, zero_based=None, fmt="scores",
+                  model_format=None, log=None):
+    """Scores of every part: one file in part order (OUT), or one file per part in OUT_DIR
+    (named after the part, .scores appended). Computed on the workers, written here part by part."""
+    from rankkit.distributed.cluster import connect
+    from rankkit.distributed.newton import _cluster_failures, expand_parts
+    from rankkit.io.foreign_models import ForeignModel, load_model
+
+    if fmt != "scores":
+        raise UsageError("predict over parts writes --format scores only (one score per line, in part order)")
+    if (out_file is None) == (out_dir is None):
+        raise UsageError("give OUT (one file, in part order) or --out-dir DIR (one file per part), not both")
+    parts = expand_parts(patterns)
+    outs = []
+    if out_dir is not None:
+        if not os.path.isdir(out_dir):
+            raise UsageError(f"--out-dir {out_dir}: no such directory")
+        names = [os.path.basename(p) + ".scores" for p in parts]
+        if len(set(names)) != len(names):
+            raise UsageError("two parts have the same file name: --out-dir cannot name their score files apart")
+        outs = [os.path.join(out_dir, n) for n in names]
+        for o in outs:
+            check_output(o, (*parts, model_file), kind="scores")
+    else:
+        check_output(out_file, (*parts, model_file), kind="scores")
+    model = load_model(model_file, model_format)
+    if isinstance(model, ForeignModel) and zero_based:
+        raise UsageError(f"--zero-based: a {model.format} model numbers features from 1, like {model.format} itself")
+    base0 = model.zero_based if zero_based is None else zero_based
+    t0 = time.perf_counter()
+    n = 0
+    with connect(dask, log=log) as client, _cluster_failures():
+        results = _ordered(client, _score_part, parts, model, base0)
+        if out_dir is None:
+            with atomic_open(out_file) as fh:
+                for scores in results:
+                    _write_score_lines(fh, scores)
+                    n += scores.shape[0]
+        else:
+            for o, scores in zip(outs, results):
+                with atomic_open(o) as fh:
+                    _write_score_lines(fh, scores)
+                n += scores.shape[0]
+    if log:
+        log(f"scored {n} documents in {len(parts)} parts with {model_file} in {time.perf_counter() - t0:.3f}s")
+
+
+def _eval_part(item, names, convention, empty_query, zero_based):
+    """On a worker: the per-query metric table of one part under its slice of the scores."""
+    from rankkit import metrics as M
+    from rankkit.commands import _docids, _format_label, _tiebreak
+    from rankkit.distributed.worker import apply_threads, read_part
+
+    apply_threads()
+    path, scores = item
+    ds = read_part(path, zero_based=zero_based)
+    if scores.shape[0] != ds.n_rows:
+        return ("count", ds.n_rows)
+    tiebreak = _tiebreak(_docids(ds)) if convention == "trec" else None
+    try:
+        table = M.per_query_table(names, ds.y, scores, ds.qptr, convention, tiebreak=tiebreak, empty_query=empty_query)
+    except M.GainOverflow as exc:
+        raise DataError(display_name(path), f"label '{_format_label(exc.label)}' {exc.reason}", int(ds.line[exc.row])) from None
+    qids = [str(q) for q in ds.qid[ds.qptr[:-1]].tolist()] if ds.has_qid else ["1"]
+    return qids, table, ds.n_rows, np.diff(ds.qptr)
+
+
+def _count_part(path, zero_based):
+    from rankkit.distributed.worker import apply_threads
+
+    apply_threads()
+    from rankkit.distributed.worker import read_part
+
+    return read_part(path, zero_based=zero_based).n_rows
+
+
+def eval_parts(patterns, scores_file, dask=None, metrics=None, convention="letor4", empty_query=None, fmt="table",
+               per_query=False, zero_based=False, echo=print, log=None):
+    """`rankkit eval PARTS... SCORES --dask`: SCORES holds the scores of all the parts in part
+    order (as `predict PARTS... --dask` writes it); the metrics are computed on the workers, per
+    part, and averaged here over all the queries. A query in two parts is an error."""
+    from rankkit import metrics as M
+    from rankkit.commands import _print_evaluation, _short_query_notes
+    from rankkit.distributed.cluster import connect
+    from rankkit.distributed.newton import _cluster_failures, expand_parts
+    from rankkit.io.output import read_scores
+
+    names = tuple(metrics) if metrics else M.DEFAULT_METRICS
+    for m in names:
+        M.parse_metric(m)
+    parts = expand_parts(patterns)
+    scores = read_scores(scores_file)
+    qids, lengths, tables, n_rows = [], [], [], 0
+    with connect(dask, log=log) as client, _cluster_failures():
+        counts = list(_ordered(client, _count_part, parts, zero_based))
+        total = sum(counts)
+        if scores.shape[0] != total:
+            raise DataError(display_name(scores_file), f"has {scores.shape[0]} scores but the {len(parts)} parts have "
+                            f"{total} documents")
+        starts = np.cumsum([0] + counts)
+        items = [(p, scores[starts[k]:starts[k + 1]]) for k, p in enumerate(parts)]
+        for out in _ordered(client, _eval_part, items, names, convention, empty_query, zero_based):
+            q, table, n, ln = out
+            qids.extend(q)
+            tables.append(table)
+            lengths.append(ln)
+            n_rows += n
+    seen = {}
+    owner = np.repeat(np.arange(len(parts)), [ln.shape[0] for ln in lengths])
+    for q, k in zip(qids, owner.tolist()):
+        if q in seen and seen[q] != k:
+            raise DataError(display_name(parts[k]), f"qid {q} is also in the part {parts[seen[q]]}: a query split "
+                            "across parts (each query must be whole in one part)")
+        seen[q] = k
+    table = {m: np.concatenate([t[m] for t in tables]) for m in names}
+    systems = [(display_name(scores_file), qids, table)]
+    means = [{m: float(np.nanmean(table[m])) if np.any(~np.isnan(table[m])) else float("nan") for m in names}]
+    header = f"convention {convention}: {M.describe(convention)}"
+    described = f"{len(qids)} queries, {n_rows} documents in {len(parts)} parts ({parts[0]} ...)"
+    described += _short_query_notes(names, convention, np.concatenate(lengths))
+    _print_evaluation(echo, fmt, names, systems, means, [None], per_query, header, described, convention)
+    return means[0]

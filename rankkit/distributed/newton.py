@@ -1,0 +1,509 @@
+"""The truncated Newton RankSVM on a Dask cluster: the driver (CG, line search, stopping rule) runs
+on the client; each f/g, each Hessian-vector product and each line-search step is one round of
+per-part partial sums computed where the parts live (rankkit.distributed.worker).
+
+    f(w)  = 0.5 w.w + C sum_k L_k(X_k w)          g = w + C sum_k X_k' dL_k/dy
+    H s   = s + C sum_k X_k' H_k X_k s            phi(t) = f(w + t d), phi', phi'' as sums of scalars
+
+Only d-vectors and scalars travel: the scores y = Xw and delta = Xd stay on the workers. The
+partial sums are added in part order (never in order of arrival), and each part's sum is a
+deterministic function of its data and the point, so the model has the same bytes for any
+number of workers and any assignment of parts to workers, and after a worker is lost and its
+parts are read again elsewhere. It is the single-process algorithm (rankkit.solvers.newton),
+step for step; the sums are grouped by part, so its objective agrees with the single-process
+fit to rounding (tested to 1e-10 relative), not bit for bit.
+
+One difference of cost: after a step, the workers compute y = X w afresh at the new point (the
+single-process solver updates y += t delta), so that a part rebuilt from its file on another
+worker reproduces exactly the same numbers.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+import uuid
+from dataclasses import replace
+
+import numpy as np
+
+from rankkit.distributed import worker as W
+from rankkit.distributed.cluster import ClusterError, _short, connect, is_cluster_failure, workers
+from rankkit.errors import DataError, UsageError
+from rankkit.solvers.base import MAGNITUDE_LIMIT, FitResult
+from rankkit.solvers.newton import ARMIJO, CG_CONFIRM_RTOL, CG_MAX_ITER, DEFAULT_MAX_ITER, DEFAULT_TOL
+
+
+class Problem:
+    """The parts loaded on a cluster, for one or several fits (a C path) on the same data.
+
+    Parts are assigned to the workers round-robin in part order; a task carries its part's spec,
+    so if the worker holding a part is lost, the scheduler runs the task elsewhere and that worker
+    reads the part again. Each round records where every part actually ran, and the next round
+    goes there."""
+
+    def __init__(self, client, parts, *, loss="squared-hinge", query_norm=False, rescale=None, delta="gain",
+                 query_weights=None, zero_based=False, log=None):
+        self.client = client
+        self.log = log
+        self.parts = [str(p) for p in parts]
+        if not self.parts:
+            raise UsageError("no parts to train on")
+        self.fit_id = uuid.uuid4().hex
+        self.specs = [W.PartSpec(self.fit_id, k, p, bool(zero_based)) for k, p in enumerate(self.parts)]
+        live = workers(client)
+        if not live:
+            raise ClusterError("the Dask cluster has no worker")
+        self.where = [live[k % len(live)] for k in range(len(self.parts))]
+        self.n_workers = len(live)
+        self.reads = 0  # parts read again after their worker was lost
+        self.rounds = 0
+        self.bytes_in = 0  # to the workers (points and directions), bytes of the numpy payloads
+        self.bytes_out = 0  # back from the workers (partial sums)
+        self.compute = 0.0  # critical path of the rounds: the busiest worker's compute
+        self.wall = 0.0  # wall time of the rounds on the client
+        self._keys = 0  # names of the points (w) and directions (d) whose state the workers cache
+        t0 = time.perf_counter()
+        self._load()
+        self._setup(loss, query_norm, rescale, delta, query_weights)
+        self.read_seconds = time.perf_counter() - t0
+        self.loaded = (self.rounds, self.compute, self.wall, self.bytes_in + self.bytes_out)  # the fits' figures start here
+
+    # -- rounds -------------------------------------------------------------------------------
+    def _round(self, fn, *args, sent_bytes=0):
+        """One task per part, results in part order. Returns the results."""
+        t0 = time.perf_counter()
+        futures = [self.client.submit(fn, spec, *args, key=f"rankkit-{fn.__name__}-{self.fit_id[:8]}-{self.rounds}-{k}",
+                                      workers=[self.where[k]], allow_other_workers=True, pure=False)
+                   for k, spec in enumerate(self.specs)]
+        self.rounds += 1
+        try:
+            outs = [self._result(f) for f in futures]
+        finally:
+            for f in futures:
+                f.release()
+        per_worker: dict = {}
+        results = []
+        for k, (res, seconds, addr, rebuilt) in enumerate(outs):
+            results.append(res)
+            per_worker[addr] = per_worker.get(addr, 0.0) + seconds
+            if rebuilt and self.rounds > 1:
+                self.reads += 1
+                if self.log:
+                    self.log(f"part {k} ({self.parts[k]}) read again on {addr} (its worker was lost)")
+            self.where[k] = addr
+        wall = time.perf_counter() - t0
+        compute = max(per_worker.values())
+        self.wall += wall
+        self.compute += min(compute, wall)
+        self.bytes_in += sent_bytes * len(self.specs)
+        self.bytes_out += sum(_nbytes(r) for r in results)
+        return results
+
+    def _result(self, future):
+        """A future's result; a cluster failure becomes one ClusterError line, a RankkitError
+        raised on a worker (bad data in a part) stays itself."""
+        try:
+            return future.result()
+        except Exception as exc:
+            if isinstance(exc, (DataError, UsageError)) or not is_cluster_failure(exc):
+                raise
+            raise ClusterError(f"the Dask cluster failed during the run ({_failure(exc)}); no output written") from None
+
+    def _call(self, fn, k, *args):
+        """fn(spec_k, *args) once, on part k's worker."""
+        f = self.client.submit(fn, self.specs[k], *args, workers=[self.where[k]], allow_other_workers=True, pure=False)
+        try:
+            return self._result(f)
+        finally:
+            f.release()
+
+    # -- loading and the checks a single process makes on the whole file ----------------------------
+    def _load(self):
+        t0 = time.perf_counter()
+        facts = [r for r in self._round(W.load)]
+        self.facts = facts
+        no_qid = [k for k, f in enumerate(facts) if not f["has_qid"]]
+        if no_qid and len(facts) > 1:
+            raise DataError(self.parts[no_qid[0]], "has no qid (the whole file is one query): with several parts, "
+                            "every line needs qid:<int> and each query must be whole in one part")
+        self._check_split()
+        self.n_rows = sum(f["n_rows"] for f in facts)
+        self.n_queries = sum(f["n_queries"] for f in facts)
+        self.n_pairs = sum(f["n_pairs"] for f in facts)
+        self.n_features = max(f["n_features"] for f in facts)
+        self.nnz = sum(f["nnz"] for f in facts)
+        if self.log:
+            self.log(f"read {len(self.parts)} parts on {self.n_workers} workers: {self.n_rows} documents, "
+                     f"{self.n_queries} queries, {self.n_pairs} pairs, {self.n_features} features, {self.nnz} "
+                     f"non-zeros in {time.perf_counter() - t0:.3f}s")
+        if self.n_pairs == 0:
+            raise DataError(self.parts[0] if len(self.parts) == 1 else f"{self.parts[0]} ... ({len(self.parts)} parts)",
+                            "no preference pairs: every query has only one relevance level, so there is nothing to rank")
+
+    def _check_split(self):
+        """A query id in two parts is an error naming both: a tree of merges on the workers, so the
+        client never holds the list of query ids (only the finding travels back)."""
+        if len(self.specs) == 1:
+            return
+        c = self.client
+        level = [c.submit(W.part_qids, spec, workers=[self.where[k]], allow_other_workers=True, pure=False)
+                 for k, spec in enumerate(self.specs)]
+        held = list(level)
+        while len(level) > 1:
+            nxt = [c.submit(W.merge_qids, level[i], level[i + 1], pure=False) for i in range(0, len(level) - 1, 2)]
+            if len(level) % 2:
+                nxt.append(level[-1])
+            held.extend(nxt)
+            level = nxt
+        try:
+            top = c.submit(_finding, level[0], pure=False)
+            found = self._result(top)
+            top.release()
+        finally:
+            for f in held:
+                f.release()
+        if found is not None:
+            _, q, a, b = found
+            line = self._call_plain(W.first_line_of_qid, b, q)
+            raise DataError(self.parts[b], f"qid {q} is also in the part {self.parts[a]}: a query split across parts "
+                            "(each query must be whole in one part)", line)
+
+    def _call_plain(self, fn, k, *args):
+        f = self.client.submit(fn, self.specs[k], *args, workers=[self.where[k]], allow_other_workers=True, pure=False)
+        try:
+            return self._result(f)
+        finally:
+            f.release()
+
+    def _setup(self, loss, query_norm, rescale, delta, query_weights):
+        from rankkit.objectives.pairwise import LOSSES
+
+        if loss not in LOSSES or loss == "hinge":
+            raise UsageError(f"the distributed newton solver offers --loss squared-hinge, huber, logistic, not {loss}")
+        if rescale is not None and delta == "swap":
+            raise UsageError("--delta swap is not a function of the labels: it needs --solver newton-pairs (one process)")
+        if rescale is not None and loss != "squared-hinge" and rescale == "margin":
+            raise UsageError("margin rescaling is defined for the squared-hinge loss")
+        self.loss, self.query_norm, self.rescale, self.delta = loss, bool(query_norm), rescale, delta
+        self.query_weights = query_weights
+        self.specs = [replace(s, n_features=self.n_features, loss=loss, query_norm=bool(query_norm), rescale=rescale,
+                              delta=delta, query_weights=query_weights) for s in self.specs]
+        outs = self._round(W.setup)
+        if query_weights is not None and not any(o["weighted_pairs"] for o in outs):
+            from rankkit.io.svmlight import display_name
+
+            name = display_name(query_weights) if isinstance(query_weights, str) else "query_weights"
+            raise DataError(name, "gives weight 0 to every query that has preference pairs: the loss would vanish and "
+                            "the model would be all zero; give some of them a positive weight")
+
+    def check_magnitude(self, C: float) -> None:
+        """The single-process check (rankkit.solvers.base.check_exact_magnitude) on all the parts:
+        run on the part holding the largest |x|, with the global pairs and features."""
+        big = max(f["max_abs"] for f in self.facts)
+        scale = C * max(self.n_pairs, 1)
+        if not math.isfinite(big) or scale * big * big * max(self.n_features, 1) > MAGNITUDE_LIMIT:
+            k = int(np.argmax([f["max_abs"] for f in self.facts]))
+            self._call_plain(W.check_magnitude, k, scale, f"-C {C:g}", "C x pairs", self.n_features)
+
+    # -- the objective as partial sums -------------------------------------------------------------
+    def fg(self, key, w):
+        outs = self._round(W.fg, key, w, sent_bytes=w.nbytes)
+        loss = 0.0
+        g = np.zeros(self.n_features)
+        active = 0
+        for L, gk, a in outs:  # in part order
+            loss += L
+            g += gk
+            active += a
+        return loss, g, active
+
+    def hv(self, key, w, s):
+        outs = self._round(W.hv, key, w, s, sent_bytes=w.nbytes + s.nbytes)
+        z = np.zeros(self.n_features)
+        for zk in outs:
+            z += zk
+        return z
+
+    def ls(self, key, w, dkey, d, t):
+        outs = self._round(W.ls, key, w, dkey, d, float(t), sent_bytes=w.nbytes + d.nbytes)
+        L = gyd = dhd = 0.0
+        for a, b, c in outs:
+            L += a
+            gyd += b
+            dhd += c
+        return L, gyd, dhd
+
+    def c_min(self) -> float:
+        """rankkit.path.c_min on the parts: 0.01 / max_i |x_i . grad L(0)|."""
+        self._keys += 1
+        _, gl, _ = self.fg(f"w{self._keys}", np.zeros(self.n_features))
+        spread = max(self._round(W.score_spread, gl, sent_bytes=gl.nbytes))
+        if spread == 0.0:
+            raise UsageError(f"{self.parts[0]}: the loss gradient at w = 0 is zero (all features empty?)")
+        return 0.01 / spread
+
+    def close(self):
+        """Free the parts on every worker (a lost connection is not an error here)."""
+        try:
+            self.client.run(W.release, self.fit_id)
+        except Exception:
+            pass
+
+    # -- Newton -----------------------------------------------------------------------------------
+    def fit(self, C: float, w0=None, tol: float = DEFAULT_TOL, max_iter: int = DEFAULT_MAX_ITER, log=None) -> FitResult:
+        """Truncated Newton at this C from w0 (zeros if None): rankkit.solvers.newton's algorithm."""
+        C = float(C)
+        self.check_magnitude(C)
+        t_start = time.perf_counter()
+        d_ = self.n_features
+        w = np.zeros(d_) if w0 is None else np.array(w0, dtype=np.float64, copy=True)
+        if w.shape != (d_,) or not np.all(np.isfinite(w)):
+            raise ValueError(f"w0 must be {d_} finite numbers, got shape {w.shape}")
+        def new_key(kind):  # unique over the Problem's life: a later fit never meets an earlier point's state
+            self._keys += 1
+            return f"{kind}{self._keys}"
+
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
+            key = new_key("w")
+            L, gl, active = self.fg(key, w)
+            f = 0.5 * float(w @ w) + C * L
+            g = w + C * gl
+            self._finite("objective or gradient at the start", f, g)
+            g0_norm = float(np.linalg.norm(g))
+            converged, message = False, ""
+            cg_total, it = 0, 0
+            clock = (self.compute, self.wall, self.bytes_in + self.bytes_out)
+            if log:
+                log(f"iter   0  f {f:.12e}  |g| {g0_norm:.3e}  violated {active}")
+
+            def hess(s):
+                return s + C * self.hv(key, w, s)
+
+            while True:
+                g_norm = float(np.linalg.norm(g))
+                if g_norm == 0.0:
+                    converged, message = True, "gradient is exactly zero"
+                    break
+                if it >= max_iter:
+                    message = f"stopped at --max-iter {max_iter} before the stopping rule was met"
+                    break
+                it += 1
+                eta = min(0.1, math.sqrt(g_norm / g0_norm)) if g0_norm > 0 else 0.1
+                from rankkit.solvers.newton import conjugate_gradient
+
+                d, cg_it, _ = conjugate_gradient(hess, -g, eta, CG_MAX_ITER)
+                cg_total += cg_it
+                decrement = -float(g @ d)
+                if decrement <= tol * f and eta > CG_CONFIRM_RTOL:
+                    d, more, _ = conjugate_gradient(hess, -g, CG_CONFIRM_RTOL, CG_MAX_ITER)
+                    cg_it += more
+                    cg_total += more
+                    decrement = -float(g @ d)
+                self._finite("Newton direction", decrement, d)
+                gd = -decrement
+                if decrement <= tol * f:
+                    converged = True
+                    message = f"Newton decrement / objective = {decrement / f:.3g} < tol {tol:g}"
+                    if log:
+                        log(f"iter {it:3d}  f {f:.12e}  |g| {g_norm:.3e}  cg {cg_it:3d}  dec/f {decrement / f:.2e}  "
+                            f"converged  {self._times(clock)}")
+                    break
+                dkey = new_key("d")
+                t, f_new, L_new = self._line_search(key, w, dkey, d, f, gd, C)
+                if t == 0.0:
+                    message = "line search could not decrease the objective (numerical precision reached)"
+                    break
+                w = w + t * d
+                key = new_key("w")
+                L, gl, active = self.fg(key, w)
+                f = 0.5 * float(w @ w) + C * L
+                g = w + C * gl
+                self._finite(f"objective or gradient at iteration {it}", f, g)
+                if log:
+                    log(f"iter {it:3d}  f {f:.12e}  |g| {float(np.linalg.norm(g)):.3e}  cg {cg_it:3d}  t {t:.3g}  "
+                        f"dec/f {decrement / f:.2e}  violated {active}  {self._times(clock)}")
+                clock = (self.compute, self.wall, self.bytes_in + self.bytes_out)
+            g_norm = float(np.linalg.norm(g))
+        return FitResult(w=w, objective=f, iterations=it, converged=converged, message=message, n_active=active,
+                         train_time=time.perf_counter() - t_start,
+                         extra={"cg_iterations": cg_total, "gradient_norm": g_norm})
+
+    def _line_search(self, key, w, dkey, d, f0, gd, C):
+        """rankkit.solvers.newton.line_search with phi, phi' and phi'' summed over the parts."""
+
+        def phi(t):
+            L, gyd, dhd = self.ls(key, w, dkey, d, t)
+            wt = w + t * d
+            return 0.5 * float(wt @ wt) + C * L, gyd, dhd, L
+
+        f1, gyd, dhd, L1 = phi(1.0)
+        if f1 <= f0 + ARMIJO * gd:
+            return 1.0, f1, L1
+        wd, dd = float(w @ d), float(d @ d)
+        lo, hi = 0.0, math.inf
+        t, ft, Lt = 1.0, f1, L1
+        for _ in range(50):
+            d1 = wd + t * dd + C * gyd
+            d2 = dd + C * dhd
+            if d1 > 0:
+                hi = t
+            else:
+                lo = t
+            if abs(d1) <= 1e-10 * abs(gd) and ft < f0:
+                break
+            t_new = t - d1 / d2
+            if not (lo < t_new < hi):
+                t_new = 0.5 * (lo + hi) if math.isfinite(hi) else 2.0 * t
+            if abs(t_new - t) <= 1e-14 * max(t, 1e-300):
+                break
+            t = t_new
+            ft, gyd, dhd, Lt = phi(t)
+        if ft < f0:
+            return t, ft, Lt
+        return 0.0, f0, None
+
+    def _finite(self, what, *values):
+        for v in values:
+            if not np.all(np.isfinite(v)):
+                big = max(f["max_abs"] for f in self.facts)
+                raise DataError(self.parts[0] if len(self.parts) == 1 else f"{self.parts[0]} ... ({len(self.parts)} parts)",
+                                f"newton: the {what} overflowed (not finite); the largest feature value is {big:.3g}: "
+                                "scale the features down (or lower -C) and train again")
+
+    def _times(self, clock) -> str:
+        c0, w0, b0 = clock
+        comp, wall = self.compute - c0, self.wall - w0
+        return (f"compute {comp:.3f}s  communication {max(wall - comp, 0.0):.3f}s  "
+                f"moved {_human(self.bytes_in + self.bytes_out - b0)}")
+
+
+def _finding(x):
+    """The top of the split-check tree: None, or ("split", qid, part, part)."""
+    if isinstance(x, tuple) and x and isinstance(x[0], str):
+        return x
+    return None
+
+
+def _nbytes(r) -> int:
+    if isinstance(r, np.ndarray):
+        return int(r.nbytes)
+    if isinstance(r, (tuple, list)):
+        return sum(_nbytes(x) for x in r)
+    return 8
+
+
+def _human(n: float) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024.0
+
+
+def _failure(exc) -> str:
+    name = type(exc).__name__
+    text = _short(exc)
+    if name in ("CancelledError", "FutureCancelledError"):
+        return "the scheduler was lost (tasks cancelled)"
+    if name == "KilledWorker":
+        return "a task killed its worker process repeatedly (out of memory?)"
+    return f"{name}: {text}" if text and text != name else name
+
+
+def expand_parts(patterns) -> list[str]:
+    """PARTS as given: files, or globs expanded by rankkit (sorted); each pattern in turn, so the
+    order of the parts is the order of the arguments, and each glob's files in sorted order."""
+    import glob
+
+    out = []
+    for p in patterns:
+        p = str(p)
+        if W.is_url(p):
+            if glob.has_magic(p):
+                try:
+                    import fsspec
+
+                    hits = sorted(f.full_name for f in fsspec.open_files(p))
+                except ImportError:
+                    raise UsageError(f"{p}: a URL needs fsspec (pip install 'rankkit[dask]')") from None
+                if not hits:
+                    raise DataError(p, "no file matches this pattern")
+                out.extend(hits)
+            else:
+                out.append(p)
+        elif p != "-" and glob.has_magic(p) and not os.path.exists(p):
+            hits = sorted(glob.glob(p))
+            if not hits:
+                raise DataError(p, "no file matches this pattern")
+            out.extend(hits)
+        else:
+            out.append(p)
+    seen = set()
+    for p in out:
+        if p in seen:
+            raise UsageError(f"the part {p} is given twice")
+        seen.add(p)
+    if "-" in out and len(out) > 1:
+        raise UsageError("standard input (-) cannot be one of several parts")
+    return out
+
+
+def fit_newton(parts, client, *, C: float = 1.0, loss: str = "squared-hinge", tol: float = DEFAULT_TOL,
+               max_iter: int = DEFAULT_MAX_ITER, query_norm: bool = False, rescale: str | None = None,
+               delta: str = "gain", query_weights=None, zero_based: bool = False, log=None, w0=None):
+    """Train the Newton RankSVM on `parts` (paths the workers can read, each holding whole queries;
+    globs are expanded here, sorted) on a Dask cluster, as `rankkit train PARTS... --dask`.
+
+    client: a dask.distributed.Client (used as it is, not closed), or an address string:
+        'tcp://host:8786' or 'local[:N]' (a LocalCluster of N processes, closed at the end).
+    C, loss (squared-hinge, huber, logistic), tol, max_iter, query_norm, rescale (None, 'margin',
+        'slack'), delta ('gain' or a comma-separated value per label): as `rankkit train`.
+    query_weights: a path to a `qid weight` file (read by each worker) or a {qid: weight} dict.
+    w0: a starting point (a warm start); the optimum does not depend on it.
+    log: a callable taking one line of progress (-v), or None.
+
+    Returns (FitResult, facts): facts holds n_documents, n_queries, n_pairs, n_features, parts,
+    workers, and the cost of the rounds (rounds, compute_seconds, communication_seconds,
+    bytes_moved, parts_read_again). The same model bytes for any number of workers and any
+    assignment of parts. Raises DataError (bad data, naming the part and line), UsageError, or
+    ClusterError (cluster unreachable or lost): each a one-line message."""
+    from rankkit.solvers.base import quiet_fp
+
+    parts = expand_parts(parts)
+    with connect(client, log=log) as cl:
+        with _cluster_failures():
+            prob = Problem(cl, parts, loss=loss, query_norm=query_norm, rescale=rescale, delta=delta,
+                           query_weights=query_weights, zero_based=zero_based, log=log)
+            try:
+                with quiet_fp():
+                    result = prob.fit(C, w0=w0, tol=tol, max_iter=max_iter, log=log)
+            finally:
+                prob.close()
+    return result, prob_facts(prob)
+
+
+def prob_facts(prob: Problem) -> dict:
+    """What a run on parts records. rounds, compute, communication and bytes: the fits' rounds (the
+    reading of the parts is read_seconds)."""
+    r0, c0, w0, b0 = prob.loaded
+    compute, wall = prob.compute - c0, prob.wall - w0
+    return {"n_documents": prob.n_rows, "n_queries": prob.n_queries, "n_pairs": prob.n_pairs,
+            "n_features": prob.n_features, "nnz": prob.nnz, "parts": len(prob.parts), "workers": prob.n_workers,
+            "read_seconds": prob.read_seconds, "rounds": prob.rounds - r0, "compute_seconds": compute,
+            "communication_seconds": max(wall - compute, 0.0),
+            "bytes_moved": prob.bytes_in + prob.bytes_out - b0, "parts_read_again": prob.reads}
+
+
+class _cluster_failures:
+    """Any cluster failure escaping the rounds (a client call outside them) as one ClusterError."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, typ, exc, tb):
+        if exc is None or isinstance(exc, (DataError, UsageError, ClusterError)) or not isinstance(exc, Exception):
+            return False
+        if is_cluster_failure(exc):
+            raise ClusterError(f"the Dask cluster failed during the run ({_failure(exc)}); no output written") from None
+        return False

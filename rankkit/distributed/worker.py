@@ -1,0 +1,350 @@
+"""What runs on a Dask worker: each part's data and objective, kept in the worker's memory.
+
+State lives in a per-process dict keyed by (fit id, part number), not in a Dask Actor: an actor
+dies with its worker and its calls are never re-run elsewhere, whereas a plain task that finds no
+state for its part simply rebuilds it (reads the part again with rankkit's reader) wherever the
+scheduler ran it. Every task therefore carries everything needed to rebuild its state: the part's
+spec (path, options, the fit's settings) and the point (w, and the direction d in a line search)
+at which it computes. The state is only a cache; a task's result is a deterministic function of
+its arguments, so a part re-read on another worker after a crash gives the same bits, and the
+model the same bytes.
+
+    load      read the part, return its facts (rows, queries, pairs, features, largest |x|)
+    fg        L_k(Xw) and X' dL_k/dy at w                  (y = X w computed afresh, kept)
+    hv        X' H_k X s at w                              (re-sorts only if the state moved)
+    ls        L_k, gy.delta, delta' H_k delta at y + t delta (delta = X d kept per direction)
+
+Nothing here imports dask: the functions are plain and testable in-process.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+_STATE: dict = {}  # (fit_id, part) -> _Part
+_THREADS: int | None = None  # kernel threads per task (set_threads); numba's setting is per calling thread
+_LOCK = threading.Lock()  # a worker with several threads may run two tasks of one part at once
+_PART_LOCKS: dict = {}
+
+
+@dataclass(frozen=True)
+class PartSpec:
+    """How to build one part's state from nothing: picklable, sent with every task."""
+
+    fit_id: str
+    index: int
+    path: str
+    zero_based: bool = False
+    # set once the global facts are known (None while loading)
+    n_features: int | None = None
+    loss: str = "squared-hinge"
+    query_norm: bool = False
+    rescale: str | None = None
+    delta: str = "gain"
+    query_weights: object = None  # a path, a {qid: weight} dict, or None
+
+
+@dataclass
+class _Part:
+    ds: object
+    obj: object = None
+    reads: int = 1
+    y: np.ndarray | None = None
+    y_key: object = None
+    delta: np.ndarray | None = None
+    delta_key: object = None
+    at: object = None  # the point the objective's sorted state belongs to
+    extra: dict = field(default_factory=dict)
+
+
+def _part_lock(key):
+    with _LOCK:
+        return _PART_LOCKS.setdefault(key, threading.Lock())
+
+
+def _read(spec: PartSpec):
+    """The part read with rankkit's reader (errors: `part:line: message`, as on one machine), and
+    the SHA-256 of its bytes (recorded in the model)."""
+    import hashlib
+
+    from rankkit.io.svmlight import display_name, parse_bytes
+
+    buf = part_bytes(spec.path)
+    sha = hashlib.sha256(memoryview(buf)).hexdigest()
+    ds = parse_bytes(buf, display_name(spec.path), spec.zero_based)
+    return ds, sha, int(buf.shape[0])
+
+
+def is_url(path: str) -> bool:
+    """protocol://...: a path for fsspec (s3://, gs://, hdfs://, file://, memory://, ...)."""
+    import re
+
+    return re.match(r"^[A-Za-z][A-Za-z0-9+.\-]*://", str(path)) is not None
+
+
+def part_bytes(path: str) -> np.ndarray:
+    """The (decompressed) bytes of a part: a local path as rankkit reads any file, or a URL that
+    fsspec understands (compression from the extension)."""
+    from rankkit.io.svmlight import read_bytes
+
+    if not is_url(path):
+        return read_bytes(path)
+    from rankkit.errors import DataError, UsageError
+
+    try:
+        import fsspec
+    except ImportError:
+        raise UsageError(f"{path}: reading a URL needs fsspec (pip install 'rankkit[dask]')") from None
+    try:
+        with fsspec.open(path, "rb", compression="infer") as fh:
+            data = fh.read()
+    except FileNotFoundError:
+        raise DataError(path, "no such file") from None
+    except (OSError, EOFError, ValueError) as exc:
+        raise DataError(path, f"cannot read ({exc.__class__.__name__}: {exc})") from None
+    return np.frombuffer(bytearray(data), dtype=np.uint8)
+
+
+def read_part(path: str, zero_based: bool = False, labels_optional: bool = False):
+    """A part as a Dataset (predict and eval over parts): the same reader, local path or URL."""
+    from rankkit.io.svmlight import display_name, parse_bytes
+
+    return parse_bytes(part_bytes(path), display_name(path), zero_based, labels_optional=labels_optional)
+
+
+def _state(spec: PartSpec) -> tuple[_Part, bool]:
+    """The part's state, built (read, objective) if this process does not hold it. Returns
+    (state, whether it was rebuilt here)."""
+    key = (spec.fit_id, spec.index)
+    st = _STATE.get(key)
+    rebuilt = False
+    if st is None:
+        ds, sha, nbytes = _read(spec)
+        st = _Part(ds)
+        st.extra.update(sha256=sha, bytes=nbytes)
+        _STATE[key] = st
+        rebuilt = True
+    if spec.n_features is not None and st.obj is None:
+        _build_objective(st, spec)
+    return st, rebuilt
+
+
+def _build_objective(st: _Part, spec: PartSpec) -> None:
+    from rankkit.solvers.base import ExactRankSVM
+
+    ds = st.ds
+    if ds.n_features != spec.n_features:
+        ds = ds.with_changes(n_features=int(spec.n_features))
+        st.ds = ds
+    weights = None
+    if spec.query_weights is not None:
+        weights = part_query_weights(ds, spec.query_weights)
+    # the same objective the single-process solvers build (loss, weights, query_norm, rescaling)
+    solver = ExactRankSVM(C=1.0, loss=spec.loss, query_norm=spec.query_norm, query_weights=weights,
+                          rescale=spec.rescale, delta=spec.delta)
+    st.obj = solver.objective(ds)
+    st.extra["weighted_pairs"] = bool(np.any((st.obj.qweight > 0) & (ds.pairs_per_query > 0)))
+
+
+def part_query_weights(ds, source) -> np.ndarray:
+    """The weight of each query of the part, from a `qid weight` file (read here, on the worker)
+    or a dict. Every query needs one; whether some query with pairs has a positive weight is a
+    question about all the parts together, answered on the client."""
+    from rankkit.errors import DataError
+    from rankkit.io.query_weights import read_query_weights
+    from rankkit.io.svmlight import display_name
+
+    table = source if isinstance(source, dict) else read_query_weights(source)
+    qids = ds.qid[ds.qptr[:-1]].tolist()
+    missing = [q for q in qids if q not in table]
+    if missing:
+        name = display_name(source) if isinstance(source, str) else "query_weights"
+        raise DataError(name, f"has no weight for qid {missing[0]} of {ds.source}"
+                        + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""))
+    return np.array([table[q] for q in qids], dtype=np.float64)
+
+
+def _timed(fn):
+    """Each task returns (result, seconds of compute, worker address, reads done here)."""
+
+    def wrapper(spec: PartSpec, *args):
+        t0 = time.perf_counter()
+        apply_threads()
+        with _part_lock((spec.fit_id, spec.index)):
+            st, rebuilt = _state(spec)
+            out = fn(st, spec, *args)
+        return out, time.perf_counter() - t0, _address(), int(rebuilt)
+
+    wrapper.__name__ = fn.__name__
+    wrapper.__qualname__ = fn.__qualname__
+    wrapper.__doc__ = fn.__doc__
+    return wrapper
+
+
+def _address() -> str:
+    try:
+        from distributed import get_worker
+
+        return get_worker().address
+    except Exception:  # not on a worker (in-process tests)
+        return f"pid:{os.getpid()}"
+
+
+# -- the tasks ---------------------------------------------------------------------------------
+@_timed
+def load(st: _Part, spec: PartSpec) -> dict:
+    """The part's facts. qids: the part's sorted distinct query ids (for the split check)."""
+    ds = st.ds
+    big = float(np.max(np.abs(ds.data))) if ds.data.size else 0.0
+    return {"n_rows": ds.n_rows, "n_queries": ds.n_queries, "n_pairs": ds.n_pairs, "n_features": ds.n_features,
+            "nnz": ds.nnz, "max_abs": big, "has_qid": bool(ds.has_qid),
+            "qid_min": int(ds.qid.min()), "qid_max": int(ds.qid.max()), "sha256": st.extra["sha256"],
+            "bytes": st.extra["bytes"]}
+
+
+def part_qids(spec: PartSpec):
+    """(sorted distinct qids, the part number of each): the leaf of the query-split check."""
+    with _part_lock((spec.fit_id, spec.index)):
+        st, _ = _state(spec)
+        q = np.unique(st.ds.qid[st.ds.qptr[:-1]])
+    return q, np.full(q.shape[0], spec.index, dtype=np.int64)
+
+
+def merge_qids(a, b):
+    """Merge two (qids, part) lists; a qid in both is a split query: returns ("split", qid, part,
+    part) then, and that finding travels up the tree unchanged."""
+    if isinstance(a, tuple) and a and isinstance(a[0], str):
+        return a
+    if isinstance(b, tuple) and b and isinstance(b[0], str):
+        return b
+    q = np.concatenate([a[0], b[0]])
+    p = np.concatenate([a[1], b[1]])
+    order = np.argsort(q, kind="stable")
+    q, p = q[order], p[order]
+    dup = np.flatnonzero(q[1:] == q[:-1])
+    if dup.size:
+        # the split whose second part comes first in part order, so that the message is stable
+        i = int(dup[np.lexsort((p[dup], p[dup + 1]))[0]])
+        first, second = sorted((int(p[i]), int(p[i + 1])))
+        return ("split", int(q[i]), first, second)
+    return q, p
+
+
+def first_line_of_qid(spec: PartSpec, qid: int) -> int | None:
+    with _part_lock((spec.fit_id, spec.index)):
+        st, _ = _state(spec)
+        rows = np.flatnonzero(st.ds.qid == qid)
+        if rows.size == 0 or st.ds.line is None:
+            return None
+        return int(st.ds.line[rows[0]])
+
+
+def check_magnitude(spec: PartSpec, scale: float, knob: str, words: str, n_features: int) -> None:
+    """The single-process magnitude check, on this part with the global scale and features."""
+    from rankkit.solvers.base import check_magnitude as check
+
+    with _part_lock((spec.fit_id, spec.index)):
+        st, _ = _state(spec)
+        ds = st.ds if st.ds.n_features == n_features else st.ds.with_changes(n_features=int(n_features))
+        check(ds, scale, knob, words)
+
+
+@_timed
+def setup(st: _Part, spec: PartSpec) -> dict:
+    return {"weighted_pairs": st.extra["weighted_pairs"]}
+
+
+def _ensure_y(st: _Part, key, w) -> np.ndarray:
+    if st.y_key != key:
+        st.y = st.obj.scores(w, st.y if st.y is not None else None)
+        st.y_key = key
+    return st.y
+
+
+def _ensure_at(st: _Part, key, w) -> None:
+    if st.at != key:
+        st.obj.loss_y(_ensure_y(st, key, w))
+        st.at = key
+
+
+@_timed
+def fg(st: _Part, spec: PartSpec, key, w) -> tuple:
+    """(L_k(Xw), X' dL_k/dy, violated pairs) at w."""
+    y = _ensure_y(st, key, w)
+    loss = st.obj.loss_y(y)
+    st.at = key
+    return float(loss), st.obj.gradient_loss(), int(st.obj.n_active)
+
+
+@_timed
+def hv(st: _Part, spec: PartSpec, key, w, s) -> np.ndarray:
+    """X' H_k X s at w."""
+    _ensure_at(st, key, w)
+    obj = st.obj
+    from rankkit.objectives._sparse import csr_matvec
+
+    csr_matvec(obj.data, obj.indices, obj.indptr, s, obj._delta)
+    return obj._rmatvec(obj.hess_vec_y(obj._delta))
+
+
+@_timed
+def ls(st: _Part, spec: PartSpec, key, w, dkey, d, t: float) -> tuple:
+    """(L_k, gy.delta, delta' H_k delta) at y + t delta, delta = X d: one step of the line search."""
+    y = _ensure_y(st, key, w)
+    if st.delta_key != dkey:
+        st.delta = st.obj.scores(d, st.delta)
+        st.delta_key = dkey
+    delta = st.delta
+    loss = st.obj.loss_y(y + t * delta)
+    st.at = (key, dkey, t)
+    gyd = float(st.obj.gy @ delta)
+    dhd = float(delta @ st.obj.hess_vec_y(delta))
+    return float(loss), gyd, dhd
+
+
+@_timed
+def score_spread(st: _Part, spec: PartSpec, g) -> float:
+    """max_i |x_i . g| over the part's documents (the grid path's C_min)."""
+    from rankkit.objectives._sparse import csr_matvec
+
+    ds = st.ds
+    if ds.n_rows == 0:
+        return 0.0
+    return float(np.max(np.abs(csr_matvec(ds.data, ds.indices, ds.indptr, g, np.empty(ds.n_rows)))))
+
+
+def release(fit_id: str) -> int:
+    """Forget every part of a fit held by this process; returns how many."""
+    with _LOCK:
+        keys = [k for k in _STATE if k[0] == fit_id]
+        for k in keys:
+            del _STATE[k]
+            _PART_LOCKS.pop(k, None)
+    return len(keys)
+
+
+def set_threads(n: int) -> int:
+    """The number of kernel threads of this worker's tasks (run on every worker with client.run).
+    numba's set_num_threads holds for the calling thread only, and Dask runs tasks in other
+    threads: each task applies it (apply_threads). Without it, a task's kernels would use every
+    core of the machine, which on a LocalCluster of N processes oversubscribes the cores N times
+    (measured here: 15x slower per round)."""
+    import numba
+
+    global _THREADS
+    _THREADS = max(1, min(int(n), numba.config.NUMBA_NUM_THREADS))
+    numba.set_num_threads(_THREADS)
+    return _THREADS
+
+
+def apply_threads() -> None:
+    if _THREADS is not None:
+        import numba
+
+        if numba.get_num_threads() != _THREADS:
+            numba.set_num_threads(_THREADS)

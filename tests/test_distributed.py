@@ -1,0 +1,419 @@
+"""rankkit.distributed: the Newton RankSVM, predict and eval over parts on a Dask cluster.
+
+In-process (a LocalCluster of threads: the same tasks, reductions and state handling as with
+processes) for the numerical claims; a real `dask scheduler` + `dask worker` pair on 127.0.0.1 for
+the command line; worker processes killed mid-fit and a scheduler lost mid-fit under the `slow`
+marker (make test-all). Every cluster is bounded in time and torn down.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+distributed = pytest.importorskip("distributed")  # the test extra installs it: a skip only outside `make test`
+
+from rankkit.distributed import fit_newton  # noqa: E402
+from rankkit.distributed.newton import Problem  # noqa: E402
+from rankkit.distributed.parts import concatenate  # noqa: E402
+from rankkit.errors import DataError  # noqa: E402
+from rankkit.io.model import read_model  # noqa: E402
+from rankkit.io.svmlight import read_svmlight  # noqa: E402
+from rankkit.solvers.newton import NewtonRankSVM  # noqa: E402
+from tests.test_cli import _env, assert_one_line_error, rankkit  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLE = ROOT / "data" / "sample.train.txt"
+RTOL = 1e-10  # the objective of the distributed fit against the single-process one
+
+
+def _split(lines, n_parts):
+    """Lines of an SVMlight file cut into n_parts runs of whole queries."""
+    qids = [re.search(rb"qid:(\d+)", ln).group(1) for ln in lines]
+    starts = [0] + [i for i in range(1, len(lines)) if qids[i] != qids[i - 1]]
+    cuts = [starts[len(starts) * k // n_parts] for k in range(n_parts)] + [len(lines)]
+    return [lines[cuts[k]:cuts[k + 1]] for k in range(n_parts)]
+
+
+@pytest.fixture(scope="module")
+def parts(tmp_path_factory):
+    d = tmp_path_factory.mktemp("parts")
+    paths = []
+    for k, chunk in enumerate(_split(SAMPLE.read_bytes().splitlines(True), 4)):
+        p = d / f"part-{k}.txt"
+        p.write_bytes(b"".join(chunk))
+        paths.append(str(p))
+    (d / "all.txt").write_bytes(SAMPLE.read_bytes())
+    weights = d / "weights.txt"
+    ds = read_svmlight(str(SAMPLE))
+    qids = np.unique(ds.qid)
+    weights.write_text("".join(f"{q} {1 + (q % 3) * 0.5}\n" for q in qids.tolist()))
+    return paths, str(weights)
+
+
+@pytest.fixture(scope="module")
+def client():
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None,
+                                  silence_logs=50) as cluster, distributed.Client(cluster) as c:
+        yield c
+
+
+def _single(parts, **kw):
+    ds = concatenate([read_svmlight(p) for p in parts])
+    return NewtonRankSVM(**kw).fit(ds), ds
+
+
+CASES = [
+    dict(C=0.01),
+    dict(C=0.05, loss="huber", query_norm=True),
+    dict(C=0.02, loss="logistic", query_weights=True),
+    dict(C=0.01, rescale="slack", delta="gain"),
+    dict(C=0.01, rescale="margin", delta="0,1,3", query_norm=True),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: "-".join(f"{k}={v}" for k, v in c.items()))
+def test_same_optimum_as_one_process(parts, client, case):
+    paths, weights_file = parts
+    case = dict(case)
+    qw = weights_file if case.pop("query_weights", False) else None
+    res, facts = fit_newton(paths, client, tol=1e-9, query_weights=qw, **case)
+    single_kw = dict(case)
+    ds = concatenate([read_svmlight(p) for p in paths])
+    if qw is not None:
+        from rankkit.io.query_weights import read_query_weights, weights_for
+
+        single_kw["query_weights"] = weights_for(ds, read_query_weights(qw), qw)
+    ref = NewtonRankSVM(tol=1e-9, **single_kw).fit(ds)
+    assert res.converged and ref.converged
+    assert abs(res.objective - ref.objective) <= RTOL * abs(ref.objective), (res.objective, ref.objective)
+    assert np.allclose(res.w, ref.w, rtol=1e-5, atol=1e-7 * np.abs(ref.w).max())
+    assert (facts["n_documents"], facts["n_queries"], facts["n_pairs"]) == (ds.n_rows, ds.n_queries, ds.n_pairs)
+    assert facts["parts"] == 4 and facts["workers"] == 2
+
+
+def test_same_bytes_for_any_assignment_of_parts(parts, client):
+    """Partial sums reduced in part order: the same w, bit for bit, whichever worker holds which part."""
+    paths, _ = parts
+    live = sorted(client.scheduler_info()["workers"])
+    ws = []
+    for where in ([live[k % 2] for k in range(4)], [live[0]] * 4, [live[1], live[0], live[0], live[1]]):
+        prob = Problem(client, paths, loss="huber")
+        prob.where = list(where)
+        try:
+            ws.append(prob.fit(0.05, tol=1e-9).w.tobytes())
+        finally:
+            prob.close()
+    assert all(w == ws[0] for w in ws[1:])
+
+
+def test_lost_part_is_read_again_and_gives_the_same_model(parts, client):
+    """A worker's state lost between rounds (what a worker restart leaves): its parts are read
+    again and the model is the same, bit for bit (the process-kill version is test_worker_killed)."""
+    from rankkit.distributed import worker as W
+
+    paths, _ = parts
+    ref = fit_newton(paths, client, C=0.01)[0].w.tobytes()
+    lost = []
+
+    def log(line):
+        if line.startswith("iter   2"):
+            victims = [k for k in list(W._STATE) if k[1] in (1, 3)]
+            for k in victims:  # in-process workers share this module: drop parts 1 and 3
+                del W._STATE[k]
+            lost.extend(victims)
+
+    res, facts = fit_newton(paths, client, C=0.01, log=log)
+    assert lost and facts["parts_read_again"] == 2
+    assert res.w.tobytes() == ref
+
+
+def test_query_split_across_parts_names_both(parts, client, tmp_path):
+    paths, _ = parts
+    lines = [Path(p).read_bytes().splitlines(True) for p in paths]
+    # the first query of part 2 also at the end of part 1, and part 3's last query in part 0
+    first_q2 = re.search(rb"qid:(\d+)", lines[2][0]).group(1)
+    bad = [lines[0], lines[1] + [lines[2][0]], lines[2][1:], lines[3]]
+    bad_paths = []
+    for k, chunk in enumerate(bad):
+        p = tmp_path / f"p{k}.txt"
+        p.write_bytes(b"".join(chunk))
+        bad_paths.append(str(p))
+    with pytest.raises(DataError) as exc:
+        fit_newton(bad_paths, client)
+    msg = str(exc.value)
+    assert f"qid {int(first_q2)} is also in the part {bad_paths[1]}" in msg and msg.startswith(bad_paths[2] + ":1:"), msg
+    # the same message in one process (several parts without --dask)
+    with pytest.raises(DataError) as exc1:
+        concatenate([read_svmlight(p) for p in bad_paths])
+    assert str(exc1.value) == msg
+
+
+def test_bad_input_in_a_part_is_its_file_and_line(parts, client, tmp_path):
+    paths, _ = parts
+    lines = Path(paths[2]).read_bytes().splitlines(True)
+    lines[4] = b"x" + lines[4]
+    bad = tmp_path / "part-2.txt"
+    bad.write_bytes(b"".join(lines))
+    with pytest.raises(DataError) as one:
+        read_svmlight(str(bad))
+    with pytest.raises(DataError) as exc:
+        fit_newton([paths[0], paths[1], str(bad), paths[3]], client)
+    assert str(exc.value) == str(one.value) and f"{bad}:5:" in str(exc.value)
+
+
+def test_parts_without_dask_train_as_the_concatenated_file(parts, tmp_path):
+    paths, _ = parts
+    cwd = tmp_path
+    many = rankkit("train", str(Path(paths[0]).parent / "part-*.txt"), "many.model", "-C", "0.01", cwd=cwd)
+    assert many.returncode == 0, many.stderr
+    ds = read_svmlight(str(SAMPLE))
+    ref = NewtonRankSVM(C=0.01).fit(ds)  # what `rankkit train all.txt` fits
+    b = read_model(str(cwd / "many.model"))
+    assert b.weights.tobytes() == ref.w.tobytes()
+    assert b.header["parts"] == "4" and int(b.header["n_documents"]) == ds.n_rows
+    # a query split across parts: one line naming both, exit 2, no model
+    split = cwd / "split.txt"
+    split.write_bytes(Path(paths[1]).read_bytes().splitlines(True)[-1])
+    qid = int(re.search(rb"qid:(\d+)", split.read_bytes()).group(1))
+    proc = rankkit("train", paths[0], paths[1], str(split), "split.model", cwd=cwd)
+    assert_one_line_error(proc, f"{split}:1: qid {qid} is also in the part {paths[1]}")
+    assert not (cwd / "split.model").exists()
+
+
+def test_unreachable_scheduler_is_one_line(parts, tmp_path):
+    paths, _ = parts
+    env_timeout = {"RANKKIT_DASK_TIMEOUT": "1"}
+    proc = _rankkit_env(env_timeout, "train", *paths, "m.model", "--dask", "tcp://127.0.0.1:9", cwd=tmp_path)
+    assert_one_line_error(proc, "--dask tcp://127.0.0.1:9: cannot reach a Dask scheduler there")
+    assert not (tmp_path / "m.model").exists()
+    from rankkit.distributed.cluster import ClusterError, parse_address
+
+    with pytest.raises(ClusterError, match="--dask 'nowhere' is not a scheduler address"):
+        parse_address("nowhere")
+    assert parse_address("local:3") == ("local", 3) and parse_address("tcp://10.0.0.1:8786")[0] == "remote"
+
+
+def _rankkit_env(extra, *args, cwd, timeout=120):
+    env = _env()
+    env.update(extra)
+    return subprocess.run([sys.executable, "-m", "rankkit", *map(str, args)], cwd=cwd, env=env, capture_output=True,
+                          timeout=timeout, stdin=subprocess.DEVNULL)
+
+
+# -- a real scheduler and worker, as processes on 127.0.0.1 -------------------------------------
+@contextlib.contextmanager
+def scheduler_and_workers(tmp_path, n_workers=1, nanny=False):
+    """`dask scheduler` and `dask worker` processes on the loopback interface, killed on exit."""
+    env = _env()
+    env["NUMBA_NUM_THREADS"] = "1"  # one kernel thread per worker: the test machine's cores are few and shared
+    sfile = tmp_path / f"scheduler-{time.monotonic_ns()}.json"
+    procs = []
+    try:
+        procs.append(subprocess.Popen([sys.executable, "-m", "dask", "scheduler", "--host", "127.0.0.1", "--port", "0",
+                                       "--no-dashboard", "--scheduler-file", str(sfile)], env=env,
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True))
+        deadline = time.monotonic() + 60
+        while not (sfile.exists() and sfile.stat().st_size > 0):
+            assert time.monotonic() < deadline, "the dask scheduler did not start within 60 s"
+            assert procs[0].poll() is None, "the dask scheduler exited"
+            time.sleep(0.1)
+        time.sleep(0.1)
+        address = json.loads(sfile.read_text())["address"]
+        for _ in range(n_workers):
+            procs.append(subprocess.Popen([sys.executable, "-m", "dask", "worker", address, "--nthreads", "1",
+                                           "--host", "127.0.0.1", "--no-dashboard",
+                                           *(["--nanny"] if nanny else ["--no-nanny"])],
+                                          env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                          start_new_session=True))
+        with distributed.Client(address, timeout=30) as c:
+            c.wait_for_workers(n_workers, timeout=60)
+        yield address, procs
+    finally:
+        for p in reversed(procs):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(p.pid, signal.SIGKILL)
+            p.wait(timeout=30)
+
+
+def test_cli_on_a_real_scheduler_and_worker(parts, client, tmp_path):
+    """train, predict and eval with --dask tcp://127.0.0.1:PORT: the same model bytes as the
+    in-process cluster, the same scores as one process, all header facts true."""
+    paths, _ = parts
+    pattern = str(Path(paths[0]).parent / "part-*.txt")
+    with scheduler_and_workers(tmp_path) as (address, _):
+        train = rankkit("train", pattern, "m.model", "-C", "0.01", "--loss", "huber", "--dask", address, "-v",
+                        cwd=tmp_path)
+        assert train.returncode == 0, train.stderr
+        err = train.stderr.decode()
+        assert re.search(r"iter +1 .*compute [0-9.]+s  communication [0-9.]+s", err), err
+        pred = rankkit("predict", pattern, "m.model", "dist.scores", "--dask", address, cwd=tmp_path)
+        assert pred.returncode == 0, pred.stderr
+    res, _ = fit_newton(paths, client, C=0.01, loss="huber")
+    model = read_model(str(tmp_path / "m.model"))
+    assert model.weights.tobytes() == res.w.tobytes()
+    h = model.header
+    ds = read_svmlight(str(SAMPLE))
+    assert (int(h["n_documents"]), int(h["n_queries"]), int(h["n_pairs"])) == (ds.n_rows, ds.n_queries, ds.n_pairs)
+    assert (h["parts"], h["workers"], h["converged"], h["solver"], h["loss"]) == ("4", "1", "true", "newton", "huber")
+    assert float(h["objective"]) == res.objective and int(h["iterations"]) == res.iterations
+    from rankkit import commands
+
+    commands.predict(str(SAMPLE), str(tmp_path / "m.model"), str(tmp_path / "one.scores"))  # as one process
+    assert (tmp_path / "one.scores").read_bytes() == (tmp_path / "dist.scores").read_bytes()
+
+
+def test_predict_and_eval_over_parts(parts, client, tmp_path):
+    """predict PARTS... --dask: one file in part order or one per part (--out-dir), the same scores
+    as one process; eval PARTS... SCORES --dask: the same metrics as one process."""
+    from rankkit import commands
+
+    paths, _ = parts
+    model = tmp_path / "m.model"
+    commands.train(str(SAMPLE), str(model), solver="newton", params={"C": 0.01}, warn=lambda m: None)
+    commands.predict(str(SAMPLE), str(model), str(tmp_path / "one.scores"))
+    commands.predict_parts(paths, str(model), out_file=str(tmp_path / "dist.scores"), dask=client)
+    one = (tmp_path / "one.scores").read_bytes()
+    assert (tmp_path / "dist.scores").read_bytes() == one
+    (tmp_path / "per").mkdir()
+    commands.predict_parts(paths, str(model), out_dir=str(tmp_path / "per"), dask=client)
+    assert b"".join((tmp_path / "per" / (Path(p).name + ".scores")).read_bytes() for p in paths) == one
+    shown, shown1 = [], []
+    metrics = ("ndcg@10", "map", "err@5")
+    commands.eval_parts(paths, str(tmp_path / "dist.scores"), dask=client, metrics=metrics, fmt="json",
+                        per_query=True, echo=shown.append)
+    commands.evaluate((str(SAMPLE), str(tmp_path / "dist.scores")), metrics=metrics, fmt="json", per_query=True,
+                      echo=shown1.append)
+    assert json.loads("\n".join(shown)) == json.loads("\n".join(shown1))
+
+
+@pytest.mark.slow
+def test_scheduler_lost_mid_fit(parts, tmp_path):
+    """The scheduler killed during training: one line, exit 2, no model."""
+    paths, _ = parts
+    with scheduler_and_workers(tmp_path) as (address, procs):
+        env = _env()
+        env["RANKKIT_DASK_TIMEOUT"] = "3"
+        proc = subprocess.Popen([sys.executable, "-m", "rankkit", "train", *paths, "m.model", "-C", "1", "--tol", "1e-12",
+                                 "--dask", address, "-v"], cwd=tmp_path, env=env, stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            lines = []
+            for raw in proc.stderr:
+                lines.append(raw.decode())
+                if raw.startswith(b"iter   1"):
+                    os.killpg(procs[0].pid, signal.SIGKILL)
+                    break
+            rest = proc.communicate(timeout=120)[1].decode()
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        err = "".join(lines) + rest
+    assert proc.returncode == 2, err
+    assert "Traceback" not in err
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("rankkit: error: the Dask cluster failed during the run") and "no output written" in last, err
+    assert not (tmp_path / "m.model").exists()
+
+
+@pytest.mark.slow
+def test_worker_killed_mid_fit(parts, tmp_path):
+    """A worker process killed by SIGKILL in the middle of a fit: its parts are read again on the
+    other worker, and the model has the same bytes as an undisturbed fit."""
+    paths, _ = parts
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                                  silence_logs=50, env={"NUMBA_NUM_THREADS": "1"}) as cluster, \
+            distributed.Client(cluster) as c:
+        ref = fit_newton(paths, c, C=0.01, loss="logistic")[0].w.tobytes()
+        pids = c.run(os.getpid)
+        victim = sorted(pids)[1]
+        killed = []
+
+        def log(line):  # from a timer, so that the kill most likely lands while a round is in flight
+            if line.startswith("iter   2") and not killed:
+                import threading
+
+                threading.Timer(0.05, os.kill, (pids[victim], signal.SIGKILL)).start()
+                killed.append(victim)
+
+        res, facts = fit_newton(paths, c, C=0.01, loss="logistic", log=log)
+    assert killed and facts["parts_read_again"] >= 2, facts
+    assert res.w.tobytes() == ref
+
+
+def test_grid_path_on_parts_is_the_one_process_path(parts, client):
+    """`rankkit path 'part-*' VALID --dask`: the parts stay loaded along the warm-started grid; the
+    same grid, objectives (to 1e-10) and choice as the path on the concatenated file."""
+    from rankkit import commands
+
+    paths, _ = parts
+    valid = str(ROOT / "data" / "sample.vali.txt")
+    dist = commands.path(str(Path(paths[0]).parent / "part-*.txt"), valid, method="grid", n_points=3, ratio=1e4,
+                         dask=client, echo=lambda line: None)
+    one = commands.path(str(SAMPLE), valid, method="grid", n_points=3, ratio=1e4, echo=lambda line: None)
+    assert dist.chosen == one.chosen
+    for a, b in zip(dist.points, one.points):
+        assert abs(a.C - b.C) <= 1e-12 * b.C and abs(a.objective - b.objective) <= RTOL * b.objective
+        assert a.metric == b.metric and a.iterations == b.iterations
+
+
+@pytest.mark.slow
+def test_cli_local_cluster(parts, client, tmp_path):
+    """--dask local:2: a LocalCluster of two worker processes started and stopped by rankkit."""
+    paths, _ = parts
+    proc = rankkit("train", *paths, "m.model", "-C", "0.01", "--query-norm", "--dask", "local:2", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    model = read_model(str(tmp_path / "m.model"))
+    assert model.header["workers"] == "2"
+    assert model.weights.tobytes() == fit_newton(paths, client, C=0.01, query_norm=True)[0].w.tobytes()
+
+
+def test_parts_at_urls_that_fsspec_reads(parts, client):
+    """Parts given as URLs (here fsspec's memory://, seen by the in-process workers; s3://, gs://,
+    hdfs:// alike with their fsspec packages): the same model as from local files."""
+    import fsspec
+
+    paths, _ = parts
+    fs = fsspec.filesystem("memory")
+    for k, p in enumerate(paths):
+        fs.pipe(f"/rankkit-test/part-{k}.txt", Path(p).read_bytes())
+    try:
+        res, facts = fit_newton(["memory://rankkit-test/part-*.txt"], client, C=0.01)
+        assert facts["parts"] == 4
+        assert res.w.tobytes() == fit_newton(paths, client, C=0.01)[0].w.tobytes()
+        with pytest.raises(DataError, match="memory://rankkit-test/none.txt: no such file"):
+            fit_newton(["memory://rankkit-test/none.txt", "memory://rankkit-test/part-0.txt"], client)
+    finally:
+        fs.rm("/rankkit-test", recursive=True)
+
+
+def test_python_api_fit_parts_on_a_client_equals_one_process(parts, client):
+    """rankkit.RankSVM(...).fit_parts(PARTS, client=...) (the Python face of --dask): the optimum
+    of the estimator fitted on the concatenated arrays; without a client, the same weights bit for bit."""
+    import rankkit
+
+    paths, weights = parts
+    X, y, qid = rankkit.load_svmlight_file(str(SAMPLE), query_id=True)
+    ref = rankkit.RankSVM(C=0.01).fit(X, y, qid=qid)
+    on_cluster = rankkit.RankSVM(C=0.01).fit_parts(paths, client=client)
+    assert on_cluster.objective_ == pytest.approx(ref.objective_, rel=1e-10)
+    np.testing.assert_allclose(on_cluster.coef_, ref.coef_, rtol=1e-7, atol=1e-10)
+    assert on_cluster.model_.header["workers"] == 2 and on_cluster.n_pairs_ == ref.n_pairs_
+    joined = rankkit.RankSVM(C=0.01).fit_parts(paths)
+    np.testing.assert_array_equal(joined.coef_, ref.coef_)
+    weighted = rankkit.RankSVM(C=0.01).fit_parts(paths, query_weights=weights)
+    assert weighted.objective_ != ref.objective_
+    with pytest.raises(rankkit.UsageError, match="loss is squared-hinge, huber or logistic"):
+        rankkit.RankSVM(loss="hinge").fit_parts(paths, client=client)
+    with pytest.raises(rankkit.UsageError, match="solver 'newton'"):
+        rankkit.RankSVM(solver="newton-pairs").fit_parts(paths, client=client)
