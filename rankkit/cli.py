@@ -139,14 +139,19 @@ def _threads(f):
 
 
 class _progress_bar:
-    """A Click progress bar on stderr for long stochastic runs (only on a terminal, not under -v)."""
+    """A Click progress bar on stderr for long runs (stochastic solvers, the exact path; only on a
+    terminal, not under -v). info: a short status shown after the bar."""
 
     def __init__(self, total: int, label: str):
-        self.bar = click.progressbar(length=total, label=label, file=sys.stderr)
+        self.info = None
+        self.bar = click.progressbar(length=total, label=label, file=sys.stderr, item_show_func=lambda _: self.info)
         self.bar.__enter__()
         self.done = 0
 
-    def __call__(self, done: int, total: int) -> None:
+    def __call__(self, done: int, total: int, info: str | None = None) -> None:
+        if self.done >= total:  # already finished
+            return
+        self.info = info
         self.bar.update(done - self.done)
         self.done = done
         if done >= total:
@@ -546,7 +551,8 @@ def path_(train_file, valid_file, out_model, table, plot, method, graph, kernel,
                   select=select, n_points=n_points, ratio=ratio, folds=folds, jobs=jobs, zero_based=zero_based,
                   group_queries=group_queries, group_file=group_file, log=_say if verbose else None, echo=_echo,
                   exact={"kernel": kernel, "gamma": gamma, "degree": degree, "coef0": coef0, "graph": graph,
-                         "lambda_min": lambda_min, "max_events": max_events})
+                         "lambda_min": lambda_min, "max_events": max_events},
+                  progress=_progress_bar if (not verbose and sys.stderr.isatty()) else None)
 
 
 # -- exit statuses and signals -----------------------------------------------------------------

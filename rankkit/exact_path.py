@@ -264,6 +264,10 @@ class _DenseKernel:
         """(K z, None)."""
         return self.K @ z, None
 
+    def apply_pairs(self, v: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        """K P_idx' v."""
+        return self.K @ _pair_sum(self.pi[idx], self.pj[idx], v, self.K.shape[0])
+
     def q_cols(self, rows: np.ndarray, p: int) -> np.ndarray:
         """Q[rows, p]."""
         K, pi, pj = self.K, self.pi, self.pj
@@ -299,12 +303,21 @@ class _LinearStructure:
         feat = self.Xt @ z
         return self.X @ feat, feat
 
+    def apply_pairs(self, v: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        """K P_idx' v = X u with u = sum_p v_p (x_i - x_j) from the pairs' own rows."""
+        docs = np.concatenate([self.pi[idx], self.pj[idx]])
+        row, cols, vals = _gather_rows(self.X, docs)
+        u = np.bincount(cols, weights=vals * np.concatenate([v, -v])[row], minlength=self.X.shape[1])
+        return self.X @ u
+
     def q_cols(self, rows: np.ndarray, p: int) -> np.ndarray:
-        """Q[rows, p] from the kernel entries between the rows' documents and the pair's two."""
+        """Q[rows, p] = (x_i' - x_j') . (x_i - x_j) for the rows' pairs (i', j') and p = (i, j)."""
         r = rows.shape[0]
-        docs = np.concatenate([self.pi[rows], self.pj[rows]])
-        G = (self.X[docs] @ self.X[[int(self.pi[p]), int(self.pj[p])]].T).toarray()
-        return G[:r, 0] - G[:r, 1] - G[r:, 0] + G[r:, 1]
+        row, cols, vals = _gather_rows(self.X, np.array([self.pi[p], self.pj[p]]))
+        a = np.bincount(cols, weights=np.where(row == 0, vals, -vals), minlength=self.X.shape[1])
+        row, cols, vals = _gather_rows(self.X, np.concatenate([self.pi[rows], self.pj[rows]]))
+        s = np.bincount(row, weights=vals * a[cols], minlength=2 * r)
+        return s[:r] - s[r:]
 
     def valid_scores(self, z: np.ndarray, feat) -> np.ndarray:
         return self.Xv @ (self.Xt @ z if feat is None else feat)
@@ -313,7 +326,16 @@ class _LinearStructure:
         return "linear kernel through the sparse features (no n x n matrix)"
 
 
-_PAIR_BLOCK = 1 << 16
+_PAIR_BLOCK = 1 << 12
+
+
+def _gather_rows(X, docs: np.ndarray):
+    """The stored entries of rows `docs` of the CSR matrix X: (position in docs, column, value)."""
+    start = X.indptr[docs]
+    lens = X.indptr[docs + 1] - start
+    row = np.repeat(np.arange(docs.shape[0]), lens)
+    pos = np.arange(int(lens.sum())) - np.repeat(np.cumsum(lens) - lens - start, lens)
+    return row, X.indices[pos], X.data[pos]
 
 
 def _pair_sum(pi: np.ndarray, pj: np.ndarray, v: np.ndarray, n: int) -> np.ndarray:
@@ -378,17 +400,16 @@ def exact_path(train: Dataset, valid: Dataset | None = None, kernel: str = "line
     qdiag = ops.qdiag
     qscale = max(float(qdiag.max()), 1e-300)
     max_zero_steps = 2 * min(m, n) + 20 if max_zero_steps is None else int(max_zero_steps)
+    last_z = [None]  # P'alpha of the last q_apply(alpha): lambda * beta
     last_feat = [None]  # X'P'alpha of the last q_apply(alpha) (linear route): lambda * w
 
     def q_apply(v_pairs: np.ndarray, idx=None) -> np.ndarray:
         """Q[:, idx] v (idx None: all columns) as P K P_idx' v."""
         if idx is None:
-            z = _pair_sum(pi, pj, v_pairs, n)
+            last_z[0] = z = _pair_sum(pi, pj, v_pairs, n)
+            kz, last_feat[0] = ops.apply(z)
         else:
-            z = _pair_sum(pi[idx], pj[idx], v_pairs, n)
-        kz, feat = ops.apply(z)
-        if idx is None:
-            last_feat[0] = feat
+            kz = ops.apply_pairs(v_pairs, idx)
         return kz[pi] - kz[pj]
 
     q_cols = ops.q_cols
@@ -501,8 +522,7 @@ def exact_path(train: Dataset, valid: Dataset | None = None, kernel: str = "line
         obj = hinge + 0.5 * float(alpha @ g) / lam
         mets = {}
         if valid is not None:
-            beta = _pair_sum(pi, pj, alpha, n)
-            mets = _metric_means(names, valid, ops.valid_scores(beta, last_feat[0]) / lam)
+            mets = _metric_means(names, valid, ops.valid_scores(last_z[0], last_feat[0]) / lam)
         nE = len(E)
         n1 = int(np.count_nonzero(state == 1))
         breakpoints.append(Breakpoint(lam, nE, m - nE - n1, n1, event, pairs_, hinge, obj, mets,
