@@ -338,6 +338,17 @@ def _gather_rows(X, docs: np.ndarray):
     return row, X.indices[pos], X.data[pos]
 
 
+def _incidence(pi: np.ndarray, pj: np.ndarray, n: int):
+    """The pair incidence matrix P (m x n, CSR): row p has +1 at pi[p] and -1 at pj[p]."""
+    import scipy.sparse as sp
+
+    m = pi.shape[0]
+    cols = np.empty(2 * m, dtype=np.int64)
+    cols[0::2], cols[1::2] = pi, pj
+    vals = np.tile(np.array([1.0, -1.0]), m)
+    return sp.csr_matrix((vals, cols, np.arange(0, 2 * m + 1, 2, dtype=np.int64)), shape=(m, n))
+
+
 def _pair_sum(pi: np.ndarray, pj: np.ndarray, v: np.ndarray, n: int) -> np.ndarray:
     """P'v: +v_p at the upper document of pair p, -v_p at the lower one."""
     return np.bincount(pi, weights=v, minlength=n) - np.bincount(pj, weights=v, minlength=n)
@@ -400,17 +411,19 @@ def exact_path(train: Dataset, valid: Dataset | None = None, kernel: str = "line
     qdiag = ops.qdiag
     qscale = max(float(qdiag.max()), 1e-300)
     max_zero_steps = 2 * min(m, n) + 20 if max_zero_steps is None else int(max_zero_steps)
+    P = _incidence(pi, pj, n)  # m x n, +1 at the upper document, -1 at the lower: O(m) memory
+    Pt = P.T.tocsr()
     last_z = [None]  # P'alpha of the last q_apply(alpha): lambda * beta
     last_feat = [None]  # X'P'alpha of the last q_apply(alpha) (linear route): lambda * w
 
     def q_apply(v_pairs: np.ndarray, idx=None) -> np.ndarray:
         """Q[:, idx] v (idx None: all columns) as P K P_idx' v."""
         if idx is None:
-            last_z[0] = z = _pair_sum(pi, pj, v_pairs, n)
+            last_z[0] = z = Pt @ v_pairs
             kz, last_feat[0] = ops.apply(z)
         else:
             kz = ops.apply_pairs(v_pairs, idx)
-        return kz[pi] - kz[pj]
+        return P @ kz
 
     q_cols = ops.q_cols
 
@@ -519,7 +532,7 @@ def exact_path(train: Dataset, valid: Dataset | None = None, kernel: str = "line
             before_last = ckpt_alpha_last[0]
         marg = g / lam
         hinge = float(np.maximum(0.0, 1.0 - marg).sum())
-        obj = hinge + 0.5 * float(alpha @ g) / lam
+        obj = hinge + 0.5 * float(np.sum(alpha * g)) / lam  # not BLAS ddot: its threads wait for cores on a busy machine
         mets = {}
         if valid is not None:
             mets = _metric_means(names, valid, ops.valid_scores(last_z[0], last_feat[0]) / lam)
