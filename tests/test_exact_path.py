@@ -257,9 +257,11 @@ def _same_path(ref, new):
         assert b.metrics.keys() == a.metrics.keys()
         for k in a.metrics:
             assert b.metrics[k] == pytest.approx(a.metrics[k], rel=0, abs=1e-12), (t, k)
+    lams = ref.lambdas
+    probe = sorted(set(range(0, len(lams), 4)) | {len(lams) - 1})  # replaying alpha is the slow part: every 4th
+    for t in probe:
         assert np.max(np.abs(new.alpha(t) - ref.alpha(t))) < 1e-9, t
-    lams = list(ref.lambdas) + [0.5 * (x + y) for x, y in zip(ref.lambdas[:-1], ref.lambdas[1:])] + [2 * ref.lambdas[0]]
-    for lam in lams:
+    for lam in [lams[t] for t in probe] + [0.5 * (lams[t] + lams[t + 1]) for t in probe[:-1]] + [2 * lams[0]]:
         w_ref = np.asarray(ref._X.T @ ref.beta_at(lam)).ravel()  # from alpha, as the dense route has no stored w
         assert np.max(np.abs(new.w_at(lam) - w_ref)) <= 1e-9 * max(1.0, np.abs(w_ref).max()), lam
 
@@ -379,3 +381,61 @@ def test_progress_from_the_start():
     assert f"breakpoint {len(res.breakpoints):,}" in lines[-1] and "(lambda_min)" in lines[-1]
     assert calls[-1][:2] == (1000, 1000) and all(0 <= d <= t for d, t, _ in calls)
     assert [d for d, _, _ in calls] == sorted(d for d, _, _ in calls)
+
+
+def _small_train_file(tmp_path):
+    from test_cli import SAMPLE_TRAIN
+
+    lines = SAMPLE_TRAIN.read_text().splitlines()
+    qids = list(dict.fromkeys(ln.split()[1] for ln in lines))
+    (tmp_path / "small.txt").write_text("\n".join(ln for ln in lines if ln.split()[1] in qids[:4]) + "\n")
+    return "small.txt"
+
+
+def test_cli_verbose_progress_lines_and_a_progress_bar_on_a_terminal(tmp_path):
+    """-v: plain lines from the start (what it does, breakpoints, lambda, |I_alpha|, time), no
+    carriage returns; without -v nothing on a pipe, and a progress line on a terminal."""
+    import os
+    import pty
+    import subprocess
+    import sys
+
+    from test_cli import SAMPLE_TEST, _env, rankkit
+
+    from rankkit.io.svmlight import read_svmlight
+
+    train = _small_train_file(tmp_path)
+    lam0 = run(read_svmlight(str(tmp_path / train)), None, max_events=1).lambdas[0]
+    short = ["--method", "exact", "--lambda-min", repr(float(1e-3 * lam0))]  # a normal end (no warning), a short path
+    proc = rankkit("path", train, SAMPLE_TEST, *short, "-v", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr.decode()
+    err = proc.stderr.decode()
+    lines = [ln for ln in err.splitlines() if ln.startswith("exact path:")]
+    assert "\r" not in err and len(lines) >= 3
+    assert "pairs" in lines[0] and "building" in lines[0] and "linear kernel through the sparse features" in lines[1]
+    assert all("lambda" in ln and "|I_alpha|" in ln and " s" in ln for ln in lines[2:])
+    assert "(lambda_min)" in lines[-1]
+    quiet = rankkit("path", train, SAMPLE_TEST, *short, cwd=tmp_path)
+    assert quiet.returncode == 0 and quiet.stderr == b""
+    assert quiet.stdout == proc.stdout  # the same path and choice with and without -v
+    master, slave = pty.openpty()
+    try:
+        tty = subprocess.run([sys.executable, "-m", "rankkit", "path", train, SAMPLE_TEST, *short],
+                             cwd=tmp_path, env=_env(), stdout=subprocess.PIPE, stderr=slave, timeout=300)
+        os.close(slave)
+        slave = None
+        shown = b""
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # EIO: the terminal's other side is closed and drained
+                break
+            if not chunk:
+                break
+            shown += chunk
+    finally:
+        if slave is not None:
+            os.close(slave)
+        os.close(master)
+    assert tty.returncode == 0 and tty.stdout == proc.stdout
+    assert b"exact path" in shown and b"100%" in shown and b"breakpoints" in shown, shown[-300:]
