@@ -16,7 +16,8 @@ m > 1), I_alpha = E (m = 1, 0 <= alpha <= 1). On a segment with fixed sets
     alpha_E(lambda) = Q_EE^-1 (lambda 1 - Q_E1 1) = alpha_E^t + (lambda - lambda^t) eta,  eta = Q_EE^-1 1
 
 and lambda m(lambda) = g^t + (lambda - lambda^t) h, g = Q alpha, h = Q_:E eta (= P K P_E' eta, computed
-in O(n^2 + m) without ever forming the m x m matrix Q). The next breakpoint is the largest lambda
+without ever forming the m x m matrix Q: O(nnz + m) for the linear kernel, O(n^2 + m) for the others,
+see "Products with K" below). The next breakpoint is the largest lambda
 below lambda^t where an alpha_E reaches 1 or 0 (the paper's eqs. 13, 14) or a pair outside E reaches
 margin 1 (eq. 17: lambda = (g_p - lambda^t h_p) / (1 - h_p)). The start (Sect. 5.1) is the same rule
 from lambda = +inf with E empty and alpha = 1: lambda_0 = max_p (Q 1)_p; re-initialisation when E
@@ -25,7 +26,8 @@ empties (Sect. 5.3) is again the same rule with h = 0 (I_0 kept, lambda = (Q alp
 Q_EE^-1 is kept as an explicit inverse updated by the bordered-matrix formula when a pair enters
 and the Schur-complement downdate when one leaves: O(|E|^2) per event, not O(|E|^3). It is
 recomputed from scratch (Cholesky) every `REFRESH` events and whenever the residual check fails;
-g = Q alpha is recomputed exactly at every breakpoint (O(n^2 + m)), so errors do not accumulate.
+g = Q alpha is recomputed exactly at every breakpoint (O(nnz + m) linear, O(n^2 + m) otherwise), so
+errors do not accumulate.
 
 Degeneracy. A pair whose row of Q is (numerically) a combination of the rows of E cannot enter
 (the Schur complement s = Q_pp - q'Q_EE^-1 q is below SING_RTOL * Q_pp): its margin is then a
@@ -50,9 +52,18 @@ constraints imply the reduced ones, not conversely): e.g. two levels, a, b above
 representatives a and c: edges a-c, a-d, b-c; f = (a 2, b 1, c 0, d 1) satisfies them all and
 violates b-d. The paper's "consistent problem equivalence" does not hold in this sense.
 
-Scope: the code enumerates pairs explicitly and keeps a dense n x n kernel matrix (up to ~10^4 pairs
-and a few thousand documents; `rankkit path` uses the grid beyond that). The command-line entry point
-is `rankkit path --method exact` (rankkit.path.exact_path_points, rankkit.commands.path).
+Products with K. The linear kernel K = X X' is never formed ("linear" route, the default for it):
+K z = X (X'z) and the validation scores X_valid (X'z) cost O(nnz); the entries of Q for a few pairs
+(a column of Q_EE, the Schur complement when a pair enters) come from those pairs' own rows; P'alpha
+and P(Kz) are sparse incidence products, O(m). A breakpoint costs O(nnz + m) and the memory is
+O(nnz + m) (plus O(d) per breakpoint for the recorded w), never n x n or pairs x pairs. rbf and poly
+keep the dense n x n kernel matrix ("dense" route, O(n^2) memory and O(n^2) per product), which is also
+the brute-force reference the linear route is tested against (route="dense").
+
+Scope: the code enumerates pairs explicitly (O(m) memory). `rankkit path` without --method chooses
+the exact path up to 10^4 pairs and 2,000 documents and the grid beyond; --method exact runs it at
+any size. The command-line entry point is `rankkit path --method exact` (rankkit.path.exact_path_points,
+rankkit.commands.path); -v prints progress lines from the start, a terminal shows a progress bar.
 """
 
 from __future__ import annotations
