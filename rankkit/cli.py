@@ -147,14 +147,16 @@ class _progress_bar:
         self.bar = click.progressbar(length=total, label=label, file=sys.stderr, item_show_func=lambda _: self.info)
         self.bar.__enter__()
         self.done = 0
+        self.closed = False
 
     def __call__(self, done: int, total: int, info: str | None = None) -> None:
-        if self.done >= total:  # already finished
+        if self.closed:
             return
         self.info = info
         self.bar.update(done - self.done)
         self.done = done
         if done >= total:
+            self.closed = True
             self.bar.__exit__(None, None, None)
 
 
