@@ -138,7 +138,11 @@ class ExactPathResult:
 
     @property
     def lambdas(self) -> np.ndarray:
-        return np.array([b.lam for b in self.breakpoints])
+        """The breakpoints' lambdas (kept: w_at and alpha_at look them up once per call)."""
+        cached = self.__dict__.get("_lams")
+        if cached is None or cached.shape[0] != len(self.breakpoints):
+            cached = self.__dict__["_lams"] = np.array([b.lam for b in self.breakpoints])
+        return cached
 
     def alpha(self, t: int) -> np.ndarray:
         """The full dual vector at breakpoint t (replayed from the nearest checkpoint)."""
