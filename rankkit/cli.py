@@ -139,17 +139,24 @@ def _threads(f):
 
 
 class _progress_bar:
-    """A Click progress bar on stderr for long stochastic runs (only on a terminal, not under -v)."""
+    """A Click progress bar on stderr for long runs (stochastic solvers, the exact path; only on a
+    terminal, not under -v). info: a short status shown after the bar."""
 
     def __init__(self, total: int, label: str):
-        self.bar = click.progressbar(length=total, label=label, file=sys.stderr)
+        self.info = None
+        self.bar = click.progressbar(length=total, label=label, file=sys.stderr, item_show_func=lambda _: self.info)
         self.bar.__enter__()
         self.done = 0
+        self.closed = False
 
-    def __call__(self, done: int, total: int) -> None:
+    def __call__(self, done: int, total: int, info: str | None = None) -> None:
+        if self.closed:
+            return
+        self.info = info
         self.bar.update(done - self.done)
         self.done = done
         if done >= total:
+            self.closed = True
             self.bar.__exit__(None, None, None)
 
 
@@ -611,7 +618,8 @@ def path_(dask, train_file, valid_file, out_model, table, plot, method, graph, k
                   select=select, n_points=n_points, ratio=ratio, folds=folds, jobs=jobs, zero_based=zero_based,
                   group_queries=group_queries, group_file=group_file, log=_say if verbose else None, echo=_echo,
                   exact={"kernel": kernel, "gamma": gamma, "degree": degree, "coef0": coef0, "graph": graph,
-                         "lambda_min": lambda_min, "max_events": max_events}, dask=dask)
+                         "lambda_min": lambda_min, "max_events": max_events}, dask=dask,
+                   progress=_progress_bar if (not verbose and sys.stderr.isatty()) else None)
 
 
 # -- exit statuses and signals -----------------------------------------------------------------

@@ -456,7 +456,7 @@ def _print_evaluation(echo, fmt, names, systems, means, pvalues, per_query, head
 
 # -- path -----------------------------------------------------------------------------------------
 def _path_one(train_file, valid_file, test_file, method, metric, select, n_points, ratio, zero_based, group_queries,
-              log=None, exact=None, group_file="auto"):
+              log=None, exact=None, group_file="auto", progress=None):
     """One regularisation path (a fold); module level so that --jobs can run it in a worker process.
     method None chooses: exact for small problems, grid otherwise. group_file is TRAIN's; VALID and
     TEST use the group files next to them."""
@@ -467,7 +467,7 @@ def _path_one(train_file, valid_file, test_file, method, metric, select, n_point
     valid_ds = read_svmlight(valid_file, zero_based=zero_based, group_queries=group_queries, log=log)
     exact = dict(exact or {})
     result, raw, notes, method = path_on_datasets(train_ds, valid_ds, method, metric, select, n_points, ratio, exact,
-                                                  log=log)
+                                                  log=log, progress=progress)
     test_value = None
     if test_file is not None:
         test_ds = read_svmlight(test_file, zero_based=zero_based, group_queries=group_queries, log=log)
@@ -537,8 +537,9 @@ def _run_folds_in_processes(args: list, jobs: int) -> list:
 
 def path(train_file=None, valid_file=None, out_model=None, table=None, plot=None, method=None, metric="ndcg@10",
          select="best", n_points=30, ratio=1e7, folds=None, jobs=1, zero_based=False, group_queries=False, log=None,
-         echo=print, exact=None, group_file="auto", dask=None):
-    """`rankkit path`: a regularisation path with model selection on a validation set (or per fold)."""
+         echo=print, exact=None, group_file="auto", dask=None, progress=None):
+    """`rankkit path`: a regularisation path with model selection on a validation set (or per fold).
+    progress(total, label): a progress display for the exact path of a single TRAIN VALID path."""
     from rankkit.metrics import parse_metric
     from rankkit.path import write_table
     from rankkit.plot import write_plot
@@ -594,7 +595,7 @@ def path(train_file=None, valid_file=None, out_model=None, table=None, plot=None
                                     group_queries, log, exact, group_file, dask)
     else:
         result, _, facts = _path_one(train_file, valid_file, None, method, metric, select, n_points, ratio, zero_based,
-                                     group_queries, log=log, exact=exact, group_file=group_file)
+                                     group_queries, log=log, exact=exact, group_file=group_file, progress=progress)
     method = facts["method"]
     how = "" if method else ""
     echo(f"# rankkit path, method {method}{how}: {len(result.points)} "

@@ -213,7 +213,7 @@ def write_table(path: str, result: PathResult) -> None:
 
 # -- the exact path (rankkit/exact_path.py) as path points -----------------------------------------
 EXACT_MAX_PAIRS = 10_000  # no --method: the exact path when the training data has at most this many pairs
-EXACT_MAX_DOCUMENTS = 2_000  # ... and documents (the kernel matrix is dense n x n)
+EXACT_MAX_DOCUMENTS = 2_000  # ... and documents (rbf/poly: a dense n x n kernel matrix; linear: a short default run)
 
 
 def choose_method(train: Dataset) -> str:
@@ -222,21 +222,29 @@ def choose_method(train: Dataset) -> str:
 
 def exact_path_points(train: Dataset, valid: Dataset, metric: str = DEFAULT_METRIC, select: str = "best",
                       kernel: str = "linear", gamma=None, degree: int = 3, coef0: float = 0.0, graph: str = "full",
-                      lambda_min=None, max_events: int | None = None, log=None):
+                      lambda_min=None, max_events: int | None = None, log=None, progress=None):
     """Run the exact path and express its breakpoints (increasing C) as PathPoints. For the linear
-    kernel a point's w is w(lambda); for other kernels it is beta (f(x) = sum_r beta_r k(x_r, x))."""
+    kernel a point's w is w(lambda); for other kernels it is beta (f(x) = sum_r beta_r k(x_r, x)).
+    log(line): progress lines from the start; progress(total, label): a progress display (a factory
+    as for `train`: the display it returns is called with (done, total, info))."""
     import warnings
 
-    from rankkit.exact_path import PathWarning, exact_path
+    from rankkit.exact_path import PROGRESS_STEPS, PathWarning, exact_path
     from rankkit.metrics import per_query
 
     train.require_pairs()
     if max_events is None:  # a path takes about 2-3 events per pair
         max_events = max(10_000, 4 * train.n_pairs)
+    bar = progress(PROGRESS_STEPS, "exact path") if progress else None
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", PathWarning)
-        res = exact_path(train, valid, kernel=kernel, gamma=gamma, degree=degree, coef0=coef0, graph=graph,
-                         lambda_min=lambda_min, max_events=max_events, metric=metric)
+        try:
+            res = exact_path(train, valid, kernel=kernel, gamma=gamma, degree=degree, coef0=coef0, graph=graph,
+                             lambda_min=lambda_min, max_events=max_events, metric=metric, log=log, progress=bar)
+        except BaseException:
+            if bar:  # an interrupted or failed path still ends the display's line
+                bar(PROGRESS_STEPS, PROGRESS_STEPS)
+            raise
     notes = [str(w.message) for w in caught if issubclass(w.category, PathWarning)]
     linear = kernel == "linear"
     points = []
@@ -247,9 +255,6 @@ def exact_path_points(train: Dataset, valid: Dataset, metric: str = DEFAULT_METR
         points.append(PathPoint(b.C, 0, b.objective_C, b.hinge, b.n_one, float(np.linalg.norm(coef)), m, 0.0,
                                 b.seconds - prev, coef))
         prev = b.seconds
-        if log:
-            log(f"breakpoint {len(points):5d}  lambda {b.lam:.6g}  C {b.C:.6g}  |I_alpha| {b.n_alpha}  |I_0| {b.n_zero}  "
-                f"|I_1| {b.n_one}  {b.event}  valid {metric} {m:.4f}")
 
     def values_at(i):  # per-query values at breakpoint i, computed for the candidates 1se examines
         if points[i].values is None:

@@ -76,9 +76,10 @@ class RegularizationPath:
 
 
 def path_on_datasets(train_ds, valid_ds, method: str | None = None, metric: str = "ndcg@10", select: str = "best",
-                     n_points: int = 30, ratio: float = 1e7, exact: dict | None = None, log=None):
+                     n_points: int = 30, ratio: float = 1e7, exact: dict | None = None, log=None, progress=None):
     """(PathResult, raw exact-path result or None, notes, method) on rankkit Datasets. method None
-    chooses: exact for small problems, grid otherwise."""
+    chooses: exact for small problems, grid otherwise. progress(total, label): the exact path's
+    progress display (rankkit.path.exact_path_points)."""
     from rankkit.errors import UsageError
     from rankkit.path import choose_method, exact_path_points, grid_path
 
@@ -90,7 +91,8 @@ def path_on_datasets(train_ds, valid_ds, method: str | None = None, metric: str 
     exact = dict(exact or {})
     raw = None
     if method == "exact":
-        result, raw, notes = exact_path_points(train_ds, valid_ds, metric=metric, select=select, log=log, **exact)
+        result, raw, notes = exact_path_points(train_ds, valid_ds, metric=metric, select=select, log=log,
+                                               progress=progress, **exact)
     else:
         if exact.get("kernel", "linear") != "linear" or exact.get("graph", "full") != "full":
             raise UsageError("--kernel and --graph are options of --method exact")

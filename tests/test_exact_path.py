@@ -226,3 +226,216 @@ def test_bad_options():
     res = run(small(), None, kernel="rbf", max_events=20)
     with pytest.raises(UsageError):
         res.w_at(res.lambdas[1])
+
+
+# -- the linear structure (K = X X' never formed) against the dense reference route ---------------
+def _continuous_valid(seed):
+    """Validation data without mathematically tied scores between different documents (duplicated
+    and empty rows tie exactly under both routes), so that both routes rank it the same way."""
+    return make_dataset(seed=seed, sizes=(1, 9, 14, 6, 11), n_features=6)
+
+
+EQUIV_CASES = {
+    # one-document queries, a one-label query, empty rows, duplicated rows, an unused feature
+    "awkward": lambda: (make_dataset(seed=0), _continuous_valid(7)),
+    # integer features: many exact score ties, margins hitting 1 at the same lambda (zero-length steps)
+    "integer_ties": lambda: (make_dataset(seed=3, integer_features=True, n_labels=4), _continuous_valid(8)),
+    "binary_ties": lambda: (make_dataset(seed=5, integer_features=True, n_labels=2, sizes=(1, 20, 3, 40, 1, 15)),
+                            _continuous_valid(9)),
+}
+
+
+def _same_path(ref, new):
+    assert new.route == "linear" and ref.route == "dense"
+    assert new.stop_reason == ref.stop_reason and new.n_events == ref.n_events
+    assert len(new.breakpoints) == len(ref.breakpoints)
+    np.testing.assert_allclose(new.lambdas, ref.lambdas, rtol=1e-10, atol=0)
+    for t, (a, b) in enumerate(zip(ref.breakpoints, new.breakpoints)):
+        assert (a.event, a.pairs, a.n_alpha, a.n_zero, a.n_one) == (b.event, b.pairs, b.n_alpha, b.n_zero, b.n_one), t
+        assert b.hinge == pytest.approx(a.hinge, rel=1e-9, abs=1e-9)
+        assert b.objective == pytest.approx(a.objective, rel=1e-9, abs=1e-9)
+        assert b.metrics.keys() == a.metrics.keys()
+        for k in a.metrics:
+            assert b.metrics[k] == pytest.approx(a.metrics[k], rel=0, abs=1e-12), (t, k)
+    lams = ref.lambdas
+    probe = sorted(set(range(0, len(lams), 4)) | {len(lams) - 1})  # replaying alpha is the slow part: every 4th
+    for t in probe:
+        assert np.max(np.abs(new.alpha(t) - ref.alpha(t))) < 1e-9, t
+    for lam in [lams[t] for t in probe] + [0.5 * (lams[t] + lams[t + 1]) for t in probe[:-1]] + [2 * lams[0]]:
+        w_ref = np.asarray(ref._X.T @ ref.beta_at(lam)).ravel()  # from alpha, as the dense route has no stored w
+        assert np.max(np.abs(new.w_at(lam) - w_ref)) <= 1e-9 * max(1.0, np.abs(w_ref).max()), lam
+
+
+@pytest.mark.parametrize("case", sorted(EQUIV_CASES))
+@pytest.mark.parametrize("graph", ["full", "reduced"])
+def test_linear_route_gives_the_dense_reference_path(case, graph):
+    train, valid = EQUIV_CASES[case]()
+    ref = run(train, valid, graph=graph, route="dense", metric=["ndcg@10", "map"])
+    new = run(train, valid, graph=graph, metric=["ndcg@10", "map"])  # the default route for the linear kernel
+    assert len(ref.breakpoints) > 20
+    if case != "awkward":  # ties: several events at one lambda, resolved by zero-length steps
+        assert new.n_events > len(new.breakpoints)
+    _same_path(ref, new)
+
+
+@pytest.mark.parametrize("select", ["best", "1se"])
+def test_linear_route_chooses_the_same_model(select, monkeypatch):
+    """exact_path_points (what `rankkit path --method exact` runs): the same points, chosen C and
+    weights through either route."""
+    import rankkit.exact_path as ep
+    from rankkit.path import exact_path_points
+
+    train, valid = EQUIV_CASES["integer_ties"]()
+    new, _, _ = exact_path_points(train, valid, metric="ndcg@10", select=select)
+    dense_exact_path = ep.exact_path
+    monkeypatch.setattr(ep, "exact_path", lambda *a, **k: dense_exact_path(*a, route="dense", **k))
+    ref, raw, _ = exact_path_points(train, valid, metric="ndcg@10", select=select)
+    assert raw.route == "dense"
+    assert new.chosen == ref.chosen and len(new.points) == len(ref.points)
+    assert new.best.C == pytest.approx(ref.best.C, rel=1e-10)
+    for a, b in zip(ref.points, new.points):
+        assert b.metric == pytest.approx(a.metric, abs=1e-12)
+        assert b.objective == pytest.approx(a.objective, rel=1e-9)
+        assert np.max(np.abs(b.w - a.w)) <= 1e-9 * max(1.0, np.abs(a.w).max())
+
+
+def test_linear_products_equal_the_dense_ones():
+    """Each product of the linear structure against the dense kernel matrix, on rows that are empty,
+    duplicated, or have an unused column."""
+    from rankkit.exact_path import _DenseKernel, _LinearStructure
+    from rankkit.kernels import make_kernel
+
+    ds, valid = make_dataset(seed=0), _continuous_valid(7)
+    pi, pj = full_pairs(ds)
+    X, Xv = ds.csr(), valid.csr(ds.n_features)
+    dense_ops = _DenseKernel(make_kernel("linear", ds.n_features, None, 3, 0.0), X, Xv, pi, pj)
+    lin = _LinearStructure(X, Xv, pi, pj)
+    assert not any(isinstance(v, np.ndarray) and v.ndim == 2 for v in vars(lin).values())
+    rng = np.random.default_rng(0)
+    np.testing.assert_allclose(lin.qdiag, dense_ops.qdiag, rtol=1e-12, atol=1e-12)
+    z = rng.standard_normal(ds.n_rows)
+    np.testing.assert_allclose(lin.apply(z)[0], dense_ops.apply(z)[0], rtol=1e-12, atol=1e-12)
+    for idx in (np.array([3]), np.array([0, 7, 7 + 1, len(pi) - 1]), rng.choice(len(pi), 25, replace=False)):
+        v = rng.standard_normal(idx.shape[0])
+        np.testing.assert_allclose(lin.apply_pairs(v, idx), dense_ops.apply_pairs(v, idx), rtol=1e-12, atol=1e-12)
+        for p in (0, int(idx[-1]), len(pi) - 1):
+            np.testing.assert_allclose(lin.q_cols(idx, p), dense_ops.q_cols(idx, p), rtol=1e-12, atol=1e-12)
+    beta = rng.standard_normal(ds.n_rows)
+    np.testing.assert_allclose(lin.valid_scores(beta, None), dense_ops.valid_scores(beta, None), rtol=1e-12,
+                               atol=1e-12)
+
+
+def _peak_bytes(fn) -> int:
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        fn()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def _many_queries(n_queries: int, size: int, d: int, seed: int) -> Dataset:
+    rng = np.random.default_rng(seed)
+    n = n_queries * size
+    X = rng.standard_normal((n, d))
+    X[::9] = 0.0  # empty rows
+    return Dataset(data=X.ravel().copy(), indices=np.tile(np.arange(d, dtype=np.int32), n),
+                   indptr=(np.arange(n + 1) * d).astype(np.int64), y=rng.integers(0, 3, n).astype(np.float64),
+                   qid=np.repeat(np.arange(n_queries, dtype=np.int64), size),
+                   qptr=(np.arange(n_queries + 1) * size).astype(np.int64), n_features=d).validate()
+
+
+def test_linear_route_memory_does_not_grow_as_n_squared():
+    """n = 2,000 documents (a dense n x n matrix: 32 MB): the linear route's peak traced memory stays
+    a small fraction of one n x n matrix (it holds O(pairs + nnz)); the dense route (the check's own
+    control) exceeds it."""
+    train, valid = _many_queries(200, 10, 10, 11), _many_queries(40, 10, 10, 12)
+    n = train.n_rows
+    nn_bytes = 8 * n * n
+    run(train, valid, max_events=2)  # numba's first calls (loading compiled kernels) are not the path's memory
+    linear = _peak_bytes(lambda: run(train, valid, max_events=40))
+    assert linear < 0.1 * nn_bytes, (linear, nn_bytes)
+    dense = _peak_bytes(lambda: run(train, valid, max_events=3, route="dense"))
+    assert dense > nn_bytes, (dense, nn_bytes)
+
+
+def test_route_option():
+    from rankkit.errors import UsageError
+
+    with pytest.raises(UsageError, match="route"):
+        exact_path(small(), None, route="sparse")
+    with pytest.raises(UsageError, match="linear kernel"):
+        exact_path(small(), None, kernel="rbf", route="linear")
+    assert run(small(), None, kernel="rbf", max_events=5).route == "dense"
+
+
+def test_progress_from_the_start():
+    lines, calls = [], []
+    res = run(small(), small(), log=lines.append, progress=lambda d, t, info=None: calls.append((d, t, info)))
+    assert "pairs" in lines[0] and "building" in lines[0]  # before any work
+    assert "ready" in lines[1]
+    steps = [ln for ln in lines if "breakpoint" in ln]
+    assert steps and all("lambda" in ln and "|I_alpha|" in ln and ln.endswith(")") or ln.endswith(" s") for ln in steps)
+    assert f"breakpoint {len(res.breakpoints):,}" in lines[-1] and "(lambda_min)" in lines[-1]
+    assert calls[-1][:2] == (1000, 1000) and all(0 <= d <= t for d, t, _ in calls)
+    assert [d for d, _, _ in calls] == sorted(d for d, _, _ in calls)
+
+
+def _small_train_file(tmp_path):
+    from test_cli import SAMPLE_TRAIN
+
+    lines = SAMPLE_TRAIN.read_text().splitlines()
+    qids = list(dict.fromkeys(ln.split()[1] for ln in lines))
+    (tmp_path / "small.txt").write_text("\n".join(ln for ln in lines if ln.split()[1] in qids[:4]) + "\n")
+    return "small.txt"
+
+
+def test_cli_verbose_progress_lines_and_a_progress_bar_on_a_terminal(tmp_path):
+    """-v: plain lines from the start (what it does, breakpoints, lambda, |I_alpha|, time), no
+    carriage returns; without -v nothing on a pipe, and a progress line on a terminal."""
+    import os
+    import pty
+    import subprocess
+    import sys
+
+    from test_cli import SAMPLE_TEST, _env, rankkit
+
+    from rankkit.io.svmlight import read_svmlight
+
+    train = _small_train_file(tmp_path)
+    lam0 = run(read_svmlight(str(tmp_path / train)), None, max_events=1).lambdas[0]
+    short = ["--method", "exact", "--lambda-min", repr(float(1e-3 * lam0))]  # a normal end (no warning), a short path
+    proc = rankkit("path", train, SAMPLE_TEST, *short, "-v", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr.decode()
+    err = proc.stderr.decode()
+    lines = [ln for ln in err.splitlines() if ln.startswith("exact path:")]
+    assert "\r" not in err and len(lines) >= 3
+    assert "pairs" in lines[0] and "building" in lines[0] and "linear kernel through the sparse features" in lines[1]
+    assert all("lambda" in ln and "|I_alpha|" in ln and " s" in ln for ln in lines[2:])
+    assert "(lambda_min)" in lines[-1]
+    quiet = rankkit("path", train, SAMPLE_TEST, *short, cwd=tmp_path)
+    assert quiet.returncode == 0 and quiet.stderr == b""
+    assert quiet.stdout == proc.stdout  # the same path and choice with and without -v
+    master, slave = pty.openpty()
+    try:
+        tty = subprocess.run([sys.executable, "-m", "rankkit", "path", train, SAMPLE_TEST, *short],
+                             cwd=tmp_path, env=_env(), stdout=subprocess.PIPE, stderr=slave, timeout=300)
+        os.close(slave)
+        slave = None
+        shown = b""
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # EIO: the terminal's other side is closed and drained
+                break
+            if not chunk:
+                break
+            shown += chunk
+    finally:
+        if slave is not None:
+            os.close(slave)
+        os.close(master)
+    assert tty.returncode == 0 and tty.stdout == proc.stdout
+    assert b"exact path" in shown and b"100%" in shown and b"breakpoints" in shown, shown[-300:]
