@@ -134,7 +134,7 @@ def _threads(f):
         type=click.IntRange(min=1),
         default=None,
         help="Threads for the parallel kernels (reading, products, per-query sweeps, metrics). "
-        "Results are identical for any number. [default: all cores]",
+        "Results are identical for any number. [default: the usable cores not busy with other processes]",
     )(f)
 
 
@@ -154,10 +154,9 @@ class _progress_bar:
 
 
 def _use_threads(n: int | None) -> None:
-    if n is not None:
-        import numba
+    from rankkit import threads  # perf: the default is the free usable cores (rankkit/threads.py)
 
-        numba.set_num_threads(min(n, numba.config.NUMBA_NUM_THREADS))
+    threads.apply(n)
 
 
 # -- train ------------------------------------------------------------------------------------

@@ -734,7 +734,9 @@ def _run_folds_in_processes(args: list, jobs: int) -> list:
 
     import numba
 
-    jobs = min(jobs, len(args))
+    from rankkit.threads import usable_cores  # perf: jobs x threads never above the usable cores
+
+    jobs = min(jobs, len(args), usable_cores())
     threads = max(1, numba.get_num_threads() // jobs)
     pool = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"),
                                initializer=_worker_init, initargs=(threads,))

@@ -27,10 +27,14 @@ import pickle
 import sys
 import tempfile
 
-import numba
-from numba.core.caching import FunctionCache, IndexDataCacheFile
+from rankkit import threads as _threads
 
-from rankkit import console
+_threads.configure_runtime()  # idle OpenMP threads sleep: must precede numba loading its threading layer
+
+import numba  # noqa: E402
+from numba.core.caching import FunctionCache, IndexDataCacheFile  # noqa: E402
+
+from rankkit import console  # noqa: E402
 
 _DEFAULTS = {"nogil": True, "fastmath": False, "error_model": "numpy"}
 

@@ -1,0 +1,58 @@
+"""The default thread policy (rankkit/threads.py): idle OpenMP threads sleep, and the default
+count never exceeds the usable cores nor ignores other busy processes. Results do not depend on
+the count (tests/test_threads.py); these tests check the policy itself."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from rankkit import threads
+from tests.test_cli import _env
+
+PROBE = (
+    "import os\n"
+    "import rankkit.objectives._numba, numba\n"
+    "from numba import prange\n"
+    "@numba.njit(parallel=True)\n"
+    "def f(n):\n"
+    "    s = 0.0\n"
+    "    for i in prange(n):\n"
+    "        s += i\n"
+    "    return s\n"
+    "f(10)\n"
+    "print(numba.threading_layer(), os.environ.get('OMP_WAIT_POLICY'), os.environ.get('KMP_BLOCKTIME'))\n"
+)
+
+
+def test_threads_sleep_when_idle_and_a_user_choice_is_kept():
+    env = _env()
+    env.pop("OMP_WAIT_POLICY", None)
+    env.pop("KMP_BLOCKTIME", None)
+    out = subprocess.run([sys.executable, "-c", PROBE], env=env, capture_output=True, text=True, check=True).stdout.split()
+    assert out[1:] == ["PASSIVE", "0"]
+    env["OMP_WAIT_POLICY"] = "ACTIVE"
+    out = subprocess.run([sys.executable, "-c", PROBE], env=env, capture_output=True, text=True, check=True).stdout.split()
+    assert out[1] == "ACTIVE"
+
+
+@pytest.mark.parametrize("cores, busy, limit, expected", [
+    (2, 0, 8, 2),   # idle: every usable core
+    (2, 1, 8, 1),   # another process running: the free core
+    (2, 7, 8, 1),   # a crowded machine: one thread, never zero
+    (8, 2, 4, 4),   # never above numba's pool
+    (4, 0, None, 4),
+])
+def test_default_threads(monkeypatch, cores, busy, limit, expected):
+    monkeypatch.setattr(threads, "usable_cores", lambda: cores)
+    monkeypatch.setattr(threads, "busy_elsewhere", lambda: busy)
+    assert threads.default_threads(limit) == expected
+
+
+def test_usable_cores_within_affinity():
+    n = threads.usable_cores()
+    assert 1 <= n <= len(os.sched_getaffinity(0))
+    assert threads.busy_elsewhere() >= 0
