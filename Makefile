@@ -3,6 +3,7 @@
 #   make test    run the whole test suite
 #   make fuzz    the randomized reader and model-file tests with many more cases (a few minutes)
 #   make bench   run the benchmarks (installs scikit-learn into .venv for the reader comparison)
+#   make bench-peers  only the side-by-side against liblinear-ranksvm / sofia-ml (RANKKIT_PEERS=/tmp/peers)
 #   make sample  regenerate data/ (deterministic)
 #   make clean   remove the virtual environment, caches and generated outputs
 
@@ -14,7 +15,7 @@ STAMP  := $(VENV)/.installed
 BENCH_STAMP := $(VENV)/.bench-installed
 OUT    := out
 
-.PHONY: all venv demo test fuzz bench sample clean
+.PHONY: all venv demo test fuzz bench bench-peers warmup sample clean
 
 all: test
 
@@ -23,6 +24,8 @@ $(STAMP): pyproject.toml
 	@# PYTHONWARNINGS reaches pip's isolated build: setuptools' notices about editable installs are not ours to show
 	PYTHONWARNINGS=ignore $(PY) -m pip install --quiet --upgrade pip
 	PYTHONWARNINGS=ignore $(PY) -m pip install --quiet -e '.[test]'
+	@# compile the common kernels once now, so that the first `make demo` or `rankkit train` loads them
+	$(PY) -m rankkit.warmup
 	@touch $(STAMP)
 
 venv: $(STAMP)
@@ -49,8 +52,18 @@ $(BENCH_STAMP): $(STAMP)
 	PYTHONWARNINGS=ignore $(PY) -m pip install --quiet -e '.[test,bench]'
 	@touch $(BENCH_STAMP)
 
-bench: $(BENCH_STAMP)
+bench: bench-peers
 	$(PY) scripts/bench.py
+
+# rankkit against liblinear-ranksvm and sofia-ml in one run (issue 11); peers from RANKKIT_PEERS
+# (a folder: liblinear/train, sofia/sofia-ml) or RANKKIT_LIBLINEAR / RANKKIT_SOFIA. Rewrites the
+# bench-peers block of BENCHMARKS.md.
+bench-peers: $(BENCH_STAMP)
+	$(PY) scripts/bench_peers.py --update BENCHMARKS.md
+
+# compile the common kernels into numba's cache (done once by the install step)
+warmup: $(STAMP)
+	$(PY) -m rankkit.warmup
 
 sample: $(STAMP)
 	$(PY) scripts/make_sample.py data
