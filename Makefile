@@ -13,6 +13,7 @@ PY     := $(VENV)/bin/python
 RANKKIT := $(VENV)/bin/rankkit
 STAMP  := $(VENV)/.installed
 BENCH_STAMP := $(VENV)/.bench-installed
+WARM_STAMP := $(VENV)/.kernels-compiled
 OUT    := out
 
 .PHONY: all venv demo test fuzz bench bench-peers warmup sample clean
@@ -24,13 +25,17 @@ $(STAMP): pyproject.toml
 	@# PYTHONWARNINGS reaches pip's isolated build: setuptools' notices about editable installs are not ours to show
 	PYTHONWARNINGS=ignore $(PY) -m pip install --quiet --upgrade pip
 	PYTHONWARNINGS=ignore $(PY) -m pip install --quiet -e '.[test]'
-	@# compile the common kernels once now, so that the first `make demo` or `rankkit train` loads them
-	$(PY) -m rankkit.warmup
 	@touch $(STAMP)
 
 venv: $(STAMP)
 
-demo: $(STAMP)
+# the common kernels compiled once into numba's cache (in parallel processes), before the demo's
+# first command; `make test` does not need it (it compiles into a fresh cache of its own)
+$(WARM_STAMP): $(STAMP)
+	$(PY) -m rankkit.warmup
+	@touch $(WARM_STAMP)
+
+demo: $(WARM_STAMP)
 	@mkdir -p $(OUT)
 	$(RANKKIT) train data/sample.train.txt $(OUT)/sample.model -C 0.01 -v
 	$(RANKKIT) predict data/sample.test.txt $(OUT)/sample.model $(OUT)/sample.test.scores
@@ -62,8 +67,7 @@ bench-peers: $(BENCH_STAMP)
 	$(PY) scripts/bench_peers.py --update BENCHMARKS.md
 
 # compile the common kernels into numba's cache (done once by the install step)
-warmup: $(STAMP)
-	$(PY) -m rankkit.warmup
+warmup: $(WARM_STAMP)
 
 sample: $(STAMP)
 	$(PY) scripts/make_sample.py data
