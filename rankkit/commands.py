@@ -6,10 +6,8 @@ Imported lazily by cli.py, so numpy and numba load only when a command runs.
 from __future__ import annotations
 
 import datetime as _dt
-import hashlib
 import json
 import os
-import threading
 import time
 from typing import Callable
 
@@ -20,23 +18,10 @@ from rankkit.errors import DataError, UsageError
 from rankkit.io.atomic import check_output
 from rankkit.io.model import Model, write_model
 from rankkit.io.output import read_scores, write_scores
-from rankkit.io.svmlight import display_name, parse_bytes, read_bytes, read_svmlight
+from rankkit.io.svmlight import FileDigest, display_name, read_svmlight
 from rankkit.solvers import SOLVERS
 
 Log = Callable[[str], None] | None
-
-
-class _Checksum(threading.Thread):
-    """SHA-256 of the training bytes, computed beside parsing and training (hashlib releases the
-    GIL on large buffers, and the kernels run without it), so it costs no wall time."""
-
-    def __init__(self, buf: np.ndarray):
-        super().__init__(daemon=True)
-        self.buf = buf
-        self.hexdigest = ""
-
-    def run(self):
-        self.hexdigest = hashlib.sha256(memoryview(self.buf)).hexdigest()
 
 
 STOCHASTIC_DEFAULTS = {"lam": None, "iterations": None, "eta": "pegasos", "eta0": 1.0, "batch_size": 1,
@@ -126,10 +111,9 @@ def train(train_file, model_file, solver, params, zero_based=False, group_querie
         return _train_stream(train_file, model_file, solver, params, stochastic, zero_based, group_queries, log,
                              query_weights_file, auc, kernel, t0, groups)
     name = display_name(train_file)
-    buf = read_bytes(train_file)
-    checksum = _Checksum(buf)
-    checksum.start()
-    ds = parse_bytes(buf, name, zero_based, group_queries, groups=groups)
+    # perf: read_svmlight streams a large file in blocks and hashes it as it goes (no whole buffer kept)
+    checksum = FileDigest()
+    ds = read_svmlight(train_file, zero_based, group_queries, groups=groups, digest=checksum)
     if groups is not None and log:
         log(groups.describe(name))
     t_read = time.perf_counter() - t0
@@ -187,7 +171,6 @@ def train(train_file, model_file, solver, params, zero_based=False, group_querie
         result = model_solver.fit(fit_ds, log=log)
     if not result.converged and not result.fixed_budget:
         warn(result.message)
-    checksum.join()
     header = {
         "rankkit_version": __version__,
         "created": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -210,8 +193,8 @@ def train(train_file, model_file, solver, params, zero_based=False, group_querie
             "auc": bool(auc),
             "n_features": ds.n_features,
             "train_file": name,
-            "train_file_bytes": int(buf.shape[0]),
-            "train_file_sha256": checksum.hexdigest,
+            "train_file_bytes": checksum.nbytes,
+            "train_file_sha256": checksum.hexdigest(),
             "n_queries": ds.n_queries,
             "n_documents": ds.n_rows,
             "n_pairs": ds.n_pairs,

@@ -415,10 +415,38 @@ def _count_block(view: np.ndarray, labels_optional: bool):
     return bounds, counts
 
 
+class FileDigest:
+    """SHA-256 and byte count of the bytes read (pass as read_svmlight's `digest`)."""
+
+    def __init__(self):
+        import hashlib
+
+        self._sha = hashlib.sha256()
+        self.nbytes = 0
+
+    def update(self, data) -> None:
+        self._sha.update(data)
+        self.nbytes += memoryview(data).nbytes
+
+    def hexdigest(self) -> str:
+        return self._sha.hexdigest()
+
+
+def _hash_beside(digest, view: np.ndarray):
+    """digest.update(view) in a thread (hashlib releases the GIL, the count kernel runs without it);
+    returns the thread to join before the buffer is reused."""
+    import threading
+
+    t = threading.Thread(target=digest.update, args=(memoryview(view),), daemon=True)
+    t.start()
+    return t
+
+
 def _parse_streaming(fd: int, size: int, name: str, zero_based: bool, labels_optional: bool,
-                     block_bytes: int | None = None):
+                     block_bytes: int | None = None, digest=None):
     """The arrays of parse_bytes, and docids, from a plain file read in blocks: a counting pass,
-    then a parsing pass into arrays of the counted size. Memory: the arrays plus one block."""
+    then a parsing pass into arrays of the counted size. Memory: the arrays plus one block.
+    `digest` (a hashlib object) is updated with every byte of the file, in order."""
     block_bytes = block_bytes or STREAM_BLOCK_BYTES
     buf = np.empty(min(size, block_bytes), dtype=np.uint8)
     blocks = []
@@ -436,7 +464,10 @@ def _parse_streaming(fd: int, size: int, name: str, zero_based: bool, labels_opt
                 cap *= 2
                 continue
             view = view[:cut]
+        hashing = _hash_beside(digest, view) if digest is not None else None
         bounds, counts = _count_block(view, labels_optional)
+        if hashing is not None:
+            hashing.join()
         blocks.append((off, view.shape[0], bounds, counts))
         off += view.shape[0]
     totals = sum(c.sum(axis=0) for _, _, _, c in blocks) if blocks else np.zeros(3, dtype=np.int64)
@@ -490,7 +521,7 @@ def _parse_streaming(fd: int, size: int, name: str, zero_based: bool, labels_opt
     return (data, indices, indptr, y, qid, has_qid, line_no), docids
 
 
-def _read_streaming(path: str, name: str, zero_based: bool, labels_optional: bool):
+def _read_streaming(path: str, name: str, zero_based: bool, labels_optional: bool, digest=None):
     """(arrays, docids, size) of a large plain file read in blocks; None if `path` is not a plain
     regular file of at least STREAM_MIN_BYTES (then the whole-buffer reader is used)."""
     if path == "-" or _compression(path) is not None:
@@ -500,7 +531,8 @@ def _read_streaming(path: str, name: str, zero_based: bool, labels_optional: boo
             st = os.fstat(fh.fileno())
             if not stat.S_ISREG(st.st_mode) or st.st_size < STREAM_MIN_BYTES:
                 return None
-            arrays, docids = _parse_streaming(fh.fileno(), st.st_size, name, zero_based, labels_optional)
+            arrays, docids = _parse_streaming(fh.fileno(), st.st_size, name, zero_based, labels_optional,
+                                              digest=digest)
             after = os.fstat(fh.fileno())
             if (after.st_size, after.st_mtime_ns) != (st.st_size, st.st_mtime_ns):
                 raise _changed(name, "its size or modification time changed")
@@ -546,24 +578,32 @@ def _take_rows(data, indices, indptr, order):
 
 def read_svmlight(
     path: str, zero_based: bool = False, group_queries: bool = False, labels_optional: bool = False,
-    groups: str | None = "auto", log=None,
+    groups: str | None = "auto", log=None, digest=None,
 ) -> Dataset:
     """Read an SVMlight/LETOR file (plain, .gz, .bz2, .xz, or `-` for stdin).
 
     With labels_optional, a line may start directly with qid:/features (label taken as 0).
     `groups`: "auto" uses a group file next to `path` (FILE.query, FILE.group: rankkit.io.groups),
-    None ignores any, a path names one, a Groups is used as it is. `log` is told which was used."""
+    None ignores any, a path names one, a Groups is used as it is. `log` is told which was used.
+    `digest` (a hashlib object, e.g. hashlib.sha256()) is updated with the file's (decompressed)
+    bytes, so that a caller needing their checksum does not hold or read them again.
+
+    A plain file of at least STREAM_MIN_BYTES is read in blocks (memory: the arrays plus one
+    block); others are read whole."""
     from rankkit.io.groups import Groups, resolve
 
     name = display_name(path)
     found = groups if isinstance(groups, Groups) else resolve(path, groups)
-    streamed = _read_streaming(path, name, zero_based, labels_optional)
+    streamed = _read_streaming(path, name, zero_based, labels_optional, digest)
     if streamed is not None:  # a large plain file: read in blocks, never whole
         arrays, docids, size = streamed
         ds = _build_dataset(arrays, docids, size == 0, name, group_queries, found)
     else:
         buf = read_bytes(path)
+        hashing = _hash_beside(digest, buf) if digest is not None else None
         ds = parse_bytes(buf, name, zero_based, group_queries, labels_optional, groups=found)
+        if hashing is not None:
+            hashing.join()
         del buf
     if found is not None and log:
         log(found.describe(name))
