@@ -744,10 +744,50 @@ def _run_folds_in_processes(args: list, jobs: int) -> list:
     return outs
 
 
+def _path_fixed_c(folds, Cs, out_dir, table, metric, zero_based, group_queries, log, echo, others):
+    """`rankkit path --folds DIR -C c1 -C c2 ...`: every fold trained at every C in this process,
+    models as `rankkit train -C` writes them, and a table of their test (and vali) metric."""
+    from rankkit.metrics import parse_metric
+    from rankkit.path import fixed_c_folds, fixed_c_model_name, fold_dirs, write_fixed_c_table
+
+    if folds is None or any(v is not None for v in others):
+        raise UsageError("-C values go with --folds DIR only (no TRAIN VALID, --out-model, --plot or --method)")
+    parse_metric(metric)
+    out_dir = out_dir or "."
+    os.makedirs(out_dir, exist_ok=True)
+    inputs = tuple(os.path.join(folds, d, f) for d in fold_dirs(folds) for f in ("train.txt", "vali.txt", "test.txt"))
+    models = [os.path.join(out_dir, fixed_c_model_name(d, C)) for d in fold_dirs(folds) for C in Cs]
+    for m in models:
+        check_output(m, inputs, kind="model")
+    check_output(table, inputs, outputs=tuple(models))
+
+    def train_one(train_file, model_file, C):  # exactly `rankkit train TRAIN MODEL -C C`
+        return train(train_file, model_file, "newton", {"C": C, "tol": None, "max_iter": None, "loss": None,
+                                                        "query_norm": False}, zero_based, group_queries, log=log,
+                     warn=console.warn)
+
+    rows = fixed_c_folds(folds, Cs, out_dir, train_one, metric, zero_based, group_queries, log)
+    echo(f"# rankkit path, fixed C, newton; models in {out_dir}")
+    lines = [["fold", "C", "valid " + metric, "test " + metric, "iterations"]]
+    lines += [[r["fold"], f"{r['C']:g}", f"{r['vali']:.4f}", f"{r['test']:.4f}", str(r["iterations"])] for r in rows]
+    for C in Cs:
+        mine = [r for r in rows if r["C"] == float(C)]
+        lines.append(["mean", f"{C:g}", f"{np.nanmean([r['vali'] for r in mine]):.4f}",
+                      f"{np.nanmean([r['test'] for r in mine]):.4f}", ""])
+    for line in _aligned(lines):
+        echo(line)
+    if table:
+        write_fixed_c_table(table, rows, metric)
+    return rows
+
+
 def path(train_file=None, valid_file=None, out_model=None, table=None, plot=None, method=None, metric="ndcg@10",
          select="best", n_points=30, ratio=1e7, folds=None, jobs=1, zero_based=False, group_queries=False, log=None,
-         echo=print, exact=None, group_file="auto"):
+         echo=print, exact=None, group_file="auto", Cs=(), out_dir=None):
     """`rankkit path`: a regularisation path with model selection on a validation set (or per fold)."""
+    if Cs:  # perf (issue 11): fixed values of C on every fold, one process (rankkit/path.py)
+        return _path_fixed_c(folds, Cs, out_dir, table, metric, zero_based, group_queries, log, echo,
+                             others=(train_file, valid_file, out_model, plot, method))
     from rankkit.metrics import parse_metric
     from rankkit.path import write_table
     from rankkit.plot import write_plot
