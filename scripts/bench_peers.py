@@ -374,8 +374,35 @@ def bench_reader(rep: Report, peers, repeat, tmp):
     rep.data["loader"] = {"rankkit": t_rk, "sklearn": t_sk}
 
 
+def bench_folds(rep: Report, peers, repeat, tmp):
+    """5 folds x 1 C of MQ2008 in one rankkit process vs 5 separate liblinear-ranksvm runs."""
+    root = SHARED / "MQ2008"
+    if not (root / "Fold1" / "train.txt").exists():
+        rep.add("### Folds: MQ2008 not found under ../shared/data: skipped\n")
+        return
+    rk = best([rankkit_cmd("path", "--folds", root, "-C", "1e-3", "--out-dir", f"{tmp}/folds")], repeat)
+    ll = None
+    if peers["liblinear"]:
+        runs = []
+        for _ in range(repeat):
+            total = 0.0
+            for k in range(1, 6):
+                total += timed([[peers["liblinear"], "-s", "8", "-c", "0.001", str(root / f"Fold{k}" / "train.txt"),
+                                 f"{tmp}/ll{k}.model"]])[0]
+            runs.append(total)
+        ll = min(runs)
+    rep.add("### Five MQ2008 folds at one C, one command\n",
+            "- rankkit: `rankkit path --folds MQ2008 -C 1e-3 --out-dir D` (5 models, each scored on vali and test)",
+            "- liblinear-ranksvm: `train -s 8 -c 0.001 FoldK/train.txt MODEL`, K = 1..5, one after the other (training only)\n",
+            f"rankkit {rk[0]:.2f} s" + (f", liblinear-ranksvm {ll:.2f} s: **{rk[0] / ll:.2f}x** (goal <= 3x)\n" if ll else
+                                        ", liblinear-ranksvm not found\n"))
+    rep.rows.append(("5 MQ2008 folds x 1 C, one command", f"{rk[0]:.2f} s", f"5 liblinear-ranksvm runs {ll:.2f} s" if ll
+                     else "liblinear-ranksvm: not found", ratio(rk[0], ll)))
+    rep.data["folds"] = {"rankkit": rk, "liblinear": ll}
+
+
 SECTIONS = {"train": bench_train_big, "concurrent": bench_concurrent, "pegasos": bench_pegasos,
-            "small": bench_small, "reader": bench_reader}
+            "small": bench_small, "folds": bench_folds, "reader": bench_reader}
 
 
 def render(rep: Report, args, peers) -> str:

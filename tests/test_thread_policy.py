@@ -73,3 +73,21 @@ def test_first_dispatch_does_not_import_scipy_linalg():
     )
     out = subprocess.run([sys.executable, "-c", code], env=_env(), capture_output=True, text=True, check=True).stdout.split()
     assert out == ["False", "3.0"]
+
+
+@pytest.mark.parametrize("n_threads", [1, 2, 3, 8])
+def test_split_covers_every_item_once(monkeypatch, n_threads):
+    import numpy as np
+
+    monkeypatch.setattr(threads, "count", lambda: n_threads)
+    monkeypatch.setattr(threads, "MIN_WORK_PER_THREAD", 1)
+    rng = np.random.default_rng(0)
+    for n in (1, 2, 5, 100):
+        qptr = np.concatenate([[0], np.cumsum(rng.integers(1, 50, n))])
+        for weights in (qptr, None):
+            parts = threads.split(weights, n, int(qptr[-1]))
+            assert parts[0][0] == 0 and parts[-1][1] == n
+            assert all(a[1] == b[0] for a, b in zip(parts, parts[1:])) and all(lo < hi for lo, hi in parts)
+            assert len(parts) == min(n_threads, n) or weights is not None
+    out = threads.run(lambda k, lo, hi: (k, lo, hi), [(0, 2), (2, 5), (5, 9)], "x")
+    assert out == [("x", 0, 2), ("x", 2, 5), ("x", 5, 9)]
