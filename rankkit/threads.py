@@ -87,7 +87,12 @@ def apply(threads: int | None = None) -> int:
     pool = numba.config.NUMBA_NUM_THREADS
     n = max(1, min(threads, pool) if threads is not None else default_threads(pool))
     _count = n
-    numba.set_num_threads(n)  # the reader's parallel kernels still use numba's threads
+    from numba.np.ufunc import parallel
+
+    if threads is not None or parallel._is_initialized:
+        # the few numba parfors left (rankkit.stats) follow an explicit --threads too; for the
+        # default, numba's OpenMP runtime is not loaded (~50 ms of a small run) until one runs
+        numba.set_num_threads(n)
     return n
 
 

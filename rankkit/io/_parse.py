@@ -18,8 +18,8 @@ wrapper converts it with Python's correctly rounded float(). Every value is ther
 from __future__ import annotations
 
 import numpy as np
-from numba import prange
 
+from rankkit import threads
 from rankkit.objectives._numba import njit
 
 # status codes (index 0 of the status array); keep in sync with svmlight._MESSAGES
@@ -515,27 +515,29 @@ def _count_fast(buf, s, e, labels_optional):
     return rows, nnz, newlines
 
 
-@njit(parallel=True)
-def count_chunks(buf, bounds, labels_optional, counts):
-    """counts[c] = (rows, non-zeros (an upper bound, exact without errors), newlines) of chunk c."""
-    for c in prange(bounds.shape[0] - 1):
+@njit
+def _count_range(buf, bounds, labels_optional, counts, c0, c1):
+    for c in range(c0, c1):
         r, k, nl = _count_fast(buf, bounds[c], bounds[c + 1], labels_optional)
         counts[c, 0] = r
         counts[c, 1] = k
         counts[c, 2] = nl
 
 
-@njit(parallel=True)
-def parse_chunks(
-    buf, bounds, zero_based, labels_optional, counts, rows_at, nnz_at, line_before, slow_at,
-    data, indices, indptr, y, qid, has_qid, line_no, docspan, slow, status, parsed,
-):
-    """Parse chunk c straight into its final rows rows_at[c].. and non-zeros nnz_at[c].., then fix
-    up what parse_svmlight wrote relative to the chunk (row pointers, line numbers, byte offsets
-    relative to buf). Slow-number entries of chunk c start at slow_at[c]. parsed[c] = (rows, nnz,
-    slow). The chunks may be one block of a larger file: indptr's last entry is set to len(data)."""
+def count_chunks(buf, bounds, labels_optional, counts):
+    """counts[c] = (rows, non-zeros (an upper bound, exact without errors), newlines) of chunk c;
+    chunks split over the threads (rankkit.threads)."""
     nc = bounds.shape[0] - 1
-    for c in prange(nc):
+    threads.run(_count_range, threads.split(bounds, nc, int(bounds[-1] - bounds[0])), buf, bounds, labels_optional,
+                counts)
+
+
+@njit
+def _parse_range(
+    buf, bounds, zero_based, labels_optional, counts, rows_at, nnz_at, line_before, slow_at,
+    data, indices, indptr, y, qid, has_qid, line_no, docspan, slow, status, parsed, c0, c1,
+):
+    for c in range(c0, c1):
         r0 = rows_at[c]
         k0 = nnz_at[c]
         r1 = r0 + counts[c, 0]  # each chunk writes within its counted capacity, never beyond
@@ -548,19 +550,39 @@ def parse_chunks(
         parsed[c, 0] = n
         parsed[c, 1] = k
         parsed[c, 2] = ns
-    # chunk c wrote indptr[r0 .. r0 + n] relative to k0, and indptr[r0] collides with the last
-    # entry of chunk c - 1: rewrite every chunk's entries after all chunks are done
-    for c in prange(nc):
-        r0 = rows_at[c]
-        k0 = nnz_at[c]
+        # what parse_svmlight wrote relative to the chunk: row pointers (but the first, shared
+        # with the previous chunk's last), line numbers, byte offsets
         off = bounds[c]
-        for i in range(parsed[c, 0]):
+        for i in range(n):
             if i > 0:
                 indptr[r0 + i] += k0
             line_no[r0 + i] += line_before[c]
             if docspan[r0 + i, 0] >= 0:
                 docspan[r0 + i, 0] += off
                 docspan[r0 + i, 1] += off
-    for c in range(nc):
+
+
+@njit
+def _fix_chunk_starts(rows_at, nnz_at, indptr, nnz):
+    for c in range(rows_at.shape[0]):
         indptr[rows_at[c]] = nnz_at[c]
-    indptr[indptr.shape[0] - 1] = data.shape[0]
+    indptr[indptr.shape[0] - 1] = nnz
+
+
+def parse_chunks(
+    buf, bounds, zero_based, labels_optional, counts, rows_at, nnz_at, line_before, slow_at,
+    data, indices, indptr, y, qid, has_qid, line_no, docspan, slow, status, parsed,
+):
+    """Parse chunk c straight into its final rows rows_at[c].. and non-zeros nnz_at[c].., then fix
+    up what parse_svmlight wrote relative to the chunk (row pointers, line numbers, byte offsets
+    relative to buf). Slow-number entries of chunk c start at slow_at[c]. Chunk c writes at most
+    counts[c] rows and non-zeros (more: status OVER_CAPACITY). parsed[c] = (rows, nnz, slow).
+    Chunks are split over the threads (rankkit.threads). The chunks may be one block of a larger
+    file: indptr's last entry is set to len(data)."""
+    nc = bounds.shape[0] - 1
+    threads.run(_parse_range, threads.split(bounds, nc, int(bounds[-1] - bounds[0])), buf, bounds, zero_based,
+                labels_optional, counts, rows_at, nnz_at, line_before, slow_at, data, indices, indptr, y, qid, has_qid,
+                line_no, docspan, slow, status, parsed)
+    # chunk c wrote indptr[r0 + n] relative to k0, and it is entry r0 of chunk c + 1: set each
+    # chunk's first entry once every chunk is done
+    _fix_chunk_starts(rows_at, nnz_at, indptr, data.shape[0])
