@@ -293,9 +293,9 @@ PARALLEL_MIN_BYTES = 4 << 20
 def _n_chunks(size: int) -> int:
     if size < PARALLEL_MIN_BYTES:
         return 1
-    import numba
+    from rankkit import threads
 
-    return int(max(2, min(4 * numba.get_num_threads(), size // PARALLEL_MIN_BYTES)))
+    return int(max(2, min(4 * threads.count(), size // PARALLEL_MIN_BYTES)))
 
 
 def _raise_status(buf, source, code, line, start, end, extra):
