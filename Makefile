@@ -66,7 +66,7 @@ bench: bench-peers
 bench-peers: $(BENCH_STAMP)
 	$(PY) scripts/bench_peers.py --update BENCHMARKS.md
 
-# compile the common kernels into numba's cache (done once by the install step)
+# compile the common kernels into numba's cache (done once, before the first make demo)
 warmup: $(WARM_STAMP)
 
 sample: $(STAMP)
