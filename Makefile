@@ -4,6 +4,7 @@
 #   make test-all   the whole suite, the slow tests too (full-size cases, worker processes killed mid-fit, ...)
 #   make fuzz    the randomized reader and model-file tests with many more cases (a few minutes)
 #   make bench   run the benchmarks (installs scikit-learn into .venv for the reader comparison)
+#   make bench-peers  only the side-by-side against liblinear-ranksvm / sofia-ml (RANKKIT_PEERS=/tmp/peers)
 #   make sample  regenerate data/ (deterministic)
 #   make clean   remove the virtual environment, caches and generated outputs
 
@@ -13,9 +14,10 @@ PY     := $(VENV)/bin/python
 RANKKIT := $(VENV)/bin/rankkit
 STAMP  := $(VENV)/.installed
 BENCH_STAMP := $(VENV)/.bench-installed
+WARM_STAMP := $(VENV)/.kernels-compiled
 OUT    := out
 
-.PHONY: all venv demo test test-all fuzz bench sample clean
+.PHONY: all venv demo test test-all fuzz bench bench-peers warmup sample clean
 
 all: test
 
@@ -28,7 +30,13 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
-demo: $(STAMP)
+# the common kernels compiled once into numba's cache (in parallel processes), before the demo's
+# first command; `make test` does not need it (it compiles into a fresh cache of its own)
+$(WARM_STAMP): $(STAMP)
+	$(PY) -m rankkit.warmup
+	@touch $(WARM_STAMP)
+
+demo: $(WARM_STAMP)
 	@mkdir -p $(OUT)
 	$(RANKKIT) train data/sample.train.txt $(OUT)/sample.model -C 0.01 -v
 	$(RANKKIT) predict data/sample.test.txt $(OUT)/sample.model $(OUT)/sample.test.scores
@@ -57,8 +65,17 @@ $(BENCH_STAMP): $(STAMP)
 	PYTHONWARNINGS=ignore $(PY) -m pip install --quiet -e '.[test,bench]'
 	@touch $(BENCH_STAMP)
 
-bench: $(BENCH_STAMP)
+bench: bench-peers
 	$(PY) scripts/bench.py
+
+# rankkit against liblinear-ranksvm and sofia-ml in one run (issue 11); peers from RANKKIT_PEERS
+# (a folder: liblinear/train, sofia/sofia-ml) or RANKKIT_LIBLINEAR / RANKKIT_SOFIA. Rewrites the
+# bench-peers block of BENCHMARKS.md.
+bench-peers: $(BENCH_STAMP)
+	$(PY) scripts/bench_peers.py --update BENCHMARKS.md
+
+# compile the common kernels into numba's cache (done once, before the first make demo)
+warmup: $(WARM_STAMP)
 
 sample: $(STAMP)
 	$(PY) scripts/make_sample.py data

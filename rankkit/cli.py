@@ -134,7 +134,7 @@ def _threads(f):
         type=click.IntRange(min=1),
         default=None,
         help="Threads for the parallel kernels (reading, products, per-query sweeps, metrics). "
-        "Results are identical for any number. [default: all cores]",
+        "Results are identical for any number. [default: the usable cores not busy with other processes]",
     )(f)
 
 
@@ -161,10 +161,9 @@ class _progress_bar:
 
 
 def _use_threads(n: int | None) -> None:
-    if n is not None:
-        import numba
+    from rankkit import threads  # perf: the default is the free usable cores (rankkit/threads.py)
 
-        numba.set_num_threads(min(n, numba.config.NUMBA_NUM_THREADS))
+    threads.apply(n)
 
 
 def _dask_option(f):
@@ -601,14 +600,19 @@ def eval_(files, dask, metrics, convention, empty_query, fmt, per_query, test_na
               help="A LETOR directory: run Fold1..FoldK (train/vali/test.txt each) and report the per-fold choice "
               "and the mean test metric.")
 @click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True, help="Folds run in parallel.")
+@click.option("-C", "Cs", type=_Finite(min=0, min_open=True), multiple=True,
+              help="With --folds: no path, but every fold trained at this C (repeatable) in one process, as `rankkit "
+              "train -C` would; models FoldK.C<C>.model in --out-dir, a table of vali/test metric (TSV: --table).")
+@click.option("--out-dir", type=click.Path(file_okay=False), default=None,
+              help="-C with --folds: where the models go. [default: the current directory]")
 @click.option("--zero-based", is_flag=True, help="Feature indices start at 0.")
 @_dask_option
 @_reader_options
 @_threads
 @_verbose
 def path_(dask, train_file, valid_file, out_model, table, plot, method, graph, kernel, gamma, degree, coef0, lambda_min,
-          max_events, metric, select, n_points, ratio, folds, jobs, zero_based, group_queries, group_file, threads,
-          verbose):
+          max_events, metric, select, n_points, ratio, folds, jobs, Cs, out_dir, zero_based, group_queries, group_file,
+          threads, verbose):
     """Regularisation path and model selection: train along a range of C, evaluate each point on
     VALID, pick C (best or one-standard-error rule) and optionally save the chosen model."""
     from rankkit import commands
@@ -619,7 +623,7 @@ def path_(dask, train_file, valid_file, out_model, table, plot, method, graph, k
                   group_queries=group_queries, group_file=group_file, log=_say if verbose else None, echo=_echo,
                   exact={"kernel": kernel, "gamma": gamma, "degree": degree, "coef0": coef0, "graph": graph,
                          "lambda_min": lambda_min, "max_events": max_events}, dask=dask,
-                   progress=_progress_bar if (not verbose and sys.stderr.isatty()) else None)
+                   progress=_progress_bar if (not verbose and sys.stderr.isatty()) else None, Cs=Cs, out_dir=out_dir)
 
 
 # -- exit statuses and signals -----------------------------------------------------------------

@@ -6,10 +6,8 @@ Imported lazily by cli.py, so numpy and numba load only when a command runs.
 from __future__ import annotations
 
 import datetime as _dt
-import hashlib
 import json
 import os
-import threading
 import time
 from typing import Callable
 
@@ -20,24 +18,13 @@ from rankkit.errors import DataError, UsageError
 from rankkit.io.atomic import check_output
 from rankkit.io.model import Model, write_model
 from rankkit.io.output import read_scores, write_scores
-from rankkit.io.svmlight import display_name, parse_bytes, read_bytes, read_svmlight
+from rankkit.io.svmlight import FileDigest, display_name, read_svmlight
 from rankkit.scoring import model_scores
 from rankkit.solvers import SOLVERS
 
 Log = Callable[[str], None] | None
 
 
-class _Checksum(threading.Thread):
-    """SHA-256 of the training bytes, computed beside parsing and training (hashlib releases the
-    GIL on large buffers, and the kernels run without it), so it costs no wall time."""
-
-    def __init__(self, buf: np.ndarray):
-        super().__init__(daemon=True)
-        self.buf = buf
-        self.hexdigest = ""
-
-    def run(self):
-        self.hexdigest = hashlib.sha256(memoryview(self.buf)).hexdigest()
 
 
 def train(train_file, model_file, solver, params, zero_based=False, group_queries=False, log: Log = None, warn=print,
@@ -58,10 +45,9 @@ def train(train_file, model_file, solver, params, zero_based=False, group_querie
                              query_weights_file, auc, kernel, t0, groups)
     estimator = from_options(solver, params, stochastic, kernel, query_weights_file is not None)
     name = display_name(train_file)
-    buf = read_bytes(train_file)
-    checksum = _Checksum(buf)
-    checksum.start()
-    ds = parse_bytes(buf, name, zero_based, group_queries, groups=groups)
+    # perf: read_svmlight streams a large file in blocks and hashes it as it goes (no whole buffer kept)
+    checksum = FileDigest()
+    ds = read_svmlight(train_file, zero_based, group_queries, groups=groups, digest=checksum)
     if groups is not None and log:
         log(groups.describe(name))
     t_read = time.perf_counter() - t0
@@ -83,15 +69,14 @@ def train(train_file, model_file, solver, params, zero_based=False, group_querie
         weights = weights_for(ds, read_query_weights(query_weights_file), query_weights_file)
     factors_file = stochastic.get("save_factors")
 
-    def facts():  # called once the fit is done: the checksum thread ran beside it
+    def facts():  # called once the fit is done
         out = {}
         if query_weights_file is not None:
             out["query_weights_file"] = display_name(query_weights_file)
         if groups is not None:
             out["group_file"] = groups.source
-        checksum.join()
         out.update({"index_base": 0 if zero_based else 1, "group_queries": bool(group_queries), "auc": bool(auc),
-                    "train_file": name, "train_file_bytes": int(buf.shape[0]), "train_file_sha256": checksum.hexdigest,
+                    "train_file": name, "train_file_bytes": checksum.nbytes, "train_file_sha256": checksum.hexdigest(),
                     "read_time_seconds": round(t_read, 6)})
         if factors_file is not None:
             out["factors_file"] = factors_file
@@ -510,7 +495,9 @@ def _run_folds_in_processes(args: list, jobs: int) -> list:
 
     import numba
 
-    jobs = min(jobs, len(args))
+    from rankkit.threads import usable_cores  # perf: jobs x threads never above the usable cores
+
+    jobs = min(jobs, len(args), usable_cores())
     threads = max(1, numba.get_num_threads() // jobs)
     pool = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"),
                                initializer=_worker_init, initargs=(threads,))
@@ -535,11 +522,54 @@ def _run_folds_in_processes(args: list, jobs: int) -> list:
     return outs
 
 
+def _path_fixed_c(folds, Cs, out_dir, table, metric, zero_based, group_queries, log, echo, others):
+    """`rankkit path --folds DIR -C c1 -C c2 ...`: every fold trained at every C in this process,
+    models as `rankkit train -C` writes them, and a table of their test (and vali) metric."""
+    from rankkit.metrics import parse_metric
+    from rankkit.path import fixed_c_folds, fixed_c_model_name, fold_dirs, write_fixed_c_table
+
+    if folds is None or any(v is not None for v in others):
+        raise UsageError("-C values go with --folds DIR only (no TRAIN VALID, --out-model, --plot or --method)")
+    parse_metric(metric)
+    out_dir = out_dir or "."
+    os.makedirs(out_dir, exist_ok=True)
+    inputs = tuple(os.path.join(folds, d, f) for d in fold_dirs(folds) for f in ("train.txt", "vali.txt", "test.txt"))
+    models = [os.path.join(out_dir, fixed_c_model_name(d, C)) for d in fold_dirs(folds) for C in Cs]
+    for m in models:
+        check_output(m, inputs, kind="model")
+    check_output(table, inputs, outputs=tuple(models))
+
+    def train_one(train_file, model_file, C):  # exactly `rankkit train TRAIN MODEL -C C`
+        return train(train_file, model_file, "newton", {"C": C, "tol": None, "max_iter": None, "loss": None,
+                                                        "query_norm": False}, zero_based, group_queries, log=log,
+                     warn=console.warn)
+
+    rows = fixed_c_folds(folds, Cs, out_dir, train_one, metric, zero_based, group_queries, log)
+    echo(f"# rankkit path, fixed C, newton; models in {out_dir}")
+    lines = [["fold", "C", "valid " + metric, "test " + metric, "iterations"]]
+    lines += [[r["fold"], f"{r['C']:g}", f"{r['vali']:.4f}", f"{r['test']:.4f}", str(r["iterations"])] for r in rows]
+    for C in Cs:
+        mine = [r for r in rows if r["C"] == float(C)]
+        lines.append(["mean", f"{C:g}", f"{np.nanmean([r['vali'] for r in mine]):.4f}",
+                      f"{np.nanmean([r['test'] for r in mine]):.4f}", ""])
+    for line in _aligned(lines):
+        echo(line)
+    if table:
+        write_fixed_c_table(table, rows, metric)
+    return rows
+
+
 def path(train_file=None, valid_file=None, out_model=None, table=None, plot=None, method=None, metric="ndcg@10",
          select="best", n_points=30, ratio=1e7, folds=None, jobs=1, zero_based=False, group_queries=False, log=None,
-         echo=print, exact=None, group_file="auto", dask=None, progress=None):
+         echo=print, exact=None, group_file="auto", dask=None, progress=None, Cs=(), out_dir=None):
     """`rankkit path`: a regularisation path with model selection on a validation set (or per fold).
-    progress(total, label): a progress display for the exact path of a single TRAIN VALID path."""
+    progress(total, label): a progress display for the exact path of a single TRAIN VALID path.
+    Cs: fixed values of C on every fold of --folds, in one process (no path)."""
+    if Cs:  # fixed values of C on every fold, one process (rankkit/path.py)
+        if dask is not None:
+            raise UsageError("--dask runs a single TRAIN VALID path, not -C values with --folds")
+        return _path_fixed_c(folds, Cs, out_dir, table, metric, zero_based, group_queries, log, echo,
+                             others=(train_file, valid_file, out_model, plot, method))
     from rankkit.metrics import parse_metric
     from rankkit.path import write_table
     from rankkit.plot import write_plot

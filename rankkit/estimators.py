@@ -42,26 +42,27 @@ class ConvergenceWarning(UserWarning):
 
 
 class _Threads:
-    """Run with `n` numba threads (None: leave the setting alone), restoring the previous count."""
+    """Run with `n` kernel threads (None: leave the setting alone), restoring the previous count
+    (rankkit.threads: the count the kernels split their work by)."""
 
     def __init__(self, n: int | None):
         self.n, self.before = n, None
 
     def __enter__(self):
         if self.n is not None:
-            import numba
+            from rankkit import threads
 
-            if int(self.n) < 1:
-                raise UsageError(f"threads must be at least 1, not {self.n}")
-            self.before = numba.get_num_threads()
-            numba.set_num_threads(min(int(self.n), numba.config.NUMBA_NUM_THREADS))
+            if isinstance(self.n, bool) or not isinstance(self.n, (int, np.integer)) or int(self.n) < 1:
+                raise UsageError(f"threads must be an integer >= 1, not {self.n!r}")
+            self.before = threads.count()
+            threads.apply(int(self.n))
         return self
 
     def __exit__(self, *exc):
         if self.before is not None:
-            import numba
+            from rankkit import threads
 
-            numba.set_num_threads(self.before)
+            threads.apply(self.before)
         return False
 
 

@@ -282,3 +282,67 @@ def write_exact_table(path: str, res) -> None:
         fh.write("\t".join(cols) + "\n")
         for r in rows:
             fh.write("\t".join(repr(v) if isinstance(v, float) else str(v) for v in r.values()) + "\n")
+
+
+# -- fixed values of C over every fold, in one process ---------------------------------------------
+def fold_dirs(folds_dir: str) -> list[str]:
+    """Fold1, Fold2, ... of a LETOR directory, in numeric order (UsageError if none)."""
+    import os
+
+    names = sorted((d for d in os.listdir(folds_dir) if d.startswith("Fold") and d[4:].isdigit()), key=lambda d: int(d[4:]))
+    if not names:
+        raise UsageError(f"--folds {folds_dir}: no Fold1, Fold2, ... directories")
+    return names
+
+
+def fixed_c_model_name(fold: str, C: float) -> str:
+    return f"{fold}.C{C:g}.model"
+
+
+def fixed_c_folds(folds_dir: str, Cs, out_dir: str, train_one, metric: str = DEFAULT_METRIC,
+                  zero_based: bool = False, group_queries: bool = False, log=None) -> list[dict]:
+    """Train every fold of a LETOR directory (FoldK/train.txt) at each C of `Cs`, in this one
+    process (the start is paid once, not once per fit), and score each model on FoldK/test.txt
+    (and FoldK/vali.txt when present) with `metric`.
+
+    `train_one(train_file, model_file, C)` trains and writes one model exactly as `rankkit train
+    TRAIN MODEL -C C` does (the CLI passes its own train) and returns the fit's result (.w,
+    .iterations, .objective, .converged). Models are written to OUT_DIR/FoldK.C<C>.model. Returns
+    one row per (fold, C): fold, C, model, iterations, objective, converged, valid and test values
+    (NaN when the file is absent)."""
+    import math
+    import os
+
+    from rankkit.io.svmlight import read_svmlight
+
+    rows = []
+    for fold in fold_dirs(folds_dir):
+        base = os.path.join(folds_dir, fold)
+        evals = {}
+        for part in ("vali", "test"):
+            f = os.path.join(base, f"{part}.txt")
+            evals[part] = read_svmlight(f, zero_based=zero_based, group_queries=group_queries) if os.path.exists(f) else None
+        for C in Cs:
+            model = os.path.join(out_dir, fixed_c_model_name(fold, C))
+            t = time.perf_counter()
+            res = train_one(os.path.join(base, "train.txt"), model, C)
+            row = {"fold": fold, "C": float(C), "model": model, "iterations": int(res.iterations),
+                   "objective": float(res.objective), "converged": bool(res.converged),
+                   "seconds": time.perf_counter() - t}
+            for part, ds in evals.items():  # csr_matvec ignores features the model has not seen
+                row[part] = validation_metric(ds, res.w, metric)[0] if ds is not None else math.nan
+            if log:
+                log(f"{fold} C={C:g}: {row['iterations']} iterations, test {metric} {row['test']:.4f}")
+            rows.append(row)
+    return rows
+
+
+def write_fixed_c_table(path: str, rows: list[dict], metric: str) -> None:
+    """Every (fold, C) as TSV."""
+    from rankkit.io.atomic import atomic_open
+
+    with atomic_open(path) as fh:
+        fh.write(f"fold\tC\tmodel\titerations\tobjective\tconverged\tvalid_{metric}\ttest_{metric}\tseconds\n")
+        for r in rows:
+            fh.write(f"{r['fold']}\t{r['C']:.17g}\t{r['model']}\t{r['iterations']}\t{r['objective']:.17g}\t"
+                     f"{int(r['converged'])}\t{r['vali']:.6f}\t{r['test']:.6f}\t{r['seconds']:.4f}\n")

@@ -17,6 +17,14 @@ from tests.conftest import make_dataset
 from tests.reference import RTOL_KERNEL
 
 
+@pytest.fixture(autouse=True)
+def split_small_work(monkeypatch):
+    """Kernels split even this data over the threads (rankkit.threads runs small work on one)."""
+    from rankkit import threads
+
+    monkeypatch.setattr(threads, "MIN_WORK_PER_THREAD", 16)
+
+
 @pytest.fixture(scope="module")
 def big_ds():
     rng = np.random.default_rng(0)

@@ -1,8 +1,10 @@
 """Numba kernels that turn the raw bytes of an SVMlight/LETOR file into CSR arrays.
 
 The file is cut at line boundaries into chunks (one for small files); a first pass counts each
-chunk's rows and non-zeros exactly, with the same tokenising helpers as the parser, and the
-second pass parses every chunk straight into its final place in the output arrays. Kernels never raise: they stop at the first bad token and return a
+chunk's rows and non-zeros (one scan per line: exact for a valid file, never below what the parser
+writes), and the second pass parses every chunk straight into its final place in the output
+arrays. A large file is read in blocks, twice (count, then parse), so that only one block of its
+bytes is in memory at a time (rankkit.io.svmlight). Kernels never raise: they stop at the first bad token and return a
 status code with the line number and the token's byte span, and the Python wrapper
 (`rankkit.io.svmlight`) turns that into a `file:line: message` error.
 
@@ -16,8 +18,8 @@ wrapper converts it with Python's correctly rounded float(). Every value is ther
 from __future__ import annotations
 
 import numpy as np
-from numba import prange
 
+from rankkit import threads
 from rankkit.objectives._numba import njit
 
 # status codes (index 0 of the status array); keep in sync with svmlight._MESSAGES
@@ -34,6 +36,7 @@ BAD_VALUE = 9
 NULL_VALUE = 10
 NONFINITE_VALUE = 11
 QID_TOO_LARGE = 12
+OVER_CAPACITY = 13  # more rows or non-zeros than counted: the input changed between the passes
 
 # bits of the per-row flags array (called has_qid in the kernels)
 FLAG_QID = 1
@@ -164,6 +167,14 @@ def _parse_uint(buf, s, e, limit):
     """Parse buf[s:e] as a non-negative integer <= limit. Returns (ok, value, too_large)."""
     if s >= e:
         return False, 0, False
+    if e - s <= 9:  # cannot exceed any limit used (>= 2^31 - 2): no overflow test per digit
+        v = 0
+        for i in range(s, e):
+            c = buf[i]
+            if c < 48 or c > 57:
+                return False, 0, False
+            v = v * 10 + (np.int64(c) - 48)
+        return True, v, v > limit
     v = 0
     for i in range(s, e):
         c = buf[i]
@@ -276,6 +287,12 @@ def parse_svmlight(
             status[2] = i
             status[3] = j
             return row, k, ns
+        if row >= y.shape[0]:
+            status[0] = OVER_CAPACITY
+            status[1] = line
+            status[2] = i
+            status[3] = j
+            return row, k, ns
         y[row] = v
         if sl:
             slow[ns, 0] = 1
@@ -350,6 +367,9 @@ def parse_svmlight(
                 else:
                     status[0] = BAD_VALUE
                 status[2] = colon + 1
+                return row, k, ns
+            if k >= data.shape[0]:
+                status[0] = OVER_CAPACITY
                 return row, k, ns
             data[k] = v
             indices[k] = idx
@@ -431,80 +451,138 @@ def chunk_bounds(buf, n_chunks):
 
 
 @njit
-def _count_exact(buf, s, e, labels_optional):
-    """Rows, non-zeros and newlines of buf[s:e], tokenised exactly as parse_svmlight does (same
-    helpers; on a bad line the parser stops with an error before the counts matter)."""
+def _count_fast(buf, s, e, labels_optional):
+    """Rows, an upper bound of the non-zeros (exact for a file without errors), and newlines of
+    buf[s:e], in one scan per line.
+
+    A row is a line with content before any '#', as in parse_svmlight. Its non-zeros are counted as
+    the ':' in that content, less one when the first token after the label (the first token, when
+    an unlabelled line starts with a feature) is `qid:`. Every entry the parser writes is a token
+    with a ':' other than the qid token, so the parser never writes past these counts; in a valid
+    file every such token has exactly one ':' and a label has none, so the counts are exact (a
+    token with a second ':' or a label with one is a parse error, reported before counts matter)."""
     rows = 0
     nnz = 0
     newlines = 0
     pos = s
     while pos < e:
-        end, nxt, cend, i = _line_bounds(buf, pos, e)
-        if end < e:
-            newlines += 1
-        if i < cend:
+        i = pos
+        while i < e:
+            c = buf[i]
+            if c == _SPACE or c == _TAB or c == 11 or c == 12:
+                i += 1
+            else:
+                break
+        if i < e and buf[i] != _LF and buf[i] != _CR and buf[i] != _HASH:
             rows += 1
-            j, colon = _token_end(buf, i, cend)
-            if not (labels_optional and colon >= 0):
-                i = j  # the label
-            first = True
-            while True:
-                while i < cend and _is_space(buf[i]):
-                    i += 1
-                if i >= cend:
+            j = i
+            label_colons = 0
+            while j < e:
+                c = buf[j]
+                if c == _SPACE or c == _TAB or c == 11 or c == 12 or c == _LF or c == _CR or c == _HASH:
                     break
-                j, colon = _token_end(buf, i, cend)
-                if not (first and _is_qid(buf, i, colon)):
+                if c == _COLON:
+                    label_colons += 1
+                j += 1
+            k = i if (labels_optional and label_colons > 0) else j
+            while k < e:
+                c = buf[k]
+                if c == _SPACE or c == _TAB or c == 11 or c == 12:
+                    k += 1
+                else:
+                    break
+            if (k + 3 < e and buf[k + 3] == _COLON and _lower(buf[k]) == 113 and _lower(buf[k + 1]) == 105
+                    and _lower(buf[k + 2]) == 100):
+                nnz -= 1
+            while k < e:
+                c = buf[k]
+                if c <= _HASH and (c == _LF or c == _CR or c == _HASH):
+                    break
+                if c == _COLON:
                     nnz += 1
-                first = False
-                i = j
-        pos = nxt
+                k += 1
+            i = k
+        while i < e:
+            c = buf[i]
+            if c <= _CR and (c == _LF or c == _CR):
+                break
+            i += 1
+        if i < e:
+            newlines += 1
+            if buf[i] == _CR and i + 1 < e and buf[i + 1] == _LF:
+                i += 1
+        pos = i + 1
     return rows, nnz, newlines
 
 
-@njit(parallel=True)
-def count_chunks(buf, bounds, labels_optional, counts):
-    """counts[c] = (rows, non-zeros, newlines) of chunk c."""
-    for c in prange(bounds.shape[0] - 1):
-        r, k, nl = _count_exact(buf, bounds[c], bounds[c + 1], labels_optional)
+@njit
+def _count_range(buf, bounds, labels_optional, counts, c0, c1):
+    for c in range(c0, c1):
+        r, k, nl = _count_fast(buf, bounds[c], bounds[c + 1], labels_optional)
         counts[c, 0] = r
         counts[c, 1] = k
         counts[c, 2] = nl
 
 
-@njit(parallel=True)
-def parse_chunks(
-    buf, bounds, zero_based, labels_optional, rows_at, nnz_at, line_before,
-    data, indices, indptr, y, qid, has_qid, line_no, docspan, slow, status, parsed,
-):
-    """Parse chunk c straight into its final rows rows_at[c].. and non-zeros nnz_at[c].., then fix
-    up what parse_svmlight wrote relative to the chunk (row pointers, line numbers, byte offsets).
-    Slow-number entries of chunk c start at rows_at[c] + nnz_at[c]. parsed[c] = (rows, nnz, slow)."""
+def count_chunks(buf, bounds, labels_optional, counts):
+    """counts[c] = (rows, non-zeros (an upper bound, exact without errors), newlines) of chunk c;
+    chunks split over the threads (rankkit.threads)."""
     nc = bounds.shape[0] - 1
-    for c in prange(nc):
+    threads.run(_count_range, threads.split(bounds, nc, int(bounds[-1] - bounds[0])), buf, bounds, labels_optional,
+                counts)
+
+
+@njit
+def _parse_range(
+    buf, bounds, zero_based, labels_optional, counts, rows_at, nnz_at, line_before, slow_at,
+    data, indices, indptr, y, qid, has_qid, line_no, docspan, slow, status, parsed, c0, c1,
+):
+    for c in range(c0, c1):
         r0 = rows_at[c]
         k0 = nnz_at[c]
+        r1 = r0 + counts[c, 0]  # each chunk writes within its counted capacity, never beyond
+        k1 = k0 + counts[c, 1]
         n, k, ns = parse_svmlight(
             buf[bounds[c] : bounds[c + 1]], zero_based, labels_optional,
-            data[k0:], indices[k0:], indptr[r0:], y[r0:], qid[r0:], has_qid[r0:],
-            line_no[r0:], docspan[r0:], slow[r0 + k0 :], status[c],
+            data[k0:k1], indices[k0:k1], indptr[r0 : r1 + 1], y[r0:r1], qid[r0:r1], has_qid[r0:r1],
+            line_no[r0:r1], docspan[r0:r1], slow[slow_at[c] : slow_at[c] + counts[c, 0] + counts[c, 1]], status[c],
         )
         parsed[c, 0] = n
         parsed[c, 1] = k
         parsed[c, 2] = ns
-    # chunk c wrote indptr[r0 .. r0 + n] relative to k0, and indptr[r0] collides with the last
-    # entry of chunk c - 1: rewrite every chunk's entries after all chunks are done
-    for c in prange(nc):
-        r0 = rows_at[c]
-        k0 = nnz_at[c]
+        # what parse_svmlight wrote relative to the chunk: row pointers (but the first, shared
+        # with the previous chunk's last), line numbers, byte offsets
         off = bounds[c]
-        for i in range(parsed[c, 0]):
+        for i in range(n):
             if i > 0:
                 indptr[r0 + i] += k0
             line_no[r0 + i] += line_before[c]
             if docspan[r0 + i, 0] >= 0:
                 docspan[r0 + i, 0] += off
                 docspan[r0 + i, 1] += off
-    for c in range(nc):
+
+
+@njit
+def _fix_chunk_starts(rows_at, nnz_at, indptr, nnz):
+    for c in range(rows_at.shape[0]):
         indptr[rows_at[c]] = nnz_at[c]
-    indptr[indptr.shape[0] - 1] = data.shape[0]
+    indptr[indptr.shape[0] - 1] = nnz
+
+
+def parse_chunks(
+    buf, bounds, zero_based, labels_optional, counts, rows_at, nnz_at, line_before, slow_at,
+    data, indices, indptr, y, qid, has_qid, line_no, docspan, slow, status, parsed,
+):
+    """Parse chunk c straight into its final rows rows_at[c].. and non-zeros nnz_at[c].., then fix
+    up what parse_svmlight wrote relative to the chunk (row pointers, line numbers, byte offsets
+    relative to buf). Slow-number entries of chunk c start at slow_at[c]. Chunk c writes at most
+    counts[c] rows and non-zeros (more: status OVER_CAPACITY). parsed[c] = (rows, nnz, slow).
+    Chunks are split over the threads (rankkit.threads). The chunks may be one block of a larger
+    file: indptr's last entry is set to len(data)."""
+    nc = bounds.shape[0] - 1
+    threads.run(_parse_range, threads.split(bounds, nc, int(bounds[-1] - bounds[0])), buf, bounds, zero_based,
+                labels_optional, counts, rows_at, nnz_at, line_before, slow_at, data, indices, indptr, y, qid, has_qid,
+                line_no, docspan, slow, status, parsed)
+    # chunk c wrote indptr[r0 + n] relative to k0, and it is entry r0 of chunk c + 1: set each
+    # chunk's first entry once every chunk is done
+    _fix_chunk_starts(rows_at, nnz_at, indptr, data.shape[0])

@@ -210,12 +210,20 @@ def parse_bytes(
     """Parse an SVMlight/LETOR buffer (uint8) into a validated Dataset. `groups` (a
     rankkit.io.groups.Groups) gives the queries of a file without qid, or must agree with its qids."""
     arrays = _parse_chunked(buf, source, zero_based, labels_optional, _n_chunks(buf.shape[0]))
-    data, indices, indptr, y, qid, flags, line_no, docspan = arrays
+    docids = _compact_spans(buf, arrays[-1]) if bool(np.any(arrays[-1][:, 0] >= 0)) else None
+    return _build_dataset(arrays[:-1], docids, buf.shape[0] == 0, source, group_queries, groups)
+
+
+def _build_dataset(arrays, docids, empty_input: bool, source: str, group_queries: bool, groups) -> Dataset:
+    """The Dataset from the parsed arrays: qid checks, group files, --group-queries, docids
+    ((bytes, spans) or None)."""
+    data, indices, indptr, y, qid, flags, line_no = arrays
+    docspan = docids[1] if docids is not None else None
     has_qid = flags & K.FLAG_QID
     labelled = (flags & K.FLAG_LABEL) != 0
     n, nnz = y.shape[0], data.shape[0]
     if n == 0:
-        what = "is empty" if buf.shape[0] == 0 else "has no data lines (only blank lines or comments)"
+        what = "is empty" if empty_input else "has no data lines (only blank lines or comments)"
         raise DataError(source, what)
 
     with_qid = int(has_qid.sum())
@@ -252,7 +260,9 @@ def parse_bytes(
         key = rank_of_qid[np.searchsorted(uniq, qid)]
         order = np.argsort(key, kind="stable").astype(np.int64)
         data, indices, indptr = _take_rows(data, indices, indptr, order)
-        y, qid, line_no, docspan = y[order], qid[order], line_no[order], docspan[order]
+        y, qid, line_no = y[order], qid[order], line_no[order]
+        if docspan is not None:
+            docspan = docspan[order]
         labelled = labelled[order]
         blocks = K.query_blocks(qid)
 
@@ -271,8 +281,8 @@ def parse_bytes(
         labelled=None if bool(labelled.all()) else labelled,
         order=order,
     )
-    if bool(np.any(docspan[:, 0] >= 0)):
-        ds.docid_buf, ds.docid_spans = _compact_spans(buf, docspan)
+    if docids is not None:
+        ds.docid_buf, ds.docid_spans = docids[0], docspan
     return ds.validate()
 
 
@@ -283,13 +293,24 @@ PARALLEL_MIN_BYTES = 4 << 20
 def _n_chunks(size: int) -> int:
     if size < PARALLEL_MIN_BYTES:
         return 1
-    import numba
+    from rankkit import threads
 
-    return int(max(2, min(4 * numba.get_num_threads(), size // PARALLEL_MIN_BYTES)))
+    return int(max(2, min(4 * threads.count(), size // PARALLEL_MIN_BYTES)))
 
 
 def _raise_status(buf, source, code, line, start, end, extra):
+    if code == K.OVER_CAPACITY:  # the counting pass saw fewer rows or values than the parsing pass
+        raise DataError(source, "changed while being read (its content changed between the reader's two passes); "
+                                "read it again once it is complete")
     raise DataError(source, _MESSAGES[code].format(tok=_token(buf, start, end), extra=extra), line)
+
+
+def _check_status(buf, source, status, line_before, bounds) -> None:
+    """Raise the first error of the chunks, in file order."""
+    for c in range(status.shape[0]):
+        if status[c, 0] != K.OK:
+            code, line, start, end, extra = (int(v) for v in status[c])
+            _raise_status(buf, source, code, line + int(line_before[c]), start + int(bounds[c]), end + int(bounds[c]), extra)
 
 
 def _exclusive_cumsum(a: np.ndarray) -> np.ndarray:
@@ -304,7 +325,7 @@ def _parse_chunked(buf, source, zero_based, labels_optional, n_chunks):
     bounds = K.chunk_bounds(buf, n_chunks)
     counts = np.zeros((n_chunks, 3), dtype=np.int64)
     if n_chunks == 1:  # the serial kernels: starting a parallel region costs more than a small file
-        counts[0] = K._count_exact(buf, 0, buf.shape[0], bool(labels_optional))
+        counts[0] = K._count_fast(buf, 0, buf.shape[0], bool(labels_optional))
     else:
         K.count_chunks(buf, bounds, bool(labels_optional), counts)
     rows_at, nnz_at = _exclusive_cumsum(counts[:, 0]), _exclusive_cumsum(counts[:, 1])
@@ -328,15 +349,12 @@ def _parse_chunked(buf, source, zero_based, labels_optional, n_chunks):
         )
     else:
         K.parse_chunks(
-            buf, bounds, bool(zero_based), bool(labels_optional), rows_at, nnz_at, line_before,
+            buf, bounds, bool(zero_based), bool(labels_optional), counts, rows_at, nnz_at, line_before, rows_at + nnz_at,
             data, indices, indptr, y, qid, has_qid, line_no, docspan, slow, status, parsed,
         )
-    for c in range(n_chunks):  # the first error in file order
-        if status[c, 0] != K.OK:
-            code, line, start, end, extra = (int(v) for v in status[c])
-            _raise_status(buf, source, code, line + int(line_before[c]), start + int(bounds[c]), end + int(bounds[c]), extra)
-    if not np.array_equal(parsed[:, :2], counts[:, :2]):  # cannot happen: the counter mirrors the parser
-        raise RuntimeError("parallel reader: chunk counts disagree with the parser")
+    _check_status(buf, source, status, line_before, bounds)
+    if not np.array_equal(parsed[:, :2], counts[:, :2]):  # cannot happen: exact for a file the parser accepts
+        raise RuntimeError("reader: chunk counts disagree with the parser")
     if parsed[:, 2].any():
         pieces = []
         for c in range(n_chunks):
@@ -347,6 +365,180 @@ def _parse_chunked(buf, source, zero_based, labels_optional, n_chunks):
             pieces.append(sl)
         _convert_slow_numbers(buf, np.concatenate(pieces), data, y, line_no, indptr, source)
     return data, indices, indptr, y, qid, has_qid, line_no, docspan
+
+
+# Plain files at least this large are read in blocks, twice (count, then parse), so that only one
+# block of their bytes is in memory: the reader's memory is the arrays plus one block.
+STREAM_MIN_BYTES = 64 << 20
+STREAM_BLOCK_BYTES = 32 << 20
+
+
+def _changed(name: str, detail: str) -> DataError:
+    return DataError(name, f"changed while being read ({detail}); read it again once it is complete")
+
+
+def _read_at(fd: int, buf: np.ndarray, offset: int, length: int, size: int, name: str) -> None:
+    view = memoryview(buf)
+    got = 0
+    while got < length:
+        n = os.preadv(fd, [view[got:length]], offset + got)
+        if not n:
+            raise _changed(name, f"it shrank from {size} to {offset + got} bytes")
+        got += n
+
+
+def _last_line_end(view: np.ndarray) -> int:
+    """last_line_end() of a uint8 array, searching back from its end in steps (no copy)."""
+    n = view.shape[0]
+    hi = n
+    step = 1 << 16
+    while hi > 0:
+        lo = max(0, hi - step)
+        seg = view[lo:hi]
+        lf = np.flatnonzero(seg == 10)
+        cr = np.flatnonzero(seg[: max(0, min(hi, n - 1) - lo)] == 13)  # not a CR in the last byte
+        end = max(lo + int(lf[-1]) + 1 if lf.size else 0, lo + int(cr[-1]) + 1 if cr.size else 0)
+        if end:
+            return end
+        hi = lo
+    return 0
+
+
+def _count_block(view: np.ndarray, labels_optional: bool):
+    nc = _n_chunks(view.shape[0])
+    bounds = K.chunk_bounds(view, nc)
+    counts = np.zeros((nc, 3), dtype=np.int64)
+    if nc == 1:
+        counts[0] = K._count_fast(view, 0, view.shape[0], bool(labels_optional))
+    else:
+        K.count_chunks(view, bounds, bool(labels_optional), counts)
+    return bounds, counts
+
+
+class FileDigest:
+    """SHA-256 and byte count of the bytes read (pass as read_svmlight's `digest`)."""
+
+    def __init__(self):
+        import hashlib
+
+        self._sha = hashlib.sha256()
+        self.nbytes = 0
+
+    def update(self, data) -> None:
+        self._sha.update(data)
+        self.nbytes += memoryview(data).nbytes
+
+    def hexdigest(self) -> str:
+        return self._sha.hexdigest()
+
+
+def _hash_beside(digest, view: np.ndarray):
+    """digest.update(view) in a thread (hashlib releases the GIL, the count kernel runs without it);
+    returns the thread to join before the buffer is reused."""
+    import threading
+
+    t = threading.Thread(target=digest.update, args=(memoryview(view),), daemon=True)
+    t.start()
+    return t
+
+
+def _parse_streaming(fd: int, size: int, name: str, zero_based: bool, labels_optional: bool,
+                     block_bytes: int | None = None, digest=None):
+    """The arrays of parse_bytes, and docids, from a plain file read in blocks: a counting pass,
+    then a parsing pass into arrays of the counted size. Memory: the arrays plus one block.
+    `digest` (a hashlib object) is updated with every byte of the file, in order."""
+    block_bytes = block_bytes or STREAM_BLOCK_BYTES
+    buf = np.empty(min(size, block_bytes), dtype=np.uint8)
+    blocks = []
+    off = 0
+    cap = block_bytes
+    while off < size:  # pass 1: cut into blocks at line ends and count
+        length = min(cap, size - off)
+        if buf.shape[0] < length:
+            buf = np.empty(length, dtype=np.uint8)
+        _read_at(fd, buf, off, length, size, name)
+        view = buf[:length]
+        if off + length < size:
+            cut = _last_line_end(view)
+            if cut == 0:  # a line longer than the block: a larger block
+                cap *= 2
+                continue
+            view = view[:cut]
+        hashing = _hash_beside(digest, view) if digest is not None else None
+        bounds, counts = _count_block(view, labels_optional)
+        if hashing is not None:
+            hashing.join()
+        blocks.append((off, view.shape[0], bounds, counts))
+        off += view.shape[0]
+    totals = sum(c.sum(axis=0) for _, _, _, c in blocks) if blocks else np.zeros(3, dtype=np.int64)
+    n, nnz = int(totals[0]), int(totals[1])
+    data = np.empty(nnz, dtype=np.float64)
+    indices = np.empty(nnz, dtype=np.int32)
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    y = np.empty(n, dtype=np.float64)
+    qid = np.empty(n, dtype=np.int64)
+    has_qid = np.empty(n, dtype=np.uint8)
+    line_no = np.empty(n, dtype=np.int64)
+    docspan = np.empty((n, 2), dtype=np.int64)
+    pieces, piece_bytes, any_docid = [], 0, False
+    row0 = nnz0 = line0 = 0
+    for off, length, bounds, counts in blocks:  # pass 2: parse each block into place
+        _read_at(fd, buf, off, length, size, name)
+        view = buf[:length]
+        nc = counts.shape[0]
+        rows_at = row0 + _exclusive_cumsum(counts[:, 0])
+        nnz_at = nnz0 + _exclusive_cumsum(counts[:, 1])
+        line_before = line0 + _exclusive_cumsum(counts[:, 2])
+        slow_at = _exclusive_cumsum(counts[:, 0] + counts[:, 1])
+        slow = np.empty((int(counts[:, 0].sum() + counts[:, 1].sum()), 4), dtype=np.int64)
+        status = np.zeros((nc, 5), dtype=np.int64)
+        parsed = np.zeros((nc, 3), dtype=np.int64)
+        K.parse_chunks(view, bounds, bool(zero_based), bool(labels_optional), counts, rows_at, nnz_at, line_before,
+                       slow_at, data, indices, indptr, y, qid, has_qid, line_no, docspan, slow, status, parsed)
+        _check_status(view, name, status, line_before, bounds)
+        if not np.array_equal(parsed[:, :2], counts[:, :2]):
+            raise _changed(name, "its content changed between the reader's two passes")
+        row1 = row0 + int(counts[:, 0].sum())
+        if parsed[:, 2].any():
+            sl_pieces = []
+            for c in range(nc):
+                sl = slow[int(slow_at[c]): int(slow_at[c] + parsed[c, 2])].copy()
+                sl[:, 1] += np.where(sl[:, 0] == 0, nnz_at[c], rows_at[c])
+                sl[:, 2:] += bounds[c]
+                sl_pieces.append(sl)
+            _convert_slow_numbers(view, np.concatenate(sl_pieces), data, y, line_no, indptr[:row1], name)
+        spans = docspan[row0:row1]
+        if bool(np.any(spans[:, 0] >= 0)):
+            piece, new = _compact_spans(view, spans)
+            new[new[:, 0] >= 0] += piece_bytes
+            docspan[row0:row1] = new
+            pieces.append(piece)
+            piece_bytes += len(piece)
+            any_docid = True
+        row0, nnz0, line0 = row1, nnz0 + int(counts[:, 1].sum()), line0 + int(counts[:, 2].sum())
+    indptr[n] = nnz
+    docids = (b"".join(pieces), docspan) if any_docid else None
+    return (data, indices, indptr, y, qid, has_qid, line_no), docids
+
+
+def _read_streaming(path: str, name: str, zero_based: bool, labels_optional: bool, digest=None):
+    """(arrays, docids, size) of a large plain file read in blocks; None if `path` is not a plain
+    regular file of at least STREAM_MIN_BYTES (then the whole-buffer reader is used)."""
+    if path == "-" or _compression(path) is not None:
+        return None
+    try:
+        with open(path, "rb", buffering=0) as fh:
+            st = os.fstat(fh.fileno())
+            if not stat.S_ISREG(st.st_mode) or st.st_size < STREAM_MIN_BYTES:
+                return None
+            arrays, docids = _parse_streaming(fh.fileno(), st.st_size, name, zero_based, labels_optional,
+                                              digest=digest)
+            after = os.fstat(fh.fileno())
+            if (after.st_size, after.st_mtime_ns) != (st.st_size, st.st_mtime_ns):
+                raise _changed(name, "its size or modification time changed")
+            return arrays, docids, st.st_size
+    except (OSError, EOFError) as exc:
+        raise _input_error(path, exc) from None
 
 
 def _compact_spans(buf: np.ndarray, spans: np.ndarray) -> tuple[bytes, np.ndarray]:
@@ -386,19 +578,33 @@ def _take_rows(data, indices, indptr, order):
 
 def read_svmlight(
     path: str, zero_based: bool = False, group_queries: bool = False, labels_optional: bool = False,
-    groups: str | None = "auto", log=None,
+    groups: str | None = "auto", log=None, digest=None,
 ) -> Dataset:
     """Read an SVMlight/LETOR file (plain, .gz, .bz2, .xz, or `-` for stdin).
 
     With labels_optional, a line may start directly with qid:/features (label taken as 0).
     `groups`: "auto" uses a group file next to `path` (FILE.query, FILE.group: rankkit.io.groups),
-    None ignores any, a path names one, a Groups is used as it is. `log` is told which was used."""
+    None ignores any, a path names one, a Groups is used as it is. `log` is told which was used.
+    `digest` (a hashlib object, e.g. hashlib.sha256()) is updated with the file's (decompressed)
+    bytes, so that a caller needing their checksum does not hold or read them again.
+
+    A plain file of at least STREAM_MIN_BYTES is read in blocks (memory: the arrays plus one
+    block); others are read whole."""
     from rankkit.io.groups import Groups, resolve
 
     name = display_name(path)
     found = groups if isinstance(groups, Groups) else resolve(path, groups)
-    buf = read_bytes(path)
-    ds = parse_bytes(buf, name, zero_based, group_queries, labels_optional, groups=found)
+    streamed = _read_streaming(path, name, zero_based, labels_optional, digest)
+    if streamed is not None:  # a large plain file: read in blocks, never whole
+        arrays, docids, size = streamed
+        ds = _build_dataset(arrays, docids, size == 0, name, group_queries, found)
+    else:
+        buf = read_bytes(path)
+        hashing = _hash_beside(digest, buf) if digest is not None else None
+        ds = parse_bytes(buf, name, zero_based, group_queries, labels_optional, groups=found)
+        if hashing is not None:
+            hashing.join()
+        del buf
     if found is not None and log:
         log(found.describe(name))
     return ds

@@ -27,10 +27,14 @@ import pickle
 import sys
 import tempfile
 
-import numba
-from numba.core.caching import FunctionCache, IndexDataCacheFile
+from rankkit import threads as _threads
 
-from rankkit import console
+_threads.configure_runtime()  # idle OpenMP threads sleep: must precede numba loading its threading layer
+
+import numba  # noqa: E402
+from numba.core.caching import FunctionCache, IndexDataCacheFile  # noqa: E402
+
+from rankkit import console  # noqa: E402
 
 _DEFAULTS = {"nogil": True, "fastmath": False, "error_model": "numpy"}
 
@@ -216,4 +220,34 @@ def njit(*args, **kwargs):
     return decorate
 
 
+def _load_numba_registries_without_scipy_linalg() -> None:
+    """numba's first dispatch imports numba.np.arraymath, whose import-time BLAS check imports
+    scipy.linalg (~0.2 s of a small run's start; rankkit's kernels need BLAS only for np.dot in a
+    few stochastic kernels). During that import only, the check asks whether scipy is installed
+    without importing it; numba's real check runs as before when a kernel using BLAS compiles, and
+    cached BLAS code imports scipy's BLAS on its first call. Any surprise: numba's own path."""
+    if "numba.np.arraymath" in sys.modules:
+        return
+    try:
+        import importlib.util
+
+        from numba.np import linalg
+    except Exception:
+        return
+    real = linalg.ensure_blas
+
+    def scipy_installed():
+        if importlib.util.find_spec("scipy") is None:
+            raise ImportError("scipy 0.16+ is required for linear algebra")
+
+    linalg.ensure_blas = scipy_installed
+    try:
+        import numba.np.arraymath  # noqa: F401
+    except Exception:
+        pass
+    finally:
+        linalg.ensure_blas = real
+
+
 _choose_cache_dir()
+_load_numba_registries_without_scipy_linalg()

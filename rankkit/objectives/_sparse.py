@@ -1,4 +1,4 @@
-"""CSR products on raw arrays, parallel over rows.
+"""CSR products on raw arrays, split over threads (rankkit.threads) by rows or chunks of rows.
 
 Results do not depend on the number of threads: `csr_matvec` computes each row on its own, and
 `csr_rmatvec` splits the rows into a fixed number of chunks (a function of the shape only), sums
@@ -9,8 +9,8 @@ ignored by `csr_matvec` (prediction with a model that has fewer features than th
 from __future__ import annotations
 
 import numpy as np
-from numba import prange
 
+from rankkit import threads
 from rankkit.objectives._numba import njit
 
 # At most this many doubles of per-chunk buffers for X^T z; at most MAX_CHUNKS chunks.
@@ -18,18 +18,23 @@ CHUNK_BUDGET = 1 << 22
 MAX_CHUNKS = 64
 
 
-@njit(parallel=True)
-def csr_matvec(data, indices, indptr, w, out):
-    """out = X w, with X given by (data, indices, indptr)."""
-    n = indptr.shape[0] - 1
+@njit
+def _matvec_rows(data, indices, indptr, w, out, lo, hi):
     d = w.shape[0]
-    for i in prange(n):
+    for i in range(lo, hi):
         acc = 0.0
         for t in range(indptr[i], indptr[i + 1]):
             j = indices[t]
             if j < d:
                 acc += data[t] * w[j]
         out[i] = acc
+
+
+def csr_matvec(data, indices, indptr, w, out):
+    """out = X w, with X given by (data, indices, indptr); rows split over the threads."""
+    n = indptr.shape[0] - 1
+    parts = threads.split(indptr, n, int(indptr[-1]) if n else 0)
+    threads.run(_matvec_rows, parts, data, indices, indptr, w, out)
     return out
 
 
@@ -41,22 +46,11 @@ def rmatvec_chunks(n_rows, n_features):
     return max(1, min(MAX_CHUNKS, c, n_rows // 1024))
 
 
-@njit(parallel=True)
-def csr_rmatvec(data, indices, indptr, z, out):
-    """out = X^T z (out has length n_features and is overwritten)."""
+@njit
+def _rmatvec_chunks(data, indices, indptr, z, part, nc, c0, c1):
+    """part[c] = the rows of chunk c times z, for chunks c0..c1-1 (chunk c: rows c*n//nc ..)."""
     n = indptr.shape[0] - 1
-    d = out.shape[0]
-    nc = rmatvec_chunks(n, d)
-    if nc == 1:
-        out[:] = 0.0
-        for i in range(n):
-            zi = z[i]
-            if zi != 0.0:
-                for t in range(indptr[i], indptr[i + 1]):
-                    out[indices[t]] += data[t] * zi
-        return out
-    part = np.zeros((nc, d))
-    for c in prange(nc):
+    for c in range(c0, c1):
         lo = c * n // nc
         hi = (c + 1) * n // nc
         for i in range(lo, hi):
@@ -64,12 +58,42 @@ def csr_rmatvec(data, indices, indptr, z, out):
             if zi != 0.0:
                 for t in range(indptr[i], indptr[i + 1]):
                     part[c, indices[t]] += data[t] * zi
-    for j in prange(d):
+
+
+@njit
+def _rmatvec_serial(data, indices, indptr, z, out):
+    n = indptr.shape[0] - 1
+    out[:] = 0.0
+    for i in range(n):
+        zi = z[i]
+        if zi != 0.0:
+            for t in range(indptr[i], indptr[i + 1]):
+                out[indices[t]] += data[t] * zi
+    return out
+
+
+@njit
+def _sum_chunks(part, out):
+    """out[j] = sum of part[c, j] in chunk order."""
+    nc = part.shape[0]
+    for j in range(out.shape[0]):
         acc = 0.0
         for c in range(nc):
             acc += part[c, j]
         out[j] = acc
     return out
+
+
+def csr_rmatvec(data, indices, indptr, z, out):
+    """out = X^T z (out has length n_features and is overwritten)."""
+    n = indptr.shape[0] - 1
+    d = out.shape[0]
+    nc = rmatvec_chunks(n, d)
+    if nc == 1:
+        return _rmatvec_serial(data, indices, indptr, z, out)
+    part = np.zeros((nc, d))
+    threads.run(_rmatvec_chunks, threads.split(None, nc, int(indptr[-1])), data, indices, indptr, z, part, nc)
+    return _sum_chunks(part, out)
 
 
 @njit

@@ -40,8 +40,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from numba import prange
-
+from rankkit import threads
 from rankkit.objectives._numba import njit
 
 
@@ -113,14 +112,9 @@ def _fen_sums(tree, level):
     return a, b
 
 
-@njit(parallel=True)
-def sort_queries(y, qptr, skip, order):
-    """order[s:e] = rows of query q in ascending y (stable), for every query with skip[q] == 0.
-
-    Large queries are sorted by the caller with NumPy's faster argsort and flagged in `skip`.
-    """
-    nq = qptr.shape[0] - 1
-    for q in prange(nq):
+@njit
+def _sort_range(y, qptr, skip, order, q0, q1):
+    for q in range(q0, q1):
         if skip[q]:
             continue
         s = qptr[q]
@@ -128,6 +122,16 @@ def sort_queries(y, qptr, skip, order):
         idx = np.argsort(y[s:e], kind="mergesort")
         for t in range(e - s):
             order[s + t] = s + idx[t]
+
+
+def sort_queries(y, qptr, skip, order):
+    """order[s:e] = rows of query q in ascending y (stable), for every query with skip[q] == 0.
+
+    Large queries are sorted by the caller with NumPy's faster argsort and flagged in `skip`.
+    Queries are split over the threads (rankkit.threads).
+    """
+    nq = qptr.shape[0] - 1
+    threads.run(_sort_range, threads.split(qptr, nq, int(qptr[-1]) * 4), y, qptr, skip, order)
 
 
 @njit
@@ -181,22 +185,9 @@ def _query_fun_grad(y, lev, s, e, R, order, ys, ls, gs, tree, margin, squared):
     return loss, n_active
 
 
-@njit(parallel=True)
-def fun_grad_y(y, lev, qptr, nlev, order, ys, ls, gs, gy, qweight, margin, squared):
-    """Loss L(y) and gy = dL/dy for all queries. Returns (loss, number of active pairs).
-
-    `order` holds each query's rows in ascending y (see sort_queries). Writes the sorted scores
-    `ys` and sorted levels `ls` that hess_vec_y reuses, so its active set is identical.
-    nlev[q] is the number of distinct labels of query q; queries with one level are skipped.
-    qweight[q] multiplies query q's loss and gradient (0 skips it); `margin` is the hinge point
-    (1 for the RankSVM loss, 0 for the second term of the Huber decomposition).
-    Queries run in parallel; per-query sums are added in query order, so the result does not
-    depend on the number of threads.
-    """
-    nq = qptr.shape[0] - 1
-    qloss = np.zeros(nq)
-    qactive = np.zeros(nq)
-    for q in prange(nq):
+@njit
+def _fun_grad_range(y, lev, qptr, nlev, order, ys, ls, gs, gy, qweight, margin, squared, qloss, qactive, q0, q1):
+    for q in range(q0, q1):
         s = qptr[q]
         e = qptr[q + 1]
         wq = qweight[q]
@@ -212,12 +203,35 @@ def fun_grad_y(y, lev, qptr, nlev, order, ys, ls, gs, gy, qweight, margin, squar
             gy[order[t]] = wq * gs[t]
         qloss[q] = wq * lq
         qactive[q] = aq
+
+
+@njit
+def _sum_in_order(qloss, qactive):
     loss = 0.0
     n_active = 0.0
-    for q in range(nq):
+    for q in range(qloss.shape[0]):
         loss += qloss[q]
         n_active += qactive[q]
     return loss, n_active
+
+
+def fun_grad_y(y, lev, qptr, nlev, order, ys, ls, gs, gy, qweight, margin, squared):
+    """Loss L(y) and gy = dL/dy for all queries. Returns (loss, number of active pairs).
+
+    `order` holds each query's rows in ascending y (see sort_queries). Writes the sorted scores
+    `ys` and sorted levels `ls` that hess_vec_y reuses, so its active set is identical.
+    nlev[q] is the number of distinct labels of query q; queries with one level are skipped.
+    qweight[q] multiplies query q's loss and gradient (0 skips it); `margin` is the hinge point
+    (1 for the RankSVM loss, 0 for the second term of the Huber decomposition).
+    Queries are split over the threads (rankkit.threads); per-query sums are added in query
+    order, so the result does not depend on the number of threads.
+    """
+    nq = qptr.shape[0] - 1
+    qloss = np.zeros(nq)
+    qactive = np.zeros(nq)
+    threads.run(_fun_grad_range, threads.split(qptr, nq, int(qptr[-1]) * 4), y, lev, qptr, nlev, order, ys, ls, gs,
+                gy, qweight, margin, squared, qloss, qactive)
+    return _sum_in_order(qloss, qactive)
 
 
 @njit
@@ -244,11 +258,9 @@ def _query_hv(ys, ls, s, e, R, ds, zs, tree, margin):
         zs[t] = 2.0 * (zs[t] + cnt * ds[t] - G)
 
 
-@njit(parallel=True)
-def hess_vec_y(ys, ls, qptr, nlev, order, d, ds, zs, z, qweight, margin):
-    """z = H_L d in score space, at the active set of the last fun_grad_y (ys, ls, order)."""
-    nq = qptr.shape[0] - 1
-    for q in prange(nq):
+@njit
+def _hess_vec_range(ys, ls, qptr, nlev, order, d, ds, zs, z, qweight, margin, q0, q1):
+    for q in range(q0, q1):
         s = qptr[q]
         e = qptr[q + 1]
         wq = qweight[q]
@@ -262,4 +274,11 @@ def hess_vec_y(ys, ls, qptr, nlev, order, d, ds, zs, z, qweight, margin):
         _query_hv(ys, ls, s, e, nlev[q], ds, zs, tree, margin)
         for t in range(s, e):
             z[order[t]] = wq * zs[t]
+
+
+def hess_vec_y(ys, ls, qptr, nlev, order, d, ds, zs, z, qweight, margin):
+    """z = H_L d in score space, at the active set of the last fun_grad_y (ys, ls, order)."""
+    nq = qptr.shape[0] - 1
+    threads.run(_hess_vec_range, threads.split(qptr, nq, int(qptr[-1]) * 4), ys, ls, qptr, nlev, order, d, ds, zs, z,
+                qweight, margin)
     return z

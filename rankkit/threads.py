@@ -1,0 +1,169 @@
+"""How many threads rankkit's parallel kernels use by default, and how idle threads wait.
+
+Results never depend on the number of threads (every parallel kernel splits its work by the shape
+of the data, not by thread), so the policy here is about speed only:
+
+- Idle threads sleep instead of spinning. numba's OpenMP layer (GNU libgomp here) spins for a
+  while at every barrier by default; with other busy processes (make -j4, a shared host) the
+  spinning threads hold cores that the threads they wait for need, and a fit ran 10-20x slower
+  than with one thread. `OMP_WAIT_POLICY=PASSIVE` (and `KMP_BLOCKTIME=0` for Intel's OpenMP) must
+  be in the environment before numba loads its threading layer: `configure_runtime()` is called
+  by `rankkit.objectives._numba` before it imports numba. A value the user set is kept.
+- The default thread count is the cores this process may use (CPU affinity, a cgroup CPU quota,
+  NUMBA_NUM_THREADS), less the cores other processes are busy on when the run starts (the
+  runnable count in /proc/loadavg), and at least one. `--threads N` overrides it.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+_WAIT_DEFAULTS = {"OMP_WAIT_POLICY": "PASSIVE", "KMP_BLOCKTIME": "0"}
+
+
+def configure_runtime() -> None:
+    """Sleep, do not spin, in idle OpenMP threads (unless the user chose otherwise)."""
+    for key, value in _WAIT_DEFAULTS.items():
+        os.environ.setdefault(key, value)
+
+
+def _cgroup_quota() -> int | None:
+    """Whole cores allowed by a cgroup v2 (cpu.max) or v1 (cfs_quota_us) CPU quota, None if none."""
+    try:
+        with open("/sys/fs/cgroup/cpu.max") as fh:
+            quota, period = fh.read().split()[:2]
+        if quota != "max":
+            return max(1, math.ceil(int(quota) / int(period)))
+        return None
+    except (OSError, ValueError):
+        pass
+    try:
+        with open("/sys/fs/cgroup/cpu/cpu.cfs_quota_us") as fh:
+            quota = int(fh.read())
+        with open("/sys/fs/cgroup/cpu/cpu.cfs_period_us") as fh:
+            period = int(fh.read())
+        return max(1, math.ceil(quota / period)) if quota > 0 else None
+    except (OSError, ValueError):
+        return None
+
+
+def usable_cores() -> int:
+    """Cores this process may run on: CPU affinity, bounded by a cgroup quota."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    quota = _cgroup_quota()
+    return max(1, min(cores, quota) if quota else cores)
+
+
+def busy_elsewhere() -> int:
+    """Threads of other processes that are runnable right now (0 if unknown): /proc/loadavg's
+    running count, less this process's one running thread."""
+    try:
+        with open("/proc/loadavg") as fh:
+            running = int(fh.read().split()[3].split("/")[0])
+    except (OSError, ValueError, IndexError):
+        return 0
+    return max(0, running - 1)
+
+
+def default_threads(limit: int | None = None) -> int:
+    """Threads for a run that did not ask for a number: usable cores not busy elsewhere, at least
+    one, at most `limit` (numba's pool size)."""
+    cores = usable_cores()
+    free = max(1, cores - busy_elsewhere())
+    return max(1, min(free, cores, limit or cores))
+
+
+def apply(threads: int | None = None) -> int:
+    """Set numba's thread count: `threads` if given (bounded by the pool size), else the default.
+    Returns the count set."""
+    configure_runtime()
+    import numba
+
+    global _count
+    pool = numba.config.NUMBA_NUM_THREADS
+    n = max(1, min(threads, pool) if threads is not None else default_threads(pool))
+    _count = n
+    from numba.np.ufunc import parallel
+
+    if threads is not None or parallel._is_initialized:
+        # the few numba parfors left (rankkit.stats) follow an explicit --threads too; for the
+        # default, numba's OpenMP runtime is not loaded (~50 ms of a small run) until one runs
+        numba.set_num_threads(n)
+    return n
+
+
+# -- running serial kernels on several threads -------------------------------------------------------
+# The per-query sweeps and CSR products are serial numba kernels over a range of items (compiled
+# with nogil), run on contiguous ranges from a pool of Python threads. Compared with numba's
+# parallel=True (prange) this compiles several times faster (no parfor passes, no gufunc), waits
+# without spinning (an idle worker blocks on a queue) and never loads the OpenMP runtime for a
+# small input. Each item's result is written on its own and any reduction is done afterwards in
+# item order, so results are identical for any number of threads.
+_count: int | None = None
+_pool = None
+_pool_size = 0
+
+# Below this much work (rows, non-zeros: the caller's unit) a kernel runs on the calling thread.
+MIN_WORK_PER_THREAD = 20_000
+
+
+def count() -> int:
+    """Threads the kernels use now: numba's setting once its threading layer is up (numba.
+    set_num_threads, --threads), else the value `apply` chose, else the default."""
+    global _count
+    try:
+        from numba.np.ufunc import parallel
+
+        if parallel._is_initialized:
+            import numba
+
+            return numba.get_num_threads()
+    except Exception:
+        pass
+    if _count is None:
+        import numba
+
+        _count = default_threads(numba.config.NUMBA_NUM_THREADS)
+    return _count
+
+
+def split(weights_end: "object", n: int, work: int) -> list[tuple[int, int]]:
+    """Contiguous ranges [lo, hi) of n items for the threads, balanced by a cumulative work array
+    (weights_end[i] = work of items < i, length n + 1; None: one unit per item). One range when
+    the work is small or one thread is used."""
+    import numpy as np
+
+    t = min(count(), max(1, work // MIN_WORK_PER_THREAD), n) if n > 0 else 1
+    if t <= 1:
+        return [(0, n)]
+    if weights_end is None:
+        cuts = [n * k // t for k in range(t + 1)]
+    else:
+        total = int(weights_end[-1])
+        cuts = [0] + [int(np.searchsorted(weights_end, total * k // t)) for k in range(1, t)] + [n]
+        cuts = [min(max(c, 0), n) for c in cuts]
+        for k in range(1, len(cuts)):
+            cuts[k] = max(cuts[k], cuts[k - 1])
+    return [(cuts[k], cuts[k + 1]) for k in range(t) if cuts[k + 1] > cuts[k]] or [(0, n)]
+
+
+def run(kernel, parts: list[tuple[int, int]], *args) -> list:
+    """kernel(*args, lo, hi) for every part, the first on this thread and the others on the pool;
+    returns their results in part order."""
+    global _pool, _pool_size
+    if len(parts) == 1:
+        return [kernel(*args, *parts[0])]
+    if _pool is None or _pool_size < len(parts) - 1:
+        from concurrent.futures import ThreadPoolExecutor
+
+        if _pool is not None:
+            _pool.shutdown(wait=True)
+        _pool_size = len(parts) - 1
+        _pool = ThreadPoolExecutor(max_workers=_pool_size, thread_name_prefix="rankkit")
+    futures = [_pool.submit(kernel, *args, lo, hi) for lo, hi in parts[1:]]
+    first = kernel(*args, *parts[0])
+    return [first] + [f.result() for f in futures]

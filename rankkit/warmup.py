@@ -1,0 +1,114 @@
+"""Compile rankkit's kernels into numba's on-disk cache before the first real run.
+
+    python -m rankkit.warmup [--jobs N] [-q]
+
+A fresh install compiles its kernels on the first run of each command (10-30 s). `make` runs this
+once after installing, so that `make demo` and a user's first `rankkit train` load machine code
+from the cache instead. It runs the common commands (train with the default Newton solver and with
+Pegasos, predict, eval; with --all also a grid path) on a small generated data set in a temporary directory,
+in `--jobs` processes at once (each compiles different kernels; numba's cache takes concurrent
+writers). It writes nothing else, and compiles into whatever NUMBA_CACHE_DIR says, as a real run
+would.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+
+def _write_sample(path: str, queries: int, docs: int, features: int, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    w = rng.standard_normal(features)
+    with open(path, "w") as fh:
+        for q in range(1, queries + 1):
+            X = np.round(rng.random((docs, features)), 6)
+            y = np.digitize(X @ w + 0.5 * rng.standard_normal(docs), [-0.5, 0.5, 1.5])
+            for label, row in zip(y, X):
+                feats = " ".join(f"{j + 1}:{v:g}" for j, v in enumerate(row) if v != 0)
+                fh.write(f"{label} qid:{q} {feats}\n")
+
+
+def _rankkit(*args: str) -> None:
+    from rankkit.cli import cli
+
+    with open(os.devnull, "w") as devnull:
+        real = sys.stdout
+        sys.stdout = devnull
+        try:
+            cli.main(args=list(args), prog_name="rankkit", standalone_mode=False)
+        finally:
+            sys.stdout = real
+
+
+def _exercise(name: str, tmp: str) -> None:
+    train, vali = os.path.join(tmp, "train.txt"), os.path.join(tmp, "vali.txt")
+    model, scores = os.path.join(tmp, f"{name}.model"), os.path.join(tmp, f"{name}.scores")
+    if name == "newton":
+        _rankkit("train", train, model, "-C", "0.01")
+        _rankkit("predict", vali, model, scores)
+        _rankkit("eval", vali, scores)
+    elif name == "pegasos":
+        _rankkit("train", train, model, "--solver", "pegasos", "--iterations", "1000")
+    elif name == "path":
+        _rankkit("path", train, vali)
+
+
+EXERCISES = ("newton", "pegasos")  # `path` too with --all: it compiles for minutes under load
+ALL = EXERCISES + ("path",)
+
+
+def _worker(names: list[str], tmp: str) -> list[str]:
+    done = []
+    for name in names:
+        _exercise(name, tmp)
+        done.append(name)
+    return done
+
+
+def warm(jobs: int = 1, exercises=EXERCISES) -> float:
+    """Run the exercises (in `jobs` processes); returns the wall seconds."""
+    t = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="rankkit-warmup-") as tmp:
+        _write_sample(os.path.join(tmp, "train.txt"), 30, 20, 8, 0)
+        _write_sample(os.path.join(tmp, "vali.txt"), 10, 20, 8, 1)
+        jobs = max(1, min(jobs, len(exercises)))
+        if jobs == 1:
+            _worker(list(exercises), tmp)
+        else:
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor
+
+            groups = [list(exercises[i::jobs]) for i in range(jobs)]
+            with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+                for done in pool.map(_worker, groups, [tmp] * jobs):
+                    pass
+    return time.perf_counter() - t
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m rankkit.warmup", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--jobs", type=int, default=None, help="processes compiling at once [default: the usable cores]")
+    ap.add_argument("--all", action="store_true", help="also `rankkit path` (a few more minutes of compiling)")
+    ap.add_argument("-q", "--quiet", action="store_true")
+    a = ap.parse_args(argv)
+    from rankkit.threads import usable_cores
+
+    jobs = a.jobs if a.jobs is not None else usable_cores()
+    if not a.quiet:
+        print(f"rankkit: compiling kernels into the cache ({jobs} process{'es' if jobs > 1 else ''})...",
+              file=sys.stderr, flush=True)
+    seconds = warm(jobs, ALL if a.all else EXERCISES)
+    if not a.quiet:
+        print(f"rankkit: kernels compiled and cached in {seconds:.1f} s", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,455 @@
+#!/usr/bin/env python3
+"""rankkit side by side with the C tools, in one run (issue 11). `make bench-peers`.
+
+    python scripts/bench_peers.py [--peers DIR] [--repeat N] [--update BENCHMARKS.md] [--only NAME ...]
+
+Every figure is rankkit's and a peer's wall time (and peak memory) on the same file in the same
+run, and their ratio. Peers are found through environment variables or --peers (their builds stay
+outside the repository; see ../shared/PEERS.md):
+
+    RANKKIT_PEERS=/tmp/peers              a folder holding liblinear/train and sofia/sofia-ml
+    RANKKIT_LIBLINEAR=/path/to/train      liblinear-ranksvm's train program (overrides)
+    RANKKIT_SOFIA=/path/to/sofia-ml       sofia-ml's program (overrides)
+
+A missing peer is said in the report and rankkit's own figures are still printed.
+
+Inputs are generated under bench-data/ by scripts/make_synthetic.py (the generator and its
+arguments are printed with each figure); MQ2008 comes from ../shared/data when present.
+
+With --update FILE, the report replaces the part of FILE between the lines
+`<!-- bench-peers:begin -->` and `<!-- bench-peers:end -->` (appended if absent); the report is
+always printed and written to out/bench-peers.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared" / "data"
+BENCH = ROOT / "bench-data"
+sys.path.insert(0, str(ROOT / "scripts"))
+sys.path.insert(0, str(ROOT))  # this checkout's rankkit, not an installed one
+
+import make_synthetic  # noqa: E402
+
+BEGIN, END = "<!-- bench-peers:begin -->", "<!-- bench-peers:end -->"
+
+# The generated inputs: name -> (file name, generator, keyword arguments). Recorded in the report.
+INPUTS = {
+    "letor200k": ("letor.txt", "write_letor", dict(queries=2000, docs=100, features=46, levels=5, seed=0)),
+    "binary1m": ("binary20.txt", "write_binary", dict(docs=1_000_000, features=20, seed=0)),
+}
+
+
+def generated(name: str) -> Path:
+    fname, fn, kw = INPUTS[name]
+    path = BENCH / fname
+    stamp = path.with_suffix(".args.json")
+    want = json.dumps({"generator": fn, **kw}, sort_keys=True)
+    if not path.exists() or not stamp.exists() or stamp.read_text() != want:
+        BENCH.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".part")
+        getattr(make_synthetic, fn)(str(tmp), **kw)
+        tmp.rename(path)
+        stamp.write_text(want)
+    return path
+
+
+def generator_text(name: str) -> str:
+    fname, fn, kw = INPUTS[name]
+    args = ", ".join(f"{k}={v}" for k, v in kw.items())
+    return f"`scripts/make_synthetic.py` `{fn}(path, {args})`"
+
+
+# -- machine and peers ---------------------------------------------------------------------------
+def machine() -> str:
+    model = platform.processor() or "?"
+    try:
+        out = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
+        for line in out.splitlines():
+            if line.startswith("Model name:"):
+                model = line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    try:
+        kb = int(open("/proc/meminfo").readline().split()[1])
+        mem = f", {kb / 2**20:.0f} GiB RAM"
+    except (OSError, ValueError, IndexError):
+        mem = ""
+    import numba
+    import numpy
+
+    return (f"{model}, {os.cpu_count()} cores ({len(os.sched_getaffinity(0))} usable){mem}; Python "
+            f"{platform.python_version()}, numpy {numpy.__version__}, numba {numba.__version__}; "
+            f"{platform.system()} {platform.release()}")
+
+
+def load_now() -> str:
+    try:
+        return open("/proc/loadavg").read().split()[0]
+    except OSError:
+        return "?"
+
+
+def find_peers(folder: str | None) -> dict:
+    folder = folder or os.environ.get("RANKKIT_PEERS")
+    cands = {
+        "liblinear": [os.environ.get("RANKKIT_LIBLINEAR")] + ([os.path.join(folder, p) for p in (
+            "liblinear/train", "liblinear-ranksvm/train")] if folder else []),
+        "sofia": [os.environ.get("RANKKIT_SOFIA")] + ([os.path.join(folder, p) for p in (
+            "sofia/sofia-ml", "sofia-ml/sofia-ml", "sofia/src/sofia-ml", "sofia-ml/src/sofia-ml")] if folder else []),
+    }
+    found = {}
+    for name, paths in cands.items():
+        found[name] = next((p for p in paths if p and os.path.isfile(p) and os.access(p, os.X_OK)), None)
+    return found
+
+
+# -- running -------------------------------------------------------------------------------------
+def _env() -> dict:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in [str(ROOT), env.get("PYTHONPATH", "")] if p)
+    return env
+
+
+def rankkit_cmd(*args) -> list[str]:
+    return [sys.executable, "-m", "rankkit", *map(str, args)]
+
+
+# Each command is started by a small launcher process: on Linux a child's peak RSS (ru_maxrss)
+# starts at its parent's when it was forked, and this process holds hundreds of MB.
+LAUNCHER = r"""
+import json, os, sys, time
+t = time.time()
+pid = os.posix_spawnp(sys.argv[1], sys.argv[1:], os.environ)
+_, status, ru = os.wait4(pid, 0)
+print(json.dumps({"start": t, "end": time.time(), "cpu": ru.ru_utime + ru.ru_stime, "rss_kb": ru.ru_maxrss,
+                  "code": os.waitstatus_to_exitcode(status)}))
+"""
+
+
+def timed(cmds: list[list[str]]) -> tuple[float, float, float]:
+    """Run `cmds` at once; (wall seconds from the first start to the last end, total CPU seconds,
+    largest peak RSS in MB)."""
+    procs = [subprocess.Popen([sys.executable, "-S", "-c", LAUNCHER, *map(str, c)], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, env=_env()) for c in cmds]
+    outs = []
+    for p, c in zip(procs, cmds):
+        out, err = p.communicate()
+        lines = out.decode(errors="replace").strip().splitlines()
+        r = json.loads(lines[-1]) if lines else {"code": p.returncode}
+        if p.returncode != 0 or r["code"] != 0:
+            raise RuntimeError(f"{shlex.join(map(str, c))} failed ({r['code']}): {err.decode(errors='replace').strip()[-500:]}")
+        outs.append(r)
+    wall = max(r["end"] for r in outs) - min(r["start"] for r in outs)
+    return wall, sum(r["cpu"] for r in outs), max(r["rss_kb"] for r in outs) / 1024
+
+
+def best(cmds, repeat: int):
+    runs = [timed(cmds) for _ in range(repeat)]
+    return min(runs, key=lambda r: r[0])
+
+
+class Report:
+    def __init__(self):
+        self.lines: list[str] = []
+        self.rows: list[tuple] = []  # (run, rankkit, peer, ratio) for the summary table
+        self.data: dict = {}
+
+    def add(self, *lines: str) -> None:
+        self.lines.extend(lines)
+
+
+def ratio(a: float, b: float | None) -> str:
+    return f"{a / b:.2f}x" if b else "-"
+
+
+# -- sections ------------------------------------------------------------------------------------
+def bench_train_big(rep: Report, peers, repeat, tmp):
+    """200k file and 1M single query: train time and peak memory vs liblinear-ranksvm."""
+    for key, C, what in (("letor200k", "1", "200,000 docs (2000 queries x 100 docs x 46 features, 5 levels)"),
+                         ("binary1m", "1", "1,000,000 docs in one query, binary labels, 20 features")):
+        path = generated(key)
+        mb = path.stat().st_size / 1e6
+        subprocess.run(rankkit_cmd("train", path, f"{tmp}/warm.model", "-C", C), check=True, env=_env(),
+                       stdout=subprocess.DEVNULL)  # compiled kernels cached before timing
+        rk = best([rankkit_cmd("train", path, f"{tmp}/rk.model", "-C", C)], repeat)
+        ll = best([[peers["liblinear"], "-s", "8", "-c", C, str(path), f"{tmp}/ll.model"]], repeat) if peers["liblinear"] else None
+        rep.add(f"### train, {what}, C={C}\n",
+                f"File {path.name}, {mb:.0f} MB, made by {generator_text(key)}.\n",
+                f"- rankkit: `rankkit train {path.name} MODEL -C {C}`",
+                f"- liblinear-ranksvm: `train -s 8 -c {C} {path.name} MODEL`\n",
+                "| program | wall s | CPU s | peak MB |", "|---|---:|---:|---:|",
+                f"| rankkit | {rk[0]:.2f} | {rk[1]:.2f} | {rk[2]:.0f} |")
+        if ll:
+            rep.add(f"| liblinear-ranksvm | {ll[0]:.2f} | {ll[1]:.2f} | {ll[2]:.0f} |",
+                    f"| **ratio rankkit / liblinear** | **{ratio(rk[0], ll[0])}** | {ratio(rk[1], ll[1])} | **{ratio(rk[2], ll[2])}** |")
+        else:
+            rep.add("| liblinear-ranksvm | not found (set RANKKIT_PEERS or RANKKIT_LIBLINEAR) | | |")
+        rep.add("")
+        label = f"train {mb:.0f} MB ({'200k docs' if key == 'letor200k' else '1M docs, one query'}), C={C}"
+        rep.rows.append((label, f"{rk[0]:.2f} s, {rk[2]:.0f} MB",
+                         f"liblinear-ranksvm {ll[0]:.2f} s, {ll[2]:.0f} MB" if ll else "liblinear-ranksvm: not found",
+                         f"{ratio(rk[0], ll and ll[0])} time, {ratio(rk[2], ll and ll[2])} memory" if ll else "-"))
+        rep.data[key] = {"rankkit": rk, "liblinear": ll}
+
+
+def bench_concurrent(rep: Report, peers, repeat, tmp):
+    """4 trains of the 200k file at once (as make -j4 runs them)."""
+    path = generated("letor200k")
+    n = 4
+    cfgs = [("rankkit, default threads", lambda i: rankkit_cmd("train", path, f"{tmp}/c{i}.model", "-C", "1")),
+            ("rankkit --threads 1", lambda i: rankkit_cmd("train", path, f"{tmp}/c{i}.model", "-C", "1", "--threads", "1"))]
+    if peers["liblinear"]:
+        cfgs.append(("liblinear-ranksvm", lambda i: [peers["liblinear"], "-s", "8", "-c", "1", str(path), f"{tmp}/l{i}.model"]))
+    res = {}
+    for name, make in cfgs:
+        res[name] = best([make(i) for i in range(n)], repeat)
+    ll = res.get("liblinear-ranksvm")
+    rep.add(f"### {n} trains of the 200k file at once (`make -j{n}`)\n",
+            f"{n} processes started together, wall time until the last ends; CPU s summed over them.\n",
+            "| program | wall s | CPU s | wall / liblinear |", "|---|---:|---:|---:|")
+    for name, r in res.items():
+        rep.add(f"| {name} | {r[0]:.2f} | {r[1]:.2f} | {ratio(r[0], ll and ll[0])} |")
+    if not ll:
+        rep.add("| liblinear-ranksvm | not found | | |")
+    rep.add("")
+    d, t1 = res["rankkit, default threads"], res["rankkit --threads 1"]
+    rep.rows.append((f"{n} such 200k trains at once", f"{d[0]:.2f} s ({t1[0]:.2f} s with `--threads 1`)",
+                     f"liblinear-ranksvm {ll[0]:.2f} s" if ll else "liblinear-ranksvm: not found",
+                     ratio(d[0], ll and ll[0])))
+    rep.data["concurrent"] = res
+
+
+def bench_pegasos(rep: Report, peers, repeat, tmp):
+    """Pegasos 1e5 steps on the 200k file, reading included, vs sofia-ml."""
+    path = generated("letor200k")
+    rk_args = ["train", path, f"{tmp}/p.model", "--solver", "pegasos", "--lambda", "0.1", "--iterations", "100000"]
+    subprocess.run(rankkit_cmd(*rk_args), check=True, env=_env(), stdout=subprocess.DEVNULL)
+    rk = best([rankkit_cmd(*rk_args)], repeat)
+    sf = None
+    if peers["sofia"]:
+        sf = best([[peers["sofia"], "--learner_type", "pegasos", "--loop_type", "rank", "--lambda", "0.1",
+                    "--iterations", "100000", "--training_file", str(path), "--model_out", f"{tmp}/s.model"]], repeat)
+    rep.add("### Pegasos, 100,000 steps on the 200k file, reading included\n",
+            "- rankkit: `rankkit train letor.txt MODEL --solver pegasos --lambda 0.1 --iterations 100000`",
+            "- sofia-ml: `sofia-ml --learner_type pegasos --loop_type rank --lambda 0.1 --iterations 100000 "
+            "--training_file letor.txt --model_out MODEL`\n",
+            "| program | wall s | CPU s | peak MB |", "|---|---:|---:|---:|",
+            f"| rankkit | {rk[0]:.2f} | {rk[1]:.2f} | {rk[2]:.0f} |")
+    if sf:
+        rep.add(f"| sofia-ml | {sf[0]:.2f} | {sf[1]:.2f} | {sf[2]:.0f} |",
+                f"| **ratio** | **{ratio(rk[0], sf[0])}** | {ratio(rk[1], sf[1])} | {ratio(rk[2], sf[2])} |")
+    else:
+        rep.add("| sofia-ml | not found (set RANKKIT_PEERS or RANKKIT_SOFIA) | | |")
+    # where rankkit's time goes: reading vs steps, in one process
+    proc = subprocess.run([sys.executable, "-c", (
+        "import sys, time; from rankkit.io.svmlight import read_svmlight; from rankkit.solvers.sgd import PegasosRankSVM\n"
+        "ds = read_svmlight(sys.argv[1]); PegasosRankSVM(lam=0.1, iterations=1000).fit(ds)\n"
+        "t = time.perf_counter(); ds = read_svmlight(sys.argv[1]); t1 = time.perf_counter()\n"
+        "PegasosRankSVM(lam=0.1, iterations=100000).fit(ds); t2 = time.perf_counter()\n"
+        "print(t1 - t, t2 - t1)"), str(path)], check=True, capture_output=True, text=True, env=_env())
+    t_read, t_fit = (float(v) for v in proc.stdout.split())
+    rep.add("", f"Inside one rankkit process (kernels loaded): reading {t_read:.2f} s, 100,000 steps {t_fit:.2f} s.\n")
+    rep.rows.append(("Pegasos, 1e5 steps on the 200k file, reading included", f"{rk[0]:.2f} s",
+                     f"sofia-ml {sf[0]:.2f} s" if sf else "sofia-ml: not found", ratio(rk[0], sf and sf[0])))
+    rep.data["pegasos"] = {"rankkit": rk, "sofia": sf, "read": t_read, "steps": t_fit}
+
+
+def bench_small(rep: Report, peers, repeat, tmp):
+    """MQ2008 Fold1 train/predict/eval against the floor process, with the breakdown."""
+    import bench_start
+
+    fold = SHARED / "MQ2008" / "Fold1"
+    if not (fold / "train.txt").exists():
+        rep.add("### Small fits: MQ2008 not found under ../shared/data: skipped\n")
+        return
+    res = bench_start.run(str(fold / "train.txt"), str(fold / "test.txt"), repeat)
+    ll = best([[peers["liblinear"], "-s", "8", "-c", "0.001", str(fold / "train.txt"), f"{tmp}/mq.model"]], repeat) \
+        if peers["liblinear"] else None
+    rep.add("### Small fits: MQ2008 Fold1 (9,630 docs) train, predict, eval against a floor process\n",
+            "Commands: `rankkit train train.txt M -C 1e-3`, `rankkit predict test.txt M S`, `rankkit eval test.txt S` "
+            "(`python scripts/bench_start.py train.txt test.txt`). Floor: a process that imports numpy and numba and "
+            "calls one cached njit function. Stages in seconds, measured inside one fresh process.\n",
+            *bench_start.table(res), "")
+    if ll:
+        rep.add(f"liblinear-ranksvm `train -s 8 -c 0.001` on the same file: {ll[0]:.3f} s.\n")
+    tr = res["commands"]["train"]["wall"]
+    rep.rows.append(("train, MQ2008 Fold1 (9,630 docs)", f"{tr:.2f} s (floor {res['floor']:.2f} s: "
+                     f"{tr / res['floor']:.2f}x)", f"liblinear-ranksvm {ll[0]:.2f} s" if ll else "liblinear-ranksvm: not found",
+                     ratio(tr, ll and ll[0])))
+    rep.data["small"] = res
+
+
+READER_PROBE = r"""
+import json, resource, sys, time
+import numba
+from rankkit.io.svmlight import read_svmlight
+path, tiny, threads, repeat = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+numba.set_num_threads(threads)
+read_svmlight(tiny)
+base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+ds = read_svmlight(path)  # the first read: its peak memory (the parallel kernels load too)
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - base
+csr = ds.data.nbytes + ds.indices.nbytes + ds.indptr.nbytes
+arrays = sum(a.nbytes for a in (ds.data, ds.indices, ds.indptr, ds.y, ds.qid, ds.qptr, ds.line) if a is not None)
+del ds
+times = []
+for _ in range(repeat):
+    t = time.perf_counter(); ds = read_svmlight(path); times.append(time.perf_counter() - t)
+    del ds
+print(json.dumps({"seconds": min(times), "peak_extra": peak, "csr": csr, "arrays": arrays}))
+"""
+
+
+def bench_reader(rep: Report, peers, repeat, tmp):
+    """The reader inside one process: MB/s on 2 threads, peak memory against the CSR arrays; and
+    rankkit's sklearn-compatible loader against scikit-learn's."""
+    path = generated("letor200k")
+    tiny = Path(tmp) / "tiny.txt"
+    tiny.write_text("1 qid:1 1:0.5 2:1\n0 qid:1 1:0.25\n")
+    mb = path.stat().st_size / 1e6
+    rep.add("### Reader inside one process (no start cost)\n",
+            f"`rankkit.io.svmlight.read_svmlight` on {path.name} ({mb:.0f} MB), kernels loaded first; peak memory is the "
+            "process's peak RSS growth during the reads.\n",
+            "| threads | seconds | MB/s | peak growth MB | CSR arrays MB (data, indices, indptr) | all arrays MB |",
+            "|---:|---:|---:|---:|---:|---:|")
+    out = {}
+    for th in (1, 2):
+        proc = subprocess.run([sys.executable, "-c", READER_PROBE, str(path), str(tiny), str(th), str(repeat)],
+                              check=True, capture_output=True, text=True, env=_env())
+        r = json.loads(proc.stdout)
+        out[th] = r
+        rep.add(f"| {th} | {r['seconds']:.3f} | {mb / r['seconds']:.0f} | {r['peak_extra'] / 1e6:.0f} | "
+                f"{r['csr'] / 1e6:.0f} | {r['arrays'] / 1e6:.0f} |")
+    rep.add("")
+    rep.rows.append(("reader in-process, 2 threads", f"{mb / out[2]['seconds']:.0f} MB/s, peak +{out[2]['peak_extra'] / 1e6:.0f} MB "
+                     f"(CSR {out[2]['csr'] / 1e6:.0f} MB)", "goal >= 300 MB/s, CSR + bounded buffer", "-"))
+    rep.data["reader"] = out
+    # rankkit's sklearn-signature loader vs scikit-learn's
+    try:
+        from sklearn.datasets import load_svmlight_file as sk_load
+    except ImportError:
+        rep.add("scikit-learn is not installed (`pip install -e '.[bench]'`): loader comparison skipped.\n")
+        return
+    # SWITCH: rankkit.load_svmlight_file (issue 12) once it exists; until then the reader itself.
+    try:
+        from rankkit import load_svmlight_file as rk_load  # noqa: F401
+        rk_name = "rankkit.load_svmlight_file(f, query_id=True)"
+
+        def rk_read():
+            return rk_load(str(path), query_id=True)
+    except ImportError:
+        from rankkit.io.svmlight import read_svmlight
+
+        rk_name = "rankkit.io.svmlight.read_svmlight(f) (rankkit.load_svmlight_file not there yet)"
+
+        def rk_read():
+            return read_svmlight(str(path))
+    rk_read()
+
+    def t_best(fn):
+        ts = []
+        for _ in range(repeat):
+            t = time.perf_counter()
+            fn()
+            ts.append(time.perf_counter() - t)
+        return min(ts)
+
+    t_rk = t_best(rk_read)
+    t_sk = t_best(lambda: sk_load(str(path), query_id=True))
+    rep.add(f"In this process ({len(os.sched_getaffinity(0))} threads): {rk_name} {t_rk:.3f} s, "
+            f"sklearn.datasets.load_svmlight_file(f, query_id=True) {t_sk:.3f} s: rankkit {t_sk / t_rk:.1f}x faster.\n")
+    rep.data["loader"] = {"rankkit": t_rk, "sklearn": t_sk}
+
+
+def bench_folds(rep: Report, peers, repeat, tmp):
+    """5 folds x 1 C of MQ2008 in one rankkit process vs 5 separate liblinear-ranksvm runs."""
+    root = SHARED / "MQ2008"
+    if not (root / "Fold1" / "train.txt").exists():
+        rep.add("### Folds: MQ2008 not found under ../shared/data: skipped\n")
+        return
+    rk = best([rankkit_cmd("path", "--folds", root, "-C", "1e-3", "--out-dir", f"{tmp}/folds")], repeat)
+    ll = None
+    if peers["liblinear"]:
+        runs = []
+        for _ in range(repeat):
+            total = 0.0
+            for k in range(1, 6):
+                total += timed([[peers["liblinear"], "-s", "8", "-c", "0.001", str(root / f"Fold{k}" / "train.txt"),
+                                 f"{tmp}/ll{k}.model"]])[0]
+            runs.append(total)
+        ll = min(runs)
+    rep.add("### Five MQ2008 folds at one C, one command\n",
+            "- rankkit: `rankkit path --folds MQ2008 -C 1e-3 --out-dir D` (5 models, each scored on vali and test)",
+            "- liblinear-ranksvm: `train -s 8 -c 0.001 FoldK/train.txt MODEL`, K = 1..5, one after the other (training only)\n",
+            f"rankkit {rk[0]:.2f} s" + (f", liblinear-ranksvm {ll:.2f} s: **{rk[0] / ll:.2f}x** (goal <= 3x)\n" if ll else
+                                        ", liblinear-ranksvm not found\n"))
+    rep.rows.append(("5 MQ2008 folds x 1 C, one command", f"{rk[0]:.2f} s", f"5 liblinear-ranksvm runs {ll:.2f} s" if ll
+                     else "liblinear-ranksvm: not found", ratio(rk[0], ll)))
+    rep.data["folds"] = {"rankkit": rk, "liblinear": ll}
+
+
+SECTIONS = {"train": bench_train_big, "concurrent": bench_concurrent, "pegasos": bench_pegasos,
+            "small": bench_small, "folds": bench_folds, "reader": bench_reader}
+
+
+def render(rep: Report, args, peers) -> str:
+    head = [f"## rankkit against the C tools, side by side ({dt.datetime.now().strftime('%Y-%m-%d %H:%M')})\n",
+            f"Machine: {machine()}. Load average when the run started: {rep.data.get('load', '?')} "
+            "(figures from a busy machine are not comparable; the ratios hold better than the times).\n",
+            f"Command: `{shlex.join(['python', 'scripts/bench_peers.py', *sys.argv[1:]])}`; best of {args.repeat} runs each. "
+            "Peers: " + ", ".join(f"{k} {v or 'not found'}" for k, v in peers.items()) + ".\n"]
+    summary = ["| run | rankkit | peer | ratio |", "|---|---|---|---|"]
+    summary += [f"| {a} | {b} | {c} | {d} |" for a, b, c, d in rep.rows]
+    return "\n".join(head + summary + [""] + rep.lines)
+
+
+def update(path: Path, text: str) -> None:
+    old = path.read_text() if path.exists() else ""
+    block = f"{BEGIN}\n{text.rstrip()}\n{END}\n"
+    if BEGIN in old and END in old:
+        a, b = old.index(BEGIN), old.index(END) + len(END)
+        new = old[:a] + block.rstrip("\n") + old[b:]
+    else:
+        new = old.rstrip("\n") + "\n\n" + block
+    path.write_text(new)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--peers", help="folder of the peer builds [default: $RANKKIT_PEERS]")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--only", choices=list(SECTIONS), action="append")
+    ap.add_argument("--update", metavar="FILE", help="replace the bench-peers block of FILE (e.g. BENCHMARKS.md)")
+    args = ap.parse_args()
+    peers = find_peers(args.peers)
+    rep = Report()
+    rep.data["load"] = load_now()
+    with tempfile.TemporaryDirectory(prefix="rankkit-bench-peers-") as tmp:
+        for name in args.only or list(SECTIONS):
+            print(f"[bench-peers] {name} ...", file=sys.stderr, flush=True)
+            SECTIONS[name](rep, peers, args.repeat, tmp)
+    text = render(rep, args, peers)
+    print(text)
+    (ROOT / "out").mkdir(exist_ok=True)
+    (ROOT / "out" / "bench-peers.md").write_text(text + "\n")
+    (ROOT / "out" / "bench-peers.json").write_text(json.dumps(rep.data, indent=1, default=str) + "\n")
+    if args.update:
+        update(Path(args.update), text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,111 @@
+"""The block-streaming reader (large plain files, read twice in blocks: count, then parse) gives
+exactly what the whole-buffer reader gives, errors included, and notices a file that changes
+between its passes. Thresholds are lowered so that small files take the streaming path with many
+blocks and chunks."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+import rankkit.io.svmlight as S
+from rankkit.errors import DataError
+from rankkit.io.svmlight import parse_bytes, read_svmlight
+from tests.test_cli import SAMPLE_TRAIN
+
+BASE = b"".join(SAMPLE_TRAIN.read_bytes().splitlines(keepends=True)[:300])
+KEYS = ("data", "indices", "indptr", "y", "qid", "qptr", "line")
+
+
+def _variants():
+    lines = BASE.splitlines(keepends=True)
+    yield "sample", BASE
+    yield "crlf", BASE.replace(b"\n", b"\r\n")
+    yield "lone-cr", BASE.replace(b"\n", b"\r")
+    mixed = []
+    for i, line in enumerate(lines):
+        if i % 7 == 0:
+            mixed.append(b"# a comment line: 1:2 qid:3\n\n   \n")
+        if i % 5 == 0:  # 17-digit values: the slow (Python float) path
+            line = re.sub(rb" 1:[^ ]+", b" 1:0.12345678901234567", line, count=1)
+        mixed.append(line.rstrip(b"\n") + (b" # docid = D%d x\n" % i if i % 3 == 0 else b"\n"))
+    yield "comments-docids-slow", b"".join(mixed)
+    yield "no-final-newline", BASE.rstrip(b"\n")
+
+
+def _stream(monkeypatch, block):
+    monkeypatch.setattr(S, "STREAM_MIN_BYTES", 0)
+    monkeypatch.setattr(S, "STREAM_BLOCK_BYTES", block)
+    monkeypatch.setattr(S, "PARALLEL_MIN_BYTES", 64)
+
+
+def _same(a, b):
+    for k in KEYS:
+        x, z = getattr(a, k), getattr(b, k)
+        assert (x is None and z is None) or np.array_equal(x, z), k
+    assert a.docids() == b.docids()
+    assert (a.n_features, a.has_qid) == (b.n_features, b.has_qid)
+
+
+@pytest.mark.parametrize("block", [97, 1000, 1 << 20])
+def test_streaming_equals_whole_buffer(tmp_path, monkeypatch, block):
+    for name, text in _variants():
+        path = tmp_path / f"{name}.txt"
+        path.write_bytes(text)
+        whole = parse_bytes(np.frombuffer(text, dtype=np.uint8), str(path))
+        _stream(monkeypatch, block)
+        assert S._read_streaming(str(path), str(path), False, False) is not None  # the streaming path is taken
+        _same(whole, read_svmlight(str(path)))
+        monkeypatch.undo()
+
+
+def test_streaming_reports_the_same_first_error(tmp_path, monkeypatch):
+    lines = BASE.splitlines(keepends=True)
+    for bad in (b"1 qid:1 3:0.5 2:1\n", b"x qid:1 1:1\n", b"1 qid:1 1:nan\n", b"1 qid:1 1:2:3\n", b"1 qid:1 4\n"):
+        text = b"".join(lines[:200] + [bad] + lines[200:])
+        path = tmp_path / "bad.txt"
+        path.write_bytes(text)
+        with pytest.raises(DataError) as whole:
+            parse_bytes(np.frombuffer(text, dtype=np.uint8), str(path))
+        _stream(monkeypatch, 500)
+        with pytest.raises(DataError) as streamed:
+            read_svmlight(str(path))
+        monkeypatch.undo()
+        assert str(streamed.value) == str(whole.value)
+        assert ":201:" in str(streamed.value)
+
+
+def _change_after_counting(monkeypatch, change):
+    original = S._count_block
+    calls = []
+
+    def counting(view, labels_optional):
+        calls.append(1)
+        out = original(view, labels_optional)
+        if len(calls) == 1:
+            change()
+        return out
+
+    monkeypatch.setattr(S, "_count_block", counting)
+
+
+def test_file_truncated_between_passes(tmp_path, monkeypatch):
+    path = tmp_path / "t.txt"
+    path.write_bytes(BASE)
+    _stream(monkeypatch, 1000)
+    _change_after_counting(monkeypatch, lambda: path.write_bytes(BASE[:500]))
+    with pytest.raises(DataError, match=r"t\.txt: changed while being read"):
+        read_svmlight(str(path))
+
+
+def test_more_values_than_counted_is_caught_not_written(tmp_path, monkeypatch):
+    """Same size, more tokens in the second pass: the parser stops at its counted capacity."""
+    text = b"1 qid:1 1:0.5 #abcdefgh\n" * 40
+    path = tmp_path / "t.txt"
+    path.write_bytes(text)
+    _stream(monkeypatch, 1 << 20)
+    _change_after_counting(monkeypatch, lambda: path.write_bytes(text.replace(b"#abcdefgh", b"2:1 3:1.0")))
+    with pytest.raises(DataError, match=r"t\.txt: changed while being read"):
+        read_svmlight(str(path))

@@ -1,0 +1,93 @@
+"""The default thread policy (rankkit/threads.py): idle OpenMP threads sleep, and the default
+count never exceeds the usable cores nor ignores other busy processes. Results do not depend on
+the count (tests/test_threads.py); these tests check the policy itself."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from rankkit import threads
+from tests.test_cli import _env
+
+PROBE = (
+    "import os\n"
+    "import rankkit.objectives._numba, numba\n"
+    "from numba import prange\n"
+    "@numba.njit(parallel=True)\n"
+    "def f(n):\n"
+    "    s = 0.0\n"
+    "    for i in prange(n):\n"
+    "        s += i\n"
+    "    return s\n"
+    "f(10)\n"
+    "print(numba.threading_layer(), os.environ.get('OMP_WAIT_POLICY'), os.environ.get('KMP_BLOCKTIME'))\n"
+)
+
+
+def test_threads_sleep_when_idle_and_a_user_choice_is_kept():
+    env = _env()
+    env.pop("OMP_WAIT_POLICY", None)
+    env.pop("KMP_BLOCKTIME", None)
+    out = subprocess.run([sys.executable, "-c", PROBE], env=env, capture_output=True, text=True, check=True).stdout.split()
+    assert out[1:] == ["PASSIVE", "0"]
+    env["OMP_WAIT_POLICY"] = "ACTIVE"
+    out = subprocess.run([sys.executable, "-c", PROBE], env=env, capture_output=True, text=True, check=True).stdout.split()
+    assert out[1] == "ACTIVE"
+
+
+@pytest.mark.parametrize("cores, busy, limit, expected", [
+    (2, 0, 8, 2),   # idle: every usable core
+    (2, 1, 8, 1),   # another process running: the free core
+    (2, 7, 8, 1),   # a crowded machine: one thread, never zero
+    (8, 2, 4, 4),   # never above numba's pool
+    (4, 0, None, 4),
+])
+def test_default_threads(monkeypatch, cores, busy, limit, expected):
+    monkeypatch.setattr(threads, "usable_cores", lambda: cores)
+    monkeypatch.setattr(threads, "busy_elsewhere", lambda: busy)
+    assert threads.default_threads(limit) == expected
+
+
+def test_usable_cores_within_affinity():
+    n = threads.usable_cores()
+    assert 1 <= n <= len(os.sched_getaffinity(0))
+    assert threads.busy_elsewhere() >= 0
+
+
+def test_first_dispatch_does_not_import_scipy_linalg():
+    """numba's import-time BLAS check (numba.np.arraymath) would import scipy.linalg (~0.2 s of a
+    small run's start); rankkit's kernels load without it, and BLAS kernels still work."""
+    code = (
+        "import sys, numpy as np\n"
+        "from rankkit.io.svmlight import parse_bytes\n"
+        "parse_bytes(np.frombuffer(b'1 qid:1 1:1\\n0 qid:1 1:2\\n', dtype=np.uint8))\n"
+        "print('scipy.linalg' in sys.modules)\n"
+        "import numba\n"
+        "from rankkit.objectives._numba import njit\n"
+        "f = njit(cache=False)(lambda a, b: np.dot(a, b))\n"
+        "print(f(np.ones(3), np.ones(3)))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], env=_env(), capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["False", "3.0"]
+
+
+@pytest.mark.parametrize("n_threads", [1, 2, 3, 8])
+def test_split_covers_every_item_once(monkeypatch, n_threads):
+    import numpy as np
+
+    monkeypatch.setattr(threads, "count", lambda: n_threads)
+    monkeypatch.setattr(threads, "MIN_WORK_PER_THREAD", 1)
+    rng = np.random.default_rng(0)
+    for n in (1, 2, 5, 100):
+        qptr = np.concatenate([[0], np.cumsum(rng.integers(1, 50, n))])
+        for weights in (qptr, None):
+            parts = threads.split(weights, n, int(qptr[-1]))
+            assert parts[0][0] == 0 and parts[-1][1] == n
+            assert all(a[1] == b[0] for a, b in zip(parts, parts[1:])) and all(lo < hi for lo, hi in parts)
+            assert len(parts) == min(n_threads, n) or weights is not None
+    out = threads.run(lambda k, lo, hi: (k, lo, hi), [(0, 2), (2, 5), (5, 9)], "x")
+    assert out == [("x", 0, 2), ("x", 2, 5), ("x", 5, 9)]
