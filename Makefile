@@ -5,6 +5,7 @@
 #   make fuzz    the randomized reader and model-file tests with many more cases (a few minutes)
 #   make bench   run the benchmarks (installs scikit-learn into .venv for the reader comparison)
 #   make bench-peers  only the side-by-side against liblinear-ranksvm / sofia-ml (RANKKIT_PEERS=/tmp/peers)
+#   make bench-distributed  only one process against a 2-worker Dask LocalCluster (BENCHMARKS-distributed.md)
 #   make sample  regenerate data/ (deterministic)
 #   make clean   remove the virtual environment, caches and generated outputs
 
@@ -17,7 +18,7 @@ BENCH_STAMP := $(VENV)/.bench-installed
 WARM_STAMP := $(VENV)/.kernels-compiled
 OUT    := out
 
-.PHONY: all venv demo test test-all fuzz bench bench-peers warmup sample clean
+.PHONY: all venv demo test test-all fuzz bench bench-peers bench-distributed warmup sample clean
 
 all: test
 
@@ -65,8 +66,12 @@ $(BENCH_STAMP): $(STAMP)
 	PYTHONWARNINGS=ignore $(PY) -m pip install --quiet -e '.[test,bench]'
 	@touch $(BENCH_STAMP)
 
-bench: bench-peers
+bench: bench-peers bench-distributed
 	$(PY) scripts/bench.py
+
+# One process against a LocalCluster of 2 workers on 8 parts (issue 14); writes BENCHMARKS-distributed.md.
+bench-distributed: $(BENCH_STAMP)
+	$(PY) scripts/bench_distributed.py --workers 2
 
 # rankkit against liblinear-ranksvm and sofia-ml in one run (issue 11); peers from RANKKIT_PEERS
 # (a folder: liblinear/train, sofia/sofia-ml) or RANKKIT_LIBLINEAR / RANKKIT_SOFIA. Rewrites the
