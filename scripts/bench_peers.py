@@ -343,7 +343,7 @@ def bench_reader(rep: Report, peers, repeat, tmp):
     except ImportError:
         rep.add("scikit-learn is not installed (`pip install -e '.[bench]'`): loader comparison skipped.\n")
         return
-    # SWITCH: rankkit.load_svmlight_file (issue 12) once it exists; until then the reader itself.
+    # rankkit.load_svmlight_file (the Python API, issue 12); the reader itself for an older rankkit.
     try:
         from rankkit import load_svmlight_file as rk_load  # noqa: F401
         rk_name = "rankkit.load_svmlight_file(f, query_id=True)"
