@@ -32,7 +32,7 @@ from rankkit.distributed import worker as W
 from rankkit.distributed.cluster import ClusterError, _short, connect, is_cluster_failure, workers
 from rankkit.errors import DataError, UsageError
 from rankkit.solvers.base import MAGNITUDE_LIMIT, FitResult
-from rankkit.solvers.newton import ARMIJO, CG_CONFIRM_RTOL, CG_MAX_ITER, DEFAULT_MAX_ITER, DEFAULT_TOL
+from rankkit.solvers.newton import CG_CONFIRM_RTOL, CG_MAX_ITER, DEFAULT_MAX_ITER, DEFAULT_TOL, minimise_along
 
 
 class Problem:
@@ -333,36 +333,16 @@ class Problem:
     def _line_search(self, key, w, dkey, d, f0, gd, C):
         """rankkit.solvers.newton.line_search with phi, phi' and phi'' summed over the parts."""
 
-        def phi(t):
+        losses = {}  # the loss L at each t tried: the caller keeps the accepted one
+
+        def phi(t):  # one round: L, g_y.delta and delta.H_y.delta summed over the parts at w + t d
             L, gyd, dhd = self.ls(key, w, dkey, d, t)
             wt = w + t * d
-            return 0.5 * float(wt @ wt) + C * L, gyd, dhd, L
+            losses[t] = L
+            return 0.5 * float(wt @ wt) + C * L, lambda: (gyd, dhd)
 
-        f1, gyd, dhd, L1 = phi(1.0)
-        if f1 <= f0 + ARMIJO * gd:
-            return 1.0, f1, L1
-        wd, dd = float(w @ d), float(d @ d)
-        lo, hi = 0.0, math.inf
-        t, ft, Lt = 1.0, f1, L1
-        for _ in range(50):
-            d1 = wd + t * dd + C * gyd
-            d2 = dd + C * dhd
-            if d1 > 0:
-                hi = t
-            else:
-                lo = t
-            if abs(d1) <= 1e-10 * abs(gd) and ft < f0:
-                break
-            t_new = t - d1 / d2
-            if not (lo < t_new < hi):
-                t_new = 0.5 * (lo + hi) if math.isfinite(hi) else 2.0 * t
-            if abs(t_new - t) <= 1e-14 * max(t, 1e-300):
-                break
-            t = t_new
-            ft, gyd, dhd, Lt = phi(t)
-        if ft < f0:
-            return t, ft, Lt
-        return 0.0, f0, None
+        t, ft = minimise_along(phi, f0, gd, float(w @ d), float(d @ d), C)
+        return (t, ft, losses[t]) if t != 0.0 else (0.0, f0, None)
 
     def _finite(self, what, *values):
         for v in values:

@@ -63,20 +63,22 @@ def conjugate_gradient(hess_vec, b: np.ndarray, rtol: float, max_iter: int):
     return x, it, math.sqrt(rr)
 
 
-def line_search(obj: PairwiseObjective, w, y, d, delta, f0: float, gd: float):
-    """Step length t along d (y = Xw, delta = Xd). Returns (t, f(w + t d)) with the objective's
-    state left at w + t d, or (0, f0) if no decrease was found."""
-    f1 = obj.evaluate(w + d, y + delta)
+def minimise_along(phi, f0: float, gd: float, wd: float, dd: float, C: float):
+    """The step length along a direction d of the objective 0.5||w||^2 + C L(y): t = 1 if it passes
+    Armijo's test, else a safeguarded one-dimensional Newton search on the convex, piecewise-quadratic
+    phi(t) = f(w + t d), exact for this loss. phi(t) returns (f(w + t d), slopes) where slopes()
+    gives (g_y . delta, delta . H_y delta) at w + t d (delta = X d; computed only when needed);
+    wd = w.d, dd = d.d, gd = g.d < 0. Returns (t, f(w + t d)), or (0, f0) if nothing decreased f.
+    The single-process line search and the distributed one (rankkit.distributed) share it."""
+    f1, slopes = phi(1.0)
     if f1 <= f0 + ARMIJO * gd:
         return 1.0, f1
-    # phi(t) is convex and piecewise quadratic: safeguarded Newton on phi'(t) = 0.
-    C = obj.C
-    wd, dd = float(w @ d), float(d @ d)
     lo, hi = 0.0, math.inf
     t, ft = 1.0, f1
     for _ in range(50):
-        d1 = wd + t * dd + C * float(obj.gy @ delta)
-        d2 = dd + C * float(delta @ obj.hess_vec_y(delta))
+        gyd, dhd = slopes()
+        d1 = wd + t * dd + C * gyd
+        d2 = dd + C * dhd
         if d1 > 0:
             hi = t
         else:
@@ -89,11 +91,24 @@ def line_search(obj: PairwiseObjective, w, y, d, delta, f0: float, gd: float):
         if abs(t_new - t) <= 1e-14 * max(t, 1e-300):
             break
         t = t_new
-        ft = obj.evaluate(w + t * d, y + t * delta)
+        ft, slopes = phi(t)
     if ft < f0:
         return t, ft
-    obj.evaluate(w, y)  # restore the state at w
     return 0.0, f0
+
+
+def line_search(obj: PairwiseObjective, w, y, d, delta, f0: float, gd: float):
+    """Step length t along d (y = Xw, delta = Xd). Returns (t, f(w + t d)) with the objective's
+    state left at w + t d, or (0, f0) if no decrease was found."""
+
+    def phi(t):
+        ft = obj.evaluate(w + d, y + delta) if t == 1.0 else obj.evaluate(w + t * d, y + t * delta)
+        return ft, lambda: (float(obj.gy @ delta), float(delta @ obj.hess_vec_y(delta)))
+
+    t, ft = minimise_along(phi, f0, gd, float(w @ d), float(d @ d), obj.C)
+    if t == 0.0:
+        obj.evaluate(w, y)  # restore the state at w
+    return t, ft
 
 
 def truncated_newton(
