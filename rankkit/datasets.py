@@ -491,7 +491,7 @@ def as_dataset(X, y=None, qid=None, group=None, *, name: str = "X") -> Dataset:
     indptr = Xc.indptr.astype(np.int64)
     if bad.size:
         row = int(np.searchsorted(indptr, bad[0], side="right")) - 1
-        raise DataError(f"<{name}>", f"feature value {data[bad[0]]!r} is not finite", row + 1)
+        raise DataError(f"<{name}>", f"feature value {float(data[bad[0]])!r} is not finite", row + 1)
     if y is None:
         labels = np.zeros(n)
     else:
@@ -500,7 +500,7 @@ def as_dataset(X, y=None, qid=None, group=None, *, name: str = "X") -> Dataset:
             raise UsageError(f"y must have one label per row of {name} ({n}), got shape {labels.shape}")
         bad = np.flatnonzero(~np.isfinite(labels))
         if bad.size:
-            raise DataError(f"<{name}>", f"label {labels[bad[0]]!r} is not finite", int(bad[0]) + 1)
+            raise DataError(f"<{name}>", f"label {float(labels[bad[0]])!r} is not finite", int(bad[0]) + 1)
         labels = np.ascontiguousarray(labels)
     qptr, q, has_qid = _query_offsets(n, qid, group, name)
     ds = Dataset(data=data, indices=Xc.indices.astype(np.int32), indptr=indptr, y=labels, qid=q, qptr=qptr,

@@ -96,7 +96,7 @@ class Ranker:
     """
 
     _metadata_params = {"fit": ("qid", "group", "query_weight", "eval_set", "eval_qid", "eval_group"),
-                        "score": ("qid", "group")}
+                        "score": ("qid", "group", "sample_weight")}
     scoring_metric = "ndcg@10"
     scoring_convention = "letor4"
 
@@ -231,6 +231,12 @@ class Ranker:
         self._check_fitted()
         if getattr(X, "shape", (1,))[0] == 0:
             return np.zeros(0)
+        import scipy.sparse as sp
+
+        if not sp.issparse(X) and np.ndim(X) == 2 and np.shape(X)[1] != self.n_features_in_:
+            raise UsageError(f"X has {np.shape(X)[1]} features, but this {type(self).__name__} was fitted on "
+                             f"{self.n_features_in_} (a sparse X may have fewer or more columns: the missing ones "
+                             "are zeros, the extra ones are ignored, as rankkit predict does)")
         ds = as_dataset(X, name="X")
         with _Threads(getattr(self, "threads", None)):
             scores = model_scores(self.model_, ds)[0]
@@ -240,7 +246,7 @@ class Ranker:
                             "feature values are too large for the model's weights", int(bad[0]) + 1)
         return scores
 
-    def score(self, X, y, qid=None, group=None) -> float:
+    def score(self, X, y, qid=None, group=None, sample_weight=None) -> float:
         """Mean ``scoring_metric`` (NDCG@10) over the queries, under ``scoring_convention``
         (LETOR 4.0's rules by default, as ``rankkit eval``). Needs the queries: ``qid`` or ``group``.
 
@@ -248,6 +254,8 @@ class Ranker:
         ``sklearn.set_config(enable_metadata_routing=True)``,
         ``est.set_fit_request(qid=True).set_score_request(qid=True)``.
         """
+        if sample_weight is not None:
+            raise UsageError("score takes no sample_weight: a ranking metric is a mean over queries")
         if qid is None and group is None:
             raise UsageError(f"{type(self).__name__}.score needs the queries (qid= or group=): a ranking metric "
                              "is computed per query. Under scikit-learn's model selection, call "
@@ -305,6 +313,11 @@ class _Trainable(Ranker):
                 if getattr(self, name) is not None:
                     raise UsageError(f"{name} is a parameter of a kernel model: set kernel='rbf' or 'poly' too")
             return None
+        _choice(self.kernel, "kernel", ("linear", "poly", "rbf"))
+        _positive_or_none(self.gamma, "gamma")
+        _count_or_none(self.degree, "degree")
+        _count_or_none(self.landmarks, "landmarks")
+        _number(self.coef0, "coef0")
         return {"name": self.kernel, "gamma": self.gamma, "degree": self.degree, "coef0": self.coef0,
                 "landmarks": self.landmarks, "seed": self.seed}
 
@@ -586,12 +599,14 @@ class RankSVM(_Trainable):
             raise UsageError("delta is the D_ij of rescale='margin' or 'slack': set rescale too")
         if self.rescale not in (None, "margin", "slack"):
             raise UsageError(f"rescale must be None, 'margin' or 'slack', not {self.rescale!r}")
+        if not isinstance(self.query_norm, (bool, np.bool_)):
+            raise UsageError(f"query_norm must be True or False, not {self.query_norm!r}")
         params = {"C": _positive(self.C, "C"), "tol": _positive_or_none(self.tol, "tol"),
                   "max_iter": _count_or_none(self.max_iter, "max_iter"), "loss": self.loss,
                   "query_norm": bool(self.query_norm)}
         if self.rescale:
             params.update({"rescale": self.rescale, "delta": self.delta or "gain"})
-        return self.solver, params, {"seed": self.seed}
+        return self.solver, params, {"seed": _seed(self.seed)}
 
 
     def fit_parts(self, parts, *, client=None, zero_based: bool = False, query_weights=None) -> "RankSVM":
@@ -656,6 +671,7 @@ class RankSVM(_Trainable):
                        "iterations": result.iterations, "converged": bool(result.converged),
                        "stop_reason": result.message, "violated_pairs": result.n_active, **result.extra,
                        "parts": facts["parts"], "workers": facts["workers"], "engine": "dask",
+                       **{k: facts[k] for k in ("rounds", "parts_read_again", "bytes_moved") if k in facts},
                        "train_time_seconds": round(result.train_time, 6)})
         self._set_fitted(Model(weights=result.w, header=header), result, facts["n_pairs"], facts["n_queries"])
         return self

@@ -22,15 +22,26 @@ __all__ = ["evaluate", "compare"]
 DEFAULT_METRICS = ("ndcg@10", "map")
 
 
-def _offsets(n: int, qid, group, what: str) -> tuple[np.ndarray, list]:
-    """(qptr, query id of each query as text) from qid per row or group sizes; neither: an error."""
+def _offsets(n: int, qid, group, what: str) -> tuple[np.ndarray, np.ndarray]:
+    """(qptr, the id of each query: int64) from qid per row or group sizes; neither: an error."""
     from rankkit.datasets import _query_offsets
 
     if qid is None and group is None:
         raise UsageError(f"{what} needs the queries: qid= (one id per row) or group= (rows per query); "
                          "for one query of all rows, pass group=[len(y)]")
     qptr, q, _ = _query_offsets(n, qid, group, "y")
-    return qptr, [str(v) for v in q[qptr[:-1]].tolist()]
+    return qptr, q[qptr[:-1]]
+
+
+def _check_grades(labels: np.ndarray, convention: str) -> None:
+    """The LETOR scripts' conventions grade labels 0, 1, 2 only: say so when the data has others
+    (MSLR's 0-4), rather than silently counting them as not relevant."""
+    if convention in ("letor4", "letor3") and labels.size and (labels.max() > 2 or labels.min() < 0):
+        import warnings
+
+        warnings.warn(f"convention {convention!r} grades the labels 0, 1, 2 (any other label counts 0, not "
+                      f"relevant), and these labels go from {labels.min():g} to {labels.max():g}: "
+                      "convention='exp' or 'trec' grades every label 2^label - 1", UserWarning, stacklevel=3)
 
 
 def _vector(values, n: int | None, what: str) -> np.ndarray:
@@ -127,7 +138,13 @@ def evaluate(y, scores, qid=None, group=None, metrics: Sequence[str] | str = DEF
     dict
         ``{metric: mean over the queries the convention keeps}``.
     dict, only with ``per_query=True``
-        ``{"qid": the query ids, metric: float64[n_queries], ...}`` (NaN: a skipped query).
+        ``{"qid": int64[n_queries] the query ids, metric: float64[n_queries], ...}`` (NaN: a
+        skipped query).
+
+    Warns
+    -----
+    UserWarning
+        Labels outside 0, 1, 2 under the LETOR conventions, which count them as not relevant.
 
     Raises
     ------
@@ -162,11 +179,12 @@ def evaluate(y, scores, qid=None, group=None, metrics: Sequence[str] | str = DEF
     n = labels.shape[0]
     s = _vector(scores, n, "scores")
     qptr, qids = _offsets(n, qid, group, "evaluate")
+    _check_grades(labels, convention)
     table = query_table(names, labels, s, qptr, convention, tiebreak=_tiebreak(docids, n), empty_query=empty_query)
     means = {m: mean_skipping_nan(table[m]) for m in names}
     if not per_query:
         return means
-    return means, {"qid": np.array(qids, dtype=object), **table}
+    return means, {"qid": qids, **table}
 
 
 def compare(y, systems: Mapping[str, Any] | Sequence[Any], qid=None, group=None,
@@ -223,6 +241,8 @@ def compare(y, systems: Mapping[str, Any] | Sequence[Any], qid=None, group=None,
     labels = _vector(y, None, "y")
     n = labels.shape[0]
     qptr, qids = _offsets(n, qid, group, "compare")
+    qids = [str(q) for q in qids.tolist()]
+    _check_grades(labels, convention)
     tiebreak = _tiebreak(docids, n)
     table = [(name, qids, query_table(names, labels, _vector(s, n, f"scores of {name!r}"), qptr, convention,
                                       tiebreak=tiebreak, empty_query=empty_query)) for name, s in items]

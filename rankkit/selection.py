@@ -45,8 +45,9 @@ class RegularizationPath:
         Mean validation metric at each point.
     chosen : int
         Index of the chosen point.
-    best_estimator_ : rankkit.estimators.Ranker
-        The chosen model, fitted (``predict``, ``save``).
+    best_estimator_ : rankkit.RankSVM (a kernel path: rankkit.estimators.Ranker)
+        The chosen model, fitted (``predict``, ``save``); a RankSVM with the chosen C (squared
+        hinge for the grid, hinge for the exact path), so it can be cloned and fitted again.
     notes : list of str
         Remarks about the choice (e.g. a validation set that cannot tell the points apart).
     """
@@ -179,8 +180,20 @@ def regularization_path(X, y, X_valid, y_valid, *, qid=None, group=None, qid_val
     (20,)
     """
     from rankkit.datasets import as_dataset
-    from rankkit.estimators import Ranker, _stderr_log, _Threads
+    from rankkit.errors import UsageError
+    from rankkit.estimators import Ranker, RankSVM, _set_fitted_state, _stderr_log, _Threads
 
+    if (qid is None and group is None) or (qid_valid is None and group_valid is None):
+        raise UsageError("regularization_path needs the queries of both sets: qid= or group= for X, and "
+                         "qid_valid= or group_valid= for X_valid (a ranking metric is computed per query)")
+    if isinstance(n_points, bool) or not isinstance(n_points, (int, np.integer)) or n_points < 1:
+        raise UsageError(f"n_points must be an integer >= 1, not {n_points!r}")
+    if not (isinstance(ratio, (int, float, np.integer, np.floating)) and np.isfinite(ratio) and ratio > 1):
+        raise UsageError(f"ratio must be a finite number > 1 (C_max / C_min), not {ratio!r}")
+    if kernel not in ("linear", "poly", "rbf"):
+        raise UsageError(f"kernel must be one of linear, poly, rbf, not {kernel!r}")
+    if kernel != "linear" and method == "grid":
+        raise UsageError("a kernel path is the exact path: method='exact' (or None)")
     train_ds = as_dataset(X, y, qid, group, name="X")
     valid_ds = as_dataset(X_valid, y_valid, qid_valid, group_valid, name="X_valid")
     exact = {"kernel": kernel, "gamma": gamma, "degree": degree, "coef0": coef0}
@@ -191,9 +204,20 @@ def regularization_path(X, y, X_valid, y_valid, *, qid=None, group=None, qid_val
                                                       log=_stderr_log if verbose else None)
     facts = {"n_queries": train_ds.n_queries, "n_documents": train_ds.n_rows, "n_pairs": train_ds.n_pairs,
              "n_features": train_ds.n_features, "method": method}
-    est = Ranker()
-    est.model_ = chosen_model(result, method, raw, train_ds.csr() if kernel != "linear" else None, facts, kernel,
-                              time.perf_counter() - t0)
+    model = chosen_model(result, method, raw, train_ds.csr() if kernel != "linear" else None, facts, kernel,
+                         time.perf_counter() - t0)
+    if kernel == "linear":  # the chosen point as the estimator of its objective: refit, clone, grid-search it
+        best = result.best
+        est = RankSVM(C=best.C) if method == "grid" else RankSVM(C=best.C, loss="hinge")
+
+        class _Point:  # the path's figures at the chosen point, as a fit reports them
+            iterations, objective, converged, message, n_active = (best.iterations, best.objective, True,
+                                                                   f"chosen on the {method} path", best.n_active)
+
+        _set_fitted_state(est, model, _Point, train_ds.n_pairs, train_ds.n_queries)
+    else:
+        est = Ranker()
+        est.model_ = model
     pts = result.points
     return RegularizationPath(
         method=method, metric=metric, select=select,

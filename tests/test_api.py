@@ -356,6 +356,13 @@ def test_parameter_errors_name_the_parameter(sample):
         (rankkit.RankSVM(max_iter=0), "max_iter must be an integer >= 1"),
         (rankkit.SGDRanker(sampler="stream"), "not for data in memory"),
         (rankkit.FactorizedRankSVM(eta="pegasos"), "eta must be one of constant, basic"),
+        (rankkit.RankSVM(loss="foo"), "loss must be one of"),
+        (rankkit.RankSVM(seed="x"), "seed must be an integer"),
+        (rankkit.RankSVM(query_norm="yes"), "query_norm must be True or False"),
+        (rankkit.RankSVM(kernel="rbf", gamma=-1.0), "gamma must be > 0"),
+        (rankkit.RankSVM(kernel="poly", degree=0), "degree must be an integer >= 1"),
+        (rankkit.RankSVM(kernel="rbf", landmarks=0), "landmarks must be an integer >= 1"),
+        (rankkit.RankSVM(kernel="sigmoid"), "kernel must be one of"),
     ]
     for est, message in cases:
         with pytest.raises(UsageError, match=message.replace("(", r"\(")):
@@ -377,8 +384,37 @@ def test_parameter_errors_name_the_parameter(sample):
         rankkit.RankSVM().predict(X)
     with pytest.warns(rankkit.ConvergenceWarning, match="max-iter"):
         rankkit.RankSVM(C=10.0, max_iter=1).fit(X, y, qid=qid)
+    fitted = rankkit.RankSVM(C=0.01).fit(X, y, qid=qid)
     with pytest.raises(UsageError, match="set_score_request"):
-        rankkit.RankSVM(C=0.01).fit(X, y, qid=qid).score(X, y)
+        fitted.score(X, y)
+    with pytest.raises(UsageError, match="X has 5 features"):  # dense X: scikit-learn's rule
+        fitted.predict(X.toarray()[:, :5])
+    assert fitted.predict(X[:, :5]).shape == (X.shape[0],)  # sparse X: missing columns are zeros (as the CLI)
+    d = rankkit.load_letor(SAMPLE_VALI)
+    for kwargs, message in (({}, "needs the queries"), ({"qid": qid}, "needs the queries"),
+                            ({"qid": qid, "qid_valid": d.qid, "ratio": 0.5}, "ratio must be"),
+                            ({"qid": qid, "qid_valid": d.qid, "n_points": 0}, "n_points must be"),
+                            ({"qid": qid, "qid_valid": d.qid, "kernel": "foo"}, "kernel must be one of")):
+        with pytest.raises(UsageError, match=message):
+            rankkit.regularization_path(X, y, d.X, d.y, **kwargs)
+    with pytest.warns(UserWarning, match="grades the labels 0, 1, 2"):  # MSLR-style labels under letor4
+        rankkit.evaluate(np.array([4.0, 3, 0]), np.array([3.0, 2, 1]), group=[3])
+
+
+def test_pipeline_with_metadata_routing(sample):
+    """In a Pipeline (which routes sample_weight to score), qid still reaches fit and score."""
+    from sklearn import config_context
+    from sklearn.model_selection import GridSearchCV, GroupKFold
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import MaxAbsScaler
+
+    X, y, qid = sample[:3]
+    with config_context(enable_metadata_routing=True):
+        pipe = make_pipeline(MaxAbsScaler(), rankkit.RankSVM().set_fit_request(qid=True).set_score_request(qid=True))
+        assert 0 < pipe.fit(X, y, qid=qid).score(X, y, qid=qid) <= 1
+        search = GridSearchCV(pipe, {"ranksvm__C": [1e-2, 1e-1]}, cv=GroupKFold(n_splits=3), error_score="raise")
+        search.fit(X, y, groups=qid, qid=qid)
+    assert np.all(np.isfinite(search.cv_results_["mean_test_score"]))
 
 
 def test_grid_search_with_group_kfold_and_metadata_routing(sample):
@@ -439,7 +475,7 @@ def test_evaluate_and_compare_equal_cli_eval(tmp_path, sample):
     assert got[1]["p_value"] == pytest.approx(cli[1]["p_value"], abs=0)
     means, each = rankkit.evaluate(yt, a, qid=qt, metrics=metrics, per_query=True)
     assert means == got[0]["mean"]
-    assert list(each["qid"]) == cli[0]["per_query"]["qid"]
+    assert [str(q) for q in each["qid"].tolist()] == cli[0]["per_query"]["qid"] and each["qid"].dtype == np.int64
     for m in metrics:
         np.testing.assert_array_equal(each[m], np.array(cli[0]["per_query"][m], dtype=float))
     trec = rankkit.evaluate(yt, a, qid=qt, metrics="ndcg", convention="trec", docids=[str(i) for i in range(len(a))])

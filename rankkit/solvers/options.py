@@ -93,8 +93,11 @@ def solver_kwargs(spec, params: dict, stochastic: dict | None, query_weights_giv
 def resolve_solver(solver: str | None, loss: str | None, style: str = "cli"):
     """(spec, loss): the solver named, or the default one of the loss; the loss given, or the
     solver's first. A loss the solver does not offer is a UsageError."""
-    from rankkit.solvers import SOLVERS, solver_for
+    from rankkit.solvers import LOSSES, SOLVERS, solver_for
 
+    if loss is not None and loss not in LOSSES:
+        what = "--loss" if style == "cli" else "loss"
+        raise UsageError(f"{what} must be one of {', '.join(LOSSES)}, not {loss!r}")
     if solver is None:
         solver = solver_for(loss or "squared-hinge")
     if solver not in SOLVERS:
