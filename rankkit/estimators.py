@@ -381,6 +381,8 @@ class _Trainable(Ranker):
         from rankkit.io.model import Model
         from rankkit.solvers.options import resolve_solver, solver_kwargs
 
+        for stale in ("train_auc_", "factors_"):  # attributes only some fits set: never left from an earlier fit
+            self.__dict__.pop(stale, None)
         solver, params, stochastic = self._options()
         style = self._option_style
         if valid is not None:
