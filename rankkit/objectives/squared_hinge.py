@@ -44,6 +44,8 @@ from rankkit import threads
 from rankkit.objectives._numba import njit
 
 
+# The Fenwick helpers take int64 levels only (the sweeps pass np.int64(ls[p]) and R - 1 - ls[p]):
+# one compiled specialisation each instead of an int32 and an int64 one (cold start, issue 11).
 @njit
 def _fen_reset(tree, R):
     for i in range(R + 1):
@@ -153,9 +155,9 @@ def _query_fun_grad(y, lev, s, e, R, order, ys, ls, gs, tree, margin, squared):
     for t in range(e - 1, s - 1, -1):
         yk = ys[t]
         while p >= s and yk - ys[p] < margin:
-            _fen_insert(tree, R, ls[p], ys[p] - a)
+            _fen_insert(tree, R, np.int64(ls[p]), ys[p] - a)
             p -= 1
-        n, m, M2 = _fen_stats(tree, ls[t])
+        n, m, M2 = _fen_stats(tree, np.int64(ls[t]))
         if n > 0.0:
             r = m + margin - (yk - a)
             if squared:
@@ -242,9 +244,9 @@ def _query_hv(ys, ls, s, e, R, ds, zs, tree, margin):
     for t in range(e - 1, s - 1, -1):
         yk = ys[t]
         while p >= s and yk - ys[p] < margin:
-            _fen_add_sum(tree, R, ls[p], ds[p])
+            _fen_add_sum(tree, R, np.int64(ls[p]), ds[p])
             p -= 1
-        cnt, G = _fen_sums(tree, ls[t])
+        cnt, G = _fen_sums(tree, np.int64(ls[t]))
         zs[t] = cnt * ds[t] - G
     # sweep 2, ascending, reversed levels
     _fen_reset(tree, R)
