@@ -428,8 +428,14 @@ class _Trainable(Ranker):
         if not result.converged and not result.fixed_budget:
             if warn is not None:
                 warn(result.message)
-            else:
-                warnings.warn(result.message, ConvergenceWarning, stacklevel=3)
+            else:  # worded for Python: the solvers name the command line's flags
+                from rankkit.solvers.options import CLI_NAMES, PYTHON_NAMES
+
+                message = result.message
+                for key, flag in sorted(CLI_NAMES.items(), key=lambda kv: -len(kv[1])):
+                    if flag.startswith("--"):
+                        message = message.replace(flag, PYTHON_NAMES[key])
+                warnings.warn(message, ConvergenceWarning, stacklevel=3)
         header = {
             "rankkit_version": __version__,
             "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),

@@ -382,7 +382,7 @@ def test_parameter_errors_name_the_parameter(sample):
 
     with pytest.raises(NotFittedError):
         rankkit.RankSVM().predict(X)
-    with pytest.warns(rankkit.ConvergenceWarning, match="max-iter"):
+    with pytest.warns(rankkit.ConvergenceWarning, match="at max_iter 1 "):
         rankkit.RankSVM(C=10.0, max_iter=1).fit(X, y, qid=qid)
     fitted = rankkit.RankSVM(C=0.01).fit(X, y, qid=qid)
     with pytest.raises(UsageError, match="set_score_request"):
