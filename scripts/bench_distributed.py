@@ -20,7 +20,6 @@ import argparse
 import datetime as dt
 import json
 import os
-import platform
 import subprocess
 import sys
 from pathlib import Path
@@ -30,6 +29,7 @@ BENCH = ROOT / "bench-data"
 sys.path.insert(0, str(ROOT / "scripts"))
 
 import make_synthetic  # noqa: E402
+from bench_peers import machine  # noqa: E402  (one description of the machine for every benchmark report)
 
 SIZES = {"200k": dict(queries=2000, docs=100), "1m": dict(queries=10_000, docs=100)}
 N_PARTS = 8
@@ -103,18 +103,6 @@ def run(mode, C, workers, files) -> dict:
         if line.startswith("RESULT "):
             return json.loads(line[7:])
     raise SystemExit(f"benchmark child failed:\n{proc.stderr[-3000:]}")
-
-
-def machine() -> str:
-    cpu = platform.processor() or "?"
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return f"{cpu}, {os.cpu_count()} cores, Python {platform.python_version()}"
 
 
 def main(argv=None):

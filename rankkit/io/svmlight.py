@@ -319,6 +319,14 @@ def _exclusive_cumsum(a: np.ndarray) -> np.ndarray:
     return out
 
 
+def _row_arrays(n: int, nnz: int):
+    """The arrays the parser fills for n rows and nnz values: data, indices, indptr (zeroed),
+    y, qid, has_qid, line_no, docid spans."""
+    return (np.empty(nnz, dtype=np.float64), np.empty(nnz, dtype=np.int32), np.zeros(n + 1, dtype=np.int64),
+            np.empty(n, dtype=np.float64), np.empty(n, dtype=np.int64), np.empty(n, dtype=np.uint8),
+            np.empty(n, dtype=np.int64), np.empty((n, 2), dtype=np.int64))
+
+
 def _parse_chunked(buf, source, zero_based, labels_optional, n_chunks):
     """Parse chunks of lines on all cores: an exact count of rows and non-zeros per chunk, then
     every chunk parses straight into its final place. The result does not depend on n_chunks."""
@@ -331,14 +339,7 @@ def _parse_chunked(buf, source, zero_based, labels_optional, n_chunks):
     rows_at, nnz_at = _exclusive_cumsum(counts[:, 0]), _exclusive_cumsum(counts[:, 1])
     line_before = _exclusive_cumsum(counts[:, 2])
     n, nnz = int(counts[:, 0].sum()), int(counts[:, 1].sum())
-    data = np.empty(nnz, dtype=np.float64)
-    indices = np.empty(nnz, dtype=np.int32)
-    indptr = np.empty(n + 1, dtype=np.int64)
-    y = np.empty(n, dtype=np.float64)
-    qid = np.empty(n, dtype=np.int64)
-    has_qid = np.empty(n, dtype=np.uint8)
-    line_no = np.empty(n, dtype=np.int64)
-    docspan = np.empty((n, 2), dtype=np.int64)
+    data, indices, indptr, y, qid, has_qid, line_no, docspan = _row_arrays(n, nnz)
     slow = np.empty((n + nnz, 4), dtype=np.int64)
     status = np.zeros((n_chunks, 5), dtype=np.int64)
     parsed = np.zeros((n_chunks, 3), dtype=np.int64)
@@ -472,14 +473,7 @@ def _parse_streaming(fd: int, size: int, name: str, zero_based: bool, labels_opt
         off += view.shape[0]
     totals = sum(c.sum(axis=0) for _, _, _, c in blocks) if blocks else np.zeros(3, dtype=np.int64)
     n, nnz = int(totals[0]), int(totals[1])
-    data = np.empty(nnz, dtype=np.float64)
-    indices = np.empty(nnz, dtype=np.int32)
-    indptr = np.zeros(n + 1, dtype=np.int64)
-    y = np.empty(n, dtype=np.float64)
-    qid = np.empty(n, dtype=np.int64)
-    has_qid = np.empty(n, dtype=np.uint8)
-    line_no = np.empty(n, dtype=np.int64)
-    docspan = np.empty((n, 2), dtype=np.int64)
+    data, indices, indptr, y, qid, has_qid, line_no, docspan = _row_arrays(n, nnz)
     pieces, piece_bytes, any_docid = [], 0, False
     row0 = nnz0 = line0 = 0
     for off, length, bounds, counts in blocks:  # pass 2: parse each block into place
