@@ -158,3 +158,42 @@ def test_fuzz_reader_against_reference(monkeypatch):
     # the mutations must leave both kinds of outcome well represented, and the chunked path used
     assert outcomes["ok"] > CASES // 10 and outcomes["error"] > CASES // 10, outcomes
     assert chunked > CASES // 8
+
+
+def _random_value(rng: random.Random) -> bytes:
+    """Decimal literals around the one-scan path's limits (18 significant digits, 22 decimals,
+    2^53, leading zeros, signs, empty parts), and a few it leaves to the general parser."""
+    sign = rng.choice([b"", b"", b"", b"", b"-", b"+"])
+    lead = b"0" * rng.choice([0, 0, 1, 3, 25])
+    intpart = b"".join(rng.choice(b"0123456789").to_bytes(1, "big") for _ in range(rng.choice([0, 1, 1, 2, 9, 16, 17, 18, 19, 20])))
+    frac = b""
+    if rng.random() < 0.8:
+        frac = b"." + b"0" * rng.choice([0, 0, 5, 21, 22, 23]) + b"".join(
+            rng.choice(b"0123456789").to_bytes(1, "big") for _ in range(rng.choice([1, 1, 6, 12, 17, 18, 19, 0])))
+    tail = rng.choice([b""] * 60 + [b"e3", b"E-2", b"x", b":", b"."])
+    return sign + lead + intpart + frac + tail
+
+
+def test_one_scan_feature_tokens_agree_with_the_reference():
+    """Feature tokens that the reader's one-scan path parses, and their neighbours it must hand to
+    the general parser, read bit for bit as the reference reads them (or refused by both)."""
+    rng = random.Random(11)
+    outcomes = {"ok": 0, "error": 0}
+    for case in range(300):
+        lines = []
+        for _ in range(rng.randint(1, 3)):
+            toks, idx = [b"1", b"qid:3"], 0
+            for _ in range(rng.randint(0, 8)):
+                idx += rng.choice([1, 1, 2, 7]) if rng.random() < 0.99 else rng.choice([0, -1])
+                if rng.random() < 0.01:  # the largest indices, and beyond
+                    idx = rng.choice([999999999, 2147483646, 2147483647, 2147483648, 99999999999])
+                digits = str(max(idx, 0)).encode()
+                width = rng.choice([0, 0, 0, 2, 10])
+                toks.append(digits.rjust(max(width, len(digits)), b"0") + b":" + _random_value(rng))
+            sep = rng.choice([b" ", b" ", b"\t", b" \x0b "])
+            lines.append(sep.join(toks) + rng.choice([b"\n", b"\r\n", b" \n", b"#c:1\n", b" # docid = d\n"]))
+        text = b"".join(lines)
+        if rng.random() < 0.3:
+            text = text.rstrip(b"\r\n")
+        outcomes[check_against_reference(text, zero_based=rng.random() < 0.3)] += 1
+    assert outcomes["ok"] > 100 and outcomes["error"] > 30, outcomes

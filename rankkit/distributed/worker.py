@@ -200,7 +200,9 @@ def _address() -> str:
 def load(st: _Part, spec: PartSpec) -> dict:
     """The part's facts. qids: the part's sorted distinct query ids (for the split check)."""
     ds = st.ds
-    big = float(np.max(np.abs(ds.data))) if ds.data.size else 0.0
+    from rankkit.solvers.base import max_abs
+
+    big = max_abs(ds.data)
     return {"n_rows": ds.n_rows, "n_queries": ds.n_queries, "n_pairs": ds.n_pairs, "n_features": ds.n_features,
             "nnz": ds.nnz, "max_abs": big, "has_qid": bool(ds.has_qid),
             "qid_min": int(ds.qid.min()), "qid_max": int(ds.qid.max()), "sha256": st.extra["sha256"],

@@ -194,19 +194,22 @@ def _parse_uint(buf, s, e, limit):
 @njit
 def _line_bounds(buf, pos, n):
     """For the line starting at pos: (end of line, start of the next line, end of content before
-    '#', first non-space). A line ends at LF, CR LF or a lone CR (classic Mac)."""
+    '#', first non-space). A line ends at LF, CR LF or a lone CR (classic Mac). One scan."""
     end = pos
+    cend = -1
     while end < n:
         c = buf[end]
-        if c <= _CR and (c == _LF or c == _CR):  # one comparison for the usual byte
-            break
+        if c <= _HASH:  # one comparison for digits, letters, '.', ':' and '-'
+            if c == _LF or c == _CR:
+                break
+            if c == _HASH and cend < 0:
+                cend = end
         end += 1
+    if cend < 0:
+        cend = end
     nxt = end + 1
     if nxt < n and buf[end] == _CR and buf[nxt] == _LF:
         nxt += 1
-    cend = pos
-    while cend < end and buf[cend] != _HASH:
-        cend += 1
     i = pos
     while i < cend and _is_space(buf[i]):
         i += 1
@@ -242,6 +245,65 @@ def _is_qid(buf, i, colon):
         and _lower(buf[i + 1]) == 105
         and _lower(buf[i + 2]) == 100
     )
+
+
+@njit
+def _fast_entry(buf, i, cend, pow10):
+    """The usual feature token, `<index>:<value>` with an index of at most 9 digits and a plain
+    decimal value (optional sign, digits, optional '.' and digits; no exponent, at most 18
+    significant digits, at most 22 decimals) ending at white space or `cend`, in one scan.
+    Returns (ok, end, index as written, value); the value is the one _parse_number gives.
+    ok False: anything else, which the general path parses (and reports, if it is an error)."""
+    p = i
+    idx = 0
+    while p < cend and p - i < 9:
+        c = buf[p]
+        if c < 48 or c > 57:
+            break
+        idx = idx * 10 + (np.int64(c) - 48)
+        p += 1
+    if p == i or p >= cend or buf[p] != _COLON:
+        return False, p, 0, 0.0
+    p += 1
+    neg = False
+    if p < cend and (buf[p] == 45 or buf[p] == 43):  # - +
+        neg = buf[p] == 45
+        p += 1
+    m = 0
+    nd = 0
+    exp = 0
+    any_digit = False
+    while p < cend:
+        c = buf[p]
+        if c < 48 or c > 57:
+            break
+        any_digit = True
+        if m != 0 or c != 48:
+            if nd == 18:
+                return False, p, 0, 0.0
+            m = m * 10 + (np.int64(c) - 48)
+            nd += 1
+        p += 1
+    if p < cend and buf[p] == 46:  # '.'
+        p += 1
+        while p < cend:
+            c = buf[p]
+            if c < 48 or c > 57:
+                break
+            any_digit = True
+            if m == 0 and c == 48:
+                exp -= 1
+            else:
+                if nd == 18:
+                    return False, p, 0, 0.0
+                m = m * 10 + (np.int64(c) - 48)
+                nd += 1
+                exp -= 1
+            p += 1
+    if not any_digit or (p < cend and not _is_space(buf[p])) or m > _MAX_EXACT or exp < -22:
+        return False, p, 0, 0.0
+    v = 0.0 if m == 0 else m / pow10[-exp]
+    return True, p, idx, -v if neg else v
 
 
 @njit
@@ -311,6 +373,19 @@ def parse_svmlight(
                 i += 1
             if i >= cend:
                 break
+            if 48 <= buf[i] <= 57:  # the usual `<index>:<value>`, in one scan; anything else below
+                ok, j, idx, v = _fast_entry(buf, i, cend, pow10)
+                if ok and not zero_based:
+                    ok = idx != 0
+                    idx -= 1
+                if ok and idx > prev and k < data.shape[0]:
+                    data[k] = v
+                    indices[k] = idx
+                    k += 1
+                    prev = idx
+                    first = False
+                    i = j
+                    continue
             j, colon = _token_end(buf, i, cend)
             status[1] = line
             status[2] = i

@@ -44,13 +44,14 @@ def check_magnitude(ds: Dataset, scale: float, knob: str, scale_words: str) -> N
 
     if ds.data.size == 0:
         return
-    k = int(np.argmax(np.abs(ds.data)))
+    big = max_abs(ds.data)
+    bound = float(scale) * big * big * max(ds.n_features, 1)
+    if np.isfinite(big) and bound <= MAGNITUDE_LIMIT:
+        return
+    k = int(np.argmax(np.abs(ds.data)))  # only now: a temporary the size of the data
     big = float(abs(ds.data[k]))
     if not np.isfinite(big):
         raise DataError(ds.source, f"feature value {ds.data[k]!r} is not finite", _line_of(ds, k))
-    bound = float(scale) * big * big * max(ds.n_features, 1)
-    if bound <= MAGNITUDE_LIMIT:
-        return
     # how far to divide the features: a power of ten that brings the bound back under the limit
     import math
 
@@ -62,6 +63,14 @@ def check_magnitude(ds: Dataset, scale: float, knob: str, scale_words: str) -> N
                     f"({scale_words} x max|x|^2 x features = {shown} > {MAGNITUDE_LIMIT:.0e}): "
                     f"rescale the features (e.g. divide them by 1e{digits}, or normalise them to [0, 1]) and train "
                     f"again '{float(ds.data[k])!r}'", _line_of(ds, k))
+
+
+def max_abs(values: np.ndarray) -> float:
+    """max |v| without a temporary array the size of `values` (two reductions); nan if any is nan."""
+    if values.size == 0:
+        return 0.0
+    hi, lo = abs(float(values.max())), abs(float(values.min()))
+    return hi if not hi <= lo else lo  # a nan (max and min propagate it) is returned as nan
 
 
 def check_exact_magnitude(ds: Dataset, C: float) -> None:
@@ -83,7 +92,7 @@ def check_finite(ds: Dataset, solver: str, what: str, *values) -> None:
         if not np.all(np.isfinite(v)):
             from rankkit.errors import DataError
 
-            big = float(np.max(np.abs(ds.data))) if ds.data.size else 0.0
+            big = max_abs(ds.data)
             raise DataError(ds.source, f"{solver}: the {what} overflowed (not finite); the largest feature value "
                             f"is {big:.3g}: scale the features down (or lower -C) and train again")
 
