@@ -75,6 +75,22 @@ def test_first_dispatch_does_not_import_scipy_linalg():
     assert out == ["False", "3.0"]
 
 
+def test_stochastic_training_does_not_import_scipy_linalg():
+    """No kernel uses BLAS (np.dot would import scipy.linalg on its first call, ~0.2 s of every
+    stochastic run): the stochastic learners and Newton train and predict without it."""
+    code = (
+        "import sys, numpy as np, rankkit\n"
+        "rng = np.random.default_rng(0)\n"
+        "X = rng.random((60, 4)); y = rng.integers(0, 3, 60); qid = np.repeat(np.arange(6), 10)\n"
+        "for learner in ('sgd', 'pegasos', 'pa', 'romma', 'logreg', 'margin-perceptron', 'pair-sgd', 'query-sgd'):\n"
+        "    rankkit.SGDRanker(learner=learner, iterations=200).fit(X, y, qid=qid).predict(X)\n"
+        "rankkit.RankSVM().fit(X, y, qid=qid).predict(X)\n"
+        "print('scipy.linalg' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], env=_env(), capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["False"]
+
+
 @pytest.mark.parametrize("n_threads", [1, 2, 3, 8])
 def test_split_covers_every_item_once(monkeypatch, n_threads):
     import numpy as np

@@ -504,6 +504,16 @@ def _scale(v, st, f):
 
 
 @njit
+def _sq_norm(v):
+    """||v||^2 by a plain loop, the order _renormalise sums in (np.dot would call BLAS, whose
+    first use in a process imports scipy.linalg: ~0.2 s of a stochastic run's start)."""
+    sq = 0.0
+    for j in range(v.shape[0]):
+        sq += v[j] * v[j]
+    return sq
+
+
+@njit
 def _renormalise(v, st):
     s = st[0]
     if abs(s) < SCALE_MIN or abs(s) > SCALE_MAX:
@@ -614,7 +624,7 @@ def step(learner, eta, lam, C, data, indices, indptr, pa, pb, w):
         return BAD_OUTPUT
     st = np.empty(2)
     st[0] = 1.0
-    st[1] = np.dot(w, w)
+    st[1] = _sq_norm(w)
     xv, xs, xc = _pair_scratch(learner, w.shape[0], 2 * max(_max_row_nnz(indptr, pa), _max_row_nnz(indptr, pb)))
     coef = np.empty(nb)
     status, _ = _batch_step(learner, eta, lam, C, data, indices, indptr, pa, pb, 0, nb, w, st, xv, xs, xc, coef)
@@ -685,7 +695,7 @@ def run_spd(
     v = w_out  # w = st[0] * v, worked on in place
     st = np.empty(2)
     st[0] = 1.0
-    st[1] = np.dot(v, v)
+    st[1] = _sq_norm(v)
     if not (st[1] < np.inf):
         return NON_FINITE
     np.random.seed(seed)
