@@ -435,6 +435,9 @@ def main() -> int:
     ap.add_argument("--update", metavar="FILE", help="replace the bench-peers block of FILE (e.g. BENCHMARKS.md)")
     args = ap.parse_args()
     peers = find_peers(args.peers)
+    from rankkit.warmup import compile_bytecode
+
+    compile_bytecode()  # as after `make`: no run compiles rankkit's modules from source (PYTHONDONTWRITEBYTECODE)
     rep = Report()
     rep.data["load"] = load_now()
     with tempfile.TemporaryDirectory(prefix="rankkit-bench-peers-") as tmp:

@@ -107,3 +107,14 @@ def test_split_covers_every_item_once(monkeypatch, n_threads):
             assert len(parts) == min(n_threads, n) or weights is not None
     out = threads.run(lambda k, lo, hi: (k, lo, hi), [(0, 2), (2, 5), (5, 9)], "x")
     assert out == [("x", 0, 2), ("x", 2, 5), ("x", 5, 9)]
+
+
+def test_warmup_writes_rankkit_bytecode():
+    """`make warmup` writes rankkit's bytecode (an editable install does not), so no run compiles
+    rankkit's modules from source."""
+    import importlib.util
+
+    from rankkit import cli, warmup
+
+    assert warmup.compile_bytecode()
+    assert os.path.isfile(importlib.util.cache_from_source(cli.__file__))
