@@ -599,7 +599,9 @@ def eval_(files, dask, metrics, convention, empty_query, fmt, per_query, test_na
 @click.option("--folds", type=click.Path(file_okay=False, exists=True), default=None,
               help="A LETOR directory: run Fold1..FoldK (train/vali/test.txt each) and report the per-fold choice "
               "and the mean test metric.")
-@click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True, help="Folds run in parallel.")
+@click.option("--jobs", type=click.IntRange(min=1), default=None,
+              help="Folds run in parallel: worker processes for paths [default: 1]; threads for -C values [default: "
+              "--threads, or the free cores; each fold's kernels then run on one thread].")
 @click.option("-C", "Cs", type=_Finite(min=0, min_open=True), multiple=True,
               help="With --folds: no path, but every fold trained at this C (repeatable) in one process, as `rankkit "
               "train -C` would; models FoldK.C<C>.model in --out-dir, a table of vali/test metric (TSV: --table).")

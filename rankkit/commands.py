@@ -522,7 +522,7 @@ def _run_folds_in_processes(args: list, jobs: int) -> list:
     return outs
 
 
-def _path_fixed_c(folds, Cs, out_dir, table, metric, zero_based, group_queries, log, echo, others):
+def _path_fixed_c(folds, Cs, out_dir, table, metric, zero_based, group_queries, log, echo, others, jobs=None):
     """`rankkit path --folds DIR -C c1 -C c2 ...`: every fold trained at every C in this process,
     models as `rankkit train -C` writes them, and a table of their test (and vali) metric."""
     from rankkit.metrics import parse_metric
@@ -539,12 +539,17 @@ def _path_fixed_c(folds, Cs, out_dir, table, metric, zero_based, group_queries, 
         check_output(m, inputs, kind="model")
     check_output(table, inputs, outputs=tuple(models))
 
-    def train_one(train_file, model_file, C):  # exactly `rankkit train TRAIN MODEL -C C`
+    def train_one(train_file, model_file, C, log):  # exactly `rankkit train TRAIN MODEL -C C`
         return train(train_file, model_file, "newton", {"C": C, "tol": None, "max_iter": None, "loss": None,
                                                         "query_norm": False}, zero_based, group_queries, log=log,
                      warn=console.warn)
 
-    rows = fixed_c_folds(folds, Cs, out_dir, train_one, metric, zero_based, group_queries, log)
+    from rankkit import threads
+
+    # folds side by side on the threads the kernels would otherwise use (--threads, or the free
+    # cores); one kernel thread each, so never more threads than cores
+    jobs = min(jobs if jobs is not None else threads.count(), threads.usable_cores())
+    rows = fixed_c_folds(folds, Cs, out_dir, train_one, metric, zero_based, group_queries, log, jobs=jobs)
     echo(f"# rankkit path, fixed C, newton; models in {out_dir}")
     lines = [["fold", "C", "valid " + metric, "test " + metric, "iterations"]]
     lines += [[r["fold"], f"{r['C']:g}", f"{r['vali']:.4f}", f"{r['test']:.4f}", str(r["iterations"])] for r in rows]
@@ -560,7 +565,7 @@ def _path_fixed_c(folds, Cs, out_dir, table, metric, zero_based, group_queries, 
 
 
 def path(train_file=None, valid_file=None, out_model=None, table=None, plot=None, method=None, metric="ndcg@10",
-         select="best", n_points=30, ratio=1e7, folds=None, jobs=1, zero_based=False, group_queries=False, log=None,
+         select="best", n_points=30, ratio=1e7, folds=None, jobs=None, zero_based=False, group_queries=False, log=None,
          echo=print, exact=None, group_file="auto", dask=None, progress=None, Cs=(), out_dir=None):
     """`rankkit path`: a regularisation path with model selection on a validation set (or per fold).
     progress(total, label): a progress display for the exact path of a single TRAIN VALID path.
@@ -569,7 +574,7 @@ def path(train_file=None, valid_file=None, out_model=None, table=None, plot=None
         if dask is not None:
             raise UsageError("--dask runs a single TRAIN VALID path, not -C values with --folds")
         return _path_fixed_c(folds, Cs, out_dir, table, metric, zero_based, group_queries, log, echo,
-                             others=(train_file, valid_file, out_model, plot, method))
+                             others=(train_file, valid_file, out_model, plot, method), jobs=jobs)
     from rankkit.metrics import parse_metric
     from rankkit.path import write_table
     from rankkit.plot import write_plot
@@ -598,7 +603,7 @@ def path(train_file=None, valid_file=None, out_model=None, table=None, plot=None
             raise UsageError(f"--folds {folds}: no Fold1, Fold2, ... directories")
         args = [(os.path.join(folds, d, "train.txt"), os.path.join(folds, d, "vali.txt"), os.path.join(folds, d, "test.txt"),
                  method, metric, select, n_points, ratio, zero_based, group_queries, None, exact) for d in names]
-        if jobs > 1:
+        if jobs is not None and jobs > 1:
             outs = _run_folds_in_processes(args, jobs)
         else:
             outs = [_path_one(*a[:10], log=log, exact=exact) for a in args]

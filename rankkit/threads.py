@@ -16,8 +16,10 @@ of the data, not by thread), so the policy here is about speed only:
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
+import threading
 
 _WAIT_DEFAULTS = {"OMP_WAIT_POLICY": "PASSIVE", "KMP_BLOCKTIME": "0"}
 
@@ -106,6 +108,7 @@ def apply(threads: int | None = None) -> int:
 _count: int | None = None
 _pool = None
 _pool_size = 0
+_local = threading.local()  # .n: this thread's own count (`limited`), e.g. folds run side by side
 
 # Below this much work (rows, non-zeros: the caller's unit) a kernel runs on the calling thread.
 MIN_WORK_PER_THREAD = 20_000
@@ -113,8 +116,12 @@ MIN_WORK_PER_THREAD = 20_000
 
 def count() -> int:
     """Threads the kernels use now: numba's setting once its threading layer is up (numba.
-    set_num_threads, --threads), else the value `apply` chose, else the default."""
+    set_num_threads, --threads), else the value `apply` chose, else the default; within
+    `limited(n)` on this thread, n."""
     global _count
+    own = getattr(_local, "n", None)
+    if own is not None:
+        return own
     try:
         from numba.np.ufunc import parallel
 
@@ -129,6 +136,18 @@ def count() -> int:
 
         _count = default_threads(numba.config.NUMBA_NUM_THREADS)
     return _count
+
+
+@contextlib.contextmanager
+def limited(n: int):
+    """Kernels called from this thread use n threads (1: run on it alone) until the block ends;
+    other threads keep their count. For independent jobs run side by side on a few threads."""
+    before = getattr(_local, "n", None)
+    _local.n = max(1, int(n))
+    try:
+        yield
+    finally:
+        _local.n = before
 
 
 def split(weights_end: "object", n: int, work: int) -> list[tuple[int, int]]:

@@ -4,6 +4,7 @@ creation time, timings and checksum), and the table has one row per (fold, C).""
 
 from __future__ import annotations
 
+import re
 import shutil
 
 import numpy as np
@@ -44,3 +45,43 @@ def test_fixed_c_models_equal_rankkit_train(tmp_path):
 def test_fixed_c_needs_folds(tmp_path):
     proc = rankkit("path", str(DATA / "sample.train.txt"), str(DATA / "sample.vali.txt"), "-C", "0.1", cwd=tmp_path)
     assert_one_line_error(proc, "-C values go with --folds DIR only")
+
+
+def _stable(model_path):
+    m = read_model(str(model_path))
+    return m.weights.tobytes(), {k: v for k, v in m.header.items() if k not in VOLATILE | {"checksum"}}
+
+
+def test_fixed_c_folds_side_by_side_give_the_same_models_table_and_log(tmp_path):
+    """--jobs 2 runs two folds at once on threads (single-threaded kernels each): the models, the
+    table and the -v log (each fold's lines together, in fold order) are those of --jobs 1."""
+    folds = _folds(tmp_path, k=3)
+    shutil.copy(DATA / "sample.vali.txt", folds / "Fold2" / "train.txt")  # folds that differ
+    shutil.copy(DATA / "sample.test.txt", folds / "Fold3" / "train.txt")
+    out = {}
+    for jobs in ("1", "2"):
+        run = tmp_path / f"run{jobs}"
+        run.mkdir()
+        proc = rankkit("path", "--folds", str(folds), "-C", "0.01", "-C", "1", "--out-dir", "m",
+                       "--table", "t.tsv", "--jobs", jobs, "-v", cwd=run)
+        assert proc.returncode == 0, proc.stderr
+        log = [re.sub(r"\s[0-9.]+s\b", "", ln) for ln in proc.stderr.decode().splitlines()]  # timings out
+        table = [ln.split("\t")[:8] for ln in (run / "t.tsv").read_text().splitlines()]
+        models = {p.name: _stable(p) for p in sorted((run / "m").iterdir())}
+        out[jobs] = (proc.stdout, log, table, models)
+    assert len(out["1"][3]) == 6
+    assert out["1"] == out["2"]
+    folds_in_log = [ln.split()[0] for ln in out["2"][1] if ln.startswith("Fold")]
+    assert folds_in_log == ["Fold1", "Fold1", "Fold2", "Fold2", "Fold3", "Fold3"]
+
+
+def test_fixed_c_folds_side_by_side_stop_at_a_bad_fold(tmp_path):
+    """A bad file in one fold: one line naming it, exit 2, whichever thread met it; no temporary
+    file is left and every model written is complete."""
+    folds = _folds(tmp_path, k=3)
+    (folds / "Fold2" / "train.txt").write_text("1 qid:1 1:0.5\n0 qid:1 1:x\n")
+    proc = rankkit("path", "--folds", str(folds), "-C", "0.1", "--out-dir", "m", "--jobs", "2", cwd=tmp_path)
+    assert_one_line_error(proc, "Fold2/train.txt:2: feature value 'x' is not a number")
+    for p in (tmp_path / "m").iterdir():
+        assert p.name.endswith(".model"), p.name
+        read_model(str(p))
