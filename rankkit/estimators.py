@@ -54,7 +54,7 @@ class _Threads:
 
             if isinstance(self.n, bool) or not isinstance(self.n, (int, np.integer)) or int(self.n) < 1:
                 raise UsageError(f"threads must be an integer >= 1, not {self.n!r}")
-            self.before = threads.count()
+            self.before = (threads.explicit(),)
             threads.apply(int(self.n))
         return self
 
@@ -62,7 +62,7 @@ class _Threads:
         if self.before is not None:
             from rankkit import threads
 
-            threads.apply(self.before)
+            threads.apply(self.before[0])  # the count asked for before, or the default again
         return False
 
 

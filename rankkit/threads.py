@@ -10,8 +10,10 @@ of the data, not by thread), so the policy here is about speed only:
   be in the environment before numba loads its threading layer: `configure_runtime()` is called
   by `rankkit.objectives._numba` before it imports numba. A value the user set is kept.
 - The default thread count is the cores this process may use (CPU affinity, a cgroup CPU quota,
-  NUMBA_NUM_THREADS), less the cores other processes are busy on when the run starts (the
-  runnable count in /proc/loadavg), and at least one. `--threads N` overrides it.
+  NUMBA_NUM_THREADS), less the cores other processes are busy on (the runnable count in
+  /proc/loadavg), and at least one; worked out again every RECHECK_SECONDS of the run, so that
+  processes started together (make -j4) go down to one thread each once they all run, and a long
+  run takes cores back when they free up. `--threads N` overrides it.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import contextlib
 import math
 import os
 import threading
+import time
 
 _WAIT_DEFAULTS = {"OMP_WAIT_POLICY": "PASSIVE", "KMP_BLOCKTIME": "0"}
 
@@ -80,15 +83,17 @@ def default_threads(limit: int | None = None) -> int:
 
 
 def apply(threads: int | None = None) -> int:
-    """Set numba's thread count: `threads` if given (bounded by the pool size), else the default.
-    Returns the count set."""
+    """Set numba's thread count: `threads` if given (bounded by the pool size), else the default
+    (looked at again during the run: see count()). Returns the count set."""
     configure_runtime()
     import numba
 
-    global _count
+    global _count, _fixed, _checked
     pool = numba.config.NUMBA_NUM_THREADS
     n = max(1, min(threads, pool) if threads is not None else default_threads(pool))
     _count = n
+    _fixed = n if threads is not None else None
+    _checked = time.monotonic()
     from numba.np.ufunc import parallel
 
     if threads is not None or parallel._is_initialized:
@@ -106,6 +111,11 @@ def apply(threads: int | None = None) -> int:
 # small input. Each item's result is written on its own and any reduction is done afterwards in
 # item order, so results are identical for any number of threads.
 _count: int | None = None
+_fixed: int | None = None  # a count asked for (--threads, threads=): kept; None: the default
+_checked = 0.0  # when the default was last worked out (time.monotonic)
+# The default is worked out again when older than this: processes that start together (make -j4)
+# each see the others only once they run, and a long run outlives the load it started under.
+RECHECK_SECONDS = 0.25
 _pool = None
 _pool_size = 0
 _local = threading.local()  # .n: this thread's own count (`limited`), e.g. folds run side by side
@@ -118,7 +128,7 @@ def count() -> int:
     """Threads the kernels use now: numba's setting once its threading layer is up (numba.
     set_num_threads, --threads), else the value `apply` chose, else the default; within
     `limited(n)` on this thread, n."""
-    global _count
+    global _count, _checked
     own = getattr(_local, "n", None)
     if own is not None:
         return own
@@ -131,11 +141,17 @@ def count() -> int:
             return numba.get_num_threads()
     except Exception:
         pass
-    if _count is None:
+    if _count is None or (_fixed is None and time.monotonic() - _checked > RECHECK_SECONDS):
         import numba
 
         _count = default_threads(numba.config.NUMBA_NUM_THREADS)
+        _checked = time.monotonic()
     return _count
+
+
+def explicit() -> int | None:
+    """The count asked for with apply(n), or None when the default is in use."""
+    return _fixed
 
 
 @contextlib.contextmanager

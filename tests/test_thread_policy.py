@@ -118,3 +118,36 @@ def test_warmup_writes_rankkit_bytecode():
 
     assert warmup.compile_bytecode()
     assert os.path.isfile(importlib.util.cache_from_source(cli.__file__))
+
+
+def test_default_count_follows_the_load_and_an_explicit_count_is_kept(monkeypatch):
+    """The default is worked out again during a run (processes started together by make -j see
+    each other only once they run); a count asked for never changes."""
+    import numba
+
+    monkeypatch.setattr(threads, "usable_cores", lambda: 2)
+    busy = [0]
+    monkeypatch.setattr(threads, "busy_elsewhere", lambda: busy[0])
+    clock = [1000.0]
+    monkeypatch.setattr(threads.time, "monotonic", lambda: clock[0])
+    from numba.np.ufunc import parallel
+
+    monkeypatch.setattr(parallel, "_is_initialized", False)  # numba's own layer not started here
+    monkeypatch.setattr(numba.config, "NUMBA_NUM_THREADS", 8)
+    monkeypatch.setattr(threads, "_fixed", None)
+    monkeypatch.setattr(threads, "_count", None)
+    assert threads.count() == 2
+    busy[0] = 3  # three other processes start running
+    assert threads.count() == 2  # not looked at again yet
+    clock[0] += threads.RECHECK_SECONDS + 0.01
+    assert threads.count() == 1
+    busy[0] = 0
+    clock[0] += threads.RECHECK_SECONDS + 0.01
+    assert threads.count() == 2
+    monkeypatch.setattr(threads, "_fixed", 2)  # as threads.apply(2) leaves it
+    busy[0] = 5
+    clock[0] += threads.RECHECK_SECONDS + 0.01
+    assert threads.count() == 2 and threads.explicit() == 2
+    with threads.limited(1):
+        assert threads.count() == 1
+    assert threads.count() == 2

@@ -163,7 +163,10 @@ class _RobustCache(FunctionCache):
     def load_overload(self, sig, target_context):
         global _compile_noted
         try:
-            cres = super().load_overload(sig, target_context)
+            try:
+                cres = self._load_light(sig, target_context)
+            except Exception:  # anything the light load did not foresee: numba's own, full load
+                cres = super().load_overload(sig, target_context)
         except Exception as exc:  # unpickling junk, a truncated file, a bad index: repair and recompile
             self._remove_entry()
             if not _compile_noted:
@@ -173,6 +176,22 @@ class _RobustCache(FunctionCache):
         if cres is None:
             _note_compiling()
         return cres
+
+    def _load_light(self, sig, target_context):
+        """numba's load_overload without its first step, target_context.refresh(): that imports and
+        installs every typing and lowering registry (~0.1 s, numba's first dispatch in a process),
+        which compiling needs and loading machine code does not. Loading needs the symbols the code
+        links to: the runtime's (NRT), set up here as refresh() would; numba's C helpers and math
+        functions, defined when the context is made; the hash secrets, defined by `import numba`
+        (numba.cpython.hashing); the thread pool's, by the reload hook numba stores with parallel
+        code. A compile refreshes the context itself (numba's compiler does, before typing), so a
+        cache miss later is unaffected; any failure here falls back to numba's full load."""
+        from numba.core.runtime import rtsys
+
+        rtsys.initialize(target_context)
+        with self._guard_against_spurious_io_errors():
+            return self._load_overload(sig, target_context)
+        return None  # the guard swallowed an I/O error: as numba's own load_overload, a miss
 
     def save_overload(self, sig, data):
         global _cache_enabled
