@@ -369,9 +369,10 @@ def _parse_chunked(buf, source, zero_based, labels_optional, n_chunks):
 
 
 # Plain files at least this large are read in blocks, twice (count, then parse), so that only one
-# block of their bytes is in memory: the reader's memory is the arrays plus one block.
-STREAM_MIN_BYTES = 64 << 20
-STREAM_BLOCK_BYTES = 32 << 20
+# block of their bytes is in memory: the reader's memory is the arrays plus one block. 8 MB blocks
+# read as fast as 32 MB ones (two chunks for two threads each) and keep 24 MB less in memory.
+STREAM_MIN_BYTES = 16 << 20
+STREAM_BLOCK_BYTES = 8 << 20
 
 
 def _changed(name: str, detail: str) -> DataError:
