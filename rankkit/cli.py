@@ -12,7 +12,9 @@ import sys
 
 import click
 
-from rankkit import __version__
+from rankkit import __version__, threads
+
+threads.configure_runtime()  # idle OpenMP and OpenBLAS threads sleep: set before numpy or numba load
 from rankkit.config import (
     CONVENTION_NAMES,
     DEFAULT_CONVENTION,
@@ -161,9 +163,7 @@ class _progress_bar:
 
 
 def _use_threads(n: int | None) -> None:
-    from rankkit import threads  # perf: the default is the free usable cores (rankkit/threads.py)
-
-    threads.apply(n)
+    threads.apply(n)  # perf: the default is the free usable cores (rankkit/threads.py)
 
 
 def _dask_option(f):

@@ -9,6 +9,8 @@ of the data, not by thread), so the policy here is about speed only:
   than with one thread. `OMP_WAIT_POLICY=PASSIVE` (and `KMP_BLOCKTIME=0` for Intel's OpenMP) must
   be in the environment before numba loads its threading layer: `configure_runtime()` is called
   by `rankkit.objectives._numba` before it imports numba. A value the user set is kept.
+- The same for numpy's OpenBLAS threads (OPENBLAS_THREAD_TIMEOUT), set by the command line
+  before numpy loads; a Python program that imported numpy first keeps its own.
 - The default thread count is the cores this process may use (CPU affinity, a cgroup CPU quota,
   NUMBA_NUM_THREADS), less the cores other processes are busy on (the runnable count in
   /proc/loadavg), and at least one; worked out again every RECHECK_SECONDS of the run, so that
@@ -24,7 +26,11 @@ import os
 import threading
 import time
 
-_WAIT_DEFAULTS = {"OMP_WAIT_POLICY": "PASSIVE", "KMP_BLOCKTIME": "0"}
+# OPENBLAS_THREAD_TIMEOUT: numpy's OpenBLAS threads spin 2^n cycles (default n = 28, ~0.1 s) for
+# work before they sleep, at start-up and after every BLAS call: on a busy machine that is ~0.1 s
+# of another process's core per run. 4 is OpenBLAS's smallest value (16 cycles). It is read when
+# numpy loads, so the command line sets it first (rankkit.cli).
+_WAIT_DEFAULTS = {"OMP_WAIT_POLICY": "PASSIVE", "KMP_BLOCKTIME": "0", "OPENBLAS_THREAD_TIMEOUT": "4"}
 
 
 def configure_runtime() -> None:

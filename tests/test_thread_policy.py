@@ -151,3 +151,16 @@ def test_default_count_follows_the_load_and_an_explicit_count_is_kept(monkeypatc
     with threads.limited(1):
         assert threads.count() == 1
     assert threads.count() == 2
+
+
+def test_command_line_makes_idle_openblas_threads_sleep():
+    """rankkit.cli sets OPENBLAS_THREAD_TIMEOUT before numpy loads (numpy's OpenBLAS threads would
+    spin ~0.1 s of another core at start-up); a value the user set is kept."""
+    code = "import os, sys, rankkit.cli; print('numpy' in sys.modules, os.environ.get('OPENBLAS_THREAD_TIMEOUT'))"
+    env = _env()
+    env.pop("OPENBLAS_THREAD_TIMEOUT", None)
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["False", "4"]
+    env["OPENBLAS_THREAD_TIMEOUT"] = "20"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["False", "20"]
