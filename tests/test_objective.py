@@ -202,3 +202,28 @@ def test_huber_gradient_matches_central_differences(small_ds):
         e[k] = FD_STEP
         fd[k] = (obj.fun_grad(w + e)[0] - obj.fun_grad(w - e)[0]) / (2 * FD_STEP)
     np.testing.assert_allclose(g, fd, rtol=1e-6, atol=1e-6)
+
+
+def test_query_sort_is_numpys_stable_argsort():
+    """The kernels' own stable sort (insertion-sorted runs, then merges) gives np.argsort(kind=
+    "stable") on every query: ties (integer scores), -0.0 and 0.0, nan, one-document queries and
+    queries longer than several runs."""
+    from rankkit.objectives import squared_hinge as sqh
+
+    rng = np.random.default_rng(0)
+    for trial in range(200):
+        sizes = rng.integers(1, 200, rng.integers(1, 6))
+        if trial % 7 == 0:
+            sizes = np.append(sizes, [1, rng.integers(300, 3000)])
+        qptr = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        n = int(qptr[-1])
+        y = rng.integers(0, rng.integers(1, 10), n).astype(float) if trial % 2 else rng.standard_normal(n)
+        if trial % 5 == 0:
+            y[rng.integers(0, n, 3)] = np.nan
+        if trial % 3 == 0:
+            y[rng.integers(0, n, 5)] = rng.choice([0.0, -0.0], 5)
+        order = np.full(n, -1, dtype=np.int64)
+        sqh.sort_queries(y, qptr, np.zeros(len(sizes), np.uint8), order)
+        for q in range(len(sizes)):
+            s, e = qptr[q], qptr[q + 1]
+            assert np.array_equal(order[s:e], s + np.argsort(y[s:e], kind="stable")), (trial, q)

@@ -317,7 +317,7 @@ def parse_svmlight(
     (code, line, token_start, token_end, extra) and the counts parsed so far are returned.
     """
     n = buf.shape[0]
-    pos = 0
+    pos = np.int64(0)  # not the literal 0: _line_bounds would be compiled for both types
     line = 0
     row = 0
     k = 0
@@ -400,7 +400,7 @@ def parse_svmlight(
                 if s < j and (buf[s] == 45 or buf[s] == 43):
                     qneg = buf[s] == 45
                     s += 1
-                ok, qv, big = _parse_uint(buf, s, j, _MAX_QID)
+                ok, qv, big = _parse_uint(buf, s, j, np.int64(_MAX_QID))  # int64, not a literal type
                 if not ok or big:
                     status[0] = BAD_QID if not ok else QID_TOO_LARGE
                     status[2] = colon + 1
