@@ -86,6 +86,7 @@ import numpy as np
 
 from rankkit.errors import UsageError
 from rankkit.objectives._numba import njit
+from rankkit.sorting import stable_order
 
 # -- integer codes the kernel dispatches on ------------------------------------------------------
 # How a label becomes a gain.
@@ -541,12 +542,15 @@ def _metrics_kernel(
     sc2 = np.empty(maxlen, dtype=np.float64)
     seq = np.empty(maxlen, dtype=np.float64)
     tmp = np.empty(maxlen, dtype=np.float64)
+    order = np.empty(maxlen, dtype=np.int64)  # the ranking: positions of the query's rows
+    o2 = np.empty(maxlen, dtype=np.int64)
+    sort_tmp = np.empty(maxlen, dtype=np.int64)
     for q in range(nq):
         b = qptr[q]
         n = qptr[q + 1] - b
         for i in range(n):
             neg[i] = -scores[b + i]
-        order = np.argsort(neg[:n], kind="mergesort")  # stable: ties keep (possibly permuted) row order
+        stable_order(neg, 0, n, order, sort_tmp)  # stable: ties keep (possibly permuted) row order
         nrel_ranked = 0
         for p in range(n):
             lab = labels[b + order[p]]
@@ -586,8 +590,12 @@ def _metrics_kernel(
                 ideal[p] = gains[p]
                 if errp[p] > 0.0:
                     any_err = True
-        if need_ideal:
-            ideal[:mq].sort()
+        if need_ideal:  # ascending
+            stable_order(ideal, 0, mq, o2, sort_tmp)
+            for i in range(mq):
+                tmp[i] = ideal[o2[i]]
+            for i in range(mq):
+                ideal[i] = tmp[i]
         # pair statistics (score ties count 1/2): AUC from the score groups of the ranking; the
         # tau-b counts from one sort by (label, score) and a merge-sort count of discordant pairs
         auc2 = np.int64(0)  # twice the number of correctly ordered (relevant, non-relevant) pairs
@@ -619,7 +627,7 @@ def _metrics_kernel(
             for i in range(n):  # the ranking reversed: scores non-decreasing
                 lab2[i] = labels[b + order[n - 1 - i]]
                 sc2[i] = scores[b + order[n - 1 - i]]
-            o2 = np.argsort(lab2[:n], kind="mergesort")  # stable: scores stay non-decreasing per label
+            stable_order(lab2, 0, n, o2, sort_tmp)  # stable: scores stay non-decreasing per label
             for i in range(n):
                 seq[i] = sc2[o2[i]]
             s = 0

@@ -42,6 +42,7 @@ import numpy as np
 
 from rankkit import threads
 from rankkit.objectives._numba import njit
+from rankkit.sorting import stable_order
 
 
 # The Fenwick helpers take int64 levels only (the sweeps pass np.int64(ls[p]) and R - 1 - ls[p]):
@@ -114,77 +115,6 @@ def _fen_sums(tree, level):
     return a, b
 
 
-_RUN = 32  # the stable sort's insertion-sorted runs
-
-
-@njit
-def _before(a, b):
-    """a sorts before b: ascending, nan last (NumPy's order)."""
-    return a < b or (b != b and a == a)
-
-
-@njit
-def _stable_order(y, s, e, order, tmp):
-    """order[s:e] = s + the stable ascending argsort of y[s:e] (np.argsort(kind="mergesort")):
-    insertion-sorted runs of _RUN, then bottom-up merges between order and tmp (tmp[:e - s]).
-    Written out rather than numba's np.argsort, which compiles for seconds and allocates per query."""
-    n = e - s
-    for t in range(n):
-        order[s + t] = s + t
-    for lo in range(s, e, _RUN):
-        hi = min(lo + _RUN, e)
-        for i in range(lo + 1, hi):
-            k = order[i]
-            v = y[k]
-            j = i - 1
-            while j >= lo and _before(v, y[order[j]]):
-                order[j + 1] = order[j]
-                j -= 1
-            order[j + 1] = k
-    width = _RUN
-    in_order = True  # where the current runs are: order[s:e] or tmp[:n]
-    while width < n:
-        for lo in range(0, n, 2 * width):
-            mid = min(lo + width, n)
-            hi = min(lo + 2 * width, n)
-            a, b, out = lo, mid, lo
-            while a < mid and b < hi:
-                ka = order[s + a] if in_order else tmp[a]
-                kb = order[s + b] if in_order else tmp[b]
-                if _before(y[kb], y[ka]):  # the right one only when strictly before: stable
-                    take = kb
-                    b += 1
-                else:
-                    take = ka
-                    a += 1
-                if in_order:
-                    tmp[out] = take
-                else:
-                    order[s + out] = take
-                out += 1
-            while a < mid:
-                take = order[s + a] if in_order else tmp[a]
-                if in_order:
-                    tmp[out] = take
-                else:
-                    order[s + out] = take
-                a += 1
-                out += 1
-            while b < hi:
-                take = order[s + b] if in_order else tmp[b]
-                if in_order:
-                    tmp[out] = take
-                else:
-                    order[s + out] = take
-                b += 1
-                out += 1
-        in_order = not in_order
-        width *= 2
-    if not in_order:
-        for t in range(n):
-            order[s + t] = tmp[t]
-
-
 @njit
 def _sort_range(y, qptr, skip, order, q0, q1):
     longest = 0
@@ -194,7 +124,7 @@ def _sort_range(y, qptr, skip, order, q0, q1):
     for q in range(q0, q1):
         if skip[q]:
             continue
-        _stable_order(y, qptr[q], qptr[q + 1], order, tmp)
+        stable_order(y, qptr[q], qptr[q + 1], order, tmp)
 
 
 def sort_queries(y, qptr, skip, order):
