@@ -478,7 +478,8 @@ def _count_inversions(a, tmp, n):
         in_a = not in_a
         width *= 2
     if not in_a:
-        a[:n] = tmp[:n]
+        for i in range(n):  # a loop: numba's slice assignment compiles its broadcasting checks (~2 s)
+            a[i] = tmp[i]
     return inv
 
 
@@ -550,7 +551,7 @@ def _metrics_kernel(
         n = qptr[q + 1] - b
         for i in range(n):
             neg[i] = -scores[b + i]
-        stable_order(neg, 0, n, order, sort_tmp)  # stable: ties keep (possibly permuted) row order
+        stable_order(neg, np.int64(0), n, order, sort_tmp)  # stable: ties keep (possibly permuted) row order
         nrel_ranked = 0
         for p in range(n):
             lab = labels[b + order[p]]
@@ -591,7 +592,7 @@ def _metrics_kernel(
                 if errp[p] > 0.0:
                     any_err = True
         if need_ideal:  # ascending
-            stable_order(ideal, 0, mq, o2, sort_tmp)
+            stable_order(ideal, np.int64(0), mq, o2, sort_tmp)
             for i in range(mq):
                 tmp[i] = ideal[o2[i]]
             for i in range(mq):
@@ -627,7 +628,7 @@ def _metrics_kernel(
             for i in range(n):  # the ranking reversed: scores non-decreasing
                 lab2[i] = labels[b + order[n - 1 - i]]
                 sc2[i] = scores[b + order[n - 1 - i]]
-            stable_order(lab2, 0, n, o2, sort_tmp)  # stable: scores stay non-decreasing per label
+            stable_order(lab2, np.int64(0), n, o2, sort_tmp)  # stable: scores stay non-decreasing per label
             for i in range(n):
                 seq[i] = sc2[o2[i]]
             s = 0
