@@ -23,6 +23,7 @@ import numpy as np
 
 from rankkit.objectives._numba import njit
 from rankkit.objectives.squared_hinge import _query_fun_grad
+from rankkit.sorting import stable_order
 
 
 @njit
@@ -54,6 +55,10 @@ def run_query_sgd(data, indices, indptr, lev, qptr, nlev, pairs_q, C, iterations
         if nlev[q] > rmax:
             rmax = nlev[q]
     tree = np.empty((rmax + 1, 3))
+    longest = 0
+    for q in range(nq):
+        longest = max(longest, qptr[q + 1] - qptr[q])
+    sort_tmp = np.empty(longest, dtype=np.int64)
     k = 0
     acc_loss = 0.0
     acc_pairs = 0.0
@@ -66,9 +71,7 @@ def run_query_sgd(data, indices, indptr, lev, qptr, nlev, pairs_q, C, iterations
             for p in range(indptr[i], indptr[i + 1]):
                 acc += data[p] * w[indices[p]]
             y[i] = acc
-        idx = np.argsort(y[s:e], kind="mergesort")
-        for r in range(e - s):
-            order[s + r] = s + idx[r]
+        stable_order(y, s, e, order, sort_tmp)
         loss, n_active = _query_fun_grad(y, lev, s, e, nlev[q], order, ys, ls, gs, tree, 1.0, True)
         # g = X_q' dL_q/dy (gs is in sorted positions)
         g[:] = 0.0

@@ -88,6 +88,7 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 from rankkit.objectives._numba import njit
+from rankkit.sorting import stable_order
 
 SAMPLERS = {"indexed": 0, "uniform": 1, "query-norm": 2, "roc": 3}
 LEARNERS = {"sgd": 0, "pegasos": 1, "pa": 2, "romma": 3, "logreg": 4, "margin-perceptron": 5, "pair-sgd": 6}
@@ -154,15 +155,17 @@ def build_index(y, qptr):
     n = y.shape[0]
     nq = qptr.shape[0] - 1
     doc = np.empty(n, dtype=np.int64)
+    longest = 0
+    for q in range(nq):
+        longest = max(longest, qptr[q + 1] - qptr[q])
+    sort_tmp = np.empty(longest, dtype=np.int64)
     # pass 1: sort each query by label (stable), count groups
     n_groups = 0
     for q in range(nq):
         s = qptr[q]
         e = qptr[q + 1]
         if e > s:
-            idx = np.argsort(y[s:e], kind="mergesort")
-            for t in range(e - s):
-                doc[s + t] = s + idx[t]
+            stable_order(y, s, e, doc, sort_tmp)
             n_groups += 1
             for t in range(s + 1, e):
                 if y[doc[t]] != y[doc[t - 1]]:
