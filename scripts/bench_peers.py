@@ -401,8 +401,40 @@ def bench_folds(rep: Report, peers, repeat, tmp):
     rep.data["folds"] = {"rankkit": rk, "liblinear": ll}
 
 
+BUSY_LOOP = "import time\nt = time.monotonic()\nwhile time.monotonic() - t < 600: pass\n"
+
+
+def bench_busy(rep: Report, peers, repeat, tmp):
+    """`path --folds MQ2008 --jobs 2` (30 values of C per fold) idle, then with 1 and 2 other
+    CPU-bound processes running: the thread policy's goal is within 1.5x of idle."""
+    root = SHARED / "MQ2008"
+    if not (root / "Fold1" / "train.txt").exists():
+        rep.add("### Busy machine: MQ2008 not found under ../shared/data: skipped\n")
+        return
+    cmd = rankkit_cmd("path", "--folds", root, "--jobs", "2")
+    times = {0: best([cmd], 1)[0]}
+    for hogs in (1, 2):
+        procs = [subprocess.Popen([sys.executable, "-c", BUSY_LOOP]) for _ in range(hogs)]
+        try:
+            time.sleep(0.5)
+            times[hogs] = best([cmd], 1)[0]
+        finally:
+            for p in procs:
+                p.kill()
+                p.wait()
+    rep.add("### `path --folds --jobs 2` on a busy machine\n",
+            "`rankkit path --folds MQ2008 --jobs 2` (5 folds, 30 values of C each), alone and with 1 or 2 other "
+            "processes spinning on the CPU (`python -c 'while True: pass'`, started first). On 2 cores, 2 such "
+            "processes leave rankkit half the machine.\n",
+            "| other busy processes | wall s | / idle |", "|---:|---:|---:|",
+            *[f"| {h} | {t:.2f} | {t / times[0]:.2f}x |" for h, t in times.items()], "")
+    rep.rows.append(("`path --folds MQ2008 --jobs 2`, 1 / 2 busy processes vs idle", f"{times[1]:.2f} / {times[2]:.2f} s",
+                     f"idle {times[0]:.2f} s", f"{times[1] / times[0]:.2f}x / {times[2] / times[0]:.2f}x"))
+    rep.data["busy"] = times
+
+
 SECTIONS = {"train": bench_train_big, "concurrent": bench_concurrent, "pegasos": bench_pegasos,
-            "small": bench_small, "folds": bench_folds, "reader": bench_reader}
+            "small": bench_small, "folds": bench_folds, "busy": bench_busy, "reader": bench_reader}
 
 
 def render(rep: Report, args, peers) -> str:
