@@ -15,7 +15,7 @@ of the data, not by thread), so the policy here is about speed only:
   NUMBA_NUM_THREADS), less the cores other processes are busy on (the runnable count in
   /proc/loadavg), and at least one; worked out again every RECHECK_SECONDS of the run, so that
   processes started together (make -j4) go down to one thread each once they all run, and a long
-  run takes cores back when they free up. `--threads N` overrides it.
+  run takes cores back when they free up (after two readings in a row that say so). `--threads N` overrides it.
 """
 
 from __future__ import annotations
@@ -122,6 +122,8 @@ _checked = 0.0  # when the default was last worked out (time.monotonic)
 # The default is worked out again when older than this: processes that start together (make -j4)
 # each see the others only once they run, and a long run outlives the load it started under.
 RECHECK_SECONDS = 0.25
+_raise_seen = False  # the last reading allowed more threads (a rise needs two readings in a row:
+# processes started together see each other only in turns, and a wrong rise costs more than a late one)
 _pool = None
 _pool_size = 0
 _local = threading.local()  # .n: this thread's own count (`limited`), e.g. folds run side by side
@@ -150,7 +152,13 @@ def count() -> int:
     if _count is None or (_fixed is None and time.monotonic() - _checked > RECHECK_SECONDS):
         import numba
 
-        _count = default_threads(numba.config.NUMBA_NUM_THREADS)
+        global _raise_seen
+        n = default_threads(numba.config.NUMBA_NUM_THREADS)
+        if _count is not None and n > _count:  # more threads only when two readings in a row say so
+            n, _raise_seen = (n, False) if _raise_seen else (_count, True)
+        else:
+            _raise_seen = False
+        _count = n
         _checked = time.monotonic()
     return _count
 

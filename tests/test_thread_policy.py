@@ -136,12 +136,21 @@ def test_default_count_follows_the_load_and_an_explicit_count_is_kept(monkeypatc
     monkeypatch.setattr(numba.config, "NUMBA_NUM_THREADS", 8)
     monkeypatch.setattr(threads, "_fixed", None)
     monkeypatch.setattr(threads, "_count", None)
+    monkeypatch.setattr(threads, "_raise_seen", False)
     assert threads.count() == 2
     busy[0] = 3  # three other processes start running
     assert threads.count() == 2  # not looked at again yet
     clock[0] += threads.RECHECK_SECONDS + 0.01
     assert threads.count() == 1
     busy[0] = 0
+    clock[0] += threads.RECHECK_SECONDS + 0.01
+    assert threads.count() == 1  # a rise needs two readings in a row
+    busy[0] = 3
+    clock[0] += threads.RECHECK_SECONDS + 0.01
+    assert threads.count() == 1
+    busy[0] = 0
+    clock[0] += threads.RECHECK_SECONDS + 0.01
+    assert threads.count() == 1
     clock[0] += threads.RECHECK_SECONDS + 0.01
     assert threads.count() == 2
     monkeypatch.setattr(threads, "_fixed", 2)  # as threads.apply(2) leaves it
