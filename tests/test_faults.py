@@ -448,3 +448,22 @@ def test_predict_refuses_to_write_scores_that_are_not_finite(tmp_path, primed):
     proc = run(["predict", "huge.txt", "m.txt", "s.txt"], tmp_path, primed["env"])
     assert_one_line_error(proc, "huge.txt:2:", "score of this document is -inf")
     assert not (tmp_path / "s.txt").exists()
+
+
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGINT"])
+def test_signal_while_folds_train_side_by_side(tmp_path, primed, sig):
+    """`path --folds -C ... --jobs 2` runs folds on threads: a signal during a fit ends the run with
+    the signal's status and one line; no fold starts after it, the fits in flight finish their
+    models (complete, written atomically), and no temporary file is left."""
+    folds = _folds(tmp_path, n=3)
+    inject = AT_NEWTON.format(sig=sig, inside_kernel=True)
+    proc = run(["path", "--folds", folds, "-C", "0.01", "-C", "0.1", "-C", "1", "--out-dir", "m", "--jobs", "2"],
+               tmp_path, primed["env"], inject=inject)
+    err = proc.stderr.decode()
+    assert proc.returncode == 128 + getattr(signal, sig), err
+    assert err == f"rankkit: interrupted by {sig}\n", err
+    models = sorted(os.listdir(tmp_path / "m"))
+    assert len(models) <= 2 and no_temp_files(tmp_path / "m")  # at most the two fits in flight
+    for name in models:
+        assert name.endswith(".model")
+        read_model(str(tmp_path / "m" / name))
