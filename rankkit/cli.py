@@ -688,6 +688,7 @@ def main(argv=None) -> None:
     """Console entry point: the one place that maps outcomes to exit statuses."""
     from rankkit import console
 
+    threads.pause_gc()  # perf: off during the start, back on later (rankkit/threads.py)
     console.guard_standard_fds()
     _install_signal_handlers()
     try:

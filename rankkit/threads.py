@@ -216,3 +216,35 @@ def run(kernel, parts: list[tuple[int, int]], *args) -> list:
     futures = [_pool.submit(kernel, *args, lo, hi) for lo, hi in parts[1:]]
     first = kernel(*args, *parts[0])
     return [first] + [f.result() for f in futures]
+
+
+# -- Python's garbage collector during a command's start ------------------------------------------
+# The cyclic collector runs dozens of full passes over numpy's and numba's objects while they are
+# imported (~5% of a small run's CPU), and a run makes next to no cyclic garbage once started. The
+# command line (rankkit.cli.main) pauses it for GC_PAUSE_SECONDS, or until kernels are compiled
+# (numba's compiler makes cycles). Only a pause rankkit made is ever undone: a Python program that
+# turned the collector off itself keeps it off.
+GC_PAUSE_SECONDS = 1.0
+_gc_paused = False
+
+
+def pause_gc(seconds: float = GC_PAUSE_SECONDS) -> None:
+    global _gc_paused
+    import gc
+
+    if not gc.isenabled():
+        return
+    gc.disable()
+    _gc_paused = True
+    timer = threading.Timer(seconds, resume_gc)
+    timer.daemon = True
+    timer.start()
+
+
+def resume_gc() -> None:
+    global _gc_paused
+    import gc
+
+    if _gc_paused:
+        _gc_paused = False
+        gc.enable()

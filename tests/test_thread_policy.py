@@ -173,3 +173,27 @@ def test_command_line_makes_idle_openblas_threads_sleep():
     env["OPENBLAS_THREAD_TIMEOUT"] = "20"
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout.split()
     assert out == ["False", "20"]
+
+
+def test_gc_paused_for_the_start_only_if_it_was_on(monkeypatch):
+    """The command line pauses Python's cyclic collector during its start (imports) and turns it
+    back on after the pause or when kernels compile; a collector the program turned off stays off."""
+    import gc
+    import time
+
+    assert gc.isenabled()
+    try:
+        threads.pause_gc(0.2)
+        assert not gc.isenabled()
+        time.sleep(0.5)
+        assert gc.isenabled()
+        threads.pause_gc(60)
+        threads.resume_gc()  # what compiling a kernel does
+        assert gc.isenabled()
+        gc.disable()  # the program's own choice
+        threads.pause_gc(0.05)
+        time.sleep(0.2)
+        threads.resume_gc()
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

@@ -107,6 +107,7 @@ def _note_compiling() -> None:
     if _compile_noted:
         return
     _compile_noted = True
+    _threads.resume_gc()  # if the command line paused it: compiling makes cyclic garbage
     if _cache_problem is not None:
         console.note(f"compiling kernels ({_cache_problem})")
     elif sys.stderr is not None and sys.stderr.isatty():
