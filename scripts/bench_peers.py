@@ -433,8 +433,46 @@ def bench_busy(rep: Report, peers, repeat, tmp):
     rep.data["busy"] = times
 
 
+def bench_cold(rep: Report, peers, repeat, tmp):
+    """The first runs on a fresh install: every kernel compiled into an empty numba cache."""
+    data = ROOT / "data"
+    env = dict(_env())
+
+    def wall(cmd, cache) -> float:
+        t = time.perf_counter()
+        subprocess.run(cmd, check=True, env=dict(env, NUMBA_CACHE_DIR=cache), stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL)
+        return time.perf_counter() - t
+
+    cache = tempfile.mkdtemp(prefix="cold-", dir=tmp)
+    model, scores = f"{tmp}/cold.model", f"{tmp}/cold.scores"
+    first = {"train": wall(rankkit_cmd("train", data / "sample.train.txt", model, "-C", "0.01"), cache),
+             "predict": wall(rankkit_cmd("predict", data / "sample.test.txt", model, scores), cache),
+             "eval": wall(rankkit_cmd("eval", data / "sample.test.txt", scores), cache)}
+    cache = tempfile.mkdtemp(prefix="warm-", dir=tmp)
+    warmup = wall([sys.executable, "-m", "rankkit.warmup", "-q"], cache)
+    after = sum(wall(c, cache) for c in (rankkit_cmd("train", data / "sample.train.txt", model, "-C", "0.01"),
+                                         rankkit_cmd("predict", data / "sample.test.txt", model, scores),
+                                         rankkit_cmd("eval", data / "sample.test.txt", scores)))
+    rep.add("### Cold start: the first runs, every kernel compiled into an empty cache\n",
+            "Each command run once, in order, on the bundled sample with a fresh `NUMBA_CACHE_DIR`; then "
+            "`python -m rankkit.warmup` (what `make` runs before `make demo`, compiling in one process per core) "
+            "into another empty cache, and the same three commands after it.\n",
+            "| run | wall s |", "|---|---:|",
+            f"| first `rankkit train data/sample.train.txt M -C 0.01` (reader and Newton kernels) | {first['train']:.2f} |",
+            f"| then first `rankkit predict` (scoring) | {first['predict']:.2f} |",
+            f"| then first `rankkit eval` (metrics kernel) | {first['eval']:.2f} |",
+            f"| **the three, cold** | **{sum(first.values()):.2f}** |",
+            f"| `python -m rankkit.warmup` (empty cache) | {warmup:.2f} |",
+            f"| the three commands after it | {after:.2f} |", "")
+    rep.rows.append(("first train + predict + eval, empty kernel cache", f"{sum(first.values()):.2f} s "
+                     f"(train {first['train']:.2f} s)", f"make warmup {warmup:.2f} s", "-"))
+    rep.data["cold"] = {"first": first, "warmup": warmup, "after_warmup": after}
+
+
 SECTIONS = {"train": bench_train_big, "concurrent": bench_concurrent, "pegasos": bench_pegasos,
-            "small": bench_small, "folds": bench_folds, "busy": bench_busy, "reader": bench_reader}
+            "small": bench_small, "folds": bench_folds, "busy": bench_busy, "cold": bench_cold,
+            "reader": bench_reader}
 
 
 def render(rep: Report, args, peers) -> str:
