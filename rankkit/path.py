@@ -20,8 +20,6 @@ difference it implies is C * max_i |x_i . grad L(0)|... up to a factor 2; C_min 
 
 from __future__ import annotations
 
-import contextlib
-
 import time
 from dataclasses import dataclass, field
 
@@ -317,49 +315,51 @@ def fixed_c_folds(folds_dir: str, Cs, out_dir: str, train_one, metric: str = DEF
     fits gain more from whole folds side by side than from splitting each product). Every kernel
     gives the same bits on any number of threads, so models and rows do not depend on `jobs`; the
     rows come in fold order and each fold's log lines together, in fold order. Once a fold fails
-    (or the run is interrupted), no further fold starts."""
+    (or the run is interrupted), no further fold starts and the folds in flight stop at their next
+    kernel call (threads.Cancelled), before writing their model."""
     import threading
 
     from rankkit import threads
 
     folds = fold_dirs(folds_dir)
+    jobs = min(jobs, len(folds))
+    if jobs <= 1:
+        return [row for fold in folds
+                for row in _fixed_c_fold(folds_dir, fold, Cs, out_dir, train_one, metric, zero_based, group_queries,
+                                         log, threading.Event())]
+    from concurrent.futures import ThreadPoolExecutor
+
     stop = threading.Event()
 
     def one_fold(fold):
         lines: list[str] = []
-        say = (log if jobs <= 1 else lines.append) if log else None
         if stop.is_set():
             return [], lines
-        with threads.limited(1) if jobs > 1 else _nothing():
+        # single-threaded kernels; once `stop` is set, the fold's next kernel call raises Cancelled:
+        # a fold in flight stops within one kernel call and writes no model
+        with threads.limited(1, cancel=stop):
             try:
                 return _fixed_c_fold(folds_dir, fold, Cs, out_dir, train_one, metric, zero_based, group_queries,
-                                     say, stop), lines
+                                     lines.append if log else None, stop), lines
+            except threads.Cancelled:
+                return [], lines
             except BaseException:
                 stop.set()
                 raise
 
-    if jobs <= 1 or len(folds) == 1:
-        return [row for fold in folds for row in one_fold(fold)[0]]
-    from concurrent.futures import ThreadPoolExecutor
-
     rows = []
-    pool = ThreadPoolExecutor(max_workers=min(jobs, len(folds)), thread_name_prefix="rankkit-fold")
+    pool = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="rankkit-fold")
     try:
         for fold_rows, lines in pool.map(one_fold, folds):  # in fold order
             for line in lines:
                 log(line)
             rows += fold_rows
     except BaseException:
-        stop.set()  # an error or a signal: folds not yet started never start
+        stop.set()  # an error or a signal: no fold starts, the folds in flight stop at their next kernel
         raise
     finally:
-        pool.shutdown(wait=False, cancel_futures=True)
+        pool.shutdown(wait=True, cancel_futures=True)  # returns within one kernel call once stopped
     return rows
-
-
-@contextlib.contextmanager
-def _nothing():
-    yield
 
 
 def _fixed_c_fold(folds_dir, fold, Cs, out_dir, train_one, metric, zero_based, group_queries, log, stop) -> list[dict]:

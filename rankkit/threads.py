@@ -169,15 +169,29 @@ def explicit() -> int | None:
 
 
 @contextlib.contextmanager
-def limited(n: int):
+def limited(n: int, cancel=None):
     """Kernels called from this thread use n threads (1: run on it alone) until the block ends;
-    other threads keep their count. For independent jobs run side by side on a few threads."""
-    before = getattr(_local, "n", None)
+    other threads keep their count. For independent jobs run side by side on a few threads.
+    `cancel` (a threading.Event): once set, the next kernel this thread starts raises Cancelled,
+    so a job whose run has failed or been interrupted stops within one kernel call, before it
+    writes anything."""
+    before = getattr(_local, "n", None), getattr(_local, "cancel", None)
     _local.n = max(1, int(n))
+    _local.cancel = cancel
     try:
         yield
     finally:
-        _local.n = before
+        _local.n, _local.cancel = before
+
+
+class Cancelled(Exception):
+    """Raised in a job run under limited(n, cancel) once `cancel` is set."""
+
+
+def _check_cancel() -> None:
+    cancel = getattr(_local, "cancel", None)
+    if cancel is not None and cancel.is_set():
+        raise Cancelled()
 
 
 def split(weights_end: "object", n: int, work: int) -> list[tuple[int, int]]:
@@ -186,6 +200,7 @@ def split(weights_end: "object", n: int, work: int) -> list[tuple[int, int]]:
     the work is small or one thread is used."""
     import numpy as np
 
+    _check_cancel()
     t = min(count(), max(1, work // MIN_WORK_PER_THREAD), n) if n > 0 else 1
     if t <= 1:
         return [(0, n)]
@@ -204,6 +219,7 @@ def run(kernel, parts: list[tuple[int, int]], *args) -> list:
     """kernel(*args, lo, hi) for every part, the first on this thread and the others on the pool;
     returns their results in part order."""
     global _pool, _pool_size
+    _check_cancel()
     if len(parts) == 1:
         return [kernel(*args, *parts[0])]
     if _pool is None or _pool_size < len(parts) - 1:

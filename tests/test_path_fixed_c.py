@@ -85,3 +85,13 @@ def test_fixed_c_folds_side_by_side_stop_at_a_bad_fold(tmp_path):
     for p in (tmp_path / "m").iterdir():
         assert p.name.endswith(".model"), p.name
         read_model(str(p))
+
+
+def test_one_fold_with_jobs_keeps_the_log(tmp_path):
+    """One fold and --jobs 2: the fold runs as with --jobs 1 (before: its -v lines were lost)."""
+    folds = _folds(tmp_path, k=1)
+    one = rankkit("path", "--folds", str(folds), "-C", "0.1", "--out-dir", "m", "--jobs", "1", "-v", cwd=tmp_path)
+    two = rankkit("path", "--folds", str(folds), "-C", "0.1", "--out-dir", "m", "--jobs", "2", "-v", cwd=tmp_path)
+    assert one.returncode == 0 and two.returncode == 0, two.stderr
+    strip = [re.sub(r"\s[0-9.]+s\b", "", ln) for ln in two.stderr.decode().splitlines()]
+    assert len(strip) > 3 and strip == [re.sub(r"\s[0-9.]+s\b", "", ln) for ln in one.stderr.decode().splitlines()]

@@ -183,8 +183,8 @@ class _RobustCache(FunctionCache):
         installs every typing and lowering registry (~0.1 s, numba's first dispatch in a process),
         which compiling needs and loading machine code does not. Loading needs the symbols the code
         links to: the runtime's (NRT), set up here as refresh() would; numba's C helpers and math
-        functions, defined when the context is made; the hash secrets, defined by `import numba`
-        (numba.cpython.hashing); the thread pool's, by the reload hook numba stores with parallel
+        functions, defined when the context is made; the hash secrets of numba.cpython.hashing
+        (rankkit's kernels hash nothing; a kernel that did loaded correctly in a test); the thread pool's, by the reload hook numba stores with parallel
         code. A compile refreshes the context itself (numba's compiler does, before typing), so a
         cache miss later is unaffected; any failure here falls back to numba's full load."""
         from numba.core.runtime import rtsys
