@@ -184,8 +184,8 @@ class _RobustCache(FunctionCache):
         which compiling needs and loading machine code does not. Loading needs the symbols the code
         links to: the runtime's (NRT), set up here as refresh() would; numba's C helpers and math
         functions, defined when the context is made; the hash secrets of numba.cpython.hashing
-        (rankkit's kernels hash nothing; a kernel that did loaded correctly in a test); the thread pool's, by the reload hook numba stores with parallel
-        code. A compile refreshes the context itself (numba's compiler does, before typing), so a
+        (rankkit's kernels hash nothing; one that did loaded correctly in a trial); the thread
+        pool's, by the reload hook numba stores with parallel code. A compile refreshes the context itself (numba's compiler does, before typing), so a
         cache miss later is unaffected; any failure here falls back to numba's full load."""
         from numba.core.runtime import rtsys
 
