@@ -185,8 +185,9 @@ class _RobustCache(FunctionCache):
         links to: the runtime's (NRT), set up here as refresh() would; numba's C helpers and math
         functions, defined when the context is made; the hash secrets of numba.cpython.hashing
         (rankkit's kernels hash nothing; one that did loaded correctly in a trial); the thread
-        pool's, by the reload hook numba stores with parallel code. A compile refreshes the context itself (numba's compiler does, before typing), so a
-        cache miss later is unaffected; any failure here falls back to numba's full load."""
+        pool's, by the reload hook numba stores with parallel code. A compile refreshes the context
+        itself (numba's compiler does, before typing), so a cache miss later is unaffected; any
+        failure here falls back to numba's full load."""
         from numba.core.runtime import rtsys
 
         rtsys.initialize(target_context)
