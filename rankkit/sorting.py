@@ -76,3 +76,12 @@ def stable_order(y, s, e, order, tmp):
     if not in_order:
         for t in range(n):
             order[s + t] = tmp[t]
+
+
+@njit
+def longest(ptr, q0, q1):
+    """max(ptr[q + 1] - ptr[q]) over q0 <= q < q1 (0 when empty): the scratch stable_order needs."""
+    m = 0
+    for q in range(q0, q1):
+        m = max(m, ptr[q + 1] - ptr[q])
+    return m

@@ -15,7 +15,8 @@ of the data, not by thread), so the policy here is about speed only:
   NUMBA_NUM_THREADS), less the cores other processes are busy on (the runnable count in
   /proc/loadavg), and at least one; worked out again every RECHECK_SECONDS of the run, so that
   processes started together (make -j4) go down to one thread each once they all run, and a long
-  run takes cores back when they free up (after two readings in a row that say so). `--threads N` overrides it.
+  run takes cores back when they free up (after two readings in a row that say so). `--threads N`
+  overrides it.
 """
 
 from __future__ import annotations
@@ -136,7 +137,7 @@ def count() -> int:
     """Threads the kernels use now: numba's setting once its threading layer is up (numba.
     set_num_threads, --threads), else the value `apply` chose, else the default; within
     `limited(n)` on this thread, n."""
-    global _count, _checked
+    global _count, _checked, _raise_seen
     own = getattr(_local, "n", None)
     if own is not None:
         return own
@@ -152,7 +153,6 @@ def count() -> int:
     if _count is None or (_fixed is None and time.monotonic() - _checked > RECHECK_SECONDS):
         import numba
 
-        global _raise_seen
         n = default_threads(numba.config.NUMBA_NUM_THREADS)
         if _count is not None and n > _count:  # more threads only when two readings in a row say so
             n, _raise_seen = (n, False) if _raise_seen else (_count, True)

@@ -244,9 +244,10 @@ def njit(*args, **kwargs):
 def _load_numba_registries_without_scipy_linalg() -> None:
     """numba's first dispatch imports numba.np.arraymath, whose import-time BLAS check imports
     scipy.linalg (~0.2 s of a small run's start; rankkit's kernels use no BLAS: no np.dot or @
-    inside a kernel, a test checks it). During that import only, the check asks whether scipy is installed
-    without importing it; numba's real check runs as before when a kernel using BLAS compiles, and
-    cached BLAS code imports scipy's BLAS on its first call. Any surprise: numba's own path."""
+    inside a kernel, a test checks it). During that import only, the check asks whether scipy is
+    installed without importing it; numba's real check runs as before when a kernel using BLAS
+    compiles, and cached BLAS code imports scipy's BLAS on its first call. Any surprise: numba's
+    own path."""
     if "numba.np.arraymath" in sys.modules:
         return
     try:

@@ -42,7 +42,7 @@ import numpy as np
 
 from rankkit import threads
 from rankkit.objectives._numba import njit
-from rankkit.sorting import stable_order
+from rankkit.sorting import longest, stable_order
 
 
 # The Fenwick helpers take int64 levels only (the sweeps pass np.int64(ls[p]) and R - 1 - ls[p]):
@@ -117,10 +117,7 @@ def _fen_sums(tree, level):
 
 @njit
 def _sort_range(y, qptr, skip, order, q0, q1):
-    longest = 0
-    for q in range(q0, q1):
-        longest = max(longest, qptr[q + 1] - qptr[q])
-    tmp = np.empty(longest, dtype=np.int64)
+    tmp = np.empty(longest(qptr, q0, q1), dtype=np.int64)
     for q in range(q0, q1):
         if skip[q]:
             continue

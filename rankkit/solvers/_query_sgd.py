@@ -23,7 +23,7 @@ import numpy as np
 
 from rankkit.objectives._numba import njit
 from rankkit.objectives.squared_hinge import _query_fun_grad
-from rankkit.sorting import stable_order
+from rankkit.sorting import longest, stable_order
 
 
 @njit
@@ -55,10 +55,7 @@ def run_query_sgd(data, indices, indptr, lev, qptr, nlev, pairs_q, C, iterations
         if nlev[q] > rmax:
             rmax = nlev[q]
     tree = np.empty((rmax + 1, 3))
-    longest = 0
-    for q in range(nq):
-        longest = max(longest, qptr[q + 1] - qptr[q])
-    sort_tmp = np.empty(longest, dtype=np.int64)
+    sort_tmp = np.empty(longest(qptr, 0, nq), dtype=np.int64)
     k = 0
     acc_loss = 0.0
     acc_pairs = 0.0

@@ -88,7 +88,7 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 from rankkit.objectives._numba import njit
-from rankkit.sorting import stable_order
+from rankkit.sorting import longest, stable_order
 
 SAMPLERS = {"indexed": 0, "uniform": 1, "query-norm": 2, "roc": 3}
 LEARNERS = {"sgd": 0, "pegasos": 1, "pa": 2, "romma": 3, "logreg": 4, "margin-perceptron": 5, "pair-sgd": 6}
@@ -155,10 +155,7 @@ def build_index(y, qptr):
     n = y.shape[0]
     nq = qptr.shape[0] - 1
     doc = np.empty(n, dtype=np.int64)
-    longest = 0
-    for q in range(nq):
-        longest = max(longest, qptr[q + 1] - qptr[q])
-    sort_tmp = np.empty(longest, dtype=np.int64)
+    sort_tmp = np.empty(longest(qptr, 0, nq), dtype=np.int64)
     # pass 1: sort each query by label (stable), count groups
     n_groups = 0
     for q in range(nq):
