@@ -49,6 +49,18 @@ def _echo(text: str) -> None:
     console.out(text)
 
 
+def _echo_summary(text: str) -> None:
+    """A line of a summary whose results are files (`rankkit path`): a reader that closes the pipe
+    early (`| head -1`) stops the summary, not the command, which still writes its files and exits
+    0. Any other failure to write stdout (a full disk) is an error, as with _echo."""
+    from rankkit import console
+
+    try:
+        console.out(text)
+    except BrokenPipeError:
+        console.silence_stdout()
+
+
 def _quiet_broken_pipe(fn):
     """`rankkit predict ... | head` closes the pipe early: that is not an error. Click would turn
     the BrokenPipeError into exit 1, so end the command here with status 0 and a silent stdout."""
@@ -622,7 +634,8 @@ def path_(dask, train_file, valid_file, out_model, table, plot, method, graph, k
     _use_threads(threads)
     commands.path(train_file, valid_file, out_model=out_model, table=table, plot=plot, method=method, metric=metric,
                   select=select, n_points=n_points, ratio=ratio, folds=folds, jobs=jobs, zero_based=zero_based,
-                  group_queries=group_queries, group_file=group_file, log=_say if verbose else None, echo=_echo,
+                  group_queries=group_queries, group_file=group_file, log=_say if verbose else None,
+                  echo=_echo_summary,
                   exact={"kernel": kernel, "gamma": gamma, "degree": degree, "coef0": coef0, "graph": graph,
                          "lambda_min": lambda_min, "max_events": max_events}, dask=dask,
                    progress=_progress_bar if (not verbose and sys.stderr.isatty()) else None, Cs=Cs, out_dir=out_dir)

@@ -481,3 +481,17 @@ def test_bad_fold_stops_the_folds_in_flight(tmp_path, primed):
                 "--out-dir", "m", "--jobs", "2"], tmp_path, primed["env"])
     assert_one_line_error(proc, "feature value 'x' is not a number")
     assert os.listdir(tmp_path / "m") == []
+
+
+def test_path_summary_into_head_still_writes_its_files(tmp_path, primed):
+    """`rankkit path ... | head -1`: the summary stops, the command does not: the models and the
+    table are written and the status is 0 (before: exit 1, and the table could be missing)."""
+    folds = _folds(tmp_path, n=2)
+    proc = subprocess.run(
+        f"{sys.executable} -m rankkit path --folds {folds} -C 0.01 -C 0.1 --out-dir m --table t.tsv "
+        f"| head -1; exit ${{PIPESTATUS[0]}}",
+        shell=True, executable="/bin/bash", cwd=tmp_path, env=primed["env"], capture_output=True, timeout=300)
+    assert proc.returncode == 0 and proc.stderr == b"", proc.stderr
+    assert proc.stdout.count(b"\n") == 1
+    assert len((tmp_path / "t.tsv").read_text().splitlines()) == 1 + 4
+    assert sorted(os.listdir(tmp_path / "m")) == sorted(f"Fold{k}.C{c}.model" for k in (1, 2) for c in ("0.01", "0.1"))
