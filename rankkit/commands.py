@@ -480,9 +480,9 @@ def _aligned(rows: list[list[str]]) -> list[str]:
 
 
 def _worker_init(threads: int) -> None:
-    import numba
+    from rankkit import threads as _threads
 
-    numba.set_num_threads(max(1, min(threads, numba.config.NUMBA_NUM_THREADS)))
+    _threads.apply(max(1, threads))
 
 
 def _run_folds_in_processes(args: list, jobs: int) -> list:
@@ -493,12 +493,10 @@ def _run_folds_in_processes(args: list, jobs: int) -> list:
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
-    import numba
-
-    from rankkit.threads import usable_cores  # perf: jobs x threads never above the usable cores
+    from rankkit.threads import count, usable_cores  # perf: jobs x threads never above the usable cores
 
     jobs = min(jobs, len(args), usable_cores())
-    threads = max(1, numba.get_num_threads() // jobs)
+    threads = max(1, count() // jobs)
     pool = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"),
                                initializer=_worker_init, initargs=(threads,))
     from concurrent.futures.process import BrokenProcessPool

@@ -23,6 +23,7 @@ import warnings
 import numpy as np
 from numba import prange
 
+from rankkit import threads
 from rankkit.errors import UsageError
 from rankkit.objectives._numba import njit
 
@@ -108,6 +109,7 @@ def randomization_test(a, b, n_permutations: int = 10_000, seed: int = 0) -> flo
     n_words = (d.shape[0] + 63) // 64
     block = max(1, _BLOCK_WORDS // n_words)
     count = 0
+    threads.sync_numba()  # the parfor's threads: rankkit's count (--threads, or the default)
     for start in range(0, n_permutations, block):
         rows = min(block, n_permutations - start)
         words = rng.integers(0, np.iinfo(np.uint64).max, size=(rows, n_words), dtype=np.uint64, endpoint=True)

@@ -8,7 +8,7 @@ of the data, not by thread), so the policy here is about speed only:
   spinning threads hold cores that the threads they wait for need, and a fit ran 10-20x slower
   than with one thread. `OMP_WAIT_POLICY=PASSIVE` (and `KMP_BLOCKTIME=0` for Intel's OpenMP) must
   be in the environment before numba loads its threading layer: `configure_runtime()` is called
-  by `rankkit.objectives._numba` before it imports numba. A value the user set is kept.
+  by `rankkit.objectives._jit` before it imports numba. A value the user set is kept.
 - The same for numpy's OpenBLAS threads (OPENBLAS_THREAD_TIMEOUT), set by the command line
   before numpy loads; a Python program that imported numpy first keeps its own.
 - The default thread count is the cores this process may use (CPU affinity, a cgroup CPU quota,
@@ -89,25 +89,55 @@ def default_threads(limit: int | None = None) -> int:
     return max(1, min(free, cores, limit or cores))
 
 
-def apply(threads: int | None = None) -> int:
-    """Set numba's thread count: `threads` if given (bounded by the pool size), else the default
-    (looked at again during the run: see count()). Returns the count set."""
-    configure_runtime()
-    import numba
+def pool_size() -> int:
+    """The most threads a kernel may use: numba's pool size (NUMBA_NUM_THREADS, else the cores this
+    process may run on), read without importing numba (a run on ahead-of-time kernels never does)."""
+    import sys
 
+    if "numba" in sys.modules:
+        return sys.modules["numba"].config.NUMBA_NUM_THREADS
+    try:
+        return max(1, int(os.environ["NUMBA_NUM_THREADS"]))
+    except (KeyError, ValueError):
+        pass
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def _numba_parallel_up() -> bool:
+    """Whether numba's threading layer is running (only rankkit.stats' parfors start it)."""
+    import sys
+
+    parallel = sys.modules.get("numba.np.ufunc.parallel")
+    return bool(parallel is not None and parallel._is_initialized)
+
+
+def apply(threads: int | None = None) -> int:
+    """Set the kernels' thread count: `threads` if given (bounded by the pool size), else the
+    default (looked at again during the run: see count()). Returns the count set."""
+    configure_runtime()
     global _count, _fixed, _checked
-    pool = numba.config.NUMBA_NUM_THREADS
+    pool = pool_size()
     n = max(1, min(threads, pool) if threads is not None else default_threads(pool))
     _count = n
     _fixed = n if threads is not None else None
     _checked = time.monotonic()
-    from numba.np.ufunc import parallel
+    if _numba_parallel_up():
+        # the few numba parfors (rankkit.stats) follow the count too; they set it themselves when
+        # they first run (numba's OpenMP runtime is not loaded, ~50 ms, until one runs)
+        import numba
 
-    if threads is not None or parallel._is_initialized:
-        # the few numba parfors left (rankkit.stats) follow an explicit --threads too; for the
-        # default, numba's OpenMP runtime is not loaded (~50 ms of a small run) until one runs
         numba.set_num_threads(n)
     return n
+
+
+def sync_numba() -> None:
+    """Before a numba parfor runs (rankkit.stats): numba's count set to this thread's count."""
+    import numba
+
+    numba.set_num_threads(max(1, min(count(), numba.config.NUMBA_NUM_THREADS)))
 
 
 # -- running serial kernels on several threads -------------------------------------------------------
@@ -134,26 +164,14 @@ MIN_WORK_PER_THREAD = 20_000
 
 
 def count() -> int:
-    """Threads the kernels use now: numba's setting once its threading layer is up (numba.
-    set_num_threads, --threads), else the value `apply` chose, else the default; within
+    """Threads the kernels use now: the value `apply` chose (--threads), else the default; within
     `limited(n)` on this thread, n."""
     global _count, _checked, _raise_seen
     own = getattr(_local, "n", None)
     if own is not None:
         return own
-    try:
-        from numba.np.ufunc import parallel
-
-        if parallel._is_initialized:
-            import numba
-
-            return numba.get_num_threads()
-    except Exception:
-        pass
     if _count is None or (_fixed is None and time.monotonic() - _checked > RECHECK_SECONDS):
-        import numba
-
-        n = default_threads(numba.config.NUMBA_NUM_THREADS)
+        n = default_threads(pool_size())
         if _count is not None and n > _count:  # more threads only when two readings in a row say so
             n, _raise_seen = (n, False) if _raise_seen else (_count, True)
         else:

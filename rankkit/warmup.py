@@ -1,14 +1,17 @@
-"""Compile rankkit's kernels into numba's on-disk cache before the first real run.
+"""Compile rankkit's kernels before the first real run.
 
-    python -m rankkit.warmup [--jobs N] [-q]
+    python -m rankkit.warmup [--jobs N] [--jit] [-q]
 
 A fresh install compiles its kernels on the first run of each command (10-30 s). `make` runs this
-once after installing, so that `make demo` and a user's first `rankkit train` load machine code
-from the cache instead. It runs the common commands (train with the default Newton solver and with
-Pegasos, predict, eval; with --all also a grid path) on a small generated data set in a temporary directory,
-in `--jobs` processes at once (each compiles different kernels; numba's cache takes concurrent
-writers). It writes nothing else, and compiles into whatever NUMBA_CACHE_DIR says, as a real run
-would.
+once after installing, so that `make demo` and a user's first `rankkit train` find machine code.
+By default it compiles the kernel calls of the common commands (train with the Newton solver and
+with Pegasos, predict, eval, path) ahead of time (rankkit.objectives._aot_build), in `--jobs`
+processes, into the kernel cache: runs then never import numba or load LLVM. If that cannot be done
+here (no C compiler, numba without its AOT compiler), or with --jit, it runs those commands on a
+small generated data set instead (train, predict, eval and Pegasos; with --all also a grid path),
+in `--jobs` processes at once, so that numba's JIT compiles them into its on-disk cache (numba's
+cache takes concurrent writers). Either way it writes into whatever NUMBA_CACHE_DIR says, as a
+real run would, and nothing else.
 """
 
 from __future__ import annotations
@@ -34,6 +37,11 @@ def _write_sample(path: str, queries: int, docs: int, features: int, seed: int) 
                 fh.write(f"{label} qid:{q} {feats}\n")
 
 
+def write_exercise_data(tmp: str) -> None:
+    _write_sample(os.path.join(tmp, "train.txt"), 30, 20, 8, 0)
+    _write_sample(os.path.join(tmp, "vali.txt"), 10, 20, 8, 1)
+
+
 def _rankkit(*args: str) -> None:
     from rankkit.cli import cli
 
@@ -46,17 +54,19 @@ def _rankkit(*args: str) -> None:
             sys.stdout = real
 
 
-def _exercise(name: str, tmp: str) -> None:
+def exercise(name: str, tmp: str, threads: str | None = None) -> None:
+    """One of the common commands on the files of write_exercise_data (--threads if given)."""
     train, vali = os.path.join(tmp, "train.txt"), os.path.join(tmp, "vali.txt")
     model, scores = os.path.join(tmp, f"{name}.model"), os.path.join(tmp, f"{name}.scores")
+    t = ("--threads", threads) if threads else ()
     if name == "newton":
-        _rankkit("train", train, model, "-C", "0.01")
-        _rankkit("predict", vali, model, scores)
+        _rankkit("train", train, model, "-C", "0.01", *t)
+        _rankkit("predict", vali, model, scores, *t)
         _rankkit("eval", vali, scores)
     elif name == "pegasos":
-        _rankkit("train", train, model, "--solver", "pegasos", "--iterations", "1000")
+        _rankkit("train", train, model, "--solver", "pegasos", "--iterations", "1000", *t)
     elif name == "path":
-        _rankkit("path", train, vali)
+        _rankkit("path", train, vali, *t)
 
 
 EXERCISES = ("newton", "pegasos")  # `path` too with --all: it compiles for minutes under load
@@ -66,7 +76,7 @@ ALL = EXERCISES + ("path",)
 def _worker(names: list[str], tmp: str) -> list[str]:
     done = []
     for name in names:
-        _exercise(name, tmp)
+        exercise(name, tmp)
         done.append(name)
     return done
 
@@ -85,8 +95,7 @@ def warm(jobs: int = 1, exercises=EXERCISES) -> float:
     t = time.perf_counter()
     compile_bytecode()
     with tempfile.TemporaryDirectory(prefix="rankkit-warmup-") as tmp:
-        _write_sample(os.path.join(tmp, "train.txt"), 30, 20, 8, 0)
-        _write_sample(os.path.join(tmp, "vali.txt"), 10, 20, 8, 1)
+        write_exercise_data(tmp)
         jobs = max(1, min(jobs, len(exercises)))
         if jobs == 1:
             _worker(list(exercises), tmp)
@@ -101,19 +110,43 @@ def warm(jobs: int = 1, exercises=EXERCISES) -> float:
     return time.perf_counter() - t
 
 
+def build_ahead(jobs: int = 1) -> tuple[float, int]:
+    """Compile the common kernel calls ahead of time (and write rankkit's bytecode); returns the
+    wall seconds and the number of calls compiled. Raises if it cannot be done here."""
+    from rankkit.objectives import _aot_build
+
+    t = time.perf_counter()
+    compile_bytecode()
+    manifest = _aot_build.build(jobs)
+    return time.perf_counter() - t, sum(len(r["kernels"]) for r in manifest["modules"].values())
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m rankkit.warmup", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--jobs", type=int, default=None, help="processes compiling at once [default: the usable cores]")
     ap.add_argument("--all", action="store_true", help="also `rankkit path` (a few more minutes of compiling)")
+    ap.add_argument("--jit", action="store_true", help="numba's JIT cache only, no ahead-of-time compiling")
     ap.add_argument("-q", "--quiet", action="store_true")
     a = ap.parse_args(argv)
     from rankkit.threads import usable_cores
 
     jobs = a.jobs if a.jobs is not None else usable_cores()
+    processes = f"{jobs} process{'es' if jobs > 1 else ''}"
+    if not a.jit:
+        if not a.quiet:
+            print(f"rankkit: compiling kernels ahead of time ({processes})...", file=sys.stderr, flush=True)
+        try:
+            seconds, n = build_ahead(jobs)
+        except Exception as exc:  # no C compiler, no numba.pycc, ...: the JIT cache instead
+            print(f"rankkit: cannot compile kernels ahead of time here ({exc.__class__.__name__}: "
+                  f"{str(exc).splitlines()[0] if str(exc) else ''}); using numba's JIT cache", file=sys.stderr)
+        else:
+            if not a.quiet:
+                print(f"rankkit: {n} kernel calls compiled in {seconds:.1f} s", file=sys.stderr)
+            return 0
     if not a.quiet:
-        print(f"rankkit: compiling kernels into the cache ({jobs} process{'es' if jobs > 1 else ''})...",
-              file=sys.stderr, flush=True)
+        print(f"rankkit: compiling kernels into the cache ({processes})...", file=sys.stderr, flush=True)
     seconds = warm(jobs, ALL if a.all else EXERCISES)
     if not a.quiet:
         print(f"rankkit: kernels compiled and cached in {seconds:.1f} s", file=sys.stderr)

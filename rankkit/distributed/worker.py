@@ -332,21 +332,20 @@ def release(fit_id: str) -> int:
 
 def set_threads(n: int) -> int:
     """The number of kernel threads of this worker's tasks (run on every worker with client.run).
-    numba's set_num_threads holds for the calling thread only, and Dask runs tasks in other
-    threads: each task applies it (apply_threads). Without it, a task's kernels would use every
+    Set for the worker process (rankkit.threads.apply); each task applies it again
+    (apply_threads), in case the process's setting changed. Without it, a task's kernels would use every
     core of the machine, which on a LocalCluster of N processes oversubscribes the cores N times
     (measured here: 15x slower per round)."""
-    import numba
+    from rankkit import threads
 
     global _THREADS
-    _THREADS = max(1, min(int(n), numba.config.NUMBA_NUM_THREADS))
-    numba.set_num_threads(_THREADS)
+    _THREADS = threads.apply(max(1, int(n)))
     return _THREADS
 
 
 def apply_threads() -> None:
     if _THREADS is not None:
-        import numba
+        from rankkit import threads
 
-        if numba.get_num_threads() != _THREADS:
-            numba.set_num_threads(_THREADS)
+        if threads.explicit() != _THREADS:
+            threads.apply(_THREADS)

@@ -1,275 +1,156 @@
-"""The one place that decides how kernels are compiled, and where their compiled code is cached.
+"""The one place that decides how kernels are compiled, and which compiled code a call runs.
 
 Every kernel module does `from rankkit.objectives._numba import njit`. No fastmath: objective,
 gradient and Hessian-vector sums must be reproducible for the line search and for the brute-force
-comparisons.
+comparisons. Kernels release the GIL (rankkit.threads runs them side by side) and follow numpy's
+error model (a division by zero gives inf or nan, it does not raise).
 
-The on-disk cache must never stop a run (a read-only install, a service account without a home, a
-full or unwritable NUMBA_CACHE_DIR, several processes at once, a cache file cut in half):
+`@njit` makes a `Kernel`, which imports nothing heavy. A call from Python runs, in this order:
 
-- Where the cache goes: NUMBA_CACHE_DIR if set and writable; else numba's own choice (the
-  package's __pycache__, then the user's cache directory) if one is writable; else a private
-  per-user directory in the system temporary directory (created 0700, used only if it is ours and
-  not a symlink); else no disk cache at all (every run compiles).
-- Every index and data file is sealed with a SHA-256 of its content (numba keeps none): an entry that
-  fails it (truncated, overwritten, a changed byte, from a crashed writer, from an older rankkit) is
-  removed and the kernel recompiled, before numba's loader sees it (some damage unpickles and then
-  aborts inside LLVM). A cache that cannot be written is switched off for the rest of the run.
-- When a kernel has to be compiled, one line on stderr says so (on a terminal; always when the
-  reason is a cache problem, so that a cron job's log explains why it was slow).
+1. the kernel's ahead-of-time code for exactly these argument types, if `make` (python -m
+   rankkit.warmup) built it for this source, this Python and this CPU (rankkit.objectives._aot):
+   a plain extension module, so such a run never imports numba or loads LLVM (~0.4 s of CPU and
+   ~110 MB of memory per process);
+2. otherwise numba's dispatcher, made on first need (rankkit.objectives._jit: numba's JIT with a
+   disk cache that cannot fail a run).
+
+Both run the same Python function compiled by the same numba and LLVM for the same CPU and
+features, so they give the same bits (tests/test_aot.py checks whole runs against each other).
+Calls from one kernel to another happen inside compiled code and never come back here.
 """
 
 from __future__ import annotations
 
-import hashlib
-import os
-import pickle
-import sys
-import tempfile
-
-from rankkit import threads as _threads
-
-_threads.configure_runtime()  # idle OpenMP threads sleep: must precede numba loading its threading layer
-
-import numba  # noqa: E402
-from numba.core.caching import FunctionCache, IndexDataCacheFile  # noqa: E402
-
-from rankkit import console  # noqa: E402
+import numpy as np
 
 _DEFAULTS = {"nogil": True, "fastmath": False, "error_model": "numpy"}
 
-# Why the preferred cache location could not be used (None: it can); shown when compiling.
-_cache_problem: str | None = None
-_cache_enabled = True
-_compile_noted = False
+_recording: set | None = None  # (module, name, key) of every call from Python, while recording
 
 
-def _writable_dir(path: str) -> str | None:
-    """None if `path` exists (or can be created) and a file can be made in it, else the reason."""
-    try:
-        os.makedirs(path, exist_ok=True)
-        tempfile.TemporaryFile(dir=path).close()
-    except OSError as exc:
-        return exc.strerror or str(exc)
-    return None
-
-
-def _private_tmp_dir() -> str | None:
-    """A per-user cache directory in the temporary directory, if it is safely ours."""
-    uid = os.getuid() if hasattr(os, "getuid") else 0
-    path = os.path.join(tempfile.gettempdir(), f"rankkit-numba-cache-{uid}")
-    try:
-        os.mkdir(path, 0o700)
-    except FileExistsError:
-        pass
-    except OSError:
-        return None
-    try:
-        st = os.lstat(path)
-    except OSError:
-        return None
-    import stat
-
-    if not stat.S_ISDIR(st.st_mode) or st.st_uid != uid or st.st_mode & 0o022:
-        return None  # a symlink, or someone else's: never write compiled code there
-    return path if _writable_dir(path) is None else None
-
-
-def _choose_cache_dir() -> None:
-    global _cache_problem, _cache_enabled
-    configured = numba.config.CACHE_DIR
-    if configured:
-        reason = _writable_dir(configured)
-        if reason is None:
-            return
-        _cache_problem = f"NUMBA_CACHE_DIR {configured} is not writable ({reason})"
-    else:
-        here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the rankkit package
-        if _writable_dir(os.path.join(here, "__pycache__")) is None:
-            return
-        from numba.misc.appdirs import AppDirs
-
-        user_dir = AppDirs(appname="numba", appauthor=False).user_cache_dir
-        if _writable_dir(user_dir) is None:
-            return
-        _cache_problem = f"neither {here} nor {user_dir} is writable"
-    fallback = _private_tmp_dir()
-    if fallback is not None:
-        numba.config.CACHE_DIR = fallback
-        _cache_problem += f"; caching compiled kernels in {fallback}"
-    else:
-        _cache_enabled = False
-        _cache_problem += " and no private temporary directory could be made: kernels are compiled on every run"
-
-
-def _note_compiling() -> None:
-    global _compile_noted
-    if _compile_noted:
-        return
-    _compile_noted = True
-    _threads.resume_gc()  # if the command line paused it: compiling makes cyclic garbage
-    if _cache_problem is not None:
-        console.note(f"compiling kernels ({_cache_problem})")
-    elif sys.stderr is not None and sys.stderr.isatty():
-        console.note("compiling kernels for this machine (once; later runs load them from the cache)")
-
-
-_SEAL = b"rankkit-sha256:"
-
-
-def _seal(payload: bytes) -> bytes:
-    return _SEAL + hashlib.sha256(payload).digest() + payload
-
-
-def _unseal(blob: bytes) -> bytes:
-    """The payload of a sealed cache file; ValueError if it is not sealed or does not match. A
-    damaged entry must never reach numba's loader: some damage unpickles and then aborts LLVM."""
-    n = len(_SEAL)
-    if not blob.startswith(_SEAL) or hashlib.sha256(blob[n + 32:]).digest() != blob[n:n + 32]:
-        raise ValueError("cache file fails its checksum")
-    return blob[n + 32:]
-
-
-class _CheckedCacheFile(IndexDataCacheFile):
-    """numba's index and data files, each sealed with a SHA-256 of its content."""
-
-    def _dump(self, obj):
-        return _seal(super()._dump(obj))
-
-    def _load_index(self):
-        try:
-            with open(self._index_path, "rb") as f:
-                version = pickle.load(f)
-                data = f.read()
-        except FileNotFoundError:
-            return {}
-        if version != self._version:
-            return {}
-        stamp, overloads = pickle.loads(_unseal(data))
-        return overloads if stamp == self._source_stamp else {}
-
-    def _load_data(self, name):
-        with open(self._data_path(name), "rb") as f:
-            return pickle.loads(_unseal(f.read()))
-
-
-class _RobustCache(FunctionCache):
-    """numba's per-function disk cache, made unable to fail a run."""
-
-    def __init__(self, py_func):
-        super().__init__(py_func)
-        self._cache_file = _CheckedCacheFile(cache_path=self._cache_path, filename_base=self._impl.filename_base,
-                                             source_stamp=self._impl.locator.get_source_stamp())
-
-    def load_overload(self, sig, target_context):
-        global _compile_noted
-        try:
-            try:
-                cres = self._load_light(sig, target_context)
-            except Exception:  # anything the light load did not foresee: numba's own, full load
-                cres = super().load_overload(sig, target_context)
-        except Exception as exc:  # unpickling junk, a truncated file, a bad index: repair and recompile
-            self._remove_entry()
-            if not _compile_noted:
-                _compile_noted = True
-                console.note(f"damaged kernel cache in {self.cache_path} ({exc.__class__.__name__}) removed; recompiling")
+def arg_key(args) -> tuple | None:
+    """What decides numba's type of each argument, as plain values; None if any argument is of a
+    kind ahead-of-time code is never built for (None, tuples, objects). Arrays: (dtype, ndim,
+    layout C=1/F=2/A=0 as numba's typeof decides it, writeable, aligned); scalars: their dtype
+    (a Python int as int64, float as float64, bool as bool, as numba types them)."""
+    key = []
+    for a in args:
+        t = type(a)
+        if t is np.ndarray:
+            f = a.flags.num  # C_CONTIGUOUS 1, F_CONTIGUOUS 2, ALIGNED 0x100, WRITEABLE 0x400
+            key.append((a.dtype.str, a.ndim, 1 if f & 1 else (2 if f & 2 else 0), bool(f & 0x400), bool(f & 0x100)))
+        elif t is bool:
+            key.append("|b1")
+        elif t is int:
+            if not -(1 << 63) <= a < (1 << 63):
+                return None
+            key.append("<i8")
+        elif t is float:
+            key.append("<f8")
+        elif isinstance(a, np.generic) and a.dtype.kind in "biuf":
+            key.append(a.dtype.str)
+        else:
             return None
-        if cres is None:
-            _note_compiling()
-        return cres
-
-    def _load_light(self, sig, target_context):
-        """numba's load_overload without its first step, target_context.refresh(): that imports and
-        installs every typing and lowering registry (~0.1 s, numba's first dispatch in a process),
-        which compiling needs and loading machine code does not. Loading needs the symbols the code
-        links to: the runtime's (NRT), set up here as refresh() would; numba's C helpers and math
-        functions, defined when the context is made; the hash secrets of numba.cpython.hashing
-        (rankkit's kernels hash nothing; one that did loaded correctly in a trial); the thread
-        pool's, by the reload hook numba stores with parallel code. A compile refreshes the context
-        itself (numba's compiler does, before typing), so a cache miss later is unaffected; any
-        failure here falls back to numba's full load."""
-        from numba.core.runtime import rtsys
-
-        rtsys.initialize(target_context)
-        with self._guard_against_spurious_io_errors():
-            return self._load_overload(sig, target_context)
-        return None  # the guard swallowed an I/O error: as numba's own load_overload, a miss
-
-    def save_overload(self, sig, data):
-        global _cache_enabled
-        if not _cache_enabled:
-            return
-        try:
-            super().save_overload(sig, data)
-        except Exception as exc:  # full disk, permissions changed under us, a race: run on uncached
-            _cache_enabled = False
-            console.note(f"cannot write the kernel cache in {self.cache_path} ({exc}); continuing without it")
-
-    def _remove_entry(self) -> None:
-        try:
-            os.unlink(self._cache_file._index_path)
-        except OSError:
-            pass
+    return tuple(key)
 
 
-def _enable_cache(dispatcher) -> None:
-    if not _cache_enabled:
-        return
-    try:
-        dispatcher._cache = _RobustCache(dispatcher.py_func)
-    except Exception:  # no locator available: compile without a disk cache
-        pass
+class Kernel:
+    """A jitted function: `py_func` compiled ahead of time or by numba, whichever has the code
+    for the arguments (see the module's docstring). Attributes other than its own are numba's
+    dispatcher's (`kernel.signatures`, ...)."""
+
+    def __init__(self, func, options: dict, cache: bool = True):
+        self.py_func = func
+        self.options = options
+        self.cache = cache
+        self.__name__ = func.__name__
+        self.__qualname__ = func.__qualname__
+        self.__module__ = func.__module__
+        self.__doc__ = func.__doc__
+        self.__wrapped__ = func
+        code = func.__code__
+        self._nargs = code.co_argcount
+        self._defaults = func.__defaults__ or ()
+        self._aot = None  # {key: compiled function}, filled on the first call
+        self._dispatcher = None
+
+    @property
+    def dispatcher(self):
+        """numba's dispatcher for this kernel (imports numba on first use)."""
+        d = self._dispatcher
+        if d is None:
+            from rankkit.objectives import _jit
+
+            d = self._dispatcher = _jit.dispatcher(self)
+        return d
+
+    def __call__(self, *args, **kwargs):
+        if kwargs:
+            return self.dispatcher(*args, **kwargs)
+        missing = self._nargs - len(args)
+        if 0 < missing <= len(self._defaults):  # defaults passed explicitly: one signature per arity
+            args = args + self._defaults[len(self._defaults) - missing:]
+        aot = self._aot
+        if aot is None:
+            from rankkit.objectives import _aot
+
+            aot = self._aot = _aot.exports(self)
+        if aot or _recording is not None:
+            key = arg_key(args)
+            if _recording is not None and key is not None:
+                _recording.add((self.__module__, self.__qualname__, key))
+            fn = aot.get(key) if aot else None
+            if fn is not None:
+                return fn(*args)
+        return self.dispatcher(*args)
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(self.dispatcher, name)
+
+    def __repr__(self) -> str:
+        return f"<rankkit kernel {self.__module__}.{self.__qualname__}>"
+
+
+class NumbaGlobal:
+    """A numba object that kernels use as a global (an @intrinsic, ...), made by `factory` the first
+    time numba types a kernel that uses it, so that defining it does not import numba."""
+
+    def __init__(self, factory):
+        self._factory = factory
+        self._obj = None
+
+    def get(self):
+        if self._obj is None:
+            self._obj = self._factory()
+        return self._obj
 
 
 def njit(*args, **kwargs):
-    """numba.njit with rankkit's defaults and the robust cache; usable bare (`@njit`) or with
-    options (`@njit(parallel=True)`)."""
+    """numba.njit with rankkit's defaults and ahead-of-time code; usable bare (`@njit`) or with
+    options (`@njit(parallel=True)`, `@njit(cache=False)`)."""
     opts = dict(_DEFAULTS)
     opts.update(kwargs)
     cache = opts.pop("cache", True)
 
     def decorate(func):
-        dispatcher = numba.njit(**opts)(func)
-        if cache:
-            _enable_cache(dispatcher)
-        return dispatcher
+        return Kernel(func, opts, cache)
 
     if len(args) == 1 and callable(args[0]) and not kwargs:
         return decorate(args[0])
     if args:
-        return numba.njit(*args, **opts)  # an explicit signature: not used by rankkit
+        raise TypeError("rankkit kernels take no explicit signature")
     return decorate
 
 
-def _load_numba_registries_without_scipy_linalg() -> None:
-    """numba's first dispatch imports numba.np.arraymath, whose import-time BLAS check imports
-    scipy.linalg (~0.2 s of a small run's start; rankkit's kernels use no BLAS: no np.dot or @
-    inside a kernel, a test checks it). During that import only, the check asks whether scipy is
-    installed without importing it; numba's real check runs as before when a kernel using BLAS
-    compiles, and cached BLAS code imports scipy's BLAS on its first call. Any surprise: numba's
-    own path."""
-    if "numba.np.arraymath" in sys.modules:
-        return
-    try:
-        import importlib.util
-
-        from numba.np import linalg
-    except Exception:
-        return
-    real = linalg.ensure_blas
-
-    def scipy_installed():
-        if importlib.util.find_spec("scipy") is None:
-            raise ImportError("scipy 0.16+ is required for linear algebra")
-
-    linalg.ensure_blas = scipy_installed
-    try:
-        import numba.np.arraymath  # noqa: F401
-    except Exception:
-        pass
-    finally:
-        linalg.ensure_blas = real
+def start_recording() -> None:
+    """Record the kernel calls made from Python from now on (what rankkit.objectives._aot builds)."""
+    global _recording
+    _recording = set()
 
 
-_choose_cache_dir()
-_load_numba_registries_without_scipy_linalg()
+def stop_recording() -> set:
+    global _recording
+    calls, _recording = _recording or set(), None
+    return calls

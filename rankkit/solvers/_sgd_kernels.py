@@ -82,12 +82,8 @@ sequence is unchanged.
 from __future__ import annotations
 
 import numpy as np
-from llvmlite import ir
-from numba import types
-from numba.core import cgutils
-from numba.extending import intrinsic
 
-from rankkit.objectives._numba import njit
+from rankkit.objectives._numba import NumbaGlobal, njit
 from rankkit.sorting import longest, stable_order
 
 SAMPLERS = {"indexed": 0, "uniform": 1, "query-norm": 2, "roc": 3}
@@ -293,27 +289,38 @@ def sample_pairs(doc, gptr, qgptr, gpair, qpair, qlist, sampler, seed, n_draws, 
     return OK
 
 
-@intrinsic
-def _prefetch(typingctx, arr, idx):
+def _make_prefetch():
     """A read prefetch of &arr[idx] into all cache levels (llvm.prefetch): a hint, no effect on
-    results."""
-    if not isinstance(arr, types.Array) or not isinstance(idx, types.Integer):
-        return None
+    results. Made when numba first compiles a kernel that uses it (numba is not imported before)."""
+    from llvmlite import ir
+    from numba import types
+    from numba.core import cgutils
+    from numba.extending import intrinsic
 
-    def codegen(context, builder, signature, args):
-        aryty = signature.args[0]
-        ary = context.make_array(aryty)(context, builder, args[0])
-        ptr = cgutils.get_item_pointer(context, builder, aryty, ary, [args[1]])
-        i8p = builder.bitcast(ptr, ir.IntType(8).as_pointer())
-        i32 = ir.IntType(32)
-        # the intrinsic's name mangles the pointer type: "p0" with opaque pointers (LLVM >= 15
-        # builds of llvmlite), "p0i8" with typed ones
-        name = "llvm.prefetch.p0" if str(i8p.type) == "ptr" else "llvm.prefetch.p0i8"
-        fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(ir.VoidType(), [i8p.type, i32, i32, i32]), name)
-        builder.call(fn, [i8p, i32(0), i32(3), i32(1)])  # read, high locality, data cache
-        return context.get_dummy_value()
+    @intrinsic
+    def _prefetch(typingctx, arr, idx):
+        if not isinstance(arr, types.Array) or not isinstance(idx, types.Integer):
+            return None
 
-    return types.void(arr, idx), codegen
+        def codegen(context, builder, signature, args):
+            aryty = signature.args[0]
+            ary = context.make_array(aryty)(context, builder, args[0])
+            ptr = cgutils.get_item_pointer(context, builder, aryty, ary, [args[1]])
+            i8p = builder.bitcast(ptr, ir.IntType(8).as_pointer())
+            i32 = ir.IntType(32)
+            # the intrinsic's name mangles the pointer type: "p0" with opaque pointers (LLVM >= 15
+            # builds of llvmlite), "p0i8" with typed ones
+            name = "llvm.prefetch.p0" if str(i8p.type) == "ptr" else "llvm.prefetch.p0i8"
+            fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(ir.VoidType(), [i8p.type, i32, i32, i32]), name)
+            builder.call(fn, [i8p, i32(0), i32(3), i32(1)])  # read, high locality, data cache
+            return context.get_dummy_value()
+
+        return types.void(arr, idx), codegen
+
+    return _prefetch
+
+
+_prefetch = NumbaGlobal(_make_prefetch)
 
 
 @njit

@@ -1,0 +1,184 @@
+"""Finding and loading the kernels compiled ahead of time (built by rankkit.objectives._aot_build).
+
+`make` (python -m rankkit.warmup) compiles the kernel calls that the common commands make
+(rankkit/objectives/_aot_table.py) into plain extension modules with numba's AOT compiler, for
+this machine's CPU and features. A run that finds them loads them with Python's import machinery:
+no numba, no LLVM. A kernel call whose argument types they do not cover goes to numba's JIT as
+before (rankkit.objectives._numba).
+
+Where they are: `rankkit-aot/` in the kernel cache (rankkit.objectives._jit's rule): under
+NUMBA_CACHE_DIR when that is set (and nowhere else), else the first of the package's __pycache__,
+the user's numba cache directory and the private per-user temporary directory that holds a build
+for this fingerprint. The manifest there lists each module's file, its SHA-256 and its exports.
+It is used only if its fingerprint matches this run: the text of every rankkit source file, the
+Python and numpy versions and this CPU (model and feature flags), so an edit, an upgrade or
+another machine never runs stale or illegal code. A module file that fails its SHA-256 (damaged,
+cut short) is not loaded: its kernels go to the JIT, with one line on stderr.
+RANKKIT_AOT=0 turns the ahead-of-time code off (every kernel through numba's JIT).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+import tempfile
+
+MANIFEST = "manifest.json"
+SUBDIR = "rankkit-aot"
+FORMAT = 1
+
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # rankkit/
+
+_state: dict | None = None  # {"dir": ..., "modules": {file: {...}}, "kernels": {(module, name): [(key, file, export)]}}
+_loaded: dict = {}  # file -> module object, or None if it failed
+
+
+def enabled() -> bool:
+    return os.environ.get("RANKKIT_AOT", "1").strip().lower() not in ("0", "no", "off", "false")
+
+
+def candidate_dirs() -> list[str]:
+    """Where a build may be, in the order they are tried (and written: the first writable)."""
+    configured = os.environ.get("NUMBA_CACHE_DIR")
+    if configured:
+        return [os.path.join(configured, SUBDIR)]
+    xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    uid = os.getuid() if hasattr(os, "getuid") else 0
+    return [os.path.join(_PACKAGE, "__pycache__", SUBDIR),
+            os.path.join(xdg, "numba", SUBDIR),
+            os.path.join(tempfile.gettempdir(), f"rankkit-numba-cache-{uid}", SUBDIR)]
+
+
+def _cpu_identity() -> str:
+    """The CPU's model and feature flags (Linux), or what the platform says: code compiled for one
+    CPU's features may not run on another."""
+    try:
+        with open("/proc/cpuinfo") as fh:
+            lines = []
+            for line in fh:
+                if line.startswith(("model name", "flags", "vendor_id", "cpu family", "model\t", "Features", "CPU part")):
+                    lines.append(" ".join(line.split()))
+                elif not line.strip() and lines:
+                    break  # the first processor's block is enough
+            if lines:
+                return "\n".join(lines)
+    except OSError:
+        pass
+    import platform
+
+    return f"{platform.machine()} {platform.processor()}"
+
+
+def source_files() -> list[str]:
+    """Every rankkit source file, sorted: a kernel can call kernels and read constants anywhere."""
+    out = []
+    for root, dirs, files in os.walk(_PACKAGE):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        out.extend(os.path.join(root, f) for f in sorted(files) if f.endswith(".py"))
+    return out
+
+
+def fingerprint() -> str:
+    import numpy
+
+    h = hashlib.sha256()
+    h.update(f"{FORMAT}\n{sys.version}\n{sys.implementation.cache_tag}\nnumpy {numpy.__version__}\n".encode())
+    h.update(_cpu_identity().encode())
+    for path in source_files():
+        h.update(os.path.relpath(path, _PACKAGE).encode() + b"\0")
+        with open(path, "rb") as fh:
+            h.update(hashlib.sha256(fh.read()).digest())
+    return h.hexdigest()
+
+
+def _as_key(k) -> tuple:
+    return tuple(tuple(a) if isinstance(a, list) else a for a in k)
+
+
+def read_manifest(directory: str) -> dict | None:
+    try:
+        with open(os.path.join(directory, MANIFEST), encoding="utf-8") as fh:
+            m = json.load(fh)
+        if m.get("format") != FORMAT or not isinstance(m.get("modules"), dict):
+            return None
+        return m
+    except (OSError, ValueError):
+        return None
+
+
+def _find() -> dict:
+    state = {"dir": None, "kernels": {}, "modules": {}}
+    if not enabled():
+        return state
+    found = [(d, m) for d in candidate_dirs() for m in [read_manifest(d)] if m is not None]
+    if not found:
+        return state
+    fp = fingerprint()
+    for directory, m in found:
+        if m.get("fingerprint") != fp:
+            continue
+        state["dir"] = directory
+        state["modules"] = m["modules"]
+        for file, mod in m["modules"].items():
+            for module, name, key, export in mod["kernels"]:
+                state["kernels"].setdefault((module, name), []).append((_as_key(key), file, export))
+        break
+    return state
+
+
+def _load_module(file: str):
+    if file in _loaded:
+        return _loaded[file]
+    mod = None
+    info = _state["modules"][file]
+    path = os.path.join(_state["dir"], file)
+    try:
+        with open(path, "rb") as fh:
+            ok = hashlib.sha256(fh.read()).hexdigest() == info["sha256"]
+        if ok:
+            import importlib.util
+
+            spec = importlib.util.spec_from_file_location(info["name"], path)
+            mod = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(mod)
+        else:
+            _note(f"damaged ahead-of-time kernels {path} (checksum) not loaded; using numba's JIT")
+    except Exception as exc:  # unreadable, or not loadable here: the JIT has the same code
+        _note(f"ahead-of-time kernels {path} not loaded ({exc.__class__.__name__}); using numba's JIT")
+        mod = None
+    _loaded[file] = mod
+    return mod
+
+
+def _note(message: str) -> None:
+    from rankkit import console
+
+    console.note(message)
+
+
+def exports(kernel) -> dict:
+    """{argument key: compiled function} of a kernel (empty if nothing was built for it)."""
+    global _state
+    if _state is None:
+        _state = _find()
+    entries = _state["kernels"].get((kernel.__module__, kernel.__qualname__))
+    if not entries:
+        return {}
+    out = {}
+    for key, file, export in entries:
+        mod = _load_module(file)
+        fn = getattr(mod, export, None) if mod is not None else None
+        if fn is not None:
+            out[key] = fn
+    return out
+
+
+def status() -> dict:
+    """Where the build in use is and how many kernel calls it covers (for tests and benchmarks)."""
+    global _state
+    if _state is None:
+        _state = _find()
+    return {"dir": _state["dir"], "kernels": len(_state["kernels"]),
+            "loaded": sorted(f for f, m in _loaded.items() if m is not None)}

@@ -1,0 +1,270 @@
+"""Compiling the common kernel calls ahead of time (numba's AOT compiler, numba.pycc).
+
+    python -m rankkit.objectives._aot_build --record   # rewrite _aot_table.py (developers)
+
+`build()` (run by `python -m rankkit.warmup`, which `make` runs once) compiles every call listed in
+rankkit/objectives/_aot_table.py into one extension module per process, in `jobs` processes,
+for this machine's CPU name and features (as numba's JIT compiles), with rankkit's kernel options
+(nogil, numpy's error model, no fastmath), and writes them with a manifest into the first
+writable kernel-cache directory (rankkit.objectives._aot). Files are written under temporary names
+and renamed; the manifest comes last, so a run started meanwhile sees the old build or the new one,
+never half of one. It needs a C compiler (numba's runtime helpers are compiled into each module);
+without one, or if numba's AOT compiler is gone, `build` raises and the caller falls back to the JIT.
+
+The table lists the argument types of every kernel call from Python that the common commands
+make (train with the Newton solver and Pegasos, predict, eval, path; small files and the streamed
+reader for large ones). `--record` runs those commands with numba's JIT and records the calls;
+tests/test_aot.py fails when the commands make a call the table does not list, so the table
+cannot drift from the code.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+
+from rankkit.objectives import _aot
+
+TABLE_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_aot_table.py")
+
+
+# -- recording the calls -----------------------------------------------------------------------------
+
+def record_calls(tmp: str) -> set:
+    """The kernel calls from Python that the common commands make, run on small generated files
+    (whole-buffer reader) and again with the streamed, threaded reader forced; then train and
+    predict on files large enough for the chunked products (4096 rows and more): 60 queries of 100
+    documents, and one query of 6000 documents with binary labels and no qid."""
+    import numpy as np
+
+    from rankkit import threads, warmup
+    from rankkit.io import svmlight
+    from rankkit.objectives import _numba
+
+    warmup.write_exercise_data(tmp)
+    big = os.path.join(tmp, "big.txt")
+    warmup._write_sample(big, 60, 100, 8, 2)
+    one = os.path.join(tmp, "one.txt")
+    rng = np.random.default_rng(3)
+    with open(one, "w") as fh:
+        for _ in range(6000):
+            x = np.round(rng.random(8), 6)
+            fh.write(f"{int(x[0] + x[1] > 1)} " + " ".join(f"{j + 1}:{v:g}" for j, v in enumerate(x)) + "\n")
+    _numba.start_recording()
+    try:
+        for name in warmup.ALL:
+            warmup.exercise(name, tmp)
+        for f in (big, one):
+            for t in ("1", "2"):
+                warmup._rankkit("train", f, f + ".model", "-C", "1", "--threads", t)
+                warmup._rankkit("predict", f, f + ".model", f + ".scores", "--threads", t)
+        saved = (svmlight.STREAM_MIN_BYTES, svmlight.STREAM_BLOCK_BYTES, svmlight.PARALLEL_MIN_BYTES,
+                 threads.MIN_WORK_PER_THREAD)
+        svmlight.STREAM_MIN_BYTES, svmlight.STREAM_BLOCK_BYTES, svmlight.PARALLEL_MIN_BYTES = 1, 1 << 12, 1
+        threads.MIN_WORK_PER_THREAD = 1
+        try:
+            for name in warmup.ALL:
+                warmup.exercise(name, tmp, threads="2")
+        finally:
+            (svmlight.STREAM_MIN_BYTES, svmlight.STREAM_BLOCK_BYTES, svmlight.PARALLEL_MIN_BYTES,
+             threads.MIN_WORK_PER_THREAD) = saved
+    finally:
+        calls = _numba.stop_recording()
+    return calls
+
+
+def _buildable(calls: set) -> list:
+    """The recorded calls of kernels with rankkit's default options (a parfor cannot be compiled
+    ahead of time), sorted."""
+    from rankkit.objectives import _numba
+
+    out = []
+    for module, name, key in calls:
+        kernel = getattr(importlib.import_module(module), name, None)
+        if isinstance(kernel, _numba.Kernel) and kernel.options == _numba._DEFAULTS:
+            out.append((module, name, key))
+    return sorted(out, key=repr)
+
+
+def write_table(calls: list, path: str = TABLE_PATH) -> None:
+    lines = ['"""Kernel calls compiled ahead of time: (module, kernel, argument key) as',
+             "rankkit.objectives._numba.arg_key gives it. Written by",
+             "`python -m rankkit.objectives._aot_build --record`; do not edit by hand.\"\"\"", "", "CALLS = ["]
+    lines += [f"    {c!r}," for c in calls]
+    lines += ["]", ""]
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write("\n".join(lines))
+
+
+def table() -> list:
+    from rankkit.objectives import _aot_table
+
+    return list(_aot_table.CALLS)
+
+
+# -- compiling -----------------------------------------------------------------------------------------
+
+def _numba_type(k):
+    import numba
+    import numpy as np
+    from numba.core import types
+
+    if isinstance(k, tuple):
+        dtype, ndim, layout, writeable, aligned = k
+        return types.Array(numba.from_dtype(np.dtype(dtype)), ndim, {1: "C", 2: "F", 0: "A"}[layout],
+                           readonly=not writeable, aligned=aligned)
+    if k == "|b1":
+        return types.boolean
+    return numba.from_dtype(np.dtype(k))
+
+
+def _setup_compiler():
+    """numba.pycc compiling as rankkit's JIT does: the kernels' options, this CPU's name and
+    features (pycc's defaults: a generic CPU, numba's Python error model, the GIL held)."""
+    from numba.core import codegen
+    from numba.core.compiler import Flags
+    from numba.pycc import CC
+    from numba.pycc import compiler as pycc_compiler
+
+    from rankkit.objectives import _jit, _numba
+
+    _jit.disable_disk_cache()  # callees compiled afresh into each module, never a cached library
+
+    class _Flags(Flags):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.release_gil = _numba._DEFAULTS["nogil"]
+            self.error_model = _numba._DEFAULTS["error_model"]
+            self.fastmath = _numba._DEFAULTS["fastmath"]
+
+    pycc_compiler.Flags = _Flags
+    codegen.AOTCPUCodegen._customize_tm_features = lambda self: self._get_host_cpu_features()
+
+    return CC
+
+
+def compile_module(index: int, groups: list, out_dir: str) -> dict:
+    """Compile the calls of (module, [(name, key), ...]) groups into one extension module in out_dir
+    (numba's runtime helpers are compiled into every module: a few seconds each, so one module per
+    process); returns its manifest record."""
+    from numba.core.typing import signature
+
+    CC = _setup_compiler()
+    ext = f"rankkit_aot_{index}"
+    cc = CC(ext)
+    cc.output_dir = out_dir
+    cc.target_cpu = "host"
+    cc.verbose = False
+    kernels = []
+    for module, entries in groups:
+        mod = importlib.import_module(module)
+        for name, key in entries:
+            export = f"k{len(kernels)}"
+            sig = signature(None, *[_numba_type(k) for k in key])  # return type inferred
+            cc.export(export, sig)(getattr(mod, name).py_func)
+            kernels.append([module, name, [list(k) if isinstance(k, tuple) else k for k in key], export])
+    cc.compile()
+    path = os.path.join(out_dir, cc.output_file)
+    with open(path, "rb") as fh:
+        digest = hashlib.sha256(fh.read()).hexdigest()
+    final = f"{ext}-{digest[:16]}.so"
+    os.replace(path, os.path.join(out_dir, final))
+    return {"file": final, "name": ext, "sha256": digest, "kernels": kernels}
+
+
+def _groups(calls: list) -> list:
+    by_module: dict = {}
+    for module, name, key in calls:
+        by_module.setdefault(module, []).append((name, key))
+    return sorted(by_module.items())
+
+
+def output_dir() -> str:
+    """The first kernel-cache directory a build can be written to."""
+    from rankkit.objectives import _jit
+
+    for d in _aot.candidate_dirs():
+        parent = os.path.dirname(d)
+        if os.path.basename(parent).startswith("rankkit-numba-cache-"):
+            if _jit._private_tmp_dir() != parent:  # never someone else's directory
+                continue
+        if _jit._writable_dir(d) is None:
+            return d
+    raise OSError("no writable kernel cache directory for the ahead-of-time kernels")
+
+
+def build(jobs: int = 1, calls: list | None = None, directory: str | None = None) -> dict:
+    """Compile `calls` (default: the table) in `jobs` processes and install them with their
+    manifest; returns the manifest. Raises if anything fails (nothing is installed then)."""
+    calls = table() if calls is None else calls
+    directory = directory or output_dir()
+    os.makedirs(directory, exist_ok=True)
+    fp = _aot.fingerprint()
+    groups = _groups(calls)
+    staging = tempfile.mkdtemp(prefix=".build-", dir=directory)
+    try:
+        jobs = max(1, min(jobs, len(groups)))
+        # one module per process, balanced by a rough cost: the number of calls, biggest module first
+        buckets = [[] for _ in range(jobs)]
+        for g in sorted(groups, key=lambda g: (-len(g[1]), g[0])):
+            min(buckets, key=lambda b: sum(len(x[1]) for x in b)).append(g)
+        if jobs == 1:
+            records = [compile_module(0, buckets[0], staging)]
+        else:
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor
+
+            with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+                records = list(pool.map(compile_module, range(jobs), buckets, [staging] * jobs))
+        for r in records:
+            os.replace(os.path.join(staging, r["file"]), os.path.join(directory, r["file"]))
+        manifest = {"format": _aot.FORMAT, "fingerprint": fp, "built": time.strftime("%Y-%m-%d %H:%M:%S"),
+                    "modules": {r["file"]: r for r in records}}
+        fd, tmp = tempfile.mkstemp(prefix=".manifest-", dir=directory)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(manifest, fh)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # readable as the modules are (mkstemp makes it 0600)
+        os.replace(tmp, os.path.join(directory, _aot.MANIFEST))
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    keep = set(manifest["modules"]) | {_aot.MANIFEST}
+    for f in os.listdir(directory):  # older builds' modules (a running process keeps its mapping)
+        if f not in keep and f.startswith("rankkit_aot_") and f.endswith(".so"):
+            try:
+                os.unlink(os.path.join(directory, f))
+            except OSError:
+                pass
+    return manifest
+
+
+def main(argv=None) -> int:
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="python -m rankkit.objectives._aot_build", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--record", action="store_true", help="rewrite the table from the common commands' calls")
+    ap.add_argument("--jobs", type=int, default=1)
+    a = ap.parse_args(argv)
+    if a.record:
+        with tempfile.TemporaryDirectory(prefix="rankkit-record-") as tmp:
+            calls = _buildable(record_calls(tmp))
+        write_table(calls)
+        print(f"{len(calls)} kernel calls written to {TABLE_PATH}", file=sys.stderr)
+        return 0
+    t = time.perf_counter()
+    m = build(a.jobs)
+    print(f"{sum(len(r['kernels']) for r in m['modules'].values())} kernel calls in {len(m['modules'])} modules "
+          f"compiled in {time.perf_counter() - t:.1f} s", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

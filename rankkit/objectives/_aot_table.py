@@ -1,0 +1,26 @@
+"""Kernel calls compiled ahead of time: (module, kernel, argument key) as
+rankkit.objectives._numba.arg_key gives it. Written by
+`python -m rankkit.objectives._aot_build --record`; do not edit by hand."""
+
+CALLS = [
+    ('rankkit.io._parse', '_count_fast', (('|u1', 1, 1, True, True), '<i8', '<i8', '|b1')),
+    ('rankkit.io._parse', '_count_range', (('|u1', 1, 1, True, True), ('<i8', 1, 1, True, True), '|b1', ('<i8', 2, 1, True, True), '<i8', '<i8')),
+    ('rankkit.io._parse', '_fix_chunk_starts', (('<i8', 1, 1, True, True), ('<i8', 1, 1, True, True), ('<i8', 1, 1, True, True), '<i8')),
+    ('rankkit.io._parse', '_parse_range', (('|u1', 1, 1, True, True), ('<i8', 1, 1, True, True), '|b1', '|b1', ('<i8', 2, 1, True, True), ('<i8', 1, 1, True, True), ('<i8', 1, 1, True, True), ('<i8', 1, 1, True, True), ('<i8', 1, 1, True, True), ('<f8', 1, 1, True, True), ('<i4', 1, 1, True, True), ('<i8', 1, 1, True, True), ('<f8', 1, 1, True, True), ('<i8', 1, 1, True, True), ('|u1', 1, 1, True, True), ('<i8', 1, 1, True, True), ('<i8', 2, 1, True, True), ('<i8', 2, 1, True, True), ('<i8', 2, 1, True, True), ('<i8', 2, 1, True, True), '<i8', '<i8')),
+    ('rankkit.io._parse', 'chunk_bounds', (('|u1', 1, 1, True, True), '<i8')),
+    ('rankkit.io._parse', 'parse_svmlight', (('|u1', 1, 1, True, True), '|b1', '|b1', ('<f8', 1, 1, True, True), ('<i4', 1, 1, True, True), ('<i8', 1, 1, True, True), ('<f8', 1, 1, True, True), ('<i8', 1, 1, True, True), ('|u1', 1, 1, True, True), ('<i8', 1, 1, True, True), ('<i8', 2, 1, True, True), ('<i8', 2, 1, True, True), ('<i8', 1, 1, True, True))),
+    ('rankkit.io._parse', 'query_blocks', (('<i8', 1, 1, True, True),)),
+    ('rankkit.metrics', '_metrics_kernel', (('<i8', 1, 1, True, True), ('<i8', 1, 1, True, True), ('<f8', 1, 1, True, True), ('<f8', 1, 1, True, True), ('<i8', 1, 1, True, True), '|b1', ('<i8', 1, 1, True, True), ('<f8', 1, 1, True, True), '<i8', ('<f8', 1, 1, True, True), '<i8', '<i8', '<i8', '<i8', '<f8', '<i8', '<i8', '<f8', ('<f8', 2, 1, True, True))),
+    ('rankkit.objectives._sparse', '_matvec_rows', (('<f8', 1, 1, True, True), ('<i4', 1, 1, True, True), ('<i8', 1, 1, True, True), ('<f8', 1, 1, True, True), ('<f8', 1, 1, True, True), '<i8', '<i8')),
+    ('rankkit.objectives._sparse', '_rmatvec_chunks', (('<f8', 1, 1, True, True), ('<i4', 1, 1, True, True), ('<i8', 1, 1, True, True), ('<f8', 1, 1, True, True), ('<f8', 2, 1, True, True), '<i8', '<i8', '<i8')),
+    ('rankkit.objectives._sparse', '_rmatvec_serial', (('<f8', 1, 1, True, True), ('<i4', 1, 1, True, True), ('<i8', 1, 1, True, True), ('<f8', 1, 1, True, True), ('<f8', 1, 1, True, True))),
+    ('rankkit.objectives._sparse', '_sum_chunks', (('<f8', 2, 1, True, True), ('<f8', 1, 1, True, True))),
+    ('rankkit.objectives._sparse', 'ignored_entries', (('<i4', 1, 1, True, True), '<i8')),
+    ('rankkit.objectives._sparse', 'rmatvec_chunks', ('<i8', '<i8')),
+    ('rankkit.objectives.squared_hinge', '_fun_grad_range', (('<f8', 1, 1, True, True), ('<i4', 1, 1, True, True), ('<i8', 1, 1, True, True), ('<i8', 1, 1, True, True), ('<i8', 1, 1, True, True), ('<f8', 1, 1, True, True), ('<i4', 1, 1, True, True), ('<f8', 1, 1, True, True), ('<f8', 1, 1, True, True), ('<f8', 1, 1, True, True), '<f8', '|b1', ('<f8', 1, 1, True, True), ('<f8', 1, 1, True, True), '<i8', '<i8')),
+    ('rankkit.objectives.squared_hinge', '_hess_vec_range', (('<f8', 1, 1, True, True), ('<i4', 1, 1, True, True), ('<i8', 1, 1, True, True), ('<i8', 1, 1, True, True), ('<i8', 1, 1, True, True), ('<f8', 1, 1, True, True), ('<f8', 1, 1, True, True), ('<f8', 1, 1, True, True), ('<f8', 1, 1, True, True), ('<f8', 1, 1, True, True), '<f8', '<i8', '<i8')),
+    ('rankkit.objectives.squared_hinge', '_sort_range', (('<f8', 1, 1, True, True), ('<i8', 1, 1, True, True), ('|u1', 1, 1, True, True), ('<i8', 1, 1, True, True), '<i8', '<i8')),
+    ('rankkit.objectives.squared_hinge', '_sum_in_order', (('<f8', 1, 1, True, True), ('<f8', 1, 1, True, True))),
+    ('rankkit.solvers._sgd_kernels', 'build_index', (('<f8', 1, 1, True, True), ('<i8', 1, 1, True, True))),
+    ('rankkit.solvers._sgd_kernels', 'run_spd', (('<f8', 1, 1, True, True), ('<i4', 1, 1, True, True), ('<i8', 1, 1, True, True), ('<i8', 1, 1, True, True), ('<i8', 1, 1, True, True), ('<i8', 1, 1, True, True), ('<i8', 1, 1, True, True), ('<i8', 1, 1, True, True), ('<i8', 1, 1, True, True), '<i8', '<i8', '<i8', '<f8', '<f8', '<f8', '<i8', '<i8', '<i8', ('<f8', 1, 1, True, True), ('<i8', 1, 1, True, True), ('<f8', 1, 1, True, True), '<i8')),
+]

@@ -1,0 +1,293 @@
+"""numba's side of rankkit's kernels: compiling them just in time, and numba's on-disk cache.
+
+Imported by rankkit.objectives._numba the first time a kernel has no ahead-of-time code for its
+arguments (rankkit.objectives._aot), so a run that finds all its kernels compiled ahead of time
+never imports numba. The options (nogil, no fastmath, numpy's error model) are decided in
+rankkit.objectives._numba.
+
+The on-disk cache must never stop a run (a read-only install, a service account without a home, a
+full or unwritable NUMBA_CACHE_DIR, several processes at once, a cache file cut in half):
+
+- Where the cache goes: NUMBA_CACHE_DIR if set and writable; else numba's own choice (the
+  package's __pycache__, then the user's cache directory) if one is writable; else a private
+  per-user directory in the system temporary directory (created 0700, used only if it is ours and
+  not a symlink); else no disk cache at all (every run compiles).
+- Every index and data file is sealed with a SHA-256 of its content (numba keeps none): an entry that
+  fails it (truncated, overwritten, a changed byte, from a crashed writer, from an older rankkit) is
+  removed and the kernel recompiled, before numba's loader sees it (some damage unpickles and then
+  aborts inside LLVM). A cache that cannot be written is switched off for the rest of the run.
+- When a kernel has to be compiled, one line on stderr says so (on a terminal; always when the
+  reason is a cache problem, so that a cron job's log explains why it was slow).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+import sys
+import tempfile
+
+from rankkit import threads as _threads
+
+_threads.configure_runtime()  # idle OpenMP threads sleep: must precede numba loading its threading layer
+
+import numba  # noqa: E402
+from numba.core.caching import FunctionCache, IndexDataCacheFile  # noqa: E402
+
+from rankkit import console  # noqa: E402
+
+# Why the preferred cache location could not be used (None: it can); shown when compiling.
+_cache_problem: str | None = None
+_cache_enabled = True
+_compile_noted = False
+
+
+def _writable_dir(path: str) -> str | None:
+    """None if `path` exists (or can be created) and a file can be made in it, else the reason."""
+    try:
+        os.makedirs(path, exist_ok=True)
+        tempfile.TemporaryFile(dir=path).close()
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    return None
+
+
+def _private_tmp_dir() -> str | None:
+    """A per-user cache directory in the temporary directory, if it is safely ours."""
+    uid = os.getuid() if hasattr(os, "getuid") else 0
+    path = os.path.join(tempfile.gettempdir(), f"rankkit-numba-cache-{uid}")
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        pass
+    except OSError:
+        return None
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    import stat
+
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != uid or st.st_mode & 0o022:
+        return None  # a symlink, or someone else's: never write compiled code there
+    return path if _writable_dir(path) is None else None
+
+
+def _choose_cache_dir() -> None:
+    global _cache_problem, _cache_enabled
+    configured = numba.config.CACHE_DIR
+    if configured:
+        reason = _writable_dir(configured)
+        if reason is None:
+            return
+        _cache_problem = f"NUMBA_CACHE_DIR {configured} is not writable ({reason})"
+    else:
+        here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the rankkit package
+        if _writable_dir(os.path.join(here, "__pycache__")) is None:
+            return
+        from numba.misc.appdirs import AppDirs
+
+        user_dir = AppDirs(appname="numba", appauthor=False).user_cache_dir
+        if _writable_dir(user_dir) is None:
+            return
+        _cache_problem = f"neither {here} nor {user_dir} is writable"
+    fallback = _private_tmp_dir()
+    if fallback is not None:
+        numba.config.CACHE_DIR = fallback
+        _cache_problem += f"; caching compiled kernels in {fallback}"
+    else:
+        _cache_enabled = False
+        _cache_problem += " and no private temporary directory could be made: kernels are compiled on every run"
+
+
+def _note_compiling() -> None:
+    global _compile_noted
+    if _compile_noted:
+        return
+    _compile_noted = True
+    _threads.resume_gc()  # if the command line paused it: compiling makes cyclic garbage
+    if _cache_problem is not None:
+        console.note(f"compiling kernels ({_cache_problem})")
+    elif sys.stderr is not None and sys.stderr.isatty():
+        console.note("compiling kernels for this machine (once; later runs load them from the cache)")
+
+
+_SEAL = b"rankkit-sha256:"
+
+
+def _seal(payload: bytes) -> bytes:
+    return _SEAL + hashlib.sha256(payload).digest() + payload
+
+
+def _unseal(blob: bytes) -> bytes:
+    """The payload of a sealed cache file; ValueError if it is not sealed or does not match. A
+    damaged entry must never reach numba's loader: some damage unpickles and then aborts LLVM."""
+    n = len(_SEAL)
+    if not blob.startswith(_SEAL) or hashlib.sha256(blob[n + 32:]).digest() != blob[n:n + 32]:
+        raise ValueError("cache file fails its checksum")
+    return blob[n + 32:]
+
+
+class _CheckedCacheFile(IndexDataCacheFile):
+    """numba's index and data files, each sealed with a SHA-256 of its content."""
+
+    def _dump(self, obj):
+        return _seal(super()._dump(obj))
+
+    def _load_index(self):
+        try:
+            with open(self._index_path, "rb") as f:
+                version = pickle.load(f)
+                data = f.read()
+        except FileNotFoundError:
+            return {}
+        if version != self._version:
+            return {}
+        stamp, overloads = pickle.loads(_unseal(data))
+        return overloads if stamp == self._source_stamp else {}
+
+    def _load_data(self, name):
+        with open(self._data_path(name), "rb") as f:
+            return pickle.loads(_unseal(f.read()))
+
+
+class _RobustCache(FunctionCache):
+    """numba's per-function disk cache, made unable to fail a run."""
+
+    def __init__(self, py_func):
+        super().__init__(py_func)
+        self._cache_file = _CheckedCacheFile(cache_path=self._cache_path, filename_base=self._impl.filename_base,
+                                             source_stamp=self._impl.locator.get_source_stamp())
+
+    def load_overload(self, sig, target_context):
+        global _compile_noted
+        try:
+            try:
+                cres = self._load_light(sig, target_context)
+            except Exception:  # anything the light load did not foresee: numba's own, full load
+                cres = super().load_overload(sig, target_context)
+        except Exception as exc:  # unpickling junk, a truncated file, a bad index: repair and recompile
+            self._remove_entry()
+            if not _compile_noted:
+                _compile_noted = True
+                console.note(f"damaged kernel cache in {self.cache_path} ({exc.__class__.__name__}) removed; recompiling")
+            return None
+        if cres is None:
+            _note_compiling()
+        return cres
+
+    def _load_light(self, sig, target_context):
+        """numba's load_overload without its first step, target_context.refresh(): that imports and
+        installs every typing and lowering registry (~0.1 s, numba's first dispatch in a process),
+        which compiling needs and loading machine code does not. Loading needs the symbols the code
+        links to: the runtime's (NRT), set up here as refresh() would; numba's C helpers and math
+        functions, defined when the context is made; the hash secrets of numba.cpython.hashing
+        (rankkit's kernels hash nothing; one that did loaded correctly in a trial); the thread
+        pool's, by the reload hook numba stores with parallel code. A compile refreshes the context
+        itself (numba's compiler does, before typing), so a cache miss later is unaffected; any
+        failure here falls back to numba's full load."""
+        from numba.core.runtime import rtsys
+
+        rtsys.initialize(target_context)
+        with self._guard_against_spurious_io_errors():
+            return self._load_overload(sig, target_context)
+        return None  # the guard swallowed an I/O error: as numba's own load_overload, a miss
+
+    def save_overload(self, sig, data):
+        global _cache_enabled
+        if not _cache_enabled:
+            return
+        try:
+            super().save_overload(sig, data)
+        except Exception as exc:  # full disk, permissions changed under us, a race: run on uncached
+            _cache_enabled = False
+            console.note(f"cannot write the kernel cache in {self.cache_path} ({exc}); continuing without it")
+
+    def _remove_entry(self) -> None:
+        try:
+            os.unlink(self._cache_file._index_path)
+        except OSError:
+            pass
+
+
+def _enable_cache(dispatcher) -> None:
+    if not _cache_enabled:
+        return
+    try:
+        dispatcher._cache = _RobustCache(dispatcher.py_func)
+    except Exception:  # no locator available: compile without a disk cache
+        pass
+
+
+def disable_disk_cache() -> None:
+    """No disk cache for the rest of this process (the ahead-of-time build compiles every callee
+    afresh into its module)."""
+    global _cache_enabled
+    _cache_enabled = False
+
+
+def dispatcher(kernel):
+    """The numba dispatcher of a rankkit kernel (rankkit.objectives._numba.Kernel): its Python
+    function jitted with the kernel's options, with the robust disk cache unless it asked for none."""
+    d = numba.njit(**kernel.options)(kernel.py_func)
+    if kernel.cache:
+        _enable_cache(d)
+    return d
+
+
+def _register_types() -> None:
+    """Kernels and lazy numba objects are module globals that other kernels call: numba types a
+    global by its value, so each types as the numba object it stands for."""
+    from numba.extending import typeof_impl
+
+    from rankkit.objectives._numba import Kernel, NumbaGlobal
+
+    @typeof_impl.register(Kernel)
+    def _typeof_kernel(val, c):
+        return typeof_impl(val.dispatcher, c)
+
+    @typeof_impl.register(NumbaGlobal)
+    def _typeof_numba_global(val, c):
+        from numba.core.registry import cpu_target
+
+        obj = val.get()
+        ctx = cpu_target.typing_context
+        ctx.refresh()  # installs what the object registered when it was made (an @intrinsic's typing)
+        ty = ctx._lookup_global(obj)
+        return ty if ty is not None else ctx.resolve_value_type(obj)
+
+
+def _load_numba_registries_without_scipy_linalg() -> None:
+    """numba's first dispatch imports numba.np.arraymath, whose import-time BLAS check imports
+    scipy.linalg (~0.2 s of a small run's start; rankkit's kernels use no BLAS: no np.dot or @
+    inside a kernel, a test checks it). During that import only, the check asks whether scipy is
+    installed without importing it; numba's real check runs as before when a kernel using BLAS
+    compiles, and cached BLAS code imports scipy's BLAS on its first call. Any surprise: numba's
+    own path."""
+    if "numba.np.arraymath" in sys.modules:
+        return
+    try:
+        import importlib.util
+
+        from numba.np import linalg
+    except Exception:
+        return
+    real = linalg.ensure_blas
+
+    def scipy_installed():
+        if importlib.util.find_spec("scipy") is None:
+            raise ImportError("scipy 0.16+ is required for linear algebra")
+
+    linalg.ensure_blas = scipy_installed
+    try:
+        import numba.np.arraymath  # noqa: F401
+    except Exception:
+        pass
+    finally:
+        linalg.ensure_blas = real
+
+
+_choose_cache_dir()
+_load_numba_registries_without_scipy_linalg()
+_register_types()
