@@ -31,9 +31,11 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
-# the common kernels compiled once into numba's cache (in parallel processes), before the demo's
-# first command; `make test` does not need it (it compiles into a fresh cache of its own)
-$(WARM_STAMP): $(STAMP)
+# the common kernels compiled ahead of time (in parallel processes) before the demo's first command,
+# again whenever a source file changes (the build is only used for the exact sources it was made
+# from); `make test` does not need it (it compiles into a fresh cache of its own)
+SOURCES := $(shell find rankkit -name '*.py')
+$(WARM_STAMP): $(STAMP) $(SOURCES)
 	$(PY) -m rankkit.warmup
 	@touch $(WARM_STAMP)
 
@@ -76,10 +78,10 @@ bench-distributed: $(BENCH_STAMP)
 # rankkit against liblinear-ranksvm and sofia-ml in one run (issue 11); peers from RANKKIT_PEERS
 # (a folder: liblinear/train, sofia/sofia-ml) or RANKKIT_LIBLINEAR / RANKKIT_SOFIA. Rewrites the
 # bench-peers block of BENCHMARKS.md.
-bench-peers: $(BENCH_STAMP)
+bench-peers: $(BENCH_STAMP) $(WARM_STAMP)
 	$(PY) scripts/bench_peers.py --update BENCHMARKS.md
 
-# compile the common kernels into numba's cache (done once, before the first make demo)
+# compile the common kernels ahead of time (done once, before the first make demo)
 warmup: $(WARM_STAMP)
 
 sample: $(STAMP)

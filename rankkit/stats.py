@@ -21,7 +21,6 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-from numba import prange
 
 from rankkit import threads
 from rankkit.errors import UsageError
@@ -68,14 +67,15 @@ def _sequential_sum(d):
     return s
 
 
-@njit(parallel=True)
-def _count_extreme(d, words, threshold):
-    """Number of rows of `words` (bit j of word w flips the sign of d[64 * w + j]) whose signed
-    sum of d has absolute value >= threshold. Each sum runs in index order, like _sequential_sum."""
+@njit
+def _count_extreme_rows(d, words, threshold, lo, hi):
+    """Number of rows lo..hi-1 of `words` (bit j of word w flips the sign of d[64 * w + j]) whose
+    signed sum of d has absolute value >= threshold. Each sum runs in index order, like
+    _sequential_sum."""
     n = d.shape[0]
-    n_perm, n_words = words.shape
-    hit = np.zeros(n_perm, dtype=np.int64)
-    for p in prange(n_perm):
+    n_words = words.shape[1]
+    hits = 0
+    for p in range(lo, hi):
         s = 0.0
         for w in range(n_words):
             bits = words[p, w]
@@ -87,8 +87,16 @@ def _count_extreme(d, words, threshold):
                 else:
                     s += d[base + j]
         if abs(s) >= threshold:
-            hit[p] = 1
-    return hit.sum()
+            hits += 1
+    return hits
+
+
+def _count_extreme(d, words, threshold) -> int:
+    """_count_extreme_rows over all rows, split over the kernel threads (rankkit.threads): an
+    integer count, the same for any number of threads."""
+    n_perm = words.shape[0]
+    parts = threads.split(None, n_perm, n_perm * d.shape[0])
+    return sum(int(h) for h in threads.run(_count_extreme_rows, parts, d, words, float(threshold)))
 
 
 def randomization_test(a, b, n_permutations: int = 10_000, seed: int = 0) -> float:
@@ -109,7 +117,6 @@ def randomization_test(a, b, n_permutations: int = 10_000, seed: int = 0) -> flo
     n_words = (d.shape[0] + 63) // 64
     block = max(1, _BLOCK_WORDS // n_words)
     count = 0
-    threads.sync_numba()  # the parfor's threads: rankkit's count (--threads, or the default)
     for start in range(0, n_permutations, block):
         rows = min(block, n_permutations - start)
         words = rng.integers(0, np.iinfo(np.uint64).max, size=(rows, n_words), dtype=np.uint64, endpoint=True)

@@ -3,7 +3,9 @@
 Results never depend on the number of threads (every parallel kernel splits its work by the shape
 of the data, not by thread), so the policy here is about speed only:
 
-- Idle threads sleep instead of spinning. numba's OpenMP layer (GNU libgomp here) spins for a
+- Idle threads sleep instead of spinning. rankkit's kernels are serial and run on the thread pool
+  below (no numba parfor is left), but a program that runs numba parfors beside rankkit gets this
+  too: numba's OpenMP layer (GNU libgomp here) spins for a
   while at every barrier by default; with other busy processes (make -j4, a shared host) the
   spinning threads hold cores that the threads they wait for need, and a fit ran 10-20x slower
   than with one thread. `OMP_WAIT_POLICY=PASSIVE` (and `KMP_BLOCKTIME=0` for Intel's OpenMP) must
@@ -106,14 +108,6 @@ def pool_size() -> int:
         return os.cpu_count() or 1
 
 
-def _numba_parallel_up() -> bool:
-    """Whether numba's threading layer is running (only rankkit.stats' parfors start it)."""
-    import sys
-
-    parallel = sys.modules.get("numba.np.ufunc.parallel")
-    return bool(parallel is not None and parallel._is_initialized)
-
-
 def apply(threads: int | None = None) -> int:
     """Set the kernels' thread count: `threads` if given (bounded by the pool size), else the
     default (looked at again during the run: see count()). Returns the count set."""
@@ -124,20 +118,7 @@ def apply(threads: int | None = None) -> int:
     _count = n
     _fixed = n if threads is not None else None
     _checked = time.monotonic()
-    if _numba_parallel_up():
-        # the few numba parfors (rankkit.stats) follow the count too; they set it themselves when
-        # they first run (numba's OpenMP runtime is not loaded, ~50 ms, until one runs)
-        import numba
-
-        numba.set_num_threads(n)
     return n
-
-
-def sync_numba() -> None:
-    """Before a numba parfor runs (rankkit.stats): numba's count set to this thread's count."""
-    import numba
-
-    numba.set_num_threads(max(1, min(count(), numba.config.NUMBA_NUM_THREADS)))
 
 
 # -- running serial kernels on several threads -------------------------------------------------------

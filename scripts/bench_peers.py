@@ -456,7 +456,8 @@ def bench_cold(rep: Report, peers, repeat, tmp):
                                          rankkit_cmd("eval", data / "sample.test.txt", scores)))
     rep.add("### Cold start: the first runs, every kernel compiled into an empty cache\n",
             "Each command run once, in order, on the bundled sample with a fresh `NUMBA_CACHE_DIR`; then "
-            "`python -m rankkit.warmup` (what `make` runs before `make demo`, compiling in one process per core) "
+            "`python -m rankkit.warmup` (what `make` runs before `make demo`: the common kernel calls compiled "
+            "ahead of time, one process per core) "
             "into another empty cache, and the same three commands after it.\n",
             "| run | wall s |", "|---|---:|",
             f"| first `rankkit train data/sample.train.txt M -C 0.01` (reader and Newton kernels) | {first['train']:.2f} |",
@@ -475,12 +476,23 @@ SECTIONS = {"train": bench_train_big, "concurrent": bench_concurrent, "pegasos":
             "reader": bench_reader}
 
 
+def kernels_used() -> str:
+    """Which compiled code the rankkit runs above used (the environment they ran in)."""
+    from rankkit.objectives import _aot
+
+    st = _aot.status()
+    if st["dir"] is None:
+        return "numba's JIT cache (no ahead-of-time build for this source: run `make warmup`)"
+    return f"compiled ahead of time (`make warmup`: {st['kernels']} kernels in {st['dir']}; runs they cover do not load numba)"
+
+
 def render(rep: Report, args, peers) -> str:
     head = [f"## rankkit against the C tools, side by side ({dt.datetime.now().strftime('%Y-%m-%d %H:%M')})\n",
             f"Machine: {machine()}. Load average when the run started: {rep.data.get('load', '?')} "
             "(figures from a busy machine are not comparable; the ratios hold better than the times).\n",
             f"Command: `{shlex.join(['python', 'scripts/bench_peers.py', *sys.argv[1:]])}`; best of {args.repeat} runs each. "
-            "Peers: " + ", ".join(f"{k} {v or 'not found'}" for k, v in peers.items()) + ".\n"]
+            "Peers: " + ", ".join(f"{k} {v or 'not found'}" for k, v in peers.items()) + ".\n",
+            f"Kernels: {kernels_used()}.\n"]
     summary = ["| run | rankkit | peer | ratio |", "|---|---|---|---|"]
     summary += [f"| {a} | {b} | {c} | {d} |" for a, b, c, d in rep.rows]
     return "\n".join(head + summary + [""] + rep.lines)

@@ -124,9 +124,9 @@ def test_reference_reader_agrees_on_the_bundled_sample():
 
 @pytest.mark.fuzz
 def test_fuzz_reader_against_reference(monkeypatch):
-    import numba
+    from rankkit import threads as T
 
-    threads = numba.get_num_threads()
+    threads = T.count()
     rng = random.Random(20261123)
     sources = corpora()
     names = sorted(sources)
@@ -147,14 +147,12 @@ def test_fuzz_reader_against_reference(monkeypatch):
         parallel = case % 4 == 3
         monkeypatch.setattr(S, "PARALLEL_MIN_BYTES", rng.randint(16, 256) if parallel else 4 << 20)
         chunked += parallel and S._n_chunks(len(text)) > 1
-        numba.set_num_threads(threads if not parallel or case % 40 == 39 else 1)
         try:
-            outcomes[check_against_reference(text, zero_based, labels_optional)] += 1
+            with T.limited(threads if not parallel or case % 40 == 39 else 1):
+                outcomes[check_against_reference(text, zero_based, labels_optional)] += 1
         except AssertionError as exc:
             raise AssertionError(f"case {case} (zero_based={zero_based}, labels_optional={labels_optional}, "
                                  f"parallel={parallel}): {text!r}\n{exc}") from None
-        finally:
-            numba.set_num_threads(threads)
     # the mutations must leave both kinds of outcome well represented, and the chunked path used
     assert outcomes["ok"] > CASES // 10 and outcomes["error"] > CASES // 10, outcomes
     assert chunked > CASES // 8

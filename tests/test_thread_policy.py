@@ -15,7 +15,7 @@ from tests.test_cli import _env
 
 PROBE = (
     "import os\n"
-    "import rankkit.objectives._numba, numba\n"
+    "import rankkit.objectives._jit, numba\n"
     "from numba import prange\n"
     "@numba.njit(parallel=True)\n"
     "def f(n):\n"

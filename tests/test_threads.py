@@ -6,7 +6,6 @@ per-query sweeps to run in parallel.
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 import pytest
 
@@ -35,12 +34,8 @@ def big_ds():
 
 
 def _with_threads(n, fn):
-    old = numba.get_num_threads()
-    numba.set_num_threads(n)
-    try:
+    with threads.limited(n):
         return fn()
-    finally:
-        numba.set_num_threads(old)
 
 
 def test_rmatvec_matches_scipy_and_is_thread_independent(big_ds):
@@ -66,7 +61,7 @@ def test_objective_and_fit_are_bitwise_thread_independent(big_ds):
         fit = NewtonRankSVM(C=0.01).fit(big_ds)
         return f, g.copy(), hv.copy(), fit.w.copy(), fit.objective
 
-    if numba.config.NUMBA_NUM_THREADS < 2:
+    if threads.pool_size() < 2:
         pytest.skip("numba runs with one thread here")
     one, two = _with_threads(1, run), _with_threads(2, run)
     assert one[0] == two[0] and one[4] == two[4]

@@ -45,10 +45,28 @@ def candidate_dirs() -> list[str]:
     if configured:
         return [os.path.join(configured, SUBDIR)]
     xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    dirs = [os.path.join(_PACKAGE, "__pycache__", SUBDIR), os.path.join(xdg, "numba", SUBDIR)]
+    private = _private_tmp()
+    if private is not None:
+        dirs.append(os.path.join(private, SUBDIR))
+    return dirs
+
+
+def _private_tmp() -> str | None:
+    """The per-user directory in the temporary directory, only if it is safely ours (a real
+    directory, owned by this user, writable by no one else, as rankkit.objectives._jit makes it):
+    machine code found anywhere else there could have been planted by another user."""
+    import stat
+
     uid = os.getuid() if hasattr(os, "getuid") else 0
-    return [os.path.join(_PACKAGE, "__pycache__", SUBDIR),
-            os.path.join(xdg, "numba", SUBDIR),
-            os.path.join(tempfile.gettempdir(), f"rankkit-numba-cache-{uid}", SUBDIR)]
+    path = os.path.join(tempfile.gettempdir(), f"rankkit-numba-cache-{uid}")
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != uid or st.st_mode & 0o022:
+        return None
+    return path
 
 
 def _cpu_identity() -> str:

@@ -38,7 +38,8 @@ TABLE_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_aot_tabl
 
 def record_calls(tmp: str) -> set:
     """The kernel calls from Python that the common commands make, run on small generated files
-    (whole-buffer reader) and again with the streamed, threaded reader forced; then train and
+    (whole-buffer reader) and again with the streamed, threaded reader forced; an eval of two
+    systems (significance tests); then train and
     predict on files large enough for the chunked products (4096 rows and more): 60 queries of 100
     documents, and one query of 6000 documents with binary labels and no qid."""
     import numpy as np
@@ -60,6 +61,10 @@ def record_calls(tmp: str) -> set:
     try:
         for name in warmup.ALL:
             warmup.exercise(name, tmp)
+        vali = os.path.join(tmp, "vali.txt")  # two systems compared: the significance tests
+        pegasos = os.path.join(tmp, "pegasos")
+        warmup._rankkit("predict", vali, pegasos + ".model", pegasos + ".scores")
+        warmup._rankkit("eval", vali, os.path.join(tmp, "newton.scores"), pegasos + ".scores")
         for f in (big, one):
             for t in ("1", "2"):
                 warmup._rankkit("train", f, f + ".model", "-C", "1", "--threads", t)
@@ -186,14 +191,16 @@ def _groups(calls: list) -> list:
 
 
 def output_dir() -> str:
-    """The first kernel-cache directory a build can be written to."""
+    """The first kernel-cache directory a build can be written to (rankkit.objectives._aot's order;
+    the private temporary directory made 0700 if need be, as the JIT cache makes it)."""
     from rankkit.objectives import _jit
 
-    for d in _aot.candidate_dirs():
-        parent = os.path.dirname(d)
-        if os.path.basename(parent).startswith("rankkit-numba-cache-"):
-            if _jit._private_tmp_dir() != parent:  # never someone else's directory
-                continue
+    dirs = _aot.candidate_dirs()
+    if not os.environ.get("NUMBA_CACHE_DIR"):
+        private = _jit._private_tmp_dir()
+        if private is not None and os.path.join(private, _aot.SUBDIR) not in dirs:
+            dirs.append(os.path.join(private, _aot.SUBDIR))
+    for d in dirs:
         if _jit._writable_dir(d) is None:
             return d
     raise OSError("no writable kernel cache directory for the ahead-of-time kernels")

@@ -1,0 +1,180 @@
+"""Kernels compiled ahead of time (rankkit/objectives/_aot.py, _aot_build.py).
+
+A run that finds an AOT build for its kernel calls must give the same bits as numba's JIT, import
+neither numba nor llvmlite, and never run a build that is damaged, stale or made for other code;
+the recorded call table must be exactly what the common commands call. The build here is the one
+`make` makes (python -m rankkit.warmup), into a private NUMBA_CACHE_DIR, once for the module.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from rankkit.objectives import _aot, _aot_build, _numba
+from tests.test_cli import ROOT, SAMPLE_TEST, SAMPLE_TRAIN, _env
+
+DEMO = [("train", str(SAMPLE_TRAIN), "M", "-C", "0.01"),
+        ("train", str(SAMPLE_TRAIN), "P", "--solver", "pegasos", "--iterations", "3000", "--seed", "7"),
+        ("predict", str(SAMPLE_TEST), "M", "S"),
+        ("predict", str(SAMPLE_TEST), "P", "SP"),
+        ("eval", str(SAMPLE_TEST), "S", "SP", "--format", "json")]
+TIMING_LINES = ("created ", "read_time_seconds", "train_time_seconds", "checksum ")
+
+
+def _run(args, cwd, cache, aot=True, check=True):
+    env = _env()
+    env["NUMBA_CACHE_DIR"] = str(cache)
+    env["RANKKIT_AOT"] = "1" if aot else "0"
+    # -X importtime: what the process imported, on stderr after our own lines
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "rankkit", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True)
+    if check:
+        assert proc.returncode == 0, proc.stderr[-2000:]
+    return proc
+
+
+def _ours(stderr: str) -> str:
+    return "".join(line + "\n" for line in stderr.splitlines() if not line.startswith("import time:"))
+
+
+def _imported(stderr: str) -> set:
+    return {line.split("|")[-1].strip() for line in stderr.splitlines() if line.startswith("import time:")}
+
+
+def _model_body(path) -> list:
+    return [line for line in open(path) if not line.startswith(TIMING_LINES)]
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    cache = tmp_path_factory.mktemp("aot-cache")
+    env = _env()
+    env["NUMBA_CACHE_DIR"] = str(cache)
+    proc = subprocess.run([sys.executable, "-m", "rankkit.warmup", "--jobs", "2"], env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "kernel calls compiled" in proc.stderr, proc.stderr  # built ahead of time, not the JIT fallback
+    return cache
+
+
+def _copy_cache(built, dest):
+    shutil.copytree(built / _aot.SUBDIR, dest / _aot.SUBDIR)
+    return dest
+
+
+def test_aot_runs_give_the_jit_bits_without_numba(built, tmp_path):
+    (tmp_path / "aot").mkdir()
+    (tmp_path / "jit").mkdir()
+    jit_cache = tmp_path / "jit-cache"
+    for args in DEMO:
+        a = _run(args, tmp_path / "aot", built)
+        j = _run(args, tmp_path / "jit", jit_cache, aot=False)
+        assert _ours(a.stderr) == _ours(j.stderr)
+        imported = _imported(a.stderr)
+        assert not any(m == "numba" or m.startswith(("numba.", "llvmlite")) for m in imported), args
+        assert a.stdout == j.stdout
+    for f in ("M", "P"):
+        assert _model_body(tmp_path / "aot" / f) == _model_body(tmp_path / "jit" / f)
+    for f in ("S", "SP"):
+        assert (tmp_path / "aot" / f).read_bytes() == (tmp_path / "jit" / f).read_bytes()
+
+
+def test_streamed_reader_and_threads_match_the_jit(built, tmp_path):
+    """The block reader, the threaded reader and the chunked products (4096 rows and more)."""
+    rng = np.random.default_rng(5)
+    with open(tmp_path / "big.txt", "w") as fh:
+        for q in range(80):
+            for _ in range(60):
+                x = np.round(rng.random(6), 4)
+                fh.write(f"{rng.integers(0, 3)} qid:{q} " + " ".join(f"{j + 1}:{v:g}" for j, v in enumerate(x) if v) + "\n")
+    out = {}
+    for mode, cache in (("aot", built), ("jit", tmp_path / "jit-cache")):
+        d = tmp_path / mode
+        d.mkdir()
+        for t in ("1", "2"):
+            p = _run(("train", str(tmp_path / "big.txt"), f"m{t}", "-C", "1", "--threads", t), d, cache, aot=mode == "aot")
+            if mode == "aot":
+                assert "numba" not in _imported(p.stderr)
+            out[mode, t] = _model_body(d / f"m{t}")
+    assert out["aot", "1"] == out["jit", "1"] == out["aot", "2"] == out["jit", "2"]
+
+
+def test_damaged_module_is_not_loaded(built, tmp_path):
+    cache = _copy_cache(built, tmp_path / "cache")
+    for so in glob.glob(str(cache / _aot.SUBDIR / "*.so")):
+        with open(so, "r+b") as fh:
+            fh.seek(os.path.getsize(so) // 2)
+            fh.write(b"\x00junk\xff")
+    p = _run(("train", str(SAMPLE_TRAIN), "M", "-C", "0.01"), tmp_path, cache)
+    notes = [line for line in _ours(p.stderr).splitlines() if line]
+    assert len(notes) >= 1 and all("damaged ahead-of-time kernels" in n for n in notes[:1]), notes
+    ref = _run(("train", str(SAMPLE_TRAIN), "R", "-C", "0.01"), tmp_path, tmp_path / "jit", aot=False)
+    assert _ours(ref.stderr) == ""
+    assert _model_body(tmp_path / "M") == _model_body(tmp_path / "R")
+
+
+def test_build_for_other_code_is_ignored(built, tmp_path):
+    """A manifest whose fingerprint is not this run's (an edited source, another CPU or Python) is
+    never used: the JIT runs, silently."""
+    cache = _copy_cache(built, tmp_path / "cache")
+    path = cache / _aot.SUBDIR / _aot.MANIFEST
+    m = json.loads(path.read_text())
+    m["fingerprint"] = "0" * 64
+    path.write_text(json.dumps(m))
+    p = _run(("train", str(SAMPLE_TRAIN), "M", "-C", "0.01"), tmp_path, cache)
+    assert _ours(p.stderr) == "" and "numba" in _imported(p.stderr)
+
+
+def test_rankkit_aot_0_uses_the_jit(built, tmp_path):
+    p = _run(("train", str(SAMPLE_TRAIN), "M", "-C", "0.01"), tmp_path, built, aot=False)
+    assert "numba" in _imported(p.stderr)
+
+
+def test_fingerprint_follows_the_sources(tmp_path, monkeypatch):
+    before = _aot.fingerprint()
+    assert before == _aot.fingerprint()
+    files = _aot.source_files()
+    assert any(f.endswith(os.path.join("objectives", "squared_hinge.py")) for f in files)
+    copy = tmp_path / "rankkit"
+    shutil.copytree(ROOT / "rankkit", copy, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(_aot, "_PACKAGE", str(copy))
+    assert _aot.fingerprint() == before  # the text, not where it is
+    with open(copy / "metrics.py", "a") as fh:
+        fh.write("\n# an edit\n")
+    assert _aot.fingerprint() != before
+
+
+def test_arg_key_gives_numba_types():
+    """The key of a call decides its AOT signature (_aot_build._numba_type): it must be what
+    numba's typeof gives each argument, for every kind of argument the key accepts."""
+    numba = pytest.importorskip("numba")
+    a = np.arange(12.0)
+    m = np.arange(12.0).reshape(3, 4)
+    ro = np.arange(5, dtype=np.int32)
+    ro.setflags(write=False)
+    buf = np.frombuffer(b"abcdef", dtype=np.uint8)
+    cases = [a, a[::2], m, m.T, m[:1], np.asfortranarray(m), m[:, 1:], ro, buf, np.zeros(0, np.int64),
+             np.zeros((1, 3)), np.zeros((3, 1)), 3, -(2**63), 2.5, True, False, np.int32(4), np.uint8(2),
+             np.float32(1.5), np.float64(2.0), np.bool_(True), np.int64(7)]
+    for arg in cases:
+        key = _numba.arg_key((arg,))
+        assert key is not None, arg
+        assert _aot_build._numba_type(key[0]) == numba.typeof(arg), (arg, key)
+    for arg in (None, (1, 2), "s", 2**63, [1.0], np.zeros(3, dtype=">f8")):
+        key = _numba.arg_key((arg,))
+        if key is not None:  # a non-native byte order keys differently from every native array
+            assert key[0] not in {k for c in _aot_build.table() for k in c[2]}
+
+
+def test_table_is_what_the_common_commands_call(tmp_path):
+    """The recorded table equals the calls the common commands make now (regenerate it with
+    `python -m rankkit.objectives._aot_build --record` after changing a kernel's arguments)."""
+    calls = _aot_build._buildable(_aot_build.record_calls(str(tmp_path)))
+    assert calls == sorted(_aot_build.table(), key=repr)
