@@ -64,15 +64,23 @@ def built(tmp_path_factory):
     return cache
 
 
-def _copy_cache(built, dest):
+@pytest.fixture(scope="module")
+def jit_cache(tmp_path_factory):
+    """One JIT cache for the module's reference runs (RANKKIT_AOT=0), so each kernel compiles once."""
+    return tmp_path_factory.mktemp("jit-cache")
+
+
+def _copy_cache(built, dest, jit_cache=None):
+    """A cache holding a copy of the build (and of the warm JIT cache, so fallbacks load, not compile)."""
+    if jit_cache is not None:
+        shutil.copytree(jit_cache, dest, ignore=shutil.ignore_patterns(_aot.SUBDIR))
     shutil.copytree(built / _aot.SUBDIR, dest / _aot.SUBDIR)
     return dest
 
 
-def test_aot_runs_give_the_jit_bits_without_numba(built, tmp_path):
+def test_aot_runs_give_the_jit_bits_without_numba(built, jit_cache, tmp_path):
     (tmp_path / "aot").mkdir()
     (tmp_path / "jit").mkdir()
-    jit_cache = tmp_path / "jit-cache"
     for args in DEMO:
         a = _run(args, tmp_path / "aot", built)
         j = _run(args, tmp_path / "jit", jit_cache, aot=False)
@@ -86,7 +94,7 @@ def test_aot_runs_give_the_jit_bits_without_numba(built, tmp_path):
         assert (tmp_path / "aot" / f).read_bytes() == (tmp_path / "jit" / f).read_bytes()
 
 
-def test_streamed_reader_and_threads_match_the_jit(built, tmp_path):
+def test_streamed_reader_and_threads_match_the_jit(built, jit_cache, tmp_path):
     """The block reader, the threaded reader and the chunked products (4096 rows and more)."""
     rng = np.random.default_rng(5)
     with open(tmp_path / "big.txt", "w") as fh:
@@ -95,7 +103,7 @@ def test_streamed_reader_and_threads_match_the_jit(built, tmp_path):
                 x = np.round(rng.random(6), 4)
                 fh.write(f"{rng.integers(0, 3)} qid:{q} " + " ".join(f"{j + 1}:{v:g}" for j, v in enumerate(x) if v) + "\n")
     out = {}
-    for mode, cache in (("aot", built), ("jit", tmp_path / "jit-cache")):
+    for mode, cache in (("aot", built), ("jit", jit_cache)):
         d = tmp_path / mode
         d.mkdir()
         for t in ("1", "2"):
@@ -106,8 +114,8 @@ def test_streamed_reader_and_threads_match_the_jit(built, tmp_path):
     assert out["aot", "1"] == out["jit", "1"] == out["aot", "2"] == out["jit", "2"]
 
 
-def test_damaged_module_is_not_loaded(built, tmp_path):
-    cache = _copy_cache(built, tmp_path / "cache")
+def test_damaged_module_is_not_loaded(built, jit_cache, tmp_path):
+    cache = _copy_cache(built, tmp_path / "cache", jit_cache)
     for so in glob.glob(str(cache / _aot.SUBDIR / "*.so")):
         with open(so, "r+b") as fh:
             fh.seek(os.path.getsize(so) // 2)
@@ -115,15 +123,15 @@ def test_damaged_module_is_not_loaded(built, tmp_path):
     p = _run(("train", str(SAMPLE_TRAIN), "M", "-C", "0.01"), tmp_path, cache)
     notes = [line for line in _ours(p.stderr).splitlines() if line]
     assert len(notes) >= 1 and all("damaged ahead-of-time kernels" in n for n in notes[:1]), notes
-    ref = _run(("train", str(SAMPLE_TRAIN), "R", "-C", "0.01"), tmp_path, tmp_path / "jit", aot=False)
+    ref = _run(("train", str(SAMPLE_TRAIN), "R", "-C", "0.01"), tmp_path, jit_cache, aot=False)
     assert _ours(ref.stderr) == ""
     assert _model_body(tmp_path / "M") == _model_body(tmp_path / "R")
 
 
-def test_build_for_other_code_is_ignored(built, tmp_path):
+def test_build_for_other_code_is_ignored(built, jit_cache, tmp_path):
     """A manifest whose fingerprint is not this run's (an edited source, another CPU or Python) is
     never used: the JIT runs, silently."""
-    cache = _copy_cache(built, tmp_path / "cache")
+    cache = _copy_cache(built, tmp_path / "cache", jit_cache)
     path = cache / _aot.SUBDIR / _aot.MANIFEST
     m = json.loads(path.read_text())
     m["fingerprint"] = "0" * 64
@@ -132,8 +140,9 @@ def test_build_for_other_code_is_ignored(built, tmp_path):
     assert _ours(p.stderr) == "" and "numba" in _imported(p.stderr)
 
 
-def test_rankkit_aot_0_uses_the_jit(built, tmp_path):
-    p = _run(("train", str(SAMPLE_TRAIN), "M", "-C", "0.01"), tmp_path, built, aot=False)
+def test_rankkit_aot_0_uses_the_jit(built, jit_cache, tmp_path):
+    cache = _copy_cache(built, tmp_path / "cache", jit_cache)
+    p = _run(("train", str(SAMPLE_TRAIN), "M", "-C", "0.01"), tmp_path, cache, aot=False)
     assert "numba" in _imported(p.stderr)
 
 

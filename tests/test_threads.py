@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from rankkit import threads
 from rankkit.objectives._sparse import csr_rmatvec, rmatvec_chunks
 from rankkit.objectives.pairwise import PairwiseObjective
 from rankkit.solvers.newton import NewtonRankSVM
