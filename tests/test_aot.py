@@ -14,6 +14,7 @@ import os
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -66,8 +67,11 @@ def built(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def jit_cache(tmp_path_factory):
-    """One JIT cache for the module's reference runs (RANKKIT_AOT=0), so each kernel compiles once."""
-    return tmp_path_factory.mktemp("jit-cache")
+    """One JIT cache for the reference runs (RANKKIT_AOT=0), so each kernel compiles once: the
+    suite's own (make test gives it a fresh one) if set, so that later tests load what these
+    compiled."""
+    own = os.environ.get("NUMBA_CACHE_DIR")
+    return Path(own) if own else tmp_path_factory.mktemp("jit-cache")
 
 
 def _copy_cache(built, dest, jit_cache=None):

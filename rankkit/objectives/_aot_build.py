@@ -160,6 +160,9 @@ def compile_module(index: int, groups: list, out_dir: str) -> dict:
     process); returns its manifest record."""
     from numba.core.typing import signature
 
+    # every temporary file of the compile (pycc's build folder, the compiler probes of setuptools,
+    # which leave theirs behind) inside out_dir, which the caller removes
+    tempfile.tempdir = tempfile.mkdtemp(prefix=f"tmp{index}-", dir=out_dir)
     CC = _setup_compiler()
     ext = f"rankkit_aot_{index}"
     cc = CC(ext)
@@ -222,7 +225,11 @@ def build(jobs: int = 1, calls: list | None = None, directory: str | None = None
         for g in sorted(groups, key=lambda g: (-len(g[1]), g[0])):
             min(buckets, key=lambda b: sum(len(x[1]) for x in b)).append(g)
         if jobs == 1:
-            records = [compile_module(0, buckets[0], staging)]
+            saved = tempfile.tempdir
+            try:
+                records = [compile_module(0, buckets[0], staging)]
+            finally:
+                tempfile.tempdir = saved
         else:
             import multiprocessing
             from concurrent.futures import ProcessPoolExecutor
