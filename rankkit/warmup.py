@@ -129,6 +129,10 @@ def main(argv=None) -> int:
     ap.add_argument("--jit", action="store_true", help="numba's JIT cache only, no ahead-of-time compiling")
     ap.add_argument("-q", "--quiet", action="store_true")
     a = ap.parse_args(argv)
+    import signal
+
+    # SIGTERM ends the run as Ctrl-C does: through the finally blocks that remove the temporary files
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     from rankkit.threads import usable_cores
 
     jobs = a.jobs if a.jobs is not None else usable_cores()

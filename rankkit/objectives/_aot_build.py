@@ -209,6 +209,19 @@ def output_dir() -> str:
     raise OSError("no writable kernel cache directory for the ahead-of-time kernels")
 
 
+def _remove_stale_staging(directory: str, age: float = 3600.0) -> None:
+    """Staging folders of builds killed outright (SIGKILL) more than `age` seconds ago; a build
+    running now has a younger one."""
+    now = time.time()
+    for f in os.listdir(directory):
+        path = os.path.join(directory, f)
+        try:
+            if f.startswith(".build-") and now - os.lstat(path).st_mtime > age:
+                shutil.rmtree(path, ignore_errors=True)
+        except OSError:
+            pass
+
+
 def build(jobs: int = 1, calls: list | None = None, directory: str | None = None) -> dict:
     """Compile `calls` (default: the table) in `jobs` processes and install them with their
     manifest; returns the manifest. Raises if anything fails (nothing is installed then)."""
@@ -217,6 +230,7 @@ def build(jobs: int = 1, calls: list | None = None, directory: str | None = None
     os.makedirs(directory, exist_ok=True)
     fp = _aot.fingerprint()
     groups = _groups(calls)
+    _remove_stale_staging(directory)
     staging = tempfile.mkdtemp(prefix=".build-", dir=directory)
     try:
         jobs = max(1, min(jobs, len(groups)))
