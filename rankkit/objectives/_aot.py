@@ -24,6 +24,7 @@ import json
 import os
 import sys
 import tempfile
+import threading
 
 MANIFEST = "manifest.json"
 SUBDIR = "rankkit-aot"
@@ -33,6 +34,7 @@ _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # rankki
 
 _state: dict | None = None  # {"dir": ..., "modules": {file: {...}}, "kernels": {(module, name): [(key, file, export)]}}
 _loaded: dict = {}  # file -> module object, or None if it failed
+_lock = threading.Lock()  # a kernel's first calls can come from several pool threads at once
 
 
 def enabled() -> bool:
@@ -179,24 +181,26 @@ def _note(message: str) -> None:
 def exports(kernel) -> dict:
     """{argument key: compiled function} of a kernel (empty if nothing was built for it)."""
     global _state
-    if _state is None:
-        _state = _find()
-    entries = _state["kernels"].get((kernel.__module__, kernel.__qualname__))
-    if not entries:
-        return {}
-    out = {}
-    for key, file, export in entries:
-        mod = _load_module(file)
-        fn = getattr(mod, export, None) if mod is not None else None
-        if fn is not None:
-            out[key] = fn
-    return out
+    with _lock:
+        if _state is None:
+            _state = _find()
+        entries = _state["kernels"].get((kernel.__module__, kernel.__qualname__))
+        if not entries:
+            return {}
+        out = {}
+        for key, file, export in entries:
+            mod = _load_module(file)
+            fn = getattr(mod, export, None) if mod is not None else None
+            if fn is not None:
+                out[key] = fn
+        return out
 
 
 def status() -> dict:
     """Where the build in use is and how many kernel calls it covers (for tests and benchmarks)."""
     global _state
-    if _state is None:
-        _state = _find()
+    with _lock:
+        if _state is None:
+            _state = _find()
     return {"dir": _state["dir"], "kernels": len(_state["kernels"]),
             "loaded": sorted(f for f, m in _loaded.items() if m is not None)}
