@@ -397,19 +397,17 @@ def bench_threads(report, repeat):
     report.append("## Threads: fit time of the O(n log n) Newton solver with 1 and 2 threads\n")
     report.append("| data | C | 1 thread s | 2 threads s | speed-up | same w |")
     report.append("|---|---:|---:|---:|---:|---|")
-    old = numba.get_num_threads()
-    try:
-        for name, ds, C in sets:
-            C = C if C is not None else 1e4 / ds.n_pairs
-            out = {}
-            for th in (1, 2):
-                numba.set_num_threads(th)
+    from rankkit import threads
+
+    for name, ds, C in sets:
+        C = C if C is not None else 1e4 / ds.n_pairs
+        out = {}
+        for th in (1, 2):
+            with threads.limited(th):
                 NewtonRankSVM(C=C).fit(ds)
                 out[th] = best_of(lambda ds=ds, C=C: NewtonRankSVM(C=C).fit(ds), repeat)
-            same = bool(np.array_equal(out[1][1].w, out[2][1].w))
-            report.append(f"| {name} | {C:g} | {out[1][0]:.3f} | {out[2][0]:.3f} | {out[1][0] / out[2][0]:.2f}x | {same} |")
-    finally:
-        numba.set_num_threads(old)
+        same = bool(np.array_equal(out[1][1].w, out[2][1].w))
+        report.append(f"| {name} | {C:g} | {out[1][0]:.3f} | {out[2][0]:.3f} | {out[1][0] / out[2][0]:.2f}x | {same} |")
     report.append("")
 
 
