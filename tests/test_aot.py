@@ -186,6 +186,16 @@ def test_arg_key_gives_numba_types():
             assert key[0] not in {k for c in _aot_build.table() for k in c[2]}
 
 
+def test_kernel_proxy_copies_and_forwards_to_numba():
+    import copy
+
+    from rankkit.objectives._sparse import rmatvec_chunks
+
+    assert copy.copy(rmatvec_chunks)(10, 3) == rmatvec_chunks(10, 3) == 1
+    assert rmatvec_chunks.py_func(10, 3) == 1
+    assert len(rmatvec_chunks.signatures) >= 0  # numba's dispatcher attribute, through the proxy
+
+
 def test_table_is_what_the_common_commands_call(tmp_path):
     """The recorded table equals the calls the common commands make now (regenerate it with
     `python -m rankkit.objectives._aot_build --record` after changing a kernel's arguments)."""

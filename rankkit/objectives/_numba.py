@@ -105,7 +105,7 @@ class Kernel:
         return self.dispatcher(*args)
 
     def __getattr__(self, name):
-        if name.startswith("__"):
+        if name.startswith("_"):  # private and special names are the kernel's own (copy, pickle)
             raise AttributeError(name)
         return getattr(self.dispatcher, name)
 
