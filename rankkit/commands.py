@@ -485,6 +485,39 @@ def _worker_init(threads: int) -> None:
     _threads.apply(max(1, threads))
 
 
+def _quiet_broken_pool_manager(pool) -> None:
+    """When a worker dies while this thread is still submitting, CPython's pool manager thread can
+    fail marking the pool broken ("dictionary changed size during iteration": it walks the workers
+    while a submit adds one) after it has failed every future; the main thread then reports the
+    broken pool in one line and stops the workers itself. That thread's traceback, printed by
+    threading's excepthook, is dropped; any other thread's error is printed as before."""
+    import threading
+    from concurrent.futures import process
+
+    manager = getattr(process, "_ExecutorManagerThread", None)
+    previous = threading.excepthook
+
+    def hook(args):
+        if manager is not None and isinstance(args.thread, manager) and getattr(pool, "_broken", False):
+            return
+        previous(args)
+
+    threading.excepthook = hook
+
+
+def _forget_pool_manager(thread) -> None:
+    """After a failed pool: wait (at most 5 s) for CPython's pool manager thread to end, then take it
+    off concurrent.futures' exit hook, which would otherwise write to the wakeup pipe the thread has
+    already closed (a traceback at exit, "Bad file descriptor", after the one-line error)."""
+    if thread is None:
+        return
+    thread.join(timeout=5)
+    if not thread.is_alive():
+        from concurrent.futures import process
+
+        getattr(process, "_threads_wakeups", {}).pop(thread, None)
+
+
 def _run_folds_in_processes(args: list, jobs: int) -> list:
     """Folds in `jobs` worker processes. Workers are spawned, not forked: a fork of a process whose
     OpenMP runtime is running is unsafe (and GNU OpenMP refuses it). jobs x threads never exceeds
@@ -501,6 +534,8 @@ def _run_folds_in_processes(args: list, jobs: int) -> list:
                                initializer=_worker_init, initargs=(threads,))
     from concurrent.futures.process import BrokenProcessPool
 
+    _quiet_broken_pool_manager(pool)
+
     try:
         futures = [pool.submit(_path_one, *a) for a in args]
         try:
@@ -509,12 +544,14 @@ def _run_folds_in_processes(args: list, jobs: int) -> list:
             raise UsageError("a --jobs worker process ended abruptly (killed by a signal, or out of memory?); "
                              "run again, or with fewer --jobs") from None
     except BaseException:
+        manager = getattr(pool, "_executor_manager_thread", None)
         for proc in list(getattr(pool, "_processes", {}).values()):  # do not wait for folds nobody will read
             try:
                 proc.terminate()
             except Exception:
                 pass
         pool.shutdown(wait=False, cancel_futures=True)
+        _forget_pool_manager(manager)
         raise
     pool.shutdown()
     return outs
