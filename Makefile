@@ -34,7 +34,7 @@ venv: $(STAMP)
 # the common kernels compiled ahead of time (in parallel processes) before the demo's first command,
 # again whenever a source file changes (the build is only used for the exact sources it was made
 # from); `make test` does not need it (it compiles into a fresh cache of its own)
-SOURCES := $(shell find rankkit -name '*.py')
+SOURCES := $(shell find rankkit -name "*.py" -type f ! -name ".*")
 $(WARM_STAMP): $(STAMP) $(SOURCES)
 	$(PY) -m rankkit.warmup
 	@touch $(WARM_STAMP)

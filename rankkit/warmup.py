@@ -122,6 +122,14 @@ def build_ahead(jobs: int = 1) -> tuple[float, int]:
 
 
 def main(argv=None) -> int:
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:  # Ctrl-C: the temporary files are gone (finally blocks); one line, no traceback
+        print("rankkit: warmup interrupted; nothing was installed", file=sys.stderr)
+        return 130
+
+
+def _main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m rankkit.warmup", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--jobs", type=int, default=None, help="processes compiling at once [default: the usable cores]")

@@ -201,3 +201,71 @@ def test_table_is_what_the_common_commands_call(tmp_path):
     `python -m rankkit.objectives._aot_build --record` after changing a kernel's arguments)."""
     calls = _aot_build._buildable(_aot_build.record_calls(str(tmp_path)))
     assert calls == sorted(_aot_build.table(), key=repr)
+
+
+def test_malformed_manifest_means_the_jit(built, jit_cache, tmp_path):
+    """A manifest of the right fingerprint but the wrong shape: the JIT, silently (was: internal error)."""
+    cache = _copy_cache(built, tmp_path / "cache", jit_cache)
+    path = cache / _aot.SUBDIR / _aot.MANIFEST
+    m = json.loads(path.read_text())
+    first = next(iter(m["modules"].values()))
+    first["kernels"][0] = first["kernels"][0][:2]
+    path.write_text(json.dumps(m))
+    p = _run(("train", str(SAMPLE_TRAIN), "M", "-C", "0.01"), tmp_path, cache)
+    assert _ours(p.stderr) == ""
+
+
+def test_only_trusted_directories_and_files(tmp_path):
+    d = tmp_path / "d"
+    d.mkdir(mode=0o755)
+    os.chmod(d, 0o755)
+    assert _aot._trusted(str(d))
+    os.chmod(d, 0o775)  # group-writable: someone else could have put code there
+    assert not _aot._trusted(str(d))
+    os.chmod(d, 0o755)
+    (tmp_path / "link").symlink_to(d)
+    assert not _aot._trusted(str(tmp_path / "link"))
+    if os.getuid() == 0:
+        os.chown(d, 12345, 12345)
+        assert not _aot._trusted(str(d))
+
+
+def test_fingerprint_skips_editor_lock_files(tmp_path, monkeypatch):
+    copy = tmp_path / "rankkit"
+    shutil.copytree(ROOT / "rankkit", copy, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(_aot, "_PACKAGE", str(copy))
+    before = _aot.fingerprint()
+    (copy / ".#metrics.py").symlink_to("user@host.123:456")  # Emacs' lock file: a dangling link
+    assert _aot.fingerprint() == before
+
+
+def test_fingerprint_follows_numba_settings(monkeypatch):
+    before = _aot.fingerprint()
+    monkeypatch.setenv("NUMBA_BOUNDSCHECK", "1")
+    assert _aot.fingerprint() != before
+    monkeypatch.delenv("NUMBA_BOUNDSCHECK")
+    monkeypatch.setenv("NUMBA_NUM_THREADS", "1")  # no effect on the code
+    assert _aot.fingerprint() == before
+
+
+def test_a_build_whose_sources_changed_meanwhile_is_not_installed(tmp_path, monkeypatch):
+    """Sources edited (and perhaps undone) while the build ran: what was compiled may not be what
+    the fingerprint names, so nothing is installed."""
+    def fake_compile(index, groups, out_dir):
+        (Path(out_dir) / "rankkit_aot_0-x.so").write_bytes(b"")
+        return {"file": "rankkit_aot_0-x.so", "name": "rankkit_aot_0", "sha256": "0", "kernels": [],
+                "compiled_from": "an edited source"}
+
+    monkeypatch.setattr(_aot_build, "compile_module", fake_compile)
+    with pytest.raises(RuntimeError, match="changed during the build"):
+        _aot_build.build(1, calls=[("rankkit.stats", "_sequential_sum", (("<f8", 1, 1, True, True),))],
+                         directory=str(tmp_path))
+    assert sorted(os.listdir(tmp_path)) == []
+
+
+def test_kernels_pickle_by_name():
+    import pickle
+
+    from rankkit.objectives._sparse import rmatvec_chunks
+
+    assert pickle.loads(pickle.dumps(rmatvec_chunks)) is rmatvec_chunks

@@ -11,7 +11,9 @@ NUMBA_CACHE_DIR when that is set (and nowhere else), else the first of the packa
 the user's numba cache directory and the private per-user temporary directory that holds a build
 for this fingerprint. The manifest there lists each module's file, its SHA-256 and its exports.
 It is used only if its fingerprint matches this run: the text of every rankkit source file, the
-Python and numpy versions and this CPU (model and feature flags), so an edit, an upgrade or
+Python, numpy, numba and llvmlite versions, the NUMBA_* settings and this CPU (model and feature
+flags), and only from a directory, manifest and modules owned by this user or root and writable
+by no one else, so an edit, an upgrade or
 another machine never runs stale or illegal code. A module file that fails its SHA-256 (damaged,
 cut short) is not loaded: its kernels go to the JIT, with one line on stderr.
 RANKKIT_AOT=0 turns the ahead-of-time code off (every kernel through numba's JIT).
@@ -96,8 +98,28 @@ def source_files() -> list[str]:
     out = []
     for root, dirs, files in os.walk(_PACKAGE):
         dirs[:] = sorted(d for d in dirs if d != "__pycache__")
-        out.extend(os.path.join(root, f) for f in sorted(files) if f.endswith(".py"))
+        # regular files only: an editor's lock file (.#x.py, a dangling symlink) is no source
+        out.extend(os.path.join(root, f) for f in sorted(files)
+                   if f.endswith(".py") and not f.startswith(".") and os.path.isfile(os.path.join(root, f)))
     return out
+
+
+def _toolchain_identity() -> str:
+    """numba's and llvmlite's versions (read from their files: importing numba is what a run on
+    ahead-of-time code avoids) and the NUMBA_* settings that change generated code."""
+    import importlib.util
+
+    parts = []
+    for name in ("numba", "llvmlite"):
+        try:
+            spec = importlib.util.find_spec(name)
+            with open(os.path.join(os.path.dirname(spec.origin), "_version.py"), "rb") as fh:
+                parts.append(f"{name} {hashlib.sha256(fh.read()).hexdigest()}")
+        except (ImportError, AttributeError, TypeError, OSError):
+            parts.append(f"{name} ?")
+    ignored = ("NUMBA_CACHE_DIR", "NUMBA_NUM_THREADS")
+    parts += sorted(f"{k}={v}" for k, v in os.environ.items() if k.startswith("NUMBA_") and k not in ignored)
+    return "\n".join(parts)
 
 
 def fingerprint() -> str:
@@ -106,6 +128,7 @@ def fingerprint() -> str:
     h = hashlib.sha256()
     h.update(f"{FORMAT}\n{sys.version}\n{sys.implementation.cache_tag}\nnumpy {numpy.__version__}\n".encode())
     h.update(_cpu_identity().encode())
+    h.update(_toolchain_identity().encode())
     for path in source_files():
         h.update(os.path.relpath(path, _PACKAGE).encode() + b"\0")
         with open(path, "rb") as fh:
@@ -128,24 +151,41 @@ def read_manifest(directory: str) -> dict | None:
         return None
 
 
+def _trusted(path: str) -> bool:
+    """Owned by this user or root, writable by no one else, not a symlink: machine code is loaded
+    only from where no other user could have put it (a fingerprint can be computed by anyone)."""
+    import stat
+
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    uid = os.getuid() if hasattr(os, "getuid") else 0
+    return not stat.S_ISLNK(st.st_mode) and st.st_uid in (uid, 0) and not st.st_mode & 0o022
+
+
 def _find() -> dict:
-    state = {"dir": None, "kernels": {}, "modules": {}}
+    empty = {"dir": None, "kernels": {}, "modules": {}}
     if not enabled():
-        return state
-    found = [(d, m) for d in candidate_dirs() for m in [read_manifest(d)] if m is not None]
-    if not found:
-        return state
-    fp = fingerprint()
-    for directory, m in found:
-        if m.get("fingerprint") != fp:
-            continue
-        state["dir"] = directory
-        state["modules"] = m["modules"]
-        for file, mod in m["modules"].items():
-            for module, name, key, export in mod["kernels"]:
-                state["kernels"].setdefault((module, name), []).append((_as_key(key), file, export))
-        break
-    return state
+        return empty
+    try:
+        found = [(d, m) for d in candidate_dirs() if _trusted(d) and _trusted(os.path.join(d, MANIFEST))
+                 for m in [read_manifest(d)] if m is not None]
+        if not found:
+            return empty
+        fp = fingerprint()
+        for directory, m in found:
+            if m.get("fingerprint") != fp:
+                continue
+            state = {"dir": directory, "kernels": {}, "modules": {}}
+            for file, mod in m["modules"].items():
+                state["modules"][file] = {"name": str(mod["name"]), "sha256": str(mod["sha256"])}
+                for module, name, key, export in mod["kernels"]:
+                    state["kernels"].setdefault((module, name), []).append((_as_key(key), file, str(export)))
+            return state
+    except Exception:  # an unreadable source, a manifest of the wrong shape: no ahead-of-time code
+        pass
+    return empty
 
 
 def _load_module(file: str):
@@ -155,6 +195,8 @@ def _load_module(file: str):
     info = _state["modules"][file]
     path = os.path.join(_state["dir"], file)
     try:
+        if not _trusted(path) or os.path.basename(file) != file:
+            raise PermissionError("not owned by this user or root, or writable by others")
         with open(path, "rb") as fh:
             ok = hashlib.sha256(fh.read()).hexdigest() == info["sha256"]
         if ok:

@@ -170,8 +170,10 @@ def compile_module(index: int, groups: list, out_dir: str) -> dict:
     cc.target_cpu = "host"
     cc.verbose = False
     kernels = []
+    mods = {module: importlib.import_module(module) for module, _ in groups}
+    compiled_from = _aot.fingerprint()  # what this process imported: the caller checks it is the build's
     for module, entries in groups:
-        mod = importlib.import_module(module)
+        mod = mods[module]
         for name, key in entries:
             export = f"k{len(kernels)}"
             sig = signature(None, *[_numba_type(k) for k in key])  # return type inferred
@@ -183,7 +185,28 @@ def compile_module(index: int, groups: list, out_dir: str) -> dict:
         digest = hashlib.sha256(fh.read()).hexdigest()
     final = f"{ext}-{digest[:16]}.so"
     os.replace(path, os.path.join(out_dir, final))
-    return {"file": final, "name": ext, "sha256": digest, "kernels": kernels}
+    return {"file": final, "name": ext, "sha256": digest, "kernels": kernels, "compiled_from": compiled_from}
+
+
+def _compile_in_processes(buckets: list, staging: str) -> list:
+    """compile_module for each bucket in its own spawned process; on any error or signal the
+    workers are terminated at once (not waited for: a build takes tens of seconds)."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    pool = ProcessPoolExecutor(max_workers=len(buckets), mp_context=multiprocessing.get_context("spawn"))
+    try:
+        records = list(pool.map(compile_module, range(len(buckets)), buckets, [staging] * len(buckets)))
+    except BaseException:
+        for proc in list((getattr(pool, "_processes", None) or {}).values()):
+            try:
+                proc.terminate()
+            except Exception:
+                pass
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown()
+    return records
 
 
 def _groups(calls: list) -> list:
@@ -245,11 +268,11 @@ def build(jobs: int = 1, calls: list | None = None, directory: str | None = None
             finally:
                 tempfile.tempdir = saved
         else:
-            import multiprocessing
-            from concurrent.futures import ProcessPoolExecutor
-
-            with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-                records = list(pool.map(compile_module, range(jobs), buckets, [staging] * jobs))
+            records = _compile_in_processes(buckets, staging)
+        # a source edited (and perhaps undone) while the build ran: the code may not be what the
+        # fingerprint names, so nothing is installed
+        if any(r.pop("compiled_from") != fp for r in records) or _aot.fingerprint() != fp:
+            raise RuntimeError("rankkit's sources changed during the build; run it again")
         for r in records:
             os.replace(os.path.join(staging, r["file"]), os.path.join(directory, r["file"]))
         manifest = {"format": _aot.FORMAT, "fingerprint": fp, "built": time.strftime("%Y-%m-%d %H:%M:%S"),
@@ -264,12 +287,14 @@ def build(jobs: int = 1, calls: list | None = None, directory: str | None = None
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     keep = set(manifest["modules"]) | {_aot.MANIFEST}
-    for f in os.listdir(directory):  # older builds' modules (a running process keeps its mapping)
-        if f not in keep and f.startswith("rankkit_aot_") and f.endswith(".so"):
-            try:
-                os.unlink(os.path.join(directory, f))
-            except OSError:
-                pass
+    now = time.time()
+    for f in os.listdir(directory):  # older builds' modules (a running process keeps its mapping);
+        path = os.path.join(directory, f)  # not a concurrent build's, just installed
+        try:
+            if f not in keep and f.startswith("rankkit_aot_") and f.endswith(".so") and now - os.lstat(path).st_mtime > 3600:
+                os.unlink(path)
+        except OSError:
+            pass
     return manifest
 
 

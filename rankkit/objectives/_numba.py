@@ -112,6 +112,9 @@ class Kernel:
     def __repr__(self) -> str:
         return f"<rankkit kernel {self.__module__}.{self.__qualname__}>"
 
+    def __reduce__(self):
+        return self.__qualname__  # pickled by name, as the module-level function it decorates
+
 
 class NumbaGlobal:
     """A numba object that kernels use as a global (an @intrinsic, ...), made by `factory` the first
