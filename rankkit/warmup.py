@@ -125,6 +125,9 @@ def main(argv=None) -> int:
     try:
         return _main(argv)
     except KeyboardInterrupt:  # Ctrl-C: the temporary files are gone (finally blocks); one line, no traceback
+        import signal
+
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second one (to the process and its group) while exiting
         print("rankkit: warmup interrupted; nothing was installed", file=sys.stderr)
         return 130
 
