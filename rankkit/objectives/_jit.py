@@ -54,24 +54,19 @@ def _writable_dir(path: str) -> str | None:
 
 
 def _private_tmp_dir() -> str | None:
-    """A per-user cache directory in the temporary directory, if it is safely ours."""
+    """A per-user cache directory in the temporary directory (made 0700 if need be), if it is
+    safely ours: the check rankkit.objectives._aot makes before loading a build from it."""
+    from rankkit.objectives import _aot
+
     uid = os.getuid() if hasattr(os, "getuid") else 0
-    path = os.path.join(tempfile.gettempdir(), f"rankkit-numba-cache-{uid}")
     try:
-        os.mkdir(path, 0o700)
+        os.mkdir(os.path.join(tempfile.gettempdir(), f"rankkit-numba-cache-{uid}"), 0o700)
     except FileExistsError:
         pass
     except OSError:
         return None
-    try:
-        st = os.lstat(path)
-    except OSError:
-        return None
-    import stat
-
-    if not stat.S_ISDIR(st.st_mode) or st.st_uid != uid or st.st_mode & 0o022:
-        return None  # a symlink, or someone else's: never write compiled code there
-    return path if _writable_dir(path) is None else None
+    path = _aot._private_tmp()  # None for a symlink, or someone else's: never write compiled code there
+    return path if path is not None and _writable_dir(path) is None else None
 
 
 def _choose_cache_dir() -> None:
