@@ -5,7 +5,7 @@ labels, int64 query ids per row, and query offsets `qptr`: query q is the contig
 `qptr[q]:qptr[q+1]`. Rows keep the order of the file unless the reader was asked to group
 scattered queries, in which case `order[i]` is the input position of row i.
 
-Imports nothing from rankkit above it (only errors).
+Imports nothing from rankkit above it (only errors, and the sorting kernel: rankkit.sorting).
 """
 
 from __future__ import annotations
@@ -193,24 +193,17 @@ class Dataset:
 
 
 def _levels_and_pairs(y: np.ndarray, qptr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(levels int32[n], pairs int64[n_queries]) by rankkit.sorting.query_levels: per query, one
+    stable sort of its labels (the scratch is one int64[n] and one int64[longest query])."""
+    from rankkit.sorting import longest, query_levels
+
     n = y.shape[0]
     nq = qptr.shape[0] - 1
+    levels = np.zeros(n, dtype=np.int32)
+    pairs = np.zeros(nq, dtype=np.int64)
     if n == 0:
-        return np.zeros(0, np.int32), np.zeros(nq, np.int64)
-    qidx = np.repeat(np.arange(nq, dtype=np.int64), np.diff(qptr))
-    order = np.lexsort((y, qidx))
-    ys, qs = y[order], qidx[order]
-    new_group = np.ones(n, dtype=bool)  # a new (query, label) group starts here
-    new_group[1:] = (ys[1:] != ys[:-1]) | (qs[1:] != qs[:-1])
-    gid = np.cumsum(new_group) - 1  # global group id in sorted order
-    first_gid_of_query = gid[np.searchsorted(qs, np.arange(nq))]  # queries are non-empty
-    levels = np.empty(n, dtype=np.int32)
-    levels[order] = (gid - first_gid_of_query[qs]).astype(np.int32)
-    # pairs per query = (n_q^2 - sum_r n_qr^2) / 2
-    group_sizes = np.bincount(gid).astype(np.int64)
-    group_query = qs[new_group]
-    sq = np.zeros(nq, dtype=np.int64)
-    np.add.at(sq, group_query, group_sizes * group_sizes)
-    nq_sizes = np.diff(qptr).astype(np.int64)
-    pairs = (nq_sizes * nq_sizes - sq) // 2
+        return levels, pairs
+    y = np.ascontiguousarray(y, dtype=np.float64)
+    qptr = np.ascontiguousarray(qptr, dtype=np.int64)
+    query_levels(y, qptr, levels, pairs, np.empty(n, dtype=np.int64), np.empty(longest(qptr, 0, nq), dtype=np.int64))
     return levels, pairs

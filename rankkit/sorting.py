@@ -85,3 +85,36 @@ def longest(ptr, q0, q1):
     for q in range(q0, q1):
         m = max(m, ptr[q + 1] - ptr[q])
     return m
+
+
+@njit
+def query_levels(y, qptr, levels, pairs, order, tmp):
+    """levels[i] = the dense rank of y[i] among the labels of its query (0 = the lowest; equal
+    labels share a rank) and pairs[q] = the preference pairs of query q (two of its documents
+    with different labels): (n_q^2 - sum over its labels of n_r^2) / 2. order (int64[n]) and
+    tmp (int64[longest query]) are scratch. In place of a lexsort over the whole file, which held
+    about seven n-sized temporaries (11.6 MB at 200,000 documents; issue 11)."""
+    for q in range(qptr.shape[0] - 1):
+        s = qptr[q]
+        e = qptr[q + 1]
+        if e == s:
+            pairs[q] = 0
+            continue
+        stable_order(y, s, e, order, tmp)
+        lev = 0
+        run = 0
+        same = 0
+        prev = y[order[s]]
+        for t in range(s, e):
+            k = order[t]
+            v = y[k]
+            if t > s and v != prev:  # a new label (nan != nan: each nan its own, as before)
+                lev += 1
+                same += run * run
+                run = 0
+            levels[k] = lev
+            run += 1
+            prev = v
+        same += run * run
+        n = e - s
+        pairs[q] = (n * n - same) // 2

@@ -227,3 +227,34 @@ def test_query_sort_is_numpys_stable_argsort():
         for q in range(len(sizes)):
             s, e = qptr[q], qptr[q + 1]
             assert np.array_equal(order[s:e], s + np.argsort(y[s:e], kind="stable")), (trial, q)
+
+
+def test_query_levels_kernel_matches_a_brute_force_reference():
+    """Dataset.levels / pairs_per_query (rankkit.sorting.query_levels) against np.unique per
+    query and the pair count by enumeration: ties, -0.0 and 0.0 as one label, one-document
+    queries, one-label queries, long queries (several sort runs)."""
+    from rankkit.data import _levels_and_pairs
+
+    rng = np.random.default_rng(3)
+    for trial in range(150):
+        sizes = rng.integers(1, 120, rng.integers(1, 7))
+        if trial % 5 == 0:
+            sizes = np.append(sizes, [1, 1, rng.integers(200, 900)])
+        qptr = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        n = int(qptr[-1])
+        y = rng.integers(0, rng.integers(1, 6), n).astype(float) if trial % 2 else rng.standard_normal(n).round(1)
+        if trial % 3 == 0:
+            y[rng.integers(0, n, 5)] = rng.choice([0.0, -0.0], 5)
+        if trial % 4 == 0:  # a one-label query
+            y[qptr[0]:qptr[1]] = 2.0
+        levels, pairs = _levels_and_pairs(y, qptr)
+        assert levels.dtype == np.int32 and pairs.dtype == np.int64
+        for q in range(len(sizes)):
+            s, e = qptr[q], qptr[q + 1]
+            labels = y[s:e]
+            expect = np.searchsorted(np.unique(labels), labels).astype(np.int32)
+            assert np.array_equal(levels[s:e], expect), (trial, q)
+            brute = sum(1 for i in range(e - s) for j in range(e - s) if labels[i] > labels[j])
+            assert pairs[q] == brute, (trial, q)
+    empty_levels, empty_pairs = _levels_and_pairs(np.zeros(0), np.zeros(1, dtype=np.int64))
+    assert empty_levels.shape == (0,) and empty_pairs.shape == (0,)

@@ -23,6 +23,8 @@ CALLS = [
     ('rankkit.objectives.squared_hinge', '_sum_in_order', (('<f8', 1, 1, True, True), ('<f8', 1, 1, True, True))),
     ('rankkit.solvers._sgd_kernels', 'build_index', (('<f8', 1, 1, True, True), ('<i8', 1, 1, True, True))),
     ('rankkit.solvers._sgd_kernels', 'run_spd', (('<f8', 1, 1, True, True), ('<i4', 1, 1, True, True), ('<i8', 1, 1, True, True), ('<i8', 1, 1, True, True), ('<i8', 1, 1, True, True), ('<i8', 1, 1, True, True), ('<i8', 1, 1, True, True), ('<i8', 1, 1, True, True), ('<i8', 1, 1, True, True), '<i8', '<i8', '<i8', '<f8', '<f8', '<f8', '<i8', '<i8', '<i8', ('<f8', 1, 1, True, True), ('<i8', 1, 1, True, True), ('<f8', 1, 1, True, True), '<i8')),
+    ('rankkit.sorting', 'longest', (('<i8', 1, 1, True, True), '<i8', '<i8')),
+    ('rankkit.sorting', 'query_levels', (('<f8', 1, 1, True, True), ('<i8', 1, 1, True, True), ('<i4', 1, 1, True, True), ('<i8', 1, 1, True, True), ('<i8', 1, 1, True, True), ('<i8', 1, 1, True, True))),
     ('rankkit.stats', '_count_extreme_rows', (('<f8', 1, 1, True, True), ('<u8', 2, 1, True, True), '<f8', '<i8', '<i8')),
     ('rankkit.stats', '_sequential_sum', (('<f8', 1, 1, True, True),)),
 ]

@@ -71,14 +71,17 @@ class PairwiseObjective:
         self._numpy_sorted = np.flatnonzero((sizes >= NUMPY_SORT_MIN) & (self.nlev >= 2))
         self._skip = ((sizes >= NUMPY_SORT_MIN) | (self.nlev < 2)).astype(np.uint8)
         n = self.n_rows
+        # Per-document state: the sort (order), sorted scores and levels (ys, ls) and dL/dy (gy).
+        # Scratch, shared where the kernels allow it (memory: issue 11): gs (the sorted gradient,
+        # used only inside fun_grad_y) is _zs (hess_vec_y's sorted output); hess_vec_y's result
+        # is written over _ds (each query's rows of _ds are read before the same rows are written).
         self.order = np.arange(n, dtype=np.int64)
         self.ys = np.zeros(n)
         self.ls = np.zeros(n, dtype=np.int32)
-        self.gs = np.zeros(n)
         self.gy = np.zeros(n)
         self._ds = np.zeros(n)
         self._zs = np.zeros(n)
-        self._z = np.zeros(n)
+        self.gs = self._zs
         self._delta = np.zeros(n)
         # the loss as a weighted sum of terms (coef, margin, squared, level set) over one sort
         if loss == "huber":  # max(0, 1 - t)^2 - max(0, -t)^2
@@ -94,9 +97,12 @@ class PairwiseObjective:
         if slack_values is not None:
             self._level_sets, weights_t = _threshold_level_sets(ds, np.asarray(slack_values, dtype=np.float64))
         self._terms = [(w_t * c, m, sq, si) for si, w_t in enumerate(weights_t) for c, m, sq in base]
+        self._single_term = len(self._terms) == 1 and self._terms[0][0] == 1.0
         self._ls_sets = [self.ls] + [np.zeros(n, dtype=np.int32) for _ in self._level_sets[1:]]
-        self._gy0 = np.zeros(n)
-        self._z0 = np.zeros(n)
+        # a loss of several terms (Huber, logistic, slack rescaling) adds them up in these
+        self._gy0 = self._z = self._z0 = None
+        if not self._single_term:
+            self._gy0, self._z, self._z0 = np.zeros(n), np.zeros(n), np.zeros(n)
         self.loss_value = np.nan
         self.n_active = 0
 
@@ -117,7 +123,7 @@ class PairwiseObjective:
             s, e = self.qptr[q], self.qptr[q + 1]
             self.order[s:e] = s + np.argsort(y[s:e], kind="stable")
         sqh.sort_queries(y, self.qptr, self._skip, self.order)
-        if len(self._terms) == 1 and self._terms[0][0] == 1.0:  # the plain loss: straight into gy
+        if self._single_term:  # the plain loss: straight into gy
             _, margin, squared, si = self._terms[0]
             lev, nlev = self._level_sets[si]
             loss, n_active = sqh.fun_grad_y(y, lev, self.qptr, nlev, self.order, self.ys, self._ls_sets[si],
@@ -140,10 +146,12 @@ class PairwiseObjective:
         """H_L d in score space at the last evaluated point."""
         if self.loss == "hinge":
             raise ValueError("the hinge loss has no Hessian: use the bundle method")
-        if len(self._terms) == 1 and self._terms[0][0] == 1.0:
+        if self._single_term:  # the result is written over the scratch _ds (valid until the next call)
             _, margin, _, si = self._terms[0]
+            if d is self._ds:  # a previous result passed back in: the kernel would read what it writes
+                d = d.copy()
             return sqh.hess_vec_y(self.ys, self._ls_sets[si], self.qptr, self._level_sets[si][1], self.order, d,
-                                  self._ds, self._zs, self._z, self.qweight, margin)
+                                  self._ds, self._zs, self._ds, self.qweight, margin)
         self._z[:] = 0.0
         for coef, margin, _, si in self._terms:
             self._z += coef * sqh.hess_vec_y(self.ys, self._ls_sets[si], self.qptr, self._level_sets[si][1], self.order,

@@ -97,12 +97,21 @@ def minimise_along(phi, f0: float, gd: float, wd: float, dd: float, C: float):
     return 0.0, f0
 
 
-def line_search(obj: PairwiseObjective, w, y, d, delta, f0: float, gd: float):
+def line_search(obj: PairwiseObjective, w, y, d, delta, f0: float, gd: float, trial: np.ndarray | None = None):
     """Step length t along d (y = Xw, delta = Xd). Returns (t, f(w + t d)) with the objective's
-    state left at w + t d, or (0, f0) if no decrease was found."""
+    state left at w + t d, or (0, f0) if no decrease was found. The scores y + t delta of each
+    trial are formed in `trial` (one array for every trial, not one each): when t > 0 it holds
+    the returned point's scores, the same bits as y + t * delta."""
+    trial = np.empty_like(y) if trial is None else trial
 
     def phi(t):
-        ft = obj.evaluate(w + d, y + delta) if t == 1.0 else obj.evaluate(w + t * d, y + t * delta)
+        if t == 1.0:
+            np.add(y, delta, out=trial)
+            ft = obj.evaluate(w + d, trial)
+        else:  # y + (t * delta), as NumPy evaluates y + t * delta
+            np.multiply(delta, t, out=trial)
+            np.add(y, trial, out=trial)
+            ft = obj.evaluate(w + t * d, trial)
         return ft, lambda: (float(obj.gy @ delta), float(delta @ obj.hess_vec_y(delta)))
 
     t, ft = minimise_along(phi, f0, gd, float(w @ d), float(d @ d), obj.C)
@@ -125,7 +134,11 @@ def truncated_newton(
         w = np.array(w0, dtype=np.float64, copy=True)
         if w.shape != (obj.n_features,) or not np.all(np.isfinite(w)):
             raise ValueError(f"w0 must be {obj.n_features} finite numbers, got shape {w.shape}")
+    # three score-space vectors for the whole run (memory: issue 11): y = Xw, delta = Xd and the
+    # line search's trial scores, which become the next y
     y = obj.scores(w)
+    delta = np.empty_like(y)
+    trial = np.empty_like(y)
     f = obj.evaluate(w, y)
     g = obj.gradient(w)
     _finite(obj, "objective or gradient at the start", f, g)
@@ -168,13 +181,13 @@ def truncated_newton(
                     f"dec/f {decrement / f:.2e}  converged  {time.perf_counter() - t_start:.3f}s"
                 )
             break
-        delta = obj.scores(d)
-        t, f_new = line_search(obj, w, y, d, delta, f, gd)
+        obj.scores(d, out=delta)
+        t, f_new = line_search(obj, w, y, d, delta, f, gd, trial)
         if t == 0.0:
             message = "line search could not decrease the objective (numerical precision reached)"
             break
         w = w + t * d
-        y = y + t * delta
+        y, trial = trial, y  # trial holds y + t * delta
         f = f_new
         g = obj.gradient(w)
         _finite(obj, f"objective or gradient at iteration {it}", f, g)
@@ -185,7 +198,7 @@ def truncated_newton(
                 f"dec/f {decrement / f:.2e}  violated {obj.n_active}  {time.perf_counter() - t_start:.3f}s"
             )
     # report the objective at the returned w computed afresh from X w
-    f = obj.evaluate(w, obj.scores(w))
+    f = obj.evaluate(w, obj.scores(w, out=trial))
     _finite(obj, "objective at the solution", f, w)
     return FitResult(
         w=w,
