@@ -1,7 +1,8 @@
 """The in-memory dataset every part of rankkit works on.
 
 A dataset is a CSR matrix (float64 values, int32 column indices, int64 row pointers), float64
-labels, int64 query ids per row, and query offsets `qptr`: query q is the contiguous row slice
+labels (the reader may give uint16 column indices to a caller that asks for them: half the memory
+of the indices when every column is below 65,536, as in LETOR data), int64 query ids per row, and query offsets `qptr`: query q is the contiguous row slice
 `qptr[q]:qptr[q+1]`. Rows keep the order of the file unless the reader was asked to group
 scattered queries, in which case `order[i]` is the input position of row i.
 
@@ -23,7 +24,7 @@ COMPACT_MIN_FEATURES = 1 << 16  # Dataset.compact_columns: below this many colum
 @dataclass
 class Dataset:
     data: np.ndarray  # float64[nnz]
-    indices: np.ndarray  # int32[nnz], 0-based columns
+    indices: np.ndarray  # int32[nnz] (or uint16[nnz], when the reader was asked to narrow them), 0-based columns
     indptr: np.ndarray  # int64[n + 1]
     y: np.ndarray  # float64[n] labels (zeros when the file had none)
     qid: np.ndarray  # int64[n]
@@ -53,17 +54,19 @@ class Dataset:
         return int(self.indptr[-1])
 
     def csr(self, n_features: int | None = None):
-        """A scipy CSR matrix sharing this dataset's arrays (columns >= n_features dropped)."""
+        """A scipy CSR matrix sharing this dataset's arrays (columns >= n_features dropped; uint16
+        column indices are copied to int32, scipy's type)."""
         import scipy.sparse as sp
 
         nf = self.n_features if n_features is None else n_features
+        indices = self.indices if self.indices.dtype == np.int32 else self.indices.astype(np.int32)
         if nf >= self.n_features:
-            return sp.csr_matrix((self.data, self.indices, self.indptr), shape=(self.n_rows, nf))
-        keep = self.indices < nf
+            return sp.csr_matrix((self.data, indices, self.indptr), shape=(self.n_rows, nf))
+        keep = indices < nf
         kept_before = np.zeros(self.nnz + 1, dtype=np.int64)  # kept entries before each position
         np.cumsum(keep, out=kept_before[1:])
         indptr = kept_before[self.indptr]  # (reduceat failed on trailing empty rows)
-        return sp.csr_matrix((self.data[keep], self.indices[keep], indptr), shape=(self.n_rows, nf))
+        return sp.csr_matrix((self.data[keep], indices[keep], indptr), shape=(self.n_rows, nf))
 
     # -- per-query structure ---------------------------------------------------------------
     @property
@@ -112,7 +115,7 @@ class Dataset:
         n = self.n_rows
         checks = [
             (self.data.dtype == np.float64, "data must be float64"),
-            (self.indices.dtype == np.int32, "indices must be int32"),
+            (self.indices.dtype in (np.int32, np.uint16), "indices must be int32 (or uint16)"),
             (self.indptr.dtype == np.int64, "indptr must be int64"),
             (self.y.dtype == np.float64, "labels must be float64"),
             (self.qid.dtype == np.int64, "qid must be int64"),

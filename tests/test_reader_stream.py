@@ -109,3 +109,73 @@ def test_more_values_than_counted_is_caught_not_written(tmp_path, monkeypatch):
     _change_after_counting(monkeypatch, lambda: path.write_bytes(text.replace(b"#abcdefgh", b"2:1 3:1.0")))
     with pytest.raises(DataError, match=r"t\.txt: changed while being read"):
         read_svmlight(str(path))
+
+
+# -- uint16 column indices (read_svmlight(narrow_indices=True): `rankkit train` with an exact solver) --
+
+def _wide_column(text: bytes, at_line: int, column: int) -> bytes:
+    lines = text.splitlines(keepends=True)
+    head, sep, comment = lines[at_line].partition(b"#")  # the feature before any comment
+    lines[at_line] = head.rstrip() + b" %d:0.25 " % column + sep + comment
+    return b"".join(lines)
+
+
+def _narrow_variants():
+    yield "sample", BASE, np.uint16
+    yield "comments-docids-slow", dict((n, t) for n, t in _variants())["comments-docids-slow"], np.uint16
+    yield "column 65535", _wide_column(BASE, 250, 65536), np.uint16  # 1-based 65536 is column 65535
+    yield "column 65536 late", _wide_column(BASE, 250, 65537), np.int32  # widened after narrow blocks
+    yield "column 65536 first", _wide_column(BASE, 0, 100000), np.int32
+
+
+@pytest.mark.parametrize("block", [None, 97, 1000, 1 << 20])
+def test_narrow_indices_hold_the_same_columns(tmp_path, monkeypatch, block):
+    """Whole-buffer (block None) and streamed reads, in many blocks: uint16 indices while every
+    column fits, int32 from the first that does not (before or after narrow blocks), and the same
+    dataset as the int32 read in every case."""
+    for name, text, dtype in _narrow_variants():
+        path = tmp_path / "f.txt"
+        path.write_bytes(text)
+        if block is not None:
+            _stream(monkeypatch, block)
+        plain = read_svmlight(str(path))
+        narrow = read_svmlight(str(path), narrow_indices=True)
+        monkeypatch.undo()
+        assert plain.indices.dtype == np.int32 and narrow.indices.dtype == dtype, name
+        assert plain.n_features == (100000 if "first" in name else 65537 if "late" in name else 65536 if "65535" in name else 20), name
+        _same(plain, narrow)
+        assert np.array_equal(plain.csr().toarray(), narrow.csr().toarray()), name
+
+
+def test_narrow_indices_with_grouped_queries_and_the_same_errors(tmp_path, monkeypatch):
+    lines = BASE.splitlines(keepends=True)
+    scattered = b"".join(lines[150:] + lines[:150])  # qids seen again: --group-queries gathers them
+    path = tmp_path / "g.txt"
+    path.write_bytes(scattered)
+    for block in (None, 500):
+        if block is not None:
+            _stream(monkeypatch, block)
+        _same(read_svmlight(str(path), group_queries=True),
+              read_svmlight(str(path), group_queries=True, narrow_indices=True))
+        monkeypatch.undo()
+    text = b"".join(lines[:200] + [b"1 qid:1 1:nan\n"] + lines[200:])
+    path.write_bytes(text)
+    with pytest.raises(DataError) as plain:
+        read_svmlight(str(path))
+    _stream(monkeypatch, 500)
+    with pytest.raises(DataError) as narrow:
+        read_svmlight(str(path), narrow_indices=True)
+    assert str(plain.value) == str(narrow.value) and ":201:" in str(narrow.value)
+
+
+@pytest.mark.parametrize("nnz", [0, 1, 7, (1 << 20) - 1, (1 << 20) + 3, 3 * (1 << 20)])
+def test_narrow_in_place_gives_back_half_the_memory(nnz):
+    rng = np.random.default_rng(nnz)
+    values = rng.integers(0, 1 << 16, nnz).astype(np.int32)
+    if nnz:
+        values[-1] = 65535
+    indices = values.copy()
+    narrow = S._narrow_in_place(indices)
+    assert narrow.dtype == np.uint16 and np.array_equal(narrow, values)
+    if nnz:
+        assert narrow.base.nbytes == 4 * ((nnz + 1) // 2)  # the int32 array was cut to half its bytes

@@ -206,10 +206,14 @@ def parse_bytes(
     group_queries: bool = False,
     labels_optional: bool = False,
     groups=None,
+    narrow_indices: bool = False,
 ) -> Dataset:
     """Parse an SVMlight/LETOR buffer (uint8) into a validated Dataset. `groups` (a
-    rankkit.io.groups.Groups) gives the queries of a file without qid, or must agree with its qids."""
-    arrays = _parse_chunked(buf, source, zero_based, labels_optional, _n_chunks(buf.shape[0]))
+    rankkit.io.groups.Groups) gives the queries of a file without qid, or must agree with its qids.
+    narrow_indices: uint16 column indices when every column is below NARROW_INDEX_LIMIT."""
+    arrays = list(_parse_chunked(buf, source, zero_based, labels_optional, _n_chunks(buf.shape[0])))
+    if narrow_indices and (arrays[1].shape[0] == 0 or int(arrays[1].max()) < NARROW_INDEX_LIMIT):
+        arrays[1] = _narrow_in_place(arrays[1])
     docids = _compact_spans(buf, arrays[-1]) if bool(np.any(arrays[-1][:, 0] >= 0)) else None
     return _build_dataset(arrays[:-1], docids, buf.shape[0] == 0, source, group_queries, groups)
 
@@ -319,10 +323,10 @@ def _exclusive_cumsum(a: np.ndarray) -> np.ndarray:
     return out
 
 
-def _row_arrays(n: int, nnz: int):
+def _row_arrays(n: int, nnz: int, index_dtype=np.int32):
     """The arrays the parser fills for n rows and nnz values: data, indices, indptr (zeroed),
     y, qid, has_qid, line_no, docid spans."""
-    return (np.empty(nnz, dtype=np.float64), np.empty(nnz, dtype=np.int32), np.zeros(n + 1, dtype=np.int64),
+    return (np.empty(nnz, dtype=np.float64), np.empty(nnz, dtype=index_dtype), np.zeros(n + 1, dtype=np.int64),
             np.empty(n, dtype=np.float64), np.empty(n, dtype=np.int64), np.empty(n, dtype=np.uint8),
             np.empty(n, dtype=np.int64), np.empty((n, 2), dtype=np.int64))
 
@@ -444,11 +448,35 @@ def _hash_beside(digest, view: np.ndarray):
     return t
 
 
+# Column indices below this fit uint16: what read_svmlight(narrow_indices=True) keeps them as.
+NARROW_INDEX_LIMIT = 1 << 16
+
+
+def _narrow_in_place(indices: np.ndarray) -> np.ndarray:
+    """The int32 column indices (all in [0, NARROW_INDEX_LIMIT)) as uint16, in the first half of
+    their own memory, the second half given back: no second array at any time. Copied forwards
+    in slices: slice [lo, hi) goes to bytes [2 lo, 2 hi), which hold int32 entries below hi / 2,
+    all copied already (NumPy buffers a slice whose source and destination overlap)."""
+    nnz = indices.shape[0]
+    if nnz == 0 or not indices.flags.owndata:
+        return indices.astype(np.uint16)
+    narrow = indices.view(np.uint16)
+    step = 1 << 20
+    for lo in range(0, nnz, step):
+        hi = min(nnz, lo + step)
+        narrow[lo:hi] = indices[lo:hi]
+    del narrow
+    indices.resize((nnz + 1) // 2, refcheck=False)  # no view of it exists (only this function's)
+    return indices.view(np.uint16)[:nnz]
+
+
 def _parse_streaming(fd: int, size: int, name: str, zero_based: bool, labels_optional: bool,
-                     block_bytes: int | None = None, digest=None):
+                     block_bytes: int | None = None, digest=None, narrow: bool = False):
     """The arrays of parse_bytes, and docids, from a plain file read in blocks: a counting pass,
     then a parsing pass into arrays of the counted size. Memory: the arrays plus one block.
-    `digest` (a hashlib object) is updated with every byte of the file, in order."""
+    `digest` (a hashlib object) is updated with every byte of the file, in order. `narrow`:
+    column indices as uint16 while they all fit (each block parsed into an int32 scratch of the
+    block's size and copied down; the first block with a larger column widens them to int32)."""
     block_bytes = block_bytes or STREAM_BLOCK_BYTES
     buf = np.empty(min(size, block_bytes), dtype=np.uint8)
     blocks = []
@@ -474,26 +502,40 @@ def _parse_streaming(fd: int, size: int, name: str, zero_based: bool, labels_opt
         off += view.shape[0]
     totals = sum(c.sum(axis=0) for _, _, _, c in blocks) if blocks else np.zeros(3, dtype=np.int64)
     n, nnz = int(totals[0]), int(totals[1])
-    data, indices, indptr, y, qid, has_qid, line_no, docspan = _row_arrays(n, nnz)
+    data, indices, indptr, y, qid, has_qid, line_no, docspan = _row_arrays(
+        n, nnz, np.uint16 if narrow else np.int32)
+    scratch = None  # narrow: one block's int32 column indices
     pieces, piece_bytes, any_docid = [], 0, False
     row0 = nnz0 = line0 = 0
     for off, length, bounds, counts in blocks:  # pass 2: parse each block into place
         _read_at(fd, buf, off, length, size, name)
         view = buf[:length]
         nc = counts.shape[0]
-        rows_at = row0 + _exclusive_cumsum(counts[:, 0])
-        nnz_at = nnz0 + _exclusive_cumsum(counts[:, 1])
+        row1 = row0 + int(counts[:, 0].sum())
+        nnz1 = nnz0 + int(counts[:, 1].sum())
+        # the block is parsed into views of its own rows and non-zeros (positions relative to them)
+        rows_at = _exclusive_cumsum(counts[:, 0])
+        nnz_at = _exclusive_cumsum(counts[:, 1])
         line_before = line0 + _exclusive_cumsum(counts[:, 2])
         slow_at = _exclusive_cumsum(counts[:, 0] + counts[:, 1])
         slow = np.empty((int(counts[:, 0].sum() + counts[:, 1].sum()), 4), dtype=np.int64)
         status = np.zeros((nc, 5), dtype=np.int64)
         parsed = np.zeros((nc, 3), dtype=np.int64)
+        narrowing = indices.dtype == np.uint16
+        if narrowing:
+            if scratch is None:
+                scratch = np.empty(max(int(c[:, 1].sum()) for _, _, _, c in blocks), dtype=np.int32)
+            block_indices = scratch[: nnz1 - nnz0]
+        else:
+            block_indices = indices[nnz0:nnz1]
+        block_data, block_indptr = data[nnz0:nnz1], indptr[row0 : row1 + 1]
+        block_y, block_line = y[row0:row1], line_no[row0:row1]
         K.parse_chunks(view, bounds, bool(zero_based), bool(labels_optional), counts, rows_at, nnz_at, line_before,
-                       slow_at, data, indices, indptr, y, qid, has_qid, line_no, docspan, slow, status, parsed)
+                       slow_at, block_data, block_indices, block_indptr, block_y, qid[row0:row1], has_qid[row0:row1],
+                       block_line, docspan[row0:row1], slow, status, parsed)
         _check_status(view, name, status, line_before, bounds)
         if not np.array_equal(parsed[:, :2], counts[:, :2]):
             raise _changed(name, "its content changed between the reader's two passes")
-        row1 = row0 + int(counts[:, 0].sum())
         if parsed[:, 2].any():
             sl_pieces = []
             for c in range(nc):
@@ -501,7 +543,16 @@ def _parse_streaming(fd: int, size: int, name: str, zero_based: bool, labels_opt
                 sl[:, 1] += np.where(sl[:, 0] == 0, nnz_at[c], rows_at[c])
                 sl[:, 2:] += bounds[c]
                 sl_pieces.append(sl)
-            _convert_slow_numbers(view, np.concatenate(sl_pieces), data, y, line_no, indptr[:row1], name)
+            _convert_slow_numbers(view, np.concatenate(sl_pieces), block_data, block_y, block_line, block_indptr, name)
+        block_indptr += nnz0  # row pointers into the whole file's non-zeros
+        if narrowing and nnz1 > nnz0:
+            if int(block_indices.max()) < NARROW_INDEX_LIMIT:
+                indices[nnz0:nnz1] = block_indices
+            else:  # a column past uint16: int32 from here on (the narrow part widened once)
+                wide = np.empty(nnz, dtype=np.int32)
+                wide[:nnz0] = indices[:nnz0]
+                wide[nnz0:nnz1] = block_indices
+                indices, scratch = wide, None
         spans = docspan[row0:row1]
         if bool(np.any(spans[:, 0] >= 0)):
             piece, new = _compact_spans(view, spans)
@@ -510,13 +561,13 @@ def _parse_streaming(fd: int, size: int, name: str, zero_based: bool, labels_opt
             pieces.append(piece)
             piece_bytes += len(piece)
             any_docid = True
-        row0, nnz0, line0 = row1, nnz0 + int(counts[:, 1].sum()), line0 + int(counts[:, 2].sum())
+        row0, nnz0, line0 = row1, nnz1, line0 + int(counts[:, 2].sum())
     indptr[n] = nnz
     docids = (b"".join(pieces), docspan) if any_docid else None
     return (data, indices, indptr, y, qid, has_qid, line_no), docids
 
 
-def _read_streaming(path: str, name: str, zero_based: bool, labels_optional: bool, digest=None):
+def _read_streaming(path: str, name: str, zero_based: bool, labels_optional: bool, digest=None, narrow=False):
     """(arrays, docids, size) of a large plain file read in blocks; None if `path` is not a plain
     regular file of at least STREAM_MIN_BYTES (then the whole-buffer reader is used)."""
     if path == "-" or _compression(path) is not None:
@@ -527,7 +578,7 @@ def _read_streaming(path: str, name: str, zero_based: bool, labels_optional: boo
             if not stat.S_ISREG(st.st_mode) or st.st_size < STREAM_MIN_BYTES:
                 return None
             arrays, docids = _parse_streaming(fh.fileno(), st.st_size, name, zero_based, labels_optional,
-                                              digest=digest)
+                                              digest=digest, narrow=narrow)
             after = os.fstat(fh.fileno())
             if (after.st_size, after.st_mtime_ns) != (st.st_size, st.st_mtime_ns):
                 raise _changed(name, "its size or modification time changed")
@@ -573,7 +624,7 @@ def _take_rows(data, indices, indptr, order):
 
 def read_svmlight(
     path: str, zero_based: bool = False, group_queries: bool = False, labels_optional: bool = False,
-    groups: str | None = "auto", log=None, digest=None,
+    groups: str | None = "auto", log=None, digest=None, narrow_indices: bool = False,
 ) -> Dataset:
     """Read an SVMlight/LETOR file (plain, .gz, .bz2, .xz, or `-` for stdin).
 
@@ -584,19 +635,24 @@ def read_svmlight(
     bytes, so that a caller needing their checksum does not hold or read them again.
 
     A plain file of at least STREAM_MIN_BYTES is read in blocks (memory: the arrays plus one
-    block); others are read whole."""
+    block); others are read whole.
+
+    narrow_indices: column indices as uint16 (half their memory) when every column is below
+    NARROW_INDEX_LIMIT, for a caller whose kernels take either type (`rankkit train` with an exact
+    linear solver); int32 otherwise, and always without it."""
     from rankkit.io.groups import Groups, resolve
 
     name = display_name(path)
     found = groups if isinstance(groups, Groups) else resolve(path, groups)
-    streamed = _read_streaming(path, name, zero_based, labels_optional, digest)
+    streamed = _read_streaming(path, name, zero_based, labels_optional, digest, narrow_indices)
     if streamed is not None:  # a large plain file: read in blocks, never whole
         arrays, docids, size = streamed
         ds = _build_dataset(arrays, docids, size == 0, name, group_queries, found)
     else:
         buf = read_bytes(path)
         hashing = _hash_beside(digest, buf) if digest is not None else None
-        ds = parse_bytes(buf, name, zero_based, group_queries, labels_optional, groups=found)
+        ds = parse_bytes(buf, name, zero_based, group_queries, labels_optional, groups=found,
+                         narrow_indices=narrow_indices)
         if hashing is not None:
             hashing.join()
         del buf

@@ -20,6 +20,9 @@ class SolverSpec:
     losses: tuple[str, ...]
     stochastic: bool = False  # takes --lambda, --iterations, --eta, --sampler, ... instead of --tol
     factorized: bool = False  # takes -K, --iterations, --eta0, --init-scale, --patience, --save-factors
+    # its kernels take uint16 column indices as well as int32: `rankkit train` then reads a file whose
+    # columns are all below 65,536 with uint16 indices (half their memory; rankkit.io.svmlight)
+    narrow_indices: bool = False
 
     def load(self):
         return getattr(importlib.import_module(self.module), self.cls)
@@ -34,6 +37,7 @@ SOLVERS: dict[str, SolverSpec] = {
             module="rankkit.solvers.newton",
             cls="NewtonRankSVM",
             losses=("squared-hinge", "huber", "logistic"),
+            narrow_indices=True,
         ),
         SolverSpec(
             name="newton-pairs",
@@ -42,6 +46,7 @@ SOLVERS: dict[str, SolverSpec] = {
             module="rankkit.solvers.newton",
             cls="NewtonPairsRankSVM",
             losses=("squared-hinge", "huber", "logistic"),
+            narrow_indices=True,
         ),
         SolverSpec(
             name="bundle",
@@ -50,6 +55,7 @@ SOLVERS: dict[str, SolverSpec] = {
             module="rankkit.solvers.bundle",
             cls="BundleRankSVM",
             losses=("hinge",),
+            narrow_indices=True,
         ),
     ]
     + [
