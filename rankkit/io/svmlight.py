@@ -334,12 +334,11 @@ def _row_arrays(n: int, nnz: int, index_dtype=np.int32):
 def _parse_chunked(buf, source, zero_based, labels_optional, n_chunks):
     """Parse chunks of lines on all cores: an exact count of rows and non-zeros per chunk, then
     every chunk parses straight into its final place. The result does not depend on n_chunks."""
+    # one chunk runs on this thread (rankkit.threads.run), through the same kernels as many: one
+    # compiled entry each (cold start, the ahead-of-time build), not a serial twin
     bounds = K.chunk_bounds(buf, n_chunks)
     counts = np.zeros((n_chunks, 3), dtype=np.int64)
-    if n_chunks == 1:  # the serial kernels: starting a parallel region costs more than a small file
-        counts[0] = K._count_fast(buf, 0, buf.shape[0], bool(labels_optional))
-    else:
-        K.count_chunks(buf, bounds, bool(labels_optional), counts)
+    K.count_chunks(buf, bounds, bool(labels_optional), counts)
     rows_at, nnz_at = _exclusive_cumsum(counts[:, 0]), _exclusive_cumsum(counts[:, 1])
     line_before = _exclusive_cumsum(counts[:, 2])
     n, nnz = int(counts[:, 0].sum()), int(counts[:, 1].sum())
@@ -347,16 +346,10 @@ def _parse_chunked(buf, source, zero_based, labels_optional, n_chunks):
     slow = np.empty((n + nnz, 4), dtype=np.int64)
     status = np.zeros((n_chunks, 5), dtype=np.int64)
     parsed = np.zeros((n_chunks, 3), dtype=np.int64)
-    if n_chunks == 1:  # what parse_chunks does for one chunk, without its (empty) fix-ups
-        parsed[0] = K.parse_svmlight(
-            buf, bool(zero_based), bool(labels_optional),
-            data, indices, indptr, y, qid, has_qid, line_no, docspan, slow, status[0],
-        )
-    else:
-        K.parse_chunks(
-            buf, bounds, bool(zero_based), bool(labels_optional), counts, rows_at, nnz_at, line_before, rows_at + nnz_at,
-            data, indices, indptr, y, qid, has_qid, line_no, docspan, slow, status, parsed,
-        )
+    K.parse_chunks(
+        buf, bounds, bool(zero_based), bool(labels_optional), counts, rows_at, nnz_at, line_before, rows_at + nnz_at,
+        data, indices, indptr, y, qid, has_qid, line_no, docspan, slow, status, parsed,
+    )
     _check_status(buf, source, status, line_before, bounds)
     if not np.array_equal(parsed[:, :2], counts[:, :2]):  # cannot happen: exact for a file the parser accepts
         raise RuntimeError("reader: chunk counts disagree with the parser")
@@ -414,10 +407,7 @@ def _count_block(view: np.ndarray, labels_optional: bool):
     nc = _n_chunks(view.shape[0])
     bounds = K.chunk_bounds(view, nc)
     counts = np.zeros((nc, 3), dtype=np.int64)
-    if nc == 1:
-        counts[0] = K._count_fast(view, 0, view.shape[0], bool(labels_optional))
-    else:
-        K.count_chunks(view, bounds, bool(labels_optional), counts)
+    K.count_chunks(view, bounds, bool(labels_optional), counts)
     return bounds, counts
 
 

@@ -3,12 +3,10 @@ rankkit.objectives._numba.arg_key gives it. Written by
 `python -m rankkit.objectives._aot_build --record`; do not edit by hand."""
 
 CALLS = [
-    ('rankkit.io._parse', '_count_fast', (('|u1', 1, 1, True, True), '<i8', '<i8', '|b1')),
     ('rankkit.io._parse', '_count_range', (('|u1', 1, 1, True, True), ('<i8', 1, 1, True, True), '|b1', ('<i8', 2, 1, True, True), '<i8', '<i8')),
     ('rankkit.io._parse', '_fix_chunk_starts', (('<i8', 1, 1, True, True), ('<i8', 1, 1, True, True), ('<i8', 1, 1, True, True), '<i8')),
     ('rankkit.io._parse', '_parse_range', (('|u1', 1, 1, True, True), ('<i8', 1, 1, True, True), '|b1', '|b1', ('<i8', 2, 1, True, True), ('<i8', 1, 1, True, True), ('<i8', 1, 1, True, True), ('<i8', 1, 1, True, True), ('<i8', 1, 1, True, True), ('<f8', 1, 1, True, True), ('<i4', 1, 1, True, True), ('<i8', 1, 1, True, True), ('<f8', 1, 1, True, True), ('<i8', 1, 1, True, True), ('|u1', 1, 1, True, True), ('<i8', 1, 1, True, True), ('<i8', 2, 1, True, True), ('<i8', 2, 1, True, True), ('<i8', 2, 1, True, True), ('<i8', 2, 1, True, True), '<i8', '<i8')),
     ('rankkit.io._parse', 'chunk_bounds', (('|u1', 1, 1, True, True), '<i8')),
-    ('rankkit.io._parse', 'parse_svmlight', (('|u1', 1, 1, True, True), '|b1', '|b1', ('<f8', 1, 1, True, True), ('<i4', 1, 1, True, True), ('<i8', 1, 1, True, True), ('<f8', 1, 1, True, True), ('<i8', 1, 1, True, True), ('|u1', 1, 1, True, True), ('<i8', 1, 1, True, True), ('<i8', 2, 1, True, True), ('<i8', 2, 1, True, True), ('<i8', 1, 1, True, True))),
     ('rankkit.io._parse', 'query_blocks', (('<i8', 1, 1, True, True),)),
     ('rankkit.metrics', '_metrics_kernel', (('<i8', 1, 1, True, True), ('<i8', 1, 1, True, True), ('<f8', 1, 1, True, True), ('<f8', 1, 1, True, True), ('<i8', 1, 1, True, True), '|b1', ('<i8', 1, 1, True, True), ('<f8', 1, 1, True, True), '<i8', ('<f8', 1, 1, True, True), '<i8', '<i8', '<i8', '<i8', '<f8', '<i8', '<i8', '<f8', ('<f8', 2, 1, True, True))),
     ('rankkit.objectives._sparse', '_matvec_rows', (('<f8', 1, 1, True, True), ('<i4', 1, 1, True, True), ('<i8', 1, 1, True, True), ('<f8', 1, 1, True, True), ('<f8', 1, 1, True, True), '<i8', '<i8')),
