@@ -300,6 +300,15 @@ def bench_small(rep: Report, peers, repeat, tmp):
             *bench_start.table(res), "")
     if ll:
         rep.add(f"liblinear-ranksvm `train -s 8 -c 0.001` on the same file: {ll[0]:.3f} s.\n")
+    # the same train on numba's JIT (its disk cache filled first) against the ahead-of-time kernels
+    train_args = ("train", fold / "train.txt", f"{tmp}/mqj.model", "-C", "1e-3")
+    jit_cmd = ["env", "RANKKIT_AOT=0", *rankkit_cmd(*train_args)]
+    timed([jit_cmd])
+    jit, aot = best([jit_cmd], repeat), best([rankkit_cmd(*train_args)], repeat)
+    rep.add(f"The same train on numba's JIT (`RANKKIT_AOT=0`, its cache filled first): {jit[0]:.3f} s and "
+            f"{jit[2]:.0f} MB peak, against {aot[0]:.3f} s and {aot[2]:.0f} MB on the kernels compiled ahead of time "
+            f"({aot[0] / jit[0]:.2f}x the time, {jit[2] - aot[2]:.0f} MB less).\n")
+    rep.data["small_jit"] = {"jit": jit, "aot": aot}
     tr = res["commands"]["train"]["wall"]
     rep.rows.append(("train, MQ2008 Fold1 (9,630 docs)", f"{tr:.2f} s (floor {res['floor']:.2f} s: "
                      f"{tr / res['floor']:.2f}x)", f"liblinear-ranksvm {ll[0]:.2f} s" if ll else "liblinear-ranksvm: not found",
