@@ -244,6 +244,7 @@ def bench_concurrent(rep: Report, peers, repeat, tmp):
                      ratio(d[0], ll and ll[0])))
     rep.data["concurrent"] = res
     rep.data["concurrent_median"] = med
+    rep.data["concurrent_rounds"] = {name: [x[0] for x in r] for name, r in runs.items()}
 
 
 def bench_pegasos(rep: Report, peers, repeat, tmp):

@@ -165,7 +165,18 @@ def compile_module(index: int, groups: list, out_dir: str) -> dict:
     tempfile.tempdir = tempfile.mkdtemp(prefix=f"tmp{index}-", dir=out_dir)
     CC = _setup_compiler()
     ext = f"rankkit_aot_{index}"
-    cc = CC(ext)
+    # numba's C runtime helpers (allocation, error handling; no arithmetic of the kernels' own) are
+    # compiled with Python's CFLAGS, -g -O3 here: without debug information and at -O1 they compile
+    # in 1.3 s instead of 2.3 s per module. The compiler reads CFLAGS when it is made (in CC()).
+    saved = os.environ.get("CFLAGS")
+    os.environ["CFLAGS"] = f"{saved or ''} -g0 -O1".strip()
+    try:
+        cc = CC(ext)
+    finally:
+        if saved is None:
+            os.environ.pop("CFLAGS", None)
+        else:
+            os.environ["CFLAGS"] = saved
     cc.output_dir = out_dir
     cc.target_cpu = "host"
     cc.verbose = False
