@@ -5,7 +5,7 @@
 A fresh install compiles its kernels on the first run of each command (10-30 s). `make` runs this
 once after installing, so that `make demo` and a user's first `rankkit train` find machine code.
 By default it compiles the kernel calls of the common commands (train with the Newton solver and
-with Pegasos, predict, eval, path) ahead of time (rankkit.objectives._aot_build), in `--jobs`
+with Pegasos, predict, eval, path) and of the Python API's fits ahead of time (rankkit.objectives._aot_build), in `--jobs`
 processes, into the kernel cache: runs then never import numba or load LLVM. If that cannot be done
 here (no C compiler, numba without its AOT compiler), or with --jit, it runs those commands on a
 small generated data set instead (train, predict, eval and Pegasos; with --all also a grid path),
@@ -67,9 +67,24 @@ def exercise(name: str, tmp: str, threads: str | None = None) -> None:
         _rankkit("train", train, model, "--solver", "pegasos", "--iterations", "1000", *t)
     elif name == "path":
         _rankkit("path", train, vali, *t)
+    elif name == "api":
+        _python_api(train, vali, threads)
 
 
-EXERCISES = ("newton", "pegasos")  # `path` too with --all: it compiles for minutes under load
+def _python_api(train: str, vali: str, threads: str | None = None) -> None:
+    """The Python API's common calls (rankkit.RankSVM, SGDRanker, evaluate on scipy matrices, whose
+    column indices are int32 where `rankkit train` reads uint16 ones)."""
+    import rankkit
+
+    n = int(threads) if threads else None
+    X, y, q = rankkit.load_svmlight_file(train, query_id=True)
+    Xv, yv, qv = rankkit.load_svmlight_file(vali, query_id=True, n_features=X.shape[1])
+    ranker = rankkit.RankSVM(C=0.01, threads=n).fit(X, y, qid=q)
+    rankkit.evaluate(yv, ranker.predict(Xv), qid=qv, convention="exp")  # labels 0-3: graded as 2^label - 1
+    rankkit.SGDRanker(learner="pegasos", iterations=1000, threads=n).fit(X, y, qid=q).predict(Xv)
+
+
+EXERCISES = ("newton", "pegasos", "api")  # `path` too with --all: it compiles for minutes under load
 ALL = EXERCISES + ("path",)
 
 

@@ -37,10 +37,10 @@ TABLE_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_aot_tabl
 # -- recording the calls -----------------------------------------------------------------------------
 
 def record_calls(tmp: str) -> set:
-    """The kernel calls from Python that the common commands make, run on small generated files
-    (whole-buffer reader) and again with the streamed, threaded reader forced; an eval of two
-    systems (significance tests); then train and
-    predict on files large enough for the chunked products (4096 rows and more): 60 queries of 100
+    """The kernel calls from Python that the common commands and the Python API's fits make, run
+    on small generated files (whole-buffer reader) and again with the streamed, threaded reader
+    forced; an eval of two systems (significance tests); then train and predict (and the API's
+    fits) on files large enough for the chunked products (4096 rows and more): 60 queries of 100
     documents, and one query of 6000 documents with binary labels and no qid."""
     import numpy as np
 
@@ -69,6 +69,7 @@ def record_calls(tmp: str) -> set:
             for t in ("1", "2"):
                 warmup._rankkit("train", f, f + ".model", "-C", "1", "--threads", t)
                 warmup._rankkit("predict", f, f + ".model", f + ".scores", "--threads", t)
+            warmup._python_api(f, f, t)  # the API's fits on int32 column indices, chunked products
         saved = (svmlight.STREAM_MIN_BYTES, svmlight.STREAM_BLOCK_BYTES, svmlight.PARALLEL_MIN_BYTES,
                  threads.MIN_WORK_PER_THREAD)
         svmlight.STREAM_MIN_BYTES, svmlight.STREAM_BLOCK_BYTES, svmlight.PARALLEL_MIN_BYTES = 1, 1 << 12, 1
