@@ -453,9 +453,10 @@ def _path_one(train_file, valid_file, test_file, method, metric, select, n_point
     from rankkit.selection import path_on_datasets
 
     exact = dict(exact or {})
-    # the grid path's Newton fits and the linear exact path take uint16 column indices (half their memory)
+    # the grid path's Newton fits take uint16 column indices (half their memory); the exact path
+    # works on a scipy matrix, whose int32 indices would then be a second copy
     train_ds = read_svmlight(train_file, zero_based=zero_based, group_queries=group_queries, groups=group_file, log=log,
-                             narrow_indices=exact.get("kernel", "linear") == "linear")
+                             narrow_indices=method != "exact")
     valid_ds = read_svmlight(valid_file, zero_based=zero_based, group_queries=group_queries, log=log)
     result, raw, notes, method = path_on_datasets(train_ds, valid_ds, method, metric, select, n_points, ratio, exact,
                                                   log=log, progress=progress)

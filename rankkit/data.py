@@ -206,7 +206,9 @@ def _levels_and_pairs(y: np.ndarray, qptr: np.ndarray) -> tuple[np.ndarray, np.n
     pairs = np.zeros(nq, dtype=np.int64)
     if n == 0:
         return levels, pairs
-    y = np.ascontiguousarray(y, dtype=np.float64)
-    qptr = np.ascontiguousarray(qptr, dtype=np.int64)
+    # contiguous and writeable (read-only labels, e.g. a pandas Series' values, are copied): the
+    # kernel types the ahead-of-time build holds, so such input does not load numba's JIT
+    y = np.require(y, dtype=np.float64, requirements=["C", "W"])
+    qptr = np.require(qptr, dtype=np.int64, requirements=["C", "W"])
     query_levels(y, qptr, levels, pairs, np.empty(n, dtype=np.int64), np.empty(longest(qptr, 0, nq), dtype=np.int64))
     return levels, pairs

@@ -325,7 +325,9 @@ def _as_float_vector(x, what: str) -> np.ndarray:
         raise UsageError(f"{what} must be a 1-D array, got {a.ndim} dimensions")
     if a.dtype.kind not in "biuf":
         raise UsageError(f"{what} must be real numbers, got dtype {a.dtype}")
-    a = np.ascontiguousarray(a, dtype=np.float64)
+    # contiguous and writeable (a read-only array, e.g. a pandas Series' values, is copied): the
+    # kernel types the ahead-of-time build holds, so such input does not load numba's JIT
+    a = np.require(a, dtype=np.float64, requirements=["C", "W"])
     if np.isnan(a).any():
         raise UsageError(f"{what} contain NaN (row {int(np.flatnonzero(np.isnan(a))[0])})")
     return a
@@ -339,7 +341,7 @@ def _as_int_vector(x, what: str) -> np.ndarray:
         raise UsageError(f"{what} must be integers, got dtype {q.dtype}")
     if q.dtype.kind == "u" and q.shape[0] and q.max() > np.iinfo(np.int64).max:
         raise UsageError(f"{what} exceed the int64 range")
-    return np.ascontiguousarray(q, dtype=np.int64)
+    return np.require(q, dtype=np.int64, requirements=["C", "W"])  # as _as_float_vector
 
 
 def _check_inputs(labels, scores, qptr) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -118,6 +118,39 @@ def test_streamed_reader_and_threads_match_the_jit(built, jit_cache, tmp_path):
     assert out["aot", "1"] == out["jit", "1"] == out["aot", "2"] == out["jit", "2"]
 
 
+API_SCRIPT = r"""
+import json, sys
+import numpy as np
+import rankkit
+X, y, q = rankkit.load_svmlight_file(sys.argv[1], query_id=True)
+Xt, yt, qt = rankkit.load_svmlight_file(sys.argv[2], query_id=True, n_features=X.shape[1])
+if sys.argv[3] == "readonly":  # as pandas 3 hands out a Series' values, or a memmap
+    for a in (y, q, yt, qt):
+        a.setflags(write=False)
+r = rankkit.RankSVM(C=0.01).fit(X, y, qid=q)
+s = r.predict(Xt)
+print(json.dumps({"w": r.coef_.tolist(), "eval": rankkit.evaluate(yt, s, qid=qt, metrics=("ndcg@5", "map")),
+                  "numba": "numba" in sys.modules}))
+"""
+
+
+@pytest.mark.parametrize("arrays", ["writeable", "readonly"])
+def test_python_api_fits_on_the_build_without_numba(built, jit_cache, tmp_path, arrays):
+    """The Python API's fit, predict and evaluate (scipy's int32 column indices; labels and qids
+    writeable or read-only) run on the build, never importing numba, with the JIT's results."""
+    out = {}
+    for mode, cache in (("aot", built), ("jit", jit_cache)):
+        env = _env()
+        env["NUMBA_CACHE_DIR"] = str(cache)
+        env["RANKKIT_AOT"] = "1" if mode == "aot" else "0"
+        proc = subprocess.run([sys.executable, "-c", API_SCRIPT, str(SAMPLE_TRAIN), str(SAMPLE_TEST), arrays],
+                              env=env, capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        out[mode] = json.loads(proc.stdout)
+    assert out["aot"]["numba"] is False and out["jit"]["numba"] is True
+    assert out["aot"]["w"] == out["jit"]["w"] and out["aot"]["eval"] == out["jit"]["eval"]
+
+
 def test_damaged_module_is_not_loaded(built, jit_cache, tmp_path):
     cache = _copy_cache(built, tmp_path / "cache", jit_cache)
     for so in glob.glob(str(cache / _aot.SUBDIR / "*.so")):
