@@ -1,9 +1,9 @@
 """The in-memory dataset every part of rankkit works on.
 
 A dataset is a CSR matrix (float64 values, int32 column indices, int64 row pointers), float64
-labels (the reader may give uint16 column indices to a caller that asks for them: half the memory
-of the indices when every column is below 65,536, as in LETOR data), int64 query ids per row, and query offsets `qptr`: query q is the contiguous row slice
-`qptr[q]:qptr[q+1]`. Rows keep the order of the file unless the reader was asked to group
+labels, int64 query ids per row, and query offsets `qptr`: query q is the contiguous row slice
+`qptr[q]:qptr[q+1]`. The reader gives uint16 column indices to a caller that asks for them (half
+the memory of the indices when every column is below 65,536, as in LETOR data). Rows keep the order of the file unless the reader was asked to group
 scattered queries, in which case `order[i]` is the input position of row i.
 
 Imports nothing from rankkit above it (only errors, and the sorting kernel: rankkit.sorting).

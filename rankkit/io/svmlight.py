@@ -212,7 +212,7 @@ def parse_bytes(
     rankkit.io.groups.Groups) gives the queries of a file without qid, or must agree with its qids.
     narrow_indices: uint16 column indices when every column is below NARROW_INDEX_LIMIT."""
     arrays = list(_parse_chunked(buf, source, zero_based, labels_optional, _n_chunks(buf.shape[0])))
-    if narrow_indices and (arrays[1].shape[0] == 0 or int(arrays[1].max()) < NARROW_INDEX_LIMIT):
+    if narrow_indices and _fits_narrow(arrays[1]):
         arrays[1] = _narrow_in_place(arrays[1])
     docids = _compact_spans(buf, arrays[-1]) if bool(np.any(arrays[-1][:, 0] >= 0)) else None
     return _build_dataset(arrays[:-1], docids, buf.shape[0] == 0, source, group_queries, groups)
@@ -442,6 +442,11 @@ def _hash_beside(digest, view: np.ndarray):
 NARROW_INDEX_LIMIT = 1 << 16
 
 
+def _fits_narrow(indices: np.ndarray) -> bool:
+    """Every (non-negative) column index below NARROW_INDEX_LIMIT."""
+    return indices.shape[0] == 0 or int(indices.max()) < NARROW_INDEX_LIMIT
+
+
 def _narrow_in_place(indices: np.ndarray) -> np.ndarray:
     """The int32 column indices (all in [0, NARROW_INDEX_LIMIT)) as uint16, in the first half of
     their own memory, the second half given back: no second array at any time. Copied forwards
@@ -494,7 +499,8 @@ def _parse_streaming(fd: int, size: int, name: str, zero_based: bool, labels_opt
     n, nnz = int(totals[0]), int(totals[1])
     data, indices, indptr, y, qid, has_qid, line_no, docspan = _row_arrays(
         n, nnz, np.uint16 if narrow else np.int32)
-    scratch = None  # narrow: one block's int32 column indices
+    # narrow: each block's int32 column indices, before they are copied down to uint16
+    scratch = np.empty(max(int(c[:, 1].sum()) for *_, c in blocks), dtype=np.int32) if narrow and blocks else None
     pieces, piece_bytes, any_docid = [], 0, False
     row0 = nnz0 = line0 = 0
     for off, length, bounds, counts in blocks:  # pass 2: parse each block into place
@@ -512,12 +518,7 @@ def _parse_streaming(fd: int, size: int, name: str, zero_based: bool, labels_opt
         status = np.zeros((nc, 5), dtype=np.int64)
         parsed = np.zeros((nc, 3), dtype=np.int64)
         narrowing = indices.dtype == np.uint16
-        if narrowing:
-            if scratch is None:
-                scratch = np.empty(max(int(c[:, 1].sum()) for _, _, _, c in blocks), dtype=np.int32)
-            block_indices = scratch[: nnz1 - nnz0]
-        else:
-            block_indices = indices[nnz0:nnz1]
+        block_indices = scratch[: nnz1 - nnz0] if narrowing else indices[nnz0:nnz1]
         block_data, block_indptr = data[nnz0:nnz1], indptr[row0 : row1 + 1]
         block_y, block_line = y[row0:row1], line_no[row0:row1]
         K.parse_chunks(view, bounds, bool(zero_based), bool(labels_optional), counts, rows_at, nnz_at, line_before,
@@ -535,8 +536,8 @@ def _parse_streaming(fd: int, size: int, name: str, zero_based: bool, labels_opt
                 sl_pieces.append(sl)
             _convert_slow_numbers(view, np.concatenate(sl_pieces), block_data, block_y, block_line, block_indptr, name)
         block_indptr += nnz0  # row pointers into the whole file's non-zeros
-        if narrowing and nnz1 > nnz0:
-            if int(block_indices.max()) < NARROW_INDEX_LIMIT:
+        if narrowing:
+            if _fits_narrow(block_indices):
                 indices[nnz0:nnz1] = block_indices
             else:  # a column past uint16: int32 from here on (the narrow part widened once)
                 wide = np.empty(nnz, dtype=np.int32)
