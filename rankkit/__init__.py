@@ -30,8 +30,8 @@ _EXPORTS = {
     "LetorData": "rankkit.datasets",
     "evaluate": "rankkit.evaluation",
     "compare": "rankkit.evaluation",
-    "regularization_path": "rankkit.selection",
-    "RegularizationPath": "rankkit.selection",
+    "regularization_path": "rankkit.paths.select",
+    "RegularizationPath": "rankkit.paths.select",
     "RankkitError": "rankkit.errors",
     "DataError": "rankkit.errors",
     "ModelError": "rankkit.errors",
@@ -45,7 +45,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time the names come from
     from rankkit.errors import DataError, ModelError, RankkitError, UsageError
     from rankkit.estimators import ConvergenceWarning, FactorizedRankSVM, Ranker, RankSVM, SGDRanker, load_model
     from rankkit.evaluation import compare, evaluate
-    from rankkit.selection import RegularizationPath, regularization_path
+    from rankkit.paths.select import RegularizationPath, regularization_path
 
 
 def __getattr__(name: str):

@@ -449,8 +449,8 @@ def _path_one(train_file, valid_file, test_file, method, metric, select, n_point
     """One regularisation path (a fold); module level so that --jobs can run it in a worker process.
     method None chooses: exact for small problems, grid otherwise. group_file is TRAIN's; VALID and
     TEST use the group files next to them."""
-    from rankkit.path import validation_metric
-    from rankkit.selection import path_on_datasets
+    from rankkit.paths.grid import validation_metric
+    from rankkit.paths.select import path_on_datasets
 
     exact = dict(exact or {})
     # the grid path's Newton fits take uint16 column indices (half their memory); the exact path
@@ -568,7 +568,7 @@ def _path_fixed_c(folds, Cs, out_dir, table, metric, zero_based, group_queries, 
     """`rankkit path --folds DIR -C c1 -C c2 ...`: every fold trained at every C in this process,
     models as `rankkit train -C` writes them, and a table of their test (and vali) metric."""
     from rankkit.metrics import parse_metric
-    from rankkit.path import fixed_c_folds, fixed_c_model_name, fold_dirs, write_fixed_c_table
+    from rankkit.paths.grid import fixed_c_folds, fixed_c_model_name, fold_dirs, write_fixed_c_table
 
     if folds is None or any(v is not None for v in others):
         raise UsageError("-C values go with --folds DIR only (no TRAIN VALID, --out-model, --plot or --method)")
@@ -612,13 +612,13 @@ def path(train_file=None, valid_file=None, out_model=None, table=None, plot=None
     """`rankkit path`: a regularisation path with model selection on a validation set (or per fold).
     progress(total, label): a progress display for the exact path of a single TRAIN VALID path.
     Cs: fixed values of C on every fold of --folds, in one process (no path)."""
-    if Cs:  # fixed values of C on every fold, one process (rankkit/path.py)
+    if Cs:  # fixed values of C on every fold, one process (rankkit/paths/grid.py)
         if dask is not None:
             raise UsageError("--dask runs a single TRAIN VALID path, not -C values with --folds")
         return _path_fixed_c(folds, Cs, out_dir, table, metric, zero_based, group_queries, log, echo,
                              others=(train_file, valid_file, out_model, plot, method), jobs=jobs)
     from rankkit.metrics import parse_metric
-    from rankkit.path import write_table
+    from rankkit.paths.grid import write_table
     from rankkit.plot import write_plot
 
     from rankkit.plot import check_plot_target
@@ -693,7 +693,7 @@ def path(train_file=None, valid_file=None, out_model=None, table=None, plot=None
         console.warn(f"the chosen C ({result.best.C:.3g}) is the largest of the grid: a larger --ratio may find a better one")
     if table:
         if method == "exact":
-            from rankkit.path import write_exact_table
+            from rankkit.paths.grid import write_exact_table
 
             write_exact_table(table, facts["raw"])
         else:
@@ -701,7 +701,7 @@ def path(train_file=None, valid_file=None, out_model=None, table=None, plot=None
     if plot:
         write_plot(plot, result)
     if out_model:
-        from rankkit.selection import chosen_model
+        from rankkit.paths.select import chosen_model
 
         facts_shown = {k: v for k, v in facts.items() if k not in ("raw", "notes", "train_csr", "train_file")}
         header_facts = {"index_base": 0 if zero_based else 1, "train_file": facts["train_file"], **facts_shown,

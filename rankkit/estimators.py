@@ -409,7 +409,7 @@ class _Trainable(Ranker):
                 log(f"training on the {used.shape[0]} feature indices that occur (of {ds.n_features}); sparse model")
         model_solver = spec.load()(**kwargs)
         if kernel is not None:  # non-linear: the linear solver on the kernel map (Chapelle & Keerthi Sect. 6.3)
-            from rankkit.kernels import choose_landmarks, fit_map, make_kernel, mapped_dataset
+            from rankkit.feature_maps import choose_landmarks, fit_map, make_kernel, mapped_dataset
 
             t_map = time.perf_counter()
             k = make_kernel(kernel["name"], ds.n_features, kernel.get("gamma"), kernel.get("degree", 3),

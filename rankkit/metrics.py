@@ -85,7 +85,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from rankkit.errors import UsageError
-from rankkit.objectives._numba import njit
+from rankkit.compiler.dispatch import njit
 from rankkit.sorting import stable_order
 
 # -- integer codes the kernel dispatches on ------------------------------------------------------

@@ -19,7 +19,7 @@ def model_scores(model, ds) -> tuple[np.ndarray, int]:
     if isinstance(model, ForeignModel):
         return foreign_scores(model, ds), ignored
     if model.landmarks is not None:
-        from rankkit.kernels import kernel_scores, make_kernel
+        from rankkit.feature_maps import kernel_scores, make_kernel
 
         name, gamma, degree, coef0 = model.kernel_args()  # read_model checked them: a ModelError names the model
         k = make_kernel(name, model.n_features, gamma, degree, coef0)

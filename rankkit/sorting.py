@@ -4,7 +4,7 @@ second of compiling per kernel that uses it (cold start, issue 11) and allocates
 
 from __future__ import annotations
 
-from rankkit.objectives._numba import njit
+from rankkit.compiler.dispatch import njit
 
 _RUN = 32  # the stable sort's insertion-sorted runs
 

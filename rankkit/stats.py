@@ -24,7 +24,7 @@ import numpy as np
 
 from rankkit import threads
 from rankkit.errors import UsageError
-from rankkit.objectives._numba import njit
+from rankkit.compiler.dispatch import njit
 
 # Ties with the observed statistic count when within this fraction of mean(|d|).
 TIE_TOLERANCE = 1e-12

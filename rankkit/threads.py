@@ -10,7 +10,7 @@ of the data, not by thread), so the policy here is about speed only:
   spinning threads hold cores that the threads they wait for need, and a fit ran 10-20x slower
   than with one thread. `OMP_WAIT_POLICY=PASSIVE` (and `KMP_BLOCKTIME=0` for Intel's OpenMP) must
   be in the environment before numba loads its threading layer: `configure_runtime()` is called
-  by `rankkit.objectives._jit` before it imports numba. A value the user set is kept.
+  by `rankkit.compiler.jit` before it imports numba. A value the user set is kept.
 - The same for numpy's OpenBLAS threads (OPENBLAS_THREAD_TIMEOUT), set by the command line
   before numpy loads; a Python program that imported numpy first keeps its own.
 - The default thread count is the cores this process may use (CPU affinity, a cgroup CPU quota,

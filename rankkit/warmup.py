@@ -6,7 +6,7 @@ A fresh install compiles its kernels on the first run of each command (10-30 s).
 once after installing, so that `make demo` and a user's first `rankkit train` find machine code.
 By default it compiles the kernel calls of the common commands (train with the Newton solver and
 with Pegasos, predict, eval, path) and of the Python API's fits ahead of time
-(rankkit.objectives._aot_build), in `--jobs` processes, into the kernel cache: runs then never import numba or load LLVM. If that cannot be done
+(rankkit.compiler.build), in `--jobs` processes, into the kernel cache: runs then never import numba or load LLVM. If that cannot be done
 here (no C compiler, numba without its AOT compiler), or with --jit, it runs those commands on a
 small generated data set instead (train, predict, eval and Pegasos; with --all also a grid path),
 in `--jobs` processes at once, so that numba's JIT compiles them into its on-disk cache (numba's
@@ -128,11 +128,11 @@ def warm(jobs: int = 1, exercises=EXERCISES) -> float:
 def build_ahead(jobs: int = 1) -> tuple[float, int]:
     """Compile the common kernel calls ahead of time (and write rankkit's bytecode); returns the
     wall seconds and the number of calls compiled. Raises if it cannot be done here."""
-    from rankkit.objectives import _aot_build
+    from rankkit.compiler import build
 
     t = time.perf_counter()
     compile_bytecode()
-    manifest = _aot_build.build(jobs)
+    manifest = build.build(jobs)
     return time.perf_counter() - t, sum(len(r["kernels"]) for r in manifest["modules"].values())
 
 

@@ -688,7 +688,7 @@ def two_gaussians(n_per_class: int, seed: int = 0):
 def bench_path(report, repeat):
     import warnings
 
-    from rankkit.exact_path import exact_path
+    from rankkit.paths.exact import exact_path
 
     report.append("## Exact regularisation path (Zapien et al.): events and time against the number of constraints\n")
     report.append("Two-Gaussian mixture (Hastie et al.), one query, binary labels, 2 features; the whole path down to "

@@ -503,9 +503,9 @@ SECTIONS = {"train": bench_train_big, "concurrent": bench_concurrent, "pegasos":
 
 def kernels_used() -> str:
     """Which compiled code the rankkit runs above used (the environment they ran in)."""
-    from rankkit.objectives import _aot
+    from rankkit.compiler import aot
 
-    st = _aot.status()
+    st = aot.status()
     if st["dir"] is None:
         return "numba's JIT cache (no ahead-of-time build for this source: run `make warmup`)"
     return f"compiled ahead of time (`make warmup`: {st['kernels']} kernels in {st['dir']}; runs they cover do not load numba)"

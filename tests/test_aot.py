@@ -1,4 +1,4 @@
-"""Kernels compiled ahead of time (rankkit/objectives/_aot.py, _aot_build.py).
+"""Kernels compiled ahead of time (rankkit/compiler/aot.py, build.py).
 
 A run that finds an AOT build for its kernel calls must give the same bits as numba's JIT, import
 neither numba nor llvmlite, and never run a build that is damaged, stale or made for other code;
@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rankkit.objectives import _aot, _aot_build, _numba
+from rankkit.compiler import aot, build, dispatch
 from tests.test_cli import ROOT, SAMPLE_TEST, SAMPLE_TRAIN, _env
 
 DEMO = [("train", str(SAMPLE_TRAIN), "M", "-C", "0.01"),
@@ -77,8 +77,8 @@ def jit_cache(tmp_path_factory):
 def _copy_cache(built, dest, jit_cache=None):
     """A cache holding a copy of the build (and of the warm JIT cache, so fallbacks load, not compile)."""
     if jit_cache is not None:
-        shutil.copytree(jit_cache, dest, ignore=shutil.ignore_patterns(_aot.SUBDIR))
-    shutil.copytree(built / _aot.SUBDIR, dest / _aot.SUBDIR)
+        shutil.copytree(jit_cache, dest, ignore=shutil.ignore_patterns(aot.SUBDIR))
+    shutil.copytree(built / aot.SUBDIR, dest / aot.SUBDIR)
     return dest
 
 
@@ -153,7 +153,7 @@ def test_python_api_fits_on_the_build_without_numba(built, jit_cache, tmp_path, 
 
 def test_damaged_module_is_not_loaded(built, jit_cache, tmp_path):
     cache = _copy_cache(built, tmp_path / "cache", jit_cache)
-    for so in glob.glob(str(cache / _aot.SUBDIR / "*.so")):
+    for so in glob.glob(str(cache / aot.SUBDIR / "*.so")):
         with open(so, "r+b") as fh:
             fh.seek(os.path.getsize(so) // 2)
             fh.write(b"\x00junk\xff")
@@ -169,7 +169,7 @@ def test_build_for_other_code_is_ignored(built, jit_cache, tmp_path):
     """A manifest whose fingerprint is not this run's (an edited source, another CPU or Python) is
     never used: the JIT runs, silently."""
     cache = _copy_cache(built, tmp_path / "cache", jit_cache)
-    path = cache / _aot.SUBDIR / _aot.MANIFEST
+    path = cache / aot.SUBDIR / aot.MANIFEST
     m = json.loads(path.read_text())
     m["fingerprint"] = "0" * 64
     path.write_text(json.dumps(m))
@@ -184,21 +184,21 @@ def test_rankkit_aot_0_uses_the_jit(built, jit_cache, tmp_path):
 
 
 def test_fingerprint_follows_the_sources(tmp_path, monkeypatch):
-    before = _aot.fingerprint()
-    assert before == _aot.fingerprint()
-    files = _aot.source_files()
+    before = aot.fingerprint()
+    assert before == aot.fingerprint()
+    files = aot.source_files()
     assert any(f.endswith(os.path.join("objectives", "squared_hinge.py")) for f in files)
     copy = tmp_path / "rankkit"
     shutil.copytree(ROOT / "rankkit", copy, ignore=shutil.ignore_patterns("__pycache__"))
-    monkeypatch.setattr(_aot, "_PACKAGE", str(copy))
-    assert _aot.fingerprint() == before  # the text, not where it is
+    monkeypatch.setattr(aot, "_PACKAGE", str(copy))
+    assert aot.fingerprint() == before  # the text, not where it is
     with open(copy / "metrics.py", "a") as fh:
         fh.write("\n# an edit\n")
-    assert _aot.fingerprint() != before
+    assert aot.fingerprint() != before
 
 
 def test_arg_key_gives_numba_types():
-    """The key of a call decides its AOT signature (_aot_build._numba_type): it must be what
+    """The key of a call decides its AOT signature (build._numba_type): it must be what
     numba's typeof gives each argument, for every kind of argument the key accepts."""
     numba = pytest.importorskip("numba")
     a = np.arange(12.0)
@@ -210,13 +210,13 @@ def test_arg_key_gives_numba_types():
              np.zeros((1, 3)), np.zeros((3, 1)), 3, -(2**63), 2.5, True, False, np.int32(4), np.uint8(2),
              np.float32(1.5), np.float64(2.0), np.bool_(True), np.int64(7)]
     for arg in cases:
-        key = _numba.arg_key((arg,))
+        key = dispatch.arg_key((arg,))
         assert key is not None, arg
-        assert _aot_build._numba_type(key[0]) == numba.typeof(arg), (arg, key)
+        assert build._numba_type(key[0]) == numba.typeof(arg), (arg, key)
     for arg in (None, (1, 2), "s", 2**63, [1.0], np.zeros(3, dtype=">f8")):
-        key = _numba.arg_key((arg,))
+        key = dispatch.arg_key((arg,))
         if key is not None:  # a non-native byte order keys differently from every native array
-            assert key[0] not in {k for c in _aot_build.table() for k in c[2]}
+            assert key[0] not in {k for c in build.table() for k in c[2]}
 
 
 def test_kernel_proxy_copies_and_forwards_to_numba():
@@ -231,15 +231,15 @@ def test_kernel_proxy_copies_and_forwards_to_numba():
 
 def test_table_is_what_the_common_commands_call(tmp_path):
     """The recorded table equals the calls the common commands make now (regenerate it with
-    `python -m rankkit.objectives._aot_build --record` after changing a kernel's arguments)."""
-    calls = _aot_build._buildable(_aot_build.record_calls(str(tmp_path)))
-    assert calls == sorted(_aot_build.table(), key=repr)
+    `python -m rankkit.compiler.build --record` after changing a kernel's arguments)."""
+    calls = build._buildable(build.record_calls(str(tmp_path)))
+    assert calls == sorted(build.table(), key=repr)
 
 
 def test_malformed_manifest_means_the_jit(built, jit_cache, tmp_path):
     """A manifest of the right fingerprint but the wrong shape: the JIT, silently (was: internal error)."""
     cache = _copy_cache(built, tmp_path / "cache", jit_cache)
-    path = cache / _aot.SUBDIR / _aot.MANIFEST
+    path = cache / aot.SUBDIR / aot.MANIFEST
     m = json.loads(path.read_text())
     first = next(iter(m["modules"].values()))
     first["kernels"][0] = first["kernels"][0][:2]
@@ -252,33 +252,33 @@ def test_only_trusted_directories_and_files(tmp_path):
     d = tmp_path / "d"
     d.mkdir(mode=0o755)
     os.chmod(d, 0o755)
-    assert _aot._trusted(str(d))
+    assert aot._trusted(str(d))
     os.chmod(d, 0o775)  # group-writable: someone else could have put code there
-    assert not _aot._trusted(str(d))
+    assert not aot._trusted(str(d))
     os.chmod(d, 0o755)
     (tmp_path / "link").symlink_to(d)
-    assert not _aot._trusted(str(tmp_path / "link"))
+    assert not aot._trusted(str(tmp_path / "link"))
     if os.getuid() == 0:
         os.chown(d, 12345, 12345)
-        assert not _aot._trusted(str(d))
+        assert not aot._trusted(str(d))
 
 
 def test_fingerprint_skips_editor_lock_files(tmp_path, monkeypatch):
     copy = tmp_path / "rankkit"
     shutil.copytree(ROOT / "rankkit", copy, ignore=shutil.ignore_patterns("__pycache__"))
-    monkeypatch.setattr(_aot, "_PACKAGE", str(copy))
-    before = _aot.fingerprint()
+    monkeypatch.setattr(aot, "_PACKAGE", str(copy))
+    before = aot.fingerprint()
     (copy / ".#metrics.py").symlink_to("user@host.123:456")  # Emacs' lock file: a dangling link
-    assert _aot.fingerprint() == before
+    assert aot.fingerprint() == before
 
 
 def test_fingerprint_follows_numba_settings(monkeypatch):
-    before = _aot.fingerprint()
+    before = aot.fingerprint()
     monkeypatch.setenv("NUMBA_BOUNDSCHECK", "1")
-    assert _aot.fingerprint() != before
+    assert aot.fingerprint() != before
     monkeypatch.delenv("NUMBA_BOUNDSCHECK")
     monkeypatch.setenv("NUMBA_NUM_THREADS", "1")  # no effect on the code
-    assert _aot.fingerprint() == before
+    assert aot.fingerprint() == before
 
 
 def test_a_build_whose_sources_changed_meanwhile_is_not_installed(tmp_path, monkeypatch):
@@ -289,9 +289,9 @@ def test_a_build_whose_sources_changed_meanwhile_is_not_installed(tmp_path, monk
         return {"file": "rankkit_aot_0-x.so", "name": "rankkit_aot_0", "sha256": "0", "kernels": [],
                 "compiled_from": "an edited source"}
 
-    monkeypatch.setattr(_aot_build, "compile_module", fake_compile)
+    monkeypatch.setattr(build, "compile_module", fake_compile)
     with pytest.raises(RuntimeError, match="changed during the build"):
-        _aot_build.build(1, calls=[("rankkit.stats", "_sequential_sum", (("<f8", 1, 1, True, True),))],
+        build.build(1, calls=[("rankkit.stats", "_sequential_sum", (("<f8", 1, 1, True, True),))],
                          directory=str(tmp_path))
     assert sorted(os.listdir(tmp_path)) == []
 

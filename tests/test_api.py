@@ -542,7 +542,7 @@ def test_import_rankkit_is_light():
 
 
 @pytest.mark.parametrize("module", ["rankkit.datasets", "rankkit.estimators", "rankkit.evaluation",
-                                    "rankkit.selection"])
+                                    "rankkit.paths.select"])
 def test_docstring_examples_run(module, monkeypatch):
     import importlib
 

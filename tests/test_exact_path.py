@@ -1,4 +1,4 @@
-"""The exact hinge RankSVM path (rankkit.exact_path) against the bundle solver, the KKT conditions
+"""The exact hinge RankSVM path (rankkit.paths.exact) against the bundle solver, the KKT conditions
 and the duality gap, at breakpoints and between them."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 
 from conftest import make_dataset
 from rankkit.data import Dataset
-from rankkit.exact_path import PathWarning, exact_path, full_pairs, kkt_violation, reduced_pairs
+from rankkit.paths.exact import PathWarning, exact_path, full_pairs, kkt_violation, reduced_pairs
 from rankkit.objectives.pairs import ExplicitPairObjective
 from rankkit.solvers.bundle import BundleRankSVM, bmrm
 from reference import dense, explicit_pairs
@@ -136,7 +136,7 @@ def test_rbf_kkt_and_zero_duality_gap(graph):
     tr = gaussians(10, 3)
     res = run(tr, None, kernel="rbf", gamma=0.5, graph=graph)
     assert res.stop_reason in ("lambda_min", "complete")
-    from rankkit.kernels import make_kernel
+    from rankkit.feature_maps import make_kernel
 
     K = make_kernel("rbf", 2, 0.5, 3, 0.0).matrix(tr.csr(), tr.csr())
     check_kkt_and_gap(res, Q_of(res, K))
@@ -151,7 +151,7 @@ def test_rbf_kkt_and_zero_duality_gap(graph):
 def test_poly_kernel_kkt():
     ds = make_dataset(seed=4, sizes=(8, 9), n_features=3, one_label_queries=())
     res = run(ds, None, kernel="poly", gamma=0.5, degree=2, coef0=1.0, max_events=300)
-    from rankkit.kernels import make_kernel
+    from rankkit.feature_maps import make_kernel
 
     X = ds.csr()
     check_kkt_and_gap(res, Q_of(res, make_kernel("poly", 3, 0.5, 2, 1.0).matrix(X, X)))
@@ -282,8 +282,8 @@ def test_linear_route_gives_the_dense_reference_path(case, graph):
 def test_linear_route_chooses_the_same_model(select, monkeypatch):
     """exact_path_points (what `rankkit path --method exact` runs): the same points, chosen C and
     weights through either route."""
-    import rankkit.exact_path as ep
-    from rankkit.path import exact_path_points
+    import rankkit.paths.exact as ep
+    from rankkit.paths.grid import exact_path_points
 
     train, valid = EQUIV_CASES["integer_ties"]()
     new, _, _ = exact_path_points(train, valid, metric="ndcg@10", select=select)
@@ -302,8 +302,8 @@ def test_linear_route_chooses_the_same_model(select, monkeypatch):
 def test_linear_products_equal_the_dense_ones():
     """Each product of the linear structure against the dense kernel matrix, on rows that are empty,
     duplicated, or have an unused column."""
-    from rankkit.exact_path import _DenseKernel, _LinearStructure
-    from rankkit.kernels import make_kernel
+    from rankkit.paths.exact import _DenseKernel, _LinearStructure
+    from rankkit.feature_maps import make_kernel
 
     ds, valid = make_dataset(seed=0), _continuous_valid(7)
     pi, pj = full_pairs(ds)

@@ -90,19 +90,19 @@ def test_unwritable_cache_dir_is_not_fatal(tmp_path, primed):
 def test_private_fallback_refuses_a_directory_it_does_not_own(tmp_path, monkeypatch):
     """The fallback directory in /tmp is used only if it is ours, a real directory, not group/world
     writable: another user could otherwise plant compiled code there."""
-    from rankkit.objectives import _jit
+    from rankkit.compiler import jit
 
-    monkeypatch.setattr(_jit.tempfile, "gettempdir", lambda: str(tmp_path))
+    monkeypatch.setattr(jit.tempfile, "gettempdir", lambda: str(tmp_path))
     target = tmp_path / f"rankkit-numba-cache-{os.getuid()}"
     target.mkdir(mode=0o777)
     os.chmod(target, 0o777)
-    assert _jit._private_tmp_dir() is None
+    assert jit._private_tmp_dir() is None
     target.rmdir()
     (tmp_path / "elsewhere").mkdir(mode=0o700)
     target.symlink_to(tmp_path / "elsewhere")
-    assert _jit._private_tmp_dir() is None
+    assert jit._private_tmp_dir() is None
     target.unlink()
-    assert _jit._private_tmp_dir() == str(target)
+    assert jit._private_tmp_dir() == str(target)
 
 
 @pytest.mark.parametrize("damage", ["truncate", "junk", "bytes-in-the-middle"])
@@ -372,25 +372,25 @@ def test_a_cache_that_cannot_be_written_is_switched_off_not_fatal(tmp_path, monk
     from numba.core.caching import FunctionCache
 
     from rankkit import console
-    from rankkit.objectives import _jit, _numba
+    from rankkit.compiler import dispatch, jit
 
     def full(self, sig, data):
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(FunctionCache, "save_overload", full)
-    monkeypatch.setattr(_jit, "_cache_enabled", True)
+    monkeypatch.setattr(jit, "_cache_enabled", True)
     monkeypatch.setattr(console, "_stderr_ok", True)
     monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(_jit.numba.config, "CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(jit.numba.config, "CACHE_DIR", str(tmp_path))
 
-    @_numba.njit
+    @dispatch.njit
     def twice(x):
         return 2.0 * x
 
     assert twice(21.0) == 42.0
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "cannot write the kernel cache" in err and "No space left" in err
-    assert _jit._cache_enabled is False
+    assert jit._cache_enabled is False
 
 
 def test_killed_path_worker_is_not_an_internal_error(tmp_path, primed):

@@ -7,7 +7,7 @@ import pytest
 
 from rankkit.errors import UsageError
 from rankkit.io.model import Model, read_model, write_model
-from rankkit.kernels import EXACT_MAP_MAX, choose_landmarks, fit_map, kernel_scores, make_kernel, mapped_dataset
+from rankkit.feature_maps import EXACT_MAP_MAX, choose_landmarks, fit_map, kernel_scores, make_kernel, mapped_dataset
 from rankkit.solvers.newton import NewtonRankSVM
 from tests.conftest import make_dataset
 

@@ -284,7 +284,7 @@ def test_model_header_records_only_what_the_solver_used(tmp_path):
 
 # -- 7. model selection on the path ----------------------------------------------------------
 def _points(values: list[np.ndarray]):
-    from rankkit.path import PathPoint, mean_se
+    from rankkit.paths.grid import PathPoint, mean_se
 
     pts = []
     for k, v in enumerate(values):
@@ -297,7 +297,7 @@ def test_1se_uses_the_paired_standard_error():
     """Queries differ a lot (0.1 ... 0.9) and the models differ a little but consistently: point 2 beats
     point 0 on every query by 0.04. The unpaired rule (the best point's own spread, se 0.044) picked
     point 0; the paired difference has no spread, so only point 1 (within noise of the best) qualifies."""
-    from rankkit.path import select_point
+    from rankkit.paths.grid import select_point
 
     rng = np.random.default_rng(0)
     base = np.linspace(0.1, 0.9, 30)
@@ -312,7 +312,7 @@ def test_1se_uses_the_paired_standard_error():
 
 
 def test_selection_warns_when_the_validation_set_cannot_tell_models_apart():
-    from rankkit.path import select_point
+    from rankkit.paths.grid import select_point
 
     notes: list = []
     pts = _points([np.zeros(5), np.zeros(5), np.zeros(5)])
@@ -325,7 +325,7 @@ def test_selection_warns_when_the_validation_set_cannot_tell_models_apart():
 
 @pytest.mark.parametrize("method", ["grid", "exact"])
 def test_path_warns_on_a_validation_set_with_one_label(method):
-    from rankkit.path import exact_path_points, grid_path
+    from rankkit.paths.grid import exact_path_points, grid_path
 
     train = make_dataset(seed=1, sizes=(6, 8, 5), n_features=4)
     valid = make_dataset(seed=2, sizes=(5, 4), n_features=4, one_label_queries=(0, 1))
@@ -342,7 +342,7 @@ def test_path_warns_on_a_validation_set_with_one_label(method):
 @pytest.mark.skipif(not MQ2008.is_dir(), reason="MQ2008 not available")
 def test_1se_on_mq2008_is_not_the_nearly_zero_model():
     from rankkit.io.svmlight import read_svmlight
-    from rankkit.path import grid_path
+    from rankkit.paths.grid import grid_path
 
     train = read_svmlight(str(MQ2008 / "train.txt"))
     valid = read_svmlight(str(MQ2008 / "vali.txt"))

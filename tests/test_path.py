@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rankkit.path import grid, grid_path, select_point
+from rankkit.paths.grid import grid, grid_path, select_point
 from rankkit.solvers.newton import NewtonRankSVM
 from tests.conftest import make_dataset
 from tests.test_cli import SAMPLE_TEST, SAMPLE_TRAIN, rankkit
@@ -49,7 +49,7 @@ def test_one_standard_error_rule(data):
     chosen = res.points[res.chosen]
     assert res.chosen <= best
     # the paired rule (issue 10): the standard error of the per-query differences to the best point
-    from rankkit.path import paired_se
+    from rankkit.paths.grid import paired_se
 
     def within(p):
         mean, se, _ = paired_se(p.values, res.points[best].values)

@@ -15,7 +15,7 @@ from tests.test_cli import _env
 
 PROBE = (
     "import os\n"
-    "import rankkit.objectives._jit, numba\n"
+    "import rankkit.compiler.jit, numba\n"
     "from numba import prange\n"
     "@numba.njit(parallel=True)\n"
     "def f(n):\n"
@@ -67,7 +67,7 @@ def test_first_dispatch_does_not_import_scipy_linalg():
         "parse_bytes(np.frombuffer(b'1 qid:1 1:1\\n0 qid:1 1:2\\n', dtype=np.uint8))\n"
         "print('scipy.linalg' in sys.modules)\n"
         "import numba\n"
-        "from rankkit.objectives._numba import njit\n"
+        "from rankkit.compiler.dispatch import njit\n"
         "f = njit(cache=False)(lambda a, b: np.dot(a, b))\n"
         "print(f(np.ones(3), np.ones(3)))\n"
     )

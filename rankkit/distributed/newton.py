@@ -236,7 +236,7 @@ class Problem:
         return L, gyd, dhd
 
     def c_min(self) -> float:
-        """rankkit.path.c_min on the parts: 0.01 / max_i |x_i . grad L(0)|."""
+        """rankkit.paths.grid.c_min on the parts: 0.01 / max_i |x_i . grad L(0)|."""
         self._keys += 1
         _, gl, _ = self.fg(f"w{self._keys}", np.zeros(self.n_features))
         spread = max(self._round(W.score_spread, gl, sent_bytes=gl.nbytes))

@@ -1,5 +1,5 @@
 """`rankkit path TRAIN VALID --dask ADDRESS --method grid`: the warm-started grid of C
-(rankkit.path.grid_path) with each fit on the cluster. The parts are read once and stay on the
+(rankkit.paths.grid.grid_path) with each fit on the cluster. The parts are read once and stay on the
 workers for the whole path; VALID (a single file, normally small) is read and scored here."""
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ from rankkit.errors import UsageError
 
 def grid_path_parts(parts, valid, client, *, metric="ndcg@10", select="best", n_points=30, ratio=1e7, tol=None,
                     max_iter=None, zero_based=False, log=None):
-    """rankkit.path.grid_path on a cluster: returns (PathResult, facts). `valid` is a Dataset."""
+    """rankkit.paths.grid.grid_path on a cluster: returns (PathResult, facts). `valid` is a Dataset."""
     from rankkit.distributed.cluster import connect
     from rankkit.distributed.newton import Problem, _cluster_failures, expand_parts, prob_facts
     from rankkit.metrics import parse_metric
-    from rankkit.path import PathPoint, PathResult, mean_se, select_point, validation_values
+    from rankkit.paths.grid import PathPoint, PathResult, mean_se, select_point, validation_values
     from rankkit.solvers.base import quiet_fp
     from rankkit.solvers.newton import DEFAULT_MAX_ITER, DEFAULT_TOL
 

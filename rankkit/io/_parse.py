@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from rankkit import threads
-from rankkit.objectives._numba import njit
+from rankkit.compiler.dispatch import njit
 
 # status codes (index 0 of the status array); keep in sync with svmlight._MESSAGES
 OK = 0

@@ -60,7 +60,7 @@ _UINT = re.compile(r"[0-9]{1,18}\Z")  # ASCII digits only: str.isdigit() also ac
 # A decimal number as %.17g / repr write them (float() alone also accepts '1_0', ' 1', 'infinity')
 _NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\Z")
 _CHECKSUM = re.compile(r"checksum sha256 ([0-9a-f]{64})\Z")
-_KERNELS = ("linear", "poly", "rbf")  # rankkit.kernels.KERNELS (not imported: the reader stays light)
+_KERNELS = ("linear", "poly", "rbf")  # rankkit.feature_maps.KERNELS (not imported: the reader stays light)
 
 
 @dataclass

@@ -32,7 +32,7 @@ from rankkit.errors import DataError, UsageError
 from rankkit.io import _parse as P
 from rankkit.io.atomic import atomic_open
 from rankkit.io.svmlight import _printable, display_name, read_bytes
-from rankkit.objectives._numba import njit
+from rankkit.compiler.dispatch import njit
 
 # status codes of _scan
 OK = 0

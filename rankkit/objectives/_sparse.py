@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from rankkit import threads
-from rankkit.objectives._numba import njit
+from rankkit.compiler.dispatch import njit
 
 # At most this many doubles of per-chunk buffers for X^T z; at most MAX_CHUNKS chunks.
 CHUNK_BUDGET = 1 << 22

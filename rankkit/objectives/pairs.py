@@ -21,7 +21,7 @@ import numpy as np
 
 from rankkit.data import Dataset
 from rankkit.errors import UsageError
-from rankkit.objectives._numba import njit
+from rankkit.compiler.dispatch import njit
 from rankkit.objectives._sparse import csr_matvec, csr_rmatvec
 
 LOSS_CODES = {"squared-hinge": 0, "huber": 1, "logistic": 2, "hinge": 3}

@@ -41,7 +41,7 @@ from __future__ import annotations
 import numpy as np
 
 from rankkit import threads
-from rankkit.objectives._numba import njit
+from rankkit.compiler.dispatch import njit
 from rankkit.sorting import longest, stable_order
 
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from rankkit.objectives._numba import njit
+from rankkit.compiler.dispatch import njit
 from rankkit.objectives.squared_hinge import _query_fun_grad
 from rankkit.sorting import longest, stable_order
 

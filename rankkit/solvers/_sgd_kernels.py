@@ -83,7 +83,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from rankkit.objectives._numba import NumbaGlobal, njit
+from rankkit.compiler.dispatch import NumbaGlobal, njit
 from rankkit.sorting import longest, stable_order
 
 SAMPLERS = {"indexed": 0, "uniform": 1, "query-norm": 2, "roc": 3}

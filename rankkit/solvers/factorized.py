@@ -40,7 +40,7 @@ import numpy as np
 
 from rankkit.data import Dataset
 from rankkit.errors import UsageError
-from rankkit.objectives._numba import njit
+from rankkit.compiler.dispatch import njit
 from rankkit.objectives._sparse import csr_matvec, csr_rmatvec
 from rankkit.solvers.base import FitResult, Log, check_exact_magnitude, check_finite, quiet_fp
 

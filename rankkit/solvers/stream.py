@@ -22,7 +22,7 @@ import time
 import numpy as np
 
 from rankkit.errors import DataError, UsageError
-from rankkit.objectives._numba import njit
+from rankkit.compiler.dispatch import njit
 from rankkit.solvers import _sgd_kernels as K
 
 CHUNK_BYTES = 64 << 20

@@ -1,9 +1,9 @@
 """numba's side of rankkit's kernels: compiling them just in time, and numba's on-disk cache.
 
-Imported by rankkit.objectives._numba the first time a kernel has no ahead-of-time code for its
-arguments (rankkit.objectives._aot), so a run that finds all its kernels compiled ahead of time
+Imported by rankkit.compiler.dispatch the first time a kernel has no ahead-of-time code for its
+arguments (rankkit.compiler.aot), so a run that finds all its kernels compiled ahead of time
 never imports numba. The options (nogil, no fastmath, numpy's error model) are decided in
-rankkit.objectives._numba.
+rankkit.compiler.dispatch.
 
 The on-disk cache must never stop a run (a read-only install, a service account without a home, a
 full or unwritable NUMBA_CACHE_DIR, several processes at once, a cache file cut in half):
@@ -55,8 +55,8 @@ def _writable_dir(path: str) -> str | None:
 
 def _private_tmp_dir() -> str | None:
     """A per-user cache directory in the temporary directory (made 0700 if need be), if it is
-    safely ours: the check rankkit.objectives._aot makes before loading a build from it."""
-    from rankkit.objectives import _aot
+    safely ours: the check rankkit.compiler.aot makes before loading a build from it."""
+    from rankkit.compiler import aot
 
     uid = os.getuid() if hasattr(os, "getuid") else 0
     try:
@@ -65,7 +65,7 @@ def _private_tmp_dir() -> str | None:
         pass
     except OSError:
         return None
-    path = _aot._private_tmp()  # None for a symlink, or someone else's: never write compiled code there
+    path = aot._private_tmp()  # None for a symlink, or someone else's: never write compiled code there
     return path if path is not None and _writable_dir(path) is None else None
 
 
@@ -223,7 +223,7 @@ def disable_disk_cache() -> None:
 
 
 def dispatcher(kernel):
-    """The numba dispatcher of a rankkit kernel (rankkit.objectives._numba.Kernel): its Python
+    """The numba dispatcher of a rankkit kernel (rankkit.compiler.dispatch.Kernel): its Python
     function jitted with the kernel's options, with the robust disk cache unless it asked for none."""
     d = numba.njit(**kernel.options)(kernel.py_func)
     if kernel.cache:
@@ -236,7 +236,7 @@ def _register_types() -> None:
     global by its value, so each types as the numba object it stands for."""
     from numba.extending import typeof_impl
 
-    from rankkit.objectives._numba import Kernel, NumbaGlobal
+    from rankkit.compiler.dispatch import Kernel, NumbaGlobal
 
     @typeof_impl.register(Kernel)
     def _typeof_kernel(val, c):

@@ -1,6 +1,6 @@
 """Kernel calls compiled ahead of time: (module, kernel, argument key) as
-rankkit.objectives._numba.arg_key gives it. Written by
-`python -m rankkit.objectives._aot_build --record`; do not edit by hand."""
+rankkit.compiler.dispatch.arg_key gives it. Written by
+`python -m rankkit.compiler.build --record`; do not edit by hand."""
 
 CALLS = [
     ('rankkit.io._parse', '_count_range', (('|u1', 1, 1, True, True), ('<i8', 1, 1, True, True), '|b1', ('<i8', 2, 1, True, True), '<i8', '<i8')),

@@ -211,7 +211,7 @@ def write_table(path: str, result: PathResult) -> None:
             fh.write("\t".join(repr(v) if isinstance(v, float) else str(v) for v in row) + "\n")
 
 
-# -- the exact path (rankkit/exact_path.py) as path points -----------------------------------------
+# -- the exact path (rankkit/paths/exact.py) as path points -----------------------------------------
 EXACT_MAX_PAIRS = 10_000  # no --method: the exact path when the training data has at most this many pairs
 EXACT_MAX_DOCUMENTS = 2_000  # ... and documents (rbf/poly: a dense n x n kernel matrix; linear: a short default run)
 
@@ -229,7 +229,7 @@ def exact_path_points(train: Dataset, valid: Dataset, metric: str = DEFAULT_METR
     as for `train`: the display it returns is called with (done, total, info))."""
     import warnings
 
-    from rankkit.exact_path import PROGRESS_STEPS, PathWarning, exact_path
+    from rankkit.paths.exact import PROGRESS_STEPS, PathWarning, exact_path
     from rankkit.metrics import per_query
 
     train.require_pairs()

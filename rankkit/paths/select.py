@@ -80,9 +80,9 @@ def path_on_datasets(train_ds, valid_ds, method: str | None = None, metric: str 
                      n_points: int = 30, ratio: float = 1e7, exact: dict | None = None, log=None, progress=None):
     """(PathResult, raw exact-path result or None, notes, method) on rankkit Datasets. method None
     chooses: exact for small problems, grid otherwise. progress(total, label): the exact path's
-    progress display (rankkit.path.exact_path_points)."""
+    progress display (rankkit.paths.grid.exact_path_points)."""
     from rankkit.errors import UsageError
-    from rankkit.path import choose_method, exact_path_points, grid_path
+    from rankkit.paths.grid import choose_method, exact_path_points, grid_path
 
     if select not in ("best", "1se"):
         raise UsageError(f"select must be 'best' or '1se', not {select!r}")

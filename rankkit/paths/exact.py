@@ -62,7 +62,7 @@ the brute-force reference the linear route is tested against (route="dense").
 
 Scope: the code enumerates pairs explicitly (O(m) memory). `rankkit path` without --method chooses
 the exact path up to 10^4 pairs and 2,000 documents and the grid beyond; --method exact runs it at
-any size. The command-line entry point is `rankkit path --method exact` (rankkit.path.exact_path_points,
+any size. The command-line entry point is `rankkit path --method exact` (rankkit.paths.grid.exact_path_points,
 rankkit.commands.path); -v prints progress lines from the start, a terminal shows a progress bar.
 """
 
@@ -120,7 +120,7 @@ class ExactPathResult:
     breakpoints: list
     pi: np.ndarray  # int64[m] upper document of each pair (row in train)
     pj: np.ndarray  # int64[m] lower document
-    kernel: object  # rankkit.kernels.Kernel
+    kernel: object  # rankkit.feature_maps.Kernel
     graph: str
     metric_names: list
     stop_reason: str
@@ -397,7 +397,7 @@ def exact_path(train: Dataset, valid: Dataset | None = None, kernel: str = "line
     log(line): progress lines from the start (what it does, breakpoints so far, lambda, |I_alpha|,
     time), at most one every LOG_SECONDS. progress(done, total, info): a progress display; done of
     total = PROGRESS_STEPS is the share of log(lambda_0 / lambda_min) covered so far."""
-    from rankkit.kernels import make_kernel
+    from rankkit.feature_maps import make_kernel
     from rankkit.metrics import parse_metric
 
     t_start = time.perf_counter()

@@ -1,12 +1,12 @@
 """Compiling the common kernel calls ahead of time (numba's AOT compiler, numba.pycc).
 
-    python -m rankkit.objectives._aot_build --record   # rewrite _aot_table.py (developers)
+    python -m rankkit.compiler.build --record   # rewrite aot_table.py (developers)
 
 `build()` (run by `python -m rankkit.warmup`, which `make` runs once) compiles every call listed in
-rankkit/objectives/_aot_table.py into one extension module per process, in `jobs` processes,
+rankkit/compiler/table.py into one extension module per process, in `jobs` processes,
 for this machine's CPU name and features (as numba's JIT compiles), with rankkit's kernel options
 (nogil, numpy's error model, no fastmath), and writes them with a manifest into the first
-writable kernel-cache directory (rankkit.objectives._aot). Files are written under temporary names
+writable kernel-cache directory (rankkit.compiler.aot). Files are written under temporary names
 and renamed; the manifest comes last, so a run started meanwhile sees the old build or the new one,
 never half of one. It needs a C compiler (numba's runtime helpers are compiled into each module);
 without one, or if numba's AOT compiler is gone, `build` raises and the caller falls back to the JIT.
@@ -29,9 +29,9 @@ import sys
 import tempfile
 import time
 
-from rankkit.objectives import _aot
+from rankkit.compiler import aot
 
-TABLE_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_aot_table.py")
+TABLE_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "aot_table.py")
 
 
 # -- recording the calls -----------------------------------------------------------------------------
@@ -46,7 +46,7 @@ def record_calls(tmp: str) -> set:
 
     from rankkit import threads, warmup
     from rankkit.io import svmlight
-    from rankkit.objectives import _numba
+    from rankkit.compiler import dispatch
 
     warmup.write_exercise_data(tmp)
     big = os.path.join(tmp, "big.txt")
@@ -57,7 +57,7 @@ def record_calls(tmp: str) -> set:
         for _ in range(6000):
             x = np.round(rng.random(8), 6)
             fh.write(f"{int(x[0] + x[1] > 1)} " + " ".join(f"{j + 1}:{v:g}" for j, v in enumerate(x)) + "\n")
-    _numba.start_recording()
+    dispatch.start_recording()
     try:
         for name in warmup.ALL:
             warmup.exercise(name, tmp)
@@ -81,27 +81,27 @@ def record_calls(tmp: str) -> set:
             (svmlight.STREAM_MIN_BYTES, svmlight.STREAM_BLOCK_BYTES, svmlight.PARALLEL_MIN_BYTES,
              threads.MIN_WORK_PER_THREAD) = saved
     finally:
-        calls = _numba.stop_recording()
+        calls = dispatch.stop_recording()
     return calls
 
 
 def _buildable(calls: set) -> list:
     """The recorded calls of kernels with rankkit's default options (a parfor cannot be compiled
     ahead of time), sorted."""
-    from rankkit.objectives import _numba
+    from rankkit.compiler import dispatch
 
     out = []
     for module, name, key in calls:
         kernel = getattr(importlib.import_module(module), name, None)
-        if isinstance(kernel, _numba.Kernel) and kernel.options == _numba._DEFAULTS:
+        if isinstance(kernel, dispatch.Kernel) and kernel.options == dispatch._DEFAULTS:
             out.append((module, name, key))
     return sorted(out, key=repr)
 
 
 def write_table(calls: list, path: str = TABLE_PATH) -> None:
     lines = ['"""Kernel calls compiled ahead of time: (module, kernel, argument key) as',
-             "rankkit.objectives._numba.arg_key gives it. Written by",
-             "`python -m rankkit.objectives._aot_build --record`; do not edit by hand.\"\"\"", "", "CALLS = ["]
+             "rankkit.compiler.dispatch.arg_key gives it. Written by",
+             "`python -m rankkit.compiler.build --record`; do not edit by hand.\"\"\"", "", "CALLS = ["]
     lines += [f"    {c!r}," for c in calls]
     lines += ["]", ""]
     with open(path, "w", encoding="utf-8") as fh:
@@ -109,9 +109,9 @@ def write_table(calls: list, path: str = TABLE_PATH) -> None:
 
 
 def table() -> list:
-    from rankkit.objectives import _aot_table
+    from rankkit.compiler import table as aot_table
 
-    return list(_aot_table.CALLS)
+    return list(aot_table.CALLS)
 
 
 # -- compiling -----------------------------------------------------------------------------------------
@@ -138,16 +138,16 @@ def _setup_compiler():
     from numba.pycc import CC
     from numba.pycc import compiler as pycc_compiler
 
-    from rankkit.objectives import _jit, _numba
+    from rankkit.compiler import dispatch, jit
 
-    _jit.disable_disk_cache()  # callees compiled afresh into each module, never a cached library
+    jit.disable_disk_cache()  # callees compiled afresh into each module, never a cached library
 
     class _Flags(Flags):
         def __init__(self, *args, **kwargs):
             super().__init__(*args, **kwargs)
-            self.release_gil = _numba._DEFAULTS["nogil"]
-            self.error_model = _numba._DEFAULTS["error_model"]
-            self.fastmath = _numba._DEFAULTS["fastmath"]
+            self.release_gil = dispatch._DEFAULTS["nogil"]
+            self.error_model = dispatch._DEFAULTS["error_model"]
+            self.fastmath = dispatch._DEFAULTS["fastmath"]
 
     pycc_compiler.Flags = _Flags
     codegen.AOTCPUCodegen._customize_tm_features = lambda self: self._get_host_cpu_features()
@@ -183,7 +183,7 @@ def compile_module(index: int, groups: list, out_dir: str) -> dict:
     cc.verbose = False
     kernels = []
     mods = {module: importlib.import_module(module) for module, _ in groups}
-    compiled_from = _aot.fingerprint()  # what this process imported: the caller checks it is the build's
+    compiled_from = aot.fingerprint()  # what this process imported: the caller checks it is the build's
     for module, entries in groups:
         mod = mods[module]
         for name, key in entries:
@@ -242,17 +242,17 @@ def _groups(calls: list) -> list:
 
 
 def output_dir() -> str:
-    """The first kernel-cache directory a build can be written to (rankkit.objectives._aot's order;
+    """The first kernel-cache directory a build can be written to (rankkit.compiler.aot's order;
     the private temporary directory made 0700 if need be, as the JIT cache makes it)."""
-    from rankkit.objectives import _jit
+    from rankkit.compiler import jit
 
-    dirs = _aot.candidate_dirs()
+    dirs = aot.candidate_dirs()
     if not os.environ.get("NUMBA_CACHE_DIR"):
-        private = _jit._private_tmp_dir()
-        if private is not None and os.path.join(private, _aot.SUBDIR) not in dirs:
-            dirs.append(os.path.join(private, _aot.SUBDIR))
+        private = jit._private_tmp_dir()
+        if private is not None and os.path.join(private, aot.SUBDIR) not in dirs:
+            dirs.append(os.path.join(private, aot.SUBDIR))
     for d in dirs:
-        if _jit._writable_dir(d) is None:
+        if jit._writable_dir(d) is None:
             return d
     raise OSError("no writable kernel cache directory for the ahead-of-time kernels")
 
@@ -276,7 +276,7 @@ def build(jobs: int = 1, calls: list | None = None, directory: str | None = None
     calls = table() if calls is None else calls
     directory = directory or output_dir()
     os.makedirs(directory, exist_ok=True)
-    fp = _aot.fingerprint()
+    fp = aot.fingerprint()
     groups = _groups(calls)
     _remove_stale_staging(directory)
     staging = tempfile.mkdtemp(prefix=".build-", dir=directory)
@@ -297,11 +297,11 @@ def build(jobs: int = 1, calls: list | None = None, directory: str | None = None
             records = _compile_in_processes(buckets, staging)
         # a source edited (and perhaps undone) while the build ran: the code may not be what the
         # fingerprint names, so nothing is installed
-        if any(r.pop("compiled_from") != fp for r in records) or _aot.fingerprint() != fp:
+        if any(r.pop("compiled_from") != fp for r in records) or aot.fingerprint() != fp:
             raise RuntimeError("rankkit's sources changed during the build; run it again")
         for r in records:
             os.replace(os.path.join(staging, r["file"]), os.path.join(directory, r["file"]))
-        manifest = {"format": _aot.FORMAT, "fingerprint": fp, "built": time.strftime("%Y-%m-%d %H:%M:%S"),
+        manifest = {"format": aot.FORMAT, "fingerprint": fp, "built": time.strftime("%Y-%m-%d %H:%M:%S"),
                     "modules": {r["file"]: r for r in records}}
         fd, tmp = tempfile.mkstemp(prefix=".manifest-", dir=directory)
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
@@ -309,10 +309,10 @@ def build(jobs: int = 1, calls: list | None = None, directory: str | None = None
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(tmp, 0o666 & ~umask)  # readable as the modules are (mkstemp makes it 0600)
-        os.replace(tmp, os.path.join(directory, _aot.MANIFEST))
+        os.replace(tmp, os.path.join(directory, aot.MANIFEST))
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    keep = set(manifest["modules"]) | {_aot.MANIFEST}
+    keep = set(manifest["modules"]) | {aot.MANIFEST}
     now = time.time()
     for f in os.listdir(directory):  # older builds' modules (a running process keeps its mapping);
         path = os.path.join(directory, f)  # not a concurrent build's, just installed
@@ -327,7 +327,7 @@ def build(jobs: int = 1, calls: list | None = None, directory: str | None = None
 def main(argv=None) -> int:
     import argparse
 
-    ap = argparse.ArgumentParser(prog="python -m rankkit.objectives._aot_build", description=__doc__,
+    ap = argparse.ArgumentParser(prog="python -m rankkit.compiler.build", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--record", action="store_true", help="rewrite the table from the common commands' calls")
     ap.add_argument("--jobs", type=int, default=1)

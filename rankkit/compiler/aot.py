@@ -1,12 +1,12 @@
-"""Finding and loading the kernels compiled ahead of time (built by rankkit.objectives._aot_build).
+"""Finding and loading the kernels compiled ahead of time (built by rankkit.compiler.build).
 
 `make` (python -m rankkit.warmup) compiles the kernel calls that the common commands make
-(rankkit/objectives/_aot_table.py) into plain extension modules with numba's AOT compiler, for
+(rankkit/compiler/table.py) into plain extension modules with numba's AOT compiler, for
 this machine's CPU and features. A run that finds them loads them with Python's import machinery:
 no numba, no LLVM. A kernel call whose argument types they do not cover goes to numba's JIT as
-before (rankkit.objectives._numba).
+before (rankkit.compiler.dispatch).
 
-Where they are: `rankkit-aot/` in the kernel cache (rankkit.objectives._jit's rule): under
+Where they are: `rankkit-aot/` in the kernel cache (rankkit.compiler.jit's rule): under
 NUMBA_CACHE_DIR when that is set (and nowhere else), else the first of the package's __pycache__,
 the user's numba cache directory and the private per-user temporary directory that holds a build
 for this fingerprint. The manifest there lists each module's file, its SHA-256 and its exports.
@@ -58,7 +58,7 @@ def candidate_dirs() -> list[str]:
 
 def _private_tmp() -> str | None:
     """The per-user directory in the temporary directory, only if it is safely ours (a real
-    directory, owned by this user, writable by no one else, as rankkit.objectives._jit makes it):
+    directory, owned by this user, writable by no one else, as rankkit.compiler.jit makes it):
     machine code found anywhere else there could have been planted by another user."""
     import stat
 

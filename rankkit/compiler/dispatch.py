@@ -1,6 +1,6 @@
 """The one place that decides how kernels are compiled, and which compiled code a call runs.
 
-Every kernel module does `from rankkit.objectives._numba import njit`. No fastmath: objective,
+Every kernel module does `from rankkit.compiler.dispatch import njit`. No fastmath: objective,
 gradient and Hessian-vector sums must be reproducible for the line search and for the brute-force
 comparisons. Kernels release the GIL (rankkit.threads runs them side by side) and follow numpy's
 error model (a division by zero gives inf or nan, it does not raise).
@@ -8,10 +8,10 @@ error model (a division by zero gives inf or nan, it does not raise).
 `@njit` makes a `Kernel`, which imports nothing heavy. A call from Python runs, in this order:
 
 1. the kernel's ahead-of-time code for exactly these argument types, if `make` (python -m
-   rankkit.warmup) built it for this source, this Python and this CPU (rankkit.objectives._aot):
+   rankkit.warmup) built it for this source, this Python and this CPU (rankkit.compiler.aot):
    a plain extension module, so such a run never imports numba or loads LLVM (~0.4 s of CPU and
    ~110 MB of memory per process);
-2. otherwise numba's dispatcher, made on first need (rankkit.objectives._jit: numba's JIT with a
+2. otherwise numba's dispatcher, made on first need (rankkit.compiler.jit: numba's JIT with a
    disk cache that cannot fail a run).
 
 Both run the same Python function compiled by the same numba and LLVM for the same CPU and
@@ -79,9 +79,9 @@ class Kernel:
         """numba's dispatcher for this kernel (imports numba on first use)."""
         d = self._dispatcher
         if d is None:
-            from rankkit.objectives import _jit
+            from rankkit.compiler import jit
 
-            d = self._dispatcher = _jit.dispatcher(self)
+            d = self._dispatcher = jit.dispatcher(self)
         return d
 
     def __call__(self, *args, **kwargs):
@@ -90,16 +90,16 @@ class Kernel:
         missing = self._nargs - len(args)
         if 0 < missing <= len(self._defaults):  # defaults passed explicitly: one signature per arity
             args = args + self._defaults[len(self._defaults) - missing:]
-        aot = self._aot
-        if aot is None:
-            from rankkit.objectives import _aot
+        exports = self._aot
+        if exports is None:
+            from rankkit.compiler import aot
 
-            aot = self._aot = _aot.exports(self)
-        if aot or _recording is not None:
+            exports = self._aot = aot.exports(self)
+        if exports or _recording is not None:
             key = arg_key(args)
             if _recording is not None and key is not None:
                 _recording.add((self.__module__, self.__qualname__, key))
-            fn = aot.get(key) if aot else None
+            fn = exports.get(key) if exports else None
             if fn is not None:
                 return fn(*args)
         return self.dispatcher(*args)
@@ -148,7 +148,7 @@ def njit(*args, **kwargs):
 
 
 def start_recording() -> None:
-    """Record the kernel calls made from Python from now on (what rankkit.objectives._aot builds)."""
+    """Record the kernel calls made from Python from now on (what rankkit.compiler.aot builds)."""
     global _recording
     _recording = set()
 
