@@ -641,7 +641,7 @@ class RankSVM(_Trainable):
         -------
         self
         """
-        from rankkit.distributed.newton import expand_parts
+        from rankkit.distributed.parts import expand_parts
 
         paths = expand_parts([parts] if isinstance(parts, (str, os.PathLike)) else [os.fspath(p) for p in parts])
         if client is None:

@@ -15,7 +15,7 @@ import contextlib
 import os
 import re
 
-from rankkit.errors import RankkitError
+from rankkit.errors import DataError, RankkitError, UsageError
 
 # seconds to reach a scheduler, and to wait for its first worker (environment: RANKKIT_DASK_TIMEOUT)
 CONNECT_TIMEOUT = 10.0
@@ -100,7 +100,7 @@ def connect(address, log=None):
                                            host="127.0.0.1", memory_limit=0, silence_logs=50,
                                            env={"NUMBA_NUM_THREADS": str(threads)})
                 except Exception as exc:
-                    raise ClusterError(f"--dask {address}: could not start a local Dask cluster ({_short(exc)})") from None
+                    raise ClusterError(f"--dask {address}: could not start a local Dask cluster ({short_text(exc)})") from None
                 client = Client(cluster, timeout=connect_timeout)
                 from rankkit.distributed import worker as W
 
@@ -111,7 +111,7 @@ def connect(address, log=None):
                 try:
                     client = Client(arg, timeout=connect_timeout, set_as_default=False)
                 except Exception as exc:
-                    raise ClusterError(f"--dask {arg}: cannot reach a Dask scheduler there ({_short(exc)})") from None
+                    raise ClusterError(f"--dask {arg}: cannot reach a Dask scheduler there ({short_text(exc)})") from None
                 try:
                     client.wait_for_workers(1, timeout=worker_timeout)
                 except Exception:
@@ -144,7 +144,7 @@ def _takes_n(client) -> bool:
         return False
 
 
-def _short(exc: BaseException) -> str:
+def short_text(exc: BaseException) -> str:
     text = " ".join(str(exc).split()) or exc.__class__.__name__
     return text if len(text) <= 160 else text[:157] + "..."
 
@@ -160,3 +160,27 @@ def is_cluster_failure(exc: BaseException) -> bool:
                 "StreamClosedError", "ConnectionRefusedError", "ConnectionResetError"}:
         return True
     return isinstance(exc, (OSError, asyncio.TimeoutError, concurrent.futures.CancelledError, asyncio.CancelledError))
+
+
+def describe_failure(exc) -> str:
+    name = type(exc).__name__
+    text = short_text(exc)
+    if name in ("CancelledError", "FutureCancelledError"):
+        return "the scheduler was lost (tasks cancelled)"
+    if name == "KilledWorker":
+        return "a task killed its worker process repeatedly (out of memory?)"
+    return f"{name}: {text}" if text and text != name else name
+
+
+class cluster_failures:
+    """Any cluster failure escaping the rounds (a client call outside them) as one ClusterError."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, typ, exc, tb):
+        if exc is None or isinstance(exc, (DataError, UsageError, ClusterError)) or not isinstance(exc, Exception):
+            return False
+        if is_clusterdescribe_failure(exc):
+            raise ClusterError(f"the Dask cluster failed during the run ({describe_failure(exc)}); no output written") from None
+        return False

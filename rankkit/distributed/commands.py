@@ -42,7 +42,7 @@ def train_parts(patterns, model_file, dask=None, solver=None, params=None, query
     """Train on several parts: on a Dask cluster (`dask` an address or Client), or without it in
     this process on the parts joined as if concatenated. `unsupported`: the flags given that
     training on parts does not offer (an error naming the first)."""
-    from rankkit.distributed.newton import expand_parts
+    from rankkit.distributed.parts import expand_parts
 
     t0 = time.perf_counter()
     params = dict(params or {})
@@ -64,7 +64,8 @@ def train_parts(patterns, model_file, dask=None, solver=None, params=None, query
         raise UsageError(f"--dask trains --loss squared-hinge, huber or logistic, not {loss}")
     from rankkit.solvers.options import DEFAULT_C
     from rankkit.distributed.cluster import connect
-    from rankkit.distributed.newton import Problem, _cluster_failures, prob_facts
+    from rankkit.distributed.cluster import cluster_failures
+    from rankkit.distributed.newton import Problem, prob_facts
     from rankkit.solvers.base import quiet_fp
     from rankkit.solvers.newton import DEFAULT_MAX_ITER, DEFAULT_TOL
 
@@ -80,7 +81,7 @@ def train_parts(patterns, model_file, dask=None, solver=None, params=None, query
         read_query_weights(query_weights_file)
         qw = os.path.abspath(query_weights_file)
     with connect(dask, log=log) as client:
-        with _cluster_failures():
+        with cluster_failures():
             prob = Problem(client, parts, loss=loss, query_norm=query_norm, rescale=rescale, delta=delta,
                            query_weights=qw, zero_based=zero_based, log=log)
             try:
@@ -193,7 +194,7 @@ def _ordered(client, fn, items, *args):
     """fn(item, *args) on the cluster for every item; yields the results in item order, each
     released once read (the client holds one part's result at a time)."""
     from rankkit.distributed.cluster import ClusterError, is_cluster_failure
-    from rankkit.distributed.newton import _failure
+    from rankkit.distributed.cluster import describe_failure
 
     futures = [client.submit(fn, it, *args, pure=False) for it in items]
     try:
@@ -201,9 +202,9 @@ def _ordered(client, fn, items, *args):
             try:
                 out = f.result()
             except Exception as exc:
-                if isinstance(exc, (DataError, UsageError)) or not is_cluster_failure(exc):
+                if isinstance(exc, (DataError, UsageError)) or not is_clusterdescribe_failure(exc):
                     raise
-                raise ClusterError(f"the Dask cluster failed during the run ({_failure(exc)}); no output written") from None
+                raise ClusterError(f"the Dask cluster failed during the run ({describe_failure(exc)}); no output written") from None
             f.release()
             yield out
     finally:
@@ -216,7 +217,8 @@ def predict_parts(patterns, model_file, out_file=None, out_dir=None, dask=None, 
     """Scores of every part: one file in part order (OUT), or one file per part in OUT_DIR
     (named after the part, .scores appended). Computed on the workers, written here part by part."""
     from rankkit.distributed.cluster import connect
-    from rankkit.distributed.newton import _cluster_failures, expand_parts
+    from rankkit.distributed.cluster import cluster_failures
+    from rankkit.distributed.parts import expand_parts
     from rankkit.io.foreign_models import ForeignModel, load_model
 
     if fmt != "scores":
@@ -242,7 +244,7 @@ def predict_parts(patterns, model_file, out_file=None, out_dir=None, dask=None, 
     base0 = model.zero_based if zero_based is None else zero_based
     t0 = time.perf_counter()
     n = 0
-    with connect(dask, log=log) as client, _cluster_failures():
+    with connect(dask, log=log) as client, cluster_failures():
         results = _ordered(client, _score_part, parts, model, base0)
         if out_dir is None:
             with atomic_open(out_file) as fh:
@@ -295,7 +297,8 @@ def eval_parts(patterns, scores_file, dask=None, metrics=None, convention="letor
     from rankkit import metrics as M
     from rankkit.commands import _print_evaluation, _short_query_notes
     from rankkit.distributed.cluster import connect
-    from rankkit.distributed.newton import _cluster_failures, expand_parts
+    from rankkit.distributed.cluster import cluster_failures
+    from rankkit.distributed.parts import expand_parts
     from rankkit.io.output import read_scores
 
     names = tuple(metrics) if metrics else M.DEFAULT_METRICS
@@ -304,7 +307,7 @@ def eval_parts(patterns, scores_file, dask=None, metrics=None, convention="letor
     parts = expand_parts(patterns)
     scores = read_scores(scores_file)
     qids, lengths, tables, n_rows = [], [], [], 0
-    with connect(dask, log=log) as client, _cluster_failures():
+    with connect(dask, log=log) as client, cluster_failures():
         counts = list(_ordered(client, _count_part, parts, zero_based))
         total = sum(counts)
         if scores.shape[0] != total:

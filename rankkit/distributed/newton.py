@@ -29,7 +29,8 @@ from dataclasses import replace
 import numpy as np
 
 from rankkit.distributed import worker as W
-from rankkit.distributed.cluster import ClusterError, _short, connect, is_cluster_failure, workers
+from rankkit.distributed.cluster import ClusterError, cluster_failures, connect, describe_failure, is_cluster_failure, workers
+from rankkit.distributed.parts import expand_parts
 from rankkit.errors import DataError, UsageError
 from rankkit.solvers.base import MAGNITUDE_LIMIT, FitResult
 from rankkit.solvers.newton import CG_CONFIRM_RTOL, CG_MAX_ITER, DEFAULT_MAX_ITER, DEFAULT_TOL, minimise_along
@@ -107,9 +108,9 @@ class Problem:
         try:
             return future.result()
         except Exception as exc:
-            if isinstance(exc, (DataError, UsageError)) or not is_cluster_failure(exc):
+            if isinstance(exc, (DataError, UsageError)) or not is_clusterdescribe_failure(exc):
                 raise
-            raise ClusterError(f"the Dask cluster failed during the run ({_failure(exc)}); no output written") from None
+            raise ClusterError(f"the Dask cluster failed during the run ({describe_failure(exc)}); no output written") from None
 
     def _call(self, fn, k, *args):
         """fn(spec_k, *args) once, on part k's worker."""
@@ -381,54 +382,6 @@ def _human(n: float) -> str:
         n /= 1024.0
 
 
-def _failure(exc) -> str:
-    name = type(exc).__name__
-    text = _short(exc)
-    if name in ("CancelledError", "FutureCancelledError"):
-        return "the scheduler was lost (tasks cancelled)"
-    if name == "KilledWorker":
-        return "a task killed its worker process repeatedly (out of memory?)"
-    return f"{name}: {text}" if text and text != name else name
-
-
-def expand_parts(patterns) -> list[str]:
-    """PARTS as given: files, or globs expanded by rankkit (sorted); each pattern in turn, so the
-    order of the parts is the order of the arguments, and each glob's files in sorted order."""
-    import glob
-
-    out = []
-    for p in patterns:
-        p = str(p)
-        if W.is_url(p):
-            if glob.has_magic(p):
-                try:
-                    import fsspec
-
-                    hits = sorted(f.full_name for f in fsspec.open_files(p))
-                except ImportError:
-                    raise UsageError(f"{p}: a URL needs fsspec (pip install 'rankkit[dask]')") from None
-                if not hits:
-                    raise DataError(p, "no file matches this pattern")
-                out.extend(hits)
-            else:
-                out.append(p)
-        elif p != "-" and glob.has_magic(p) and not os.path.exists(p):
-            hits = sorted(glob.glob(p))
-            if not hits:
-                raise DataError(p, "no file matches this pattern")
-            out.extend(hits)
-        else:
-            out.append(p)
-    seen = set()
-    for p in out:
-        if p in seen:
-            raise UsageError(f"the part {p} is given twice")
-        seen.add(p)
-    if "-" in out and len(out) > 1:
-        raise UsageError("standard input (-) cannot be one of several parts")
-    return out
-
-
 def fit_newton(parts, client, *, C: float = 1.0, loss: str = "squared-hinge", tol: float = DEFAULT_TOL,
                max_iter: int = DEFAULT_MAX_ITER, query_norm: bool = False, rescale: str | None = None,
                delta: str = "gain", query_weights=None, zero_based: bool = False, log=None, w0=None):
@@ -452,7 +405,7 @@ def fit_newton(parts, client, *, C: float = 1.0, loss: str = "squared-hinge", to
 
     parts = expand_parts(parts)
     with connect(client, log=log) as cl:
-        with _cluster_failures():
+        with cluster_failures():
             prob = Problem(cl, parts, loss=loss, query_norm=query_norm, rescale=rescale, delta=delta,
                            query_weights=query_weights, zero_based=zero_based, log=log)
             try:
@@ -473,17 +426,3 @@ def prob_facts(prob: Problem) -> dict:
             "read_seconds": prob.read_seconds, "rounds": prob.rounds - r0, "compute_seconds": compute,
             "communication_seconds": max(wall - compute, 0.0),
             "bytes_moved": prob.bytes_in + prob.bytes_out - b0, "parts_read_again": prob.reads}
-
-
-class _cluster_failures:
-    """Any cluster failure escaping the rounds (a client call outside them) as one ClusterError."""
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, typ, exc, tb):
-        if exc is None or isinstance(exc, (DataError, UsageError, ClusterError)) or not isinstance(exc, Exception):
-            return False
-        if is_cluster_failure(exc):
-            raise ClusterError(f"the Dask cluster failed during the run ({_failure(exc)}); no output written") from None
-        return False

@@ -4,10 +4,19 @@ is an error naming both (the same rule as on a cluster)."""
 
 from __future__ import annotations
 
+import glob
+import os
+import re
+
 import numpy as np
 
 from rankkit.data import Dataset
-from rankkit.errors import DataError
+from rankkit.errors import DataError, UsageError
+
+
+def is_url(path: str) -> bool:
+    """protocol://...: a path for fsspec (s3://, gs://, hdfs://, file://, memory://, ...)."""
+    return re.match(r"^[A-Za-z][A-Za-z0-9+.\-]*://", str(path)) is not None
 
 
 def joined_name(parts: list[str]) -> str:
@@ -64,3 +73,39 @@ def concatenate(datasets: list[Dataset]) -> Dataset:
         labelled=labelled,
     )
     return out.validate()
+
+
+def expand_parts(patterns) -> list[str]:
+    """PARTS as given: files, or globs expanded by rankkit (sorted); each pattern in turn, so the
+    order of the parts is the order of the arguments, and each glob's files in sorted order."""
+    out = []
+    for p in patterns:
+        p = str(p)
+        if is_url(p):
+            if glob.has_magic(p):
+                try:
+                    import fsspec
+
+                    hits = sorted(f.full_name for f in fsspec.open_files(p))
+                except ImportError:
+                    raise UsageError(f"{p}: a URL needs fsspec (pip install 'rankkit[dask]')") from None
+                if not hits:
+                    raise DataError(p, "no file matches this pattern")
+                out.extend(hits)
+            else:
+                out.append(p)
+        elif p != "-" and glob.has_magic(p) and not os.path.exists(p):
+            hits = sorted(glob.glob(p))
+            if not hits:
+                raise DataError(p, "no file matches this pattern")
+            out.extend(hits)
+        else:
+            out.append(p)
+    seen = set()
+    for p in out:
+        if p in seen:
+            raise UsageError(f"the part {p} is given twice")
+        seen.add(p)
+    if "-" in out and len(out) > 1:
+        raise UsageError("standard input (-) cannot be one of several parts")
+    return out

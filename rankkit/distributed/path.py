@@ -15,7 +15,9 @@ def grid_path_parts(parts, valid, client, *, metric="ndcg@10", select="best", n_
                     max_iter=None, zero_based=False, log=None):
     """rankkit.paths.grid.grid_path on a cluster: returns (PathResult, facts). `valid` is a Dataset."""
     from rankkit.distributed.cluster import connect
-    from rankkit.distributed.newton import Problem, _cluster_failures, expand_parts, prob_facts
+    from rankkit.distributed.cluster import cluster_failures
+    from rankkit.distributed.newton import Problem, prob_facts
+    from rankkit.distributed.parts import expand_parts
     from rankkit.metrics import parse_metric
     from rankkit.paths.grid import PathPoint, PathResult, mean_se, select_point, validation_values
     from rankkit.solvers.base import quiet_fp
@@ -25,7 +27,7 @@ def grid_path_parts(parts, valid, client, *, metric="ndcg@10", select="best", n_
     parts = expand_parts(parts)
     tol = DEFAULT_TOL if tol is None else tol
     max_iter = DEFAULT_MAX_ITER if max_iter is None else max_iter
-    with connect(client, log=log) as cl, _cluster_failures():
+    with connect(client, log=log) as cl, cluster_failures():
         prob = Problem(cl, parts, zero_based=zero_based, log=log)
         try:
             with quiet_fp():

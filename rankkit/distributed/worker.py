@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from rankkit.distributed.parts import is_url
+
 _STATE: dict = {}  # (fit_id, part) -> _Part
 _THREADS: int | None = None  # kernel threads per task (set_threads); numba's setting is per calling thread
 _LOCK = threading.Lock()  # a worker with several threads may run two tasks of one part at once
@@ -78,13 +80,6 @@ def _read(spec: PartSpec):
     sha = hashlib.sha256(memoryview(buf)).hexdigest()
     ds = parse_bytes(buf, display_name(spec.path), spec.zero_based)
     return ds, sha, int(buf.shape[0])
-
-
-def is_url(path: str) -> bool:
-    """protocol://...: a path for fsspec (s3://, gs://, hdfs://, file://, memory://, ...)."""
-    import re
-
-    return re.match(r"^[A-Za-z][A-Za-z0-9+.\-]*://", str(path)) is not None
 
 
 def part_bytes(path: str) -> np.ndarray:

@@ -18,13 +18,17 @@ class FitResult:
     objective: float
     iterations: int
     converged: bool
-    message: str  # why it stopped, in words
+    message: str  # why it stopped, in words (the CLI's)
     n_active: int = 0  # pairs with margin < 1 at the solution
     train_time: float = 0.0
     extra: dict = field(default_factory=dict)  # solver-specific figures recorded in the model file
     # converged is False and nothing went wrong: the run did what was asked (a fixed number of
     # stochastic steps) and has no convergence test. The caller does not warn about it.
     fixed_budget: bool = False
+    # why it stopped, as a code the faces word (converged, zero_gradient, max_iter, line_search, ...),
+    # and the numbers the words need (tol, max_iter, the final ratio, ...)
+    stop: str = ""
+    detail: dict = field(default_factory=dict)
 
 
 # The solvers form products such as C * (x_i - x_j)(x_i - x_j)' v and their squares: a bound of
