@@ -181,6 +181,6 @@ class cluster_failures:
     def __exit__(self, typ, exc, tb):
         if exc is None or isinstance(exc, (DataError, UsageError, ClusterError)) or not isinstance(exc, Exception):
             return False
-        if is_clusterdescribe_failure(exc):
+        if is_cluster_failure(exc):
             raise ClusterError(f"the Dask cluster failed during the run ({describe_failure(exc)}); no output written") from None
         return False

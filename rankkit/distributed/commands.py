@@ -202,7 +202,7 @@ def _ordered(client, fn, items, *args):
             try:
                 out = f.result()
             except Exception as exc:
-                if isinstance(exc, (DataError, UsageError)) or not is_clusterdescribe_failure(exc):
+                if isinstance(exc, (DataError, UsageError)) or not is_cluster_failure(exc):
                     raise
                 raise ClusterError(f"the Dask cluster failed during the run ({describe_failure(exc)}); no output written") from None
             f.release()
