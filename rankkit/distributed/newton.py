@@ -21,7 +21,6 @@ worker reproduces exactly the same numbers.
 from __future__ import annotations
 
 import math
-import os
 import time
 import uuid
 from dataclasses import replace
@@ -32,8 +31,9 @@ from rankkit.distributed import worker as W
 from rankkit.distributed.cluster import ClusterError, cluster_failures, connect, describe_failure, is_cluster_failure, workers
 from rankkit.distributed.parts import expand_parts
 from rankkit.errors import DataError, UsageError
-from rankkit.solvers.base import MAGNITUDE_LIMIT, FitResult
-from rankkit.solvers.newton import CG_CONFIRM_RTOL, CG_MAX_ITER, DEFAULT_MAX_ITER, DEFAULT_TOL, minimise_along
+from rankkit.paths.grid import c_min_of_spread
+from rankkit.solvers.base import MAGNITUDE_LIMIT, FitResult, quiet_fp
+from rankkit.solvers.newton import DEFAULT_MAX_ITER, DEFAULT_TOL, minimise_along, truncated_newton
 
 
 class Problem:
@@ -108,7 +108,7 @@ class Problem:
         try:
             return future.result()
         except Exception as exc:
-            if isinstance(exc, (DataError, UsageError)) or not is_clusterdescribe_failure(exc):
+            if isinstance(exc, (DataError, UsageError)) or not is_cluster_failure(exc):
                 raise
             raise ClusterError(f"the Dask cluster failed during the run ({describe_failure(exc)}); no output written") from None
 
@@ -236,14 +236,14 @@ class Problem:
             dhd += c
         return L, gyd, dhd
 
+    def times_clock(self) -> tuple:
+        return (self.compute, self.wall, self.bytes_in + self.bytes_out)
+
     def c_min(self) -> float:
-        """rankkit.paths.grid.c_min on the parts: 0.01 / max_i |x_i . grad L(0)|."""
-        self._keys += 1
-        _, gl, _ = self.fg(f"w{self._keys}", np.zeros(self.n_features))
+        """rankkit.paths.grid.c_min on the parts: max_i |x_i . grad L(0)| computed where they are."""
+        _, gl, _ = self.fg(self.new_key("w"), np.zeros(self.n_features))
         spread = max(self._round(W.score_spread, gl, sent_bytes=gl.nbytes))
-        if spread == 0.0:
-            raise UsageError(f"{self.parts[0]}: the loss gradient at w = 0 is zero (all features empty?)")
-        return 0.01 / spread
+        return c_min_of_spread(spread, self.parts[0])
 
     def close(self):
         """Free the parts on every worker (a lost connection is not an error here)."""
@@ -254,110 +254,85 @@ class Problem:
 
     # -- Newton -----------------------------------------------------------------------------------
     def fit(self, C: float, w0=None, tol: float = DEFAULT_TOL, max_iter: int = DEFAULT_MAX_ITER, log=None) -> FitResult:
-        """Truncated Newton at this C from w0 (zeros if None): rankkit.solvers.newton's algorithm."""
+        """Truncated Newton at this C from w0 (zeros if None): rankkit.solvers.newton's driver, on
+        the parts' partial sums."""
         C = float(C)
         self.check_magnitude(C)
-        t_start = time.perf_counter()
-        d_ = self.n_features
-        w = np.zeros(d_) if w0 is None else np.array(w0, dtype=np.float64, copy=True)
-        if w.shape != (d_,) or not np.all(np.isfinite(w)):
-            raise ValueError(f"w0 must be {d_} finite numbers, got shape {w.shape}")
-        def new_key(kind):  # unique over the Problem's life: a later fit never meets an earlier point's state
-            self._keys += 1
-            return f"{kind}{self._keys}"
+        with quiet_fp():
+            return truncated_newton(DaskObjective(self, C), w0=w0, tol=tol, max_iter=max_iter, log=log)
 
-        with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
-            key = new_key("w")
-            L, gl, active = self.fg(key, w)
-            f = 0.5 * float(w @ w) + C * L
-            g = w + C * gl
-            self._finite("objective or gradient at the start", f, g)
-            g0_norm = float(np.linalg.norm(g))
-            converged, message = False, ""
-            cg_total, it = 0, 0
-            clock = (self.compute, self.wall, self.bytes_in + self.bytes_out)
-            if log:
-                log(f"iter   0  f {f:.12e}  |g| {g0_norm:.3e}  violated {active}")
+    def new_key(self, kind: str) -> str:
+        """A name for a point (w) or direction (d) whose state the workers cache: unique over the
+        Problem's life, so a later fit never meets an earlier point's state."""
+        self._keys += 1
+        return f"{kind}{self._keys}"
 
-            def hess(s):
-                return s + C * self.hv(key, w, s)
+    def overflow(self, what: str) -> DataError:
+        big = max(f["max_abs"] for f in self.facts)
+        name = self.parts[0] if len(self.parts) == 1 else f"{self.parts[0]} ... ({len(self.parts)} parts)"
+        return DataError(name, f"newton: the {what} overflowed (not finite); the largest feature value is {big:.3g}: "
+                         "scale the features down (or lower -C) and train again")
 
-            while True:
-                g_norm = float(np.linalg.norm(g))
-                if g_norm == 0.0:
-                    converged, message = True, "gradient is exactly zero"
-                    break
-                if it >= max_iter:
-                    message = f"stopped at --max-iter {max_iter} before the stopping rule was met"
-                    break
-                it += 1
-                eta = min(0.1, math.sqrt(g_norm / g0_norm)) if g0_norm > 0 else 0.1
-                from rankkit.solvers.newton import conjugate_gradient
-
-                d, cg_it, _ = conjugate_gradient(hess, -g, eta, CG_MAX_ITER)
-                cg_total += cg_it
-                decrement = -float(g @ d)
-                if decrement <= tol * f and eta > CG_CONFIRM_RTOL:
-                    d, more, _ = conjugate_gradient(hess, -g, CG_CONFIRM_RTOL, CG_MAX_ITER)
-                    cg_it += more
-                    cg_total += more
-                    decrement = -float(g @ d)
-                self._finite("Newton direction", decrement, d)
-                gd = -decrement
-                if decrement <= tol * f:
-                    converged = True
-                    message = f"Newton decrement / objective = {decrement / f:.3g} < tol {tol:g}"
-                    if log:
-                        log(f"iter {it:3d}  f {f:.12e}  |g| {g_norm:.3e}  cg {cg_it:3d}  dec/f {decrement / f:.2e}  "
-                            f"converged  {self._times(clock)}")
-                    break
-                dkey = new_key("d")
-                t, f_new, L_new = self._line_search(key, w, dkey, d, f, gd, C)
-                if t == 0.0:
-                    message = "line search could not decrease the objective (numerical precision reached)"
-                    break
-                w = w + t * d
-                key = new_key("w")
-                L, gl, active = self.fg(key, w)
-                f = 0.5 * float(w @ w) + C * L
-                g = w + C * gl
-                self._finite(f"objective or gradient at iteration {it}", f, g)
-                if log:
-                    log(f"iter {it:3d}  f {f:.12e}  |g| {float(np.linalg.norm(g)):.3e}  cg {cg_it:3d}  t {t:.3g}  "
-                        f"dec/f {decrement / f:.2e}  violated {active}  {self._times(clock)}")
-                clock = (self.compute, self.wall, self.bytes_in + self.bytes_out)
-            g_norm = float(np.linalg.norm(g))
-        return FitResult(w=w, objective=f, iterations=it, converged=converged, message=message, n_active=active,
-                         train_time=time.perf_counter() - t_start,
-                         extra={"cg_iterations": cg_total, "gradient_norm": g_norm})
-
-    def _line_search(self, key, w, dkey, d, f0, gd, C):
-        """rankkit.solvers.newton.line_search with phi, phi' and phi'' summed over the parts."""
-
-        losses = {}  # the loss L at each t tried: the caller keeps the accepted one
-
-        def phi(t):  # one round: L, g_y.delta and delta.H_y.delta summed over the parts at w + t d
-            L, gyd, dhd = self.ls(key, w, dkey, d, t)
-            wt = w + t * d
-            losses[t] = L
-            return 0.5 * float(wt @ wt) + C * L, lambda: (gyd, dhd)
-
-        t, ft = minimise_along(phi, f0, gd, float(w @ d), float(d @ d), C)
-        return (t, ft, losses[t]) if t != 0.0 else (0.0, f0, None)
-
-    def _finite(self, what, *values):
-        for v in values:
-            if not np.all(np.isfinite(v)):
-                big = max(f["max_abs"] for f in self.facts)
-                raise DataError(self.parts[0] if len(self.parts) == 1 else f"{self.parts[0]} ... ({len(self.parts)} parts)",
-                                f"newton: the {what} overflowed (not finite); the largest feature value is {big:.3g}: "
-                                "scale the features down (or lower -C) and train again")
-
-    def _times(self, clock) -> str:
+    def times(self, clock) -> str:
         c0, w0, b0 = clock
         comp, wall = self.compute - c0, self.wall - w0
         return (f"compute {comp:.3f}s  communication {max(wall - comp, 0.0):.3f}s  "
                 f"moved {_human(self.bytes_in + self.bytes_out - b0)}")
+
+
+class DaskObjective:
+    """rankkit.solvers.newton.NewtonObjective on a Problem's parts at one C: f and g, each
+    Hessian-vector product and each line-search trial are one round of partial sums. After a
+    step the workers compute y = X w afresh at the new point (one process updates y += t delta),
+    so that a part read again on another worker reproduces exactly the same numbers."""
+
+    def __init__(self, prob: Problem, C: float):
+        self.prob, self.C = prob, float(C)
+        self.n_features = prob.n_features
+        self.n_active = 0
+
+    def _at(self, w):
+        """f and g at w (a new point on the workers)."""
+        self._key, self._w = self.prob.new_key("w"), w
+        L, gl, self.n_active = self.prob.fg(self._key, w)
+        return 0.5 * float(w @ w) + self.C * L, w + self.C * gl
+
+    def start(self, w):
+        out = self._at(w)
+        self._clock = self.prob.times_clock()
+        return out
+
+    def hess_vec(self, s):
+        return s + self.C * self.prob.hv(self._key, self._w, s)
+
+    def linesearch_and_update(self, w, d, f, g, gd):
+        """rankkit.solvers.newton.line_search with phi, phi' and phi'' summed over the parts."""
+        key, dkey, C = self._key, self.prob.new_key("d"), self.C
+
+        def phi(t):  # one round: L, g_y.delta and delta.H_y.delta summed over the parts at w + t d
+            L, gyd, dhd = self.prob.ls(key, w, dkey, d, t)
+            wt = w + t * d
+            return 0.5 * float(wt @ wt) + C * L, lambda: (gyd, dhd)
+
+        t, _ = minimise_along(phi, f, gd, float(w @ d), float(d @ d), C)
+        if t == 0.0:
+            return 0.0, w, f, g
+        w = w + t * d
+        f, g = self._at(w)
+        return t, w, f, g
+
+    def finish(self, w, f, g):
+        return f, g  # already computed afresh from X w at w
+
+    def check_finite(self, what, *values):
+        for v in values:
+            if not np.all(np.isfinite(v)):
+                raise self.prob.overflow(what)
+
+    def clock(self) -> str:
+        text = self.prob.times(self._clock)
+        self._clock = self.prob.times_clock()
+        return text
 
 
 def _finding(x):
@@ -401,8 +376,6 @@ def fit_newton(parts, client, *, C: float = 1.0, loss: str = "squared-hinge", to
     bytes_moved, parts_read_again). The same model bytes for any number of workers and any
     assignment of parts. Raises DataError (bad data, naming the part and line), UsageError, or
     ClusterError (cluster unreachable or lost): each a one-line message."""
-    from rankkit.solvers.base import quiet_fp
-
     parts = expand_parts(parts)
     with connect(client, log=log) as cl:
         with cluster_failures():

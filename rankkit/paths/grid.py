@@ -27,7 +27,10 @@ import numpy as np
 
 from rankkit.data import Dataset
 from rankkit.errors import UsageError
+from rankkit.metrics import parse_metric, per_query
 from rankkit.objectives._sparse import csr_matvec
+from rankkit.objectives.pairwise import PairwiseObjective
+from rankkit.solvers.newton import NewtonRankSVM
 
 DEFAULT_N_POINTS = 30
 DEFAULT_RATIO = 1e7
@@ -65,27 +68,32 @@ class PathResult:
 
 def c_min(ds: Dataset) -> float:
     """The smallest C of the grid: where the first-order solution -C grad L(0) moves scores by 0.01."""
-    from rankkit.objectives.pairwise import PairwiseObjective
-
     obj = PairwiseObjective(ds, 1.0)
     w0 = np.zeros(ds.n_features)
     obj.loss_y(obj.scores(w0))
     g = obj.gradient_loss()  # X' dL/dy at w = 0
     spread = float(np.max(np.abs(csr_matvec(ds.data, ds.indices, ds.indptr, g, np.empty(ds.n_rows)))))
+    return c_min_of_spread(spread, ds.source)
+
+
+def c_min_of_spread(spread: float, source: str) -> float:
+    """C_min = 0.01 / max_i |x_i . grad L(0)| (spread: that maximum, computed where the data is)."""
     if spread == 0.0:
-        raise UsageError(f"{ds.source}: the loss gradient at w = 0 is zero (all features empty?)")
+        raise UsageError(f"{source}: the loss gradient at w = 0 is zero (all features empty?)")
     return 0.01 / spread
 
 
 def grid(ds: Dataset, n_points: int = DEFAULT_N_POINTS, ratio: float = DEFAULT_RATIO) -> np.ndarray:
-    lo = c_min(ds)
+    return grid_from(c_min(ds), n_points, ratio)
+
+
+def grid_from(lo: float, n_points: int = DEFAULT_N_POINTS, ratio: float = DEFAULT_RATIO) -> np.ndarray:
+    """n_points values of C from lo up by `ratio`, log-spaced."""
     return lo * np.logspace(0.0, np.log10(ratio), n_points)
 
 
 def validation_values(valid: Dataset, w: np.ndarray, metric: str, convention: str = "letor4") -> np.ndarray:
     """The metric of every validation query under w (NaN where undefined)."""
-    from rankkit.metrics import per_query
-
     return per_query(metric, valid.y, csr_matvec(valid.data, valid.indices, valid.indptr, w, np.empty(valid.n_rows)),
                      valid.qptr, convention)
 
@@ -170,17 +178,26 @@ def grid_path(train: Dataset, valid: Dataset, Cs=None, metric: str = DEFAULT_MET
               max_iter: int | None = None, warm_start: bool = True, log=None, warn=None) -> PathResult:
     """The Newton solver along a C grid (increasing), warm-started, evaluated on `valid`. Warnings
     about the choice are in the result's `notes` (and passed to `warn` if given)."""
-    from rankkit.metrics import parse_metric
-    from rankkit.solvers.newton import NewtonRankSVM
-
     parse_metric(metric)
     train.require_pairs()
     Cs = grid(train, n_points, ratio) if Cs is None else np.asarray(Cs, dtype=np.float64)
+
+    def fit(C, w0):
+        return NewtonRankSVM(C=C, tol=tol, max_iter=max_iter).fit(train, w0=w0)
+
+    return path_over(fit, Cs, valid, metric=metric, select=select, warm_start=warm_start, log=log, warn=warn)
+
+
+def path_over(fit, Cs, valid: Dataset, metric: str = DEFAULT_METRIC, select: str = "best", warm_start: bool = True,
+              log=None, warn=None) -> PathResult:
+    """The one grid-path loop: fit(C, w0) -> FitResult at each C in turn (in this process, or on a
+    cluster: rankkit.distributed.path), each warm-started from the previous w, scored on `valid`,
+    then the choice. Warnings about the choice are in the result's `notes` (and passed to `warn`)."""
     points = []
     w = None
-    for k, C in enumerate(Cs.tolist()):
+    for k, C in enumerate(np.asarray(Cs, dtype=np.float64).tolist()):
         t0 = time.perf_counter()
-        res = NewtonRankSVM(C=C, tol=tol, max_iter=max_iter).fit(train, w0=w if warm_start else None)
+        res = fit(C, w if warm_start else None)
         w = res.w
         vals = validation_values(valid, w, metric)
         m, se = mean_se(vals)

@@ -14,19 +14,24 @@ from CG) falls below tol * f, the paper's relative rule (decrement / objective <
 by an accurate CG solve (a loose CG underestimates the decrement on ill-conditioned problems), and
 warns rather than fails at --max-iter or when the line search cannot decrease f.
 
-The driver only talks to the objective through scores / evaluate / gradient / hess_vec /
-hess_vec_y, like liblinear's newton.h, so other smooth pairwise losses can reuse it.
+The driver (truncated_newton) only talks to the objective through the NewtonObjective protocol,
+like liblinear's newton.h: LocalObjective runs it in this process, and
+rankkit.distributed.newton.DaskObjective runs the same driver on per-part partial sums.
 """
 
 from __future__ import annotations
 
 import math
 import time
+from typing import Protocol
 
 import numpy as np
 
 from rankkit.data import Dataset
+from rankkit.errors import UsageError
+from rankkit.objectives.pairs import ExplicitPairObjective, explicit_pairs
 from rankkit.objectives.pairwise import PairwiseObjective
+from rankkit.objectives.rescale import pair_deltas
 from rankkit.solvers.base import ExactRankSVM, FitResult, Log, check_exact_magnitude, check_finite, quiet_fp
 
 DEFAULT_C = 1.0
@@ -120,13 +125,99 @@ def line_search(obj: PairwiseObjective, w, y, d, delta, f0: float, gd: float, tr
     return t, ft
 
 
+class NewtonObjective(Protocol):
+    """What the truncated-Newton driver needs of an objective, as liblinear's `function` gives its
+    newton.cpp: the driver never sees the data. f(w) = 0.5 w.w + C L(Xw).
+
+    start(w) -> (f, g)                       the objective and gradient at w; the point of hess_vec
+    hess_vec(s) -> H s                        at the current point
+    linesearch_and_update(w, d, f, g, gd)     a step along d: (t, w + t d, f, g) at the new point,
+                                             which becomes the current one; (0, w, f, g) if no t decreased f
+    finish(w, f, g) -> (f, g)                 the figures reported at the returned w
+    n_active                                  pairs with margin < 1 at the current point
+    check_finite(what, *values)               the error a non-finite number means, in the data's words
+    clock() -> str                            the timing part of a progress line (since the last call)
+
+    Implemented by LocalObjective (one process) and rankkit.distributed.newton.DaskObjective
+    (per-part partial sums on a cluster)."""
+
+    n_features: int
+    n_active: int
+
+    def start(self, w: np.ndarray) -> tuple[float, np.ndarray]: ...
+
+    def hess_vec(self, s: np.ndarray) -> np.ndarray: ...
+
+    def linesearch_and_update(self, w, d, f: float, g, gd: float) -> tuple[float, np.ndarray, float, np.ndarray]: ...
+
+    def finish(self, w, f: float, g) -> tuple[float, np.ndarray]: ...
+
+    def check_finite(self, what: str, *values) -> None: ...
+
+    def clock(self) -> str: ...
+
+
+class LocalObjective:
+    """NewtonObjective over a PairwiseObjective or ExplicitPairObjective in this process: three
+    score-space vectors for the whole run (memory: issue 11), y = Xw, delta = Xd and the line
+    search's trial scores, which become the next y (y + t delta, never X w afresh)."""
+
+    def __init__(self, obj, ds: Dataset | None = None, solver_name: str = "newton"):
+        self.obj, self.ds, self.solver_name = obj, ds, solver_name
+        self.n_features = obj.n_features
+        self._t0 = time.perf_counter()
+
+    @property
+    def n_active(self) -> int:
+        return self.obj.n_active
+
+    def start(self, w):
+        self._y = self.obj.scores(w)
+        self._delta = np.empty_like(self._y)
+        self._trial = np.empty_like(self._y)
+        f = self.obj.evaluate(w, self._y)
+        return f, self.obj.gradient(w)
+
+    def hess_vec(self, s):
+        return self.obj.hess_vec(s)
+
+    def linesearch_and_update(self, w, d, f, g, gd):
+        self.obj.scores(d, out=self._delta)
+        t, f_new = line_search(self.obj, w, self._y, d, self._delta, f, gd, self._trial)
+        if t == 0.0:
+            return 0.0, w, f, g
+        w = w + t * d
+        self._y, self._trial = self._trial, self._y  # trial holds y + t * delta
+        return t, w, f_new, self.obj.gradient(w)
+
+    def finish(self, w, f, g):
+        """The objective at the returned w computed afresh from X w, and its gradient."""
+        f = self.obj.evaluate(w, self.obj.scores(w, out=self._trial))
+        self.check_finite("objective at the solution", f, w)
+        return f, self.obj.gradient(w)
+
+    def check_finite(self, what, *values):
+        if self.ds is None:
+            for v in values:
+                if not np.all(np.isfinite(v)):
+                    raise UsageError(f"{self.solver_name}: the {what} overflowed (not finite): scale the features down")
+            return
+        check_finite(self.ds, self.solver_name, what, *values)
+
+    def clock(self) -> str:
+        return f"{time.perf_counter() - self._t0:.3f}s"
+
+
 def truncated_newton(
-    obj: PairwiseObjective,
+    obj: NewtonObjective,
     w0: np.ndarray | None = None,
     tol: float = DEFAULT_TOL,
     max_iter: int = DEFAULT_MAX_ITER,
     log: Log | None = None,
 ) -> FitResult:
+    """The one truncated-Newton driver (one process or a cluster: `obj` decides). Stops when the
+    Newton decrement -g.d falls below tol * f, confirmed by an accurate CG solve; FitResult.stop is
+    converged, zero_gradient, max_iter or line_search."""
     t_start = time.perf_counter()
     if w0 is None:
         w = np.zeros(obj.n_features)
@@ -134,28 +225,21 @@ def truncated_newton(
         w = np.array(w0, dtype=np.float64, copy=True)
         if w.shape != (obj.n_features,) or not np.all(np.isfinite(w)):
             raise ValueError(f"w0 must be {obj.n_features} finite numbers, got shape {w.shape}")
-    # three score-space vectors for the whole run (memory: issue 11): y = Xw, delta = Xd and the
-    # line search's trial scores, which become the next y
-    y = obj.scores(w)
-    delta = np.empty_like(y)
-    trial = np.empty_like(y)
-    f = obj.evaluate(w, y)
-    g = obj.gradient(w)
-    _finite(obj, "objective or gradient at the start", f, g)
+    f, g = obj.start(w)
+    obj.check_finite("objective or gradient at the start", f, g)
     g0_norm = float(np.linalg.norm(g))
-    converged, message = False, ""
+    stop, detail = "", {}
     cg_total = 0
-    history = []
     it = 0
     if log:
         log(f"iter   0  f {f:.12e}  |g| {g0_norm:.3e}  violated {obj.n_active}")
     while True:
         g_norm = float(np.linalg.norm(g))
         if g_norm == 0.0:
-            converged, message = True, "gradient is exactly zero"
+            stop = "zero_gradient"
             break
         if it >= max_iter:
-            message = f"stopped at --max-iter {max_iter} before the stopping rule was met"
+            stop, detail = "max_iter", {"max_iter": max_iter}
             break
         it += 1
         eta = min(0.1, math.sqrt(g_norm / g0_norm)) if g0_norm > 0 else 0.1
@@ -169,59 +253,49 @@ def truncated_newton(
             cg_it += more
             cg_total += more
             decrement = -float(g @ d)
-        _finite(obj, "Newton direction", decrement, d)
-        gd = -decrement
+        obj.check_finite("Newton direction", decrement, d)
         if decrement <= tol * f:
-            converged = True
-            message = f"Newton decrement / objective = {decrement / f:.3g} < tol {tol:g}"
-            history.append((it, f, g_norm, cg_it, 0.0, obj.n_active, decrement / f))
+            stop, detail = "converged", {"ratio": decrement / f, "tol": tol}
             if log:
                 log(
                     f"iter {it:3d}  f {f:.12e}  |g| {g_norm:.3e}  cg {cg_it:3d}  "
-                    f"dec/f {decrement / f:.2e}  converged  {time.perf_counter() - t_start:.3f}s"
+                    f"dec/f {decrement / f:.2e}  converged  {obj.clock()}"
                 )
             break
-        obj.scores(d, out=delta)
-        t, f_new = line_search(obj, w, y, d, delta, f, gd, trial)
+        t, w, f, g = obj.linesearch_and_update(w, d, f, g, -decrement)
         if t == 0.0:
-            message = "line search could not decrease the objective (numerical precision reached)"
+            stop = "line_search"
             break
-        w = w + t * d
-        y, trial = trial, y  # trial holds y + t * delta
-        f = f_new
-        g = obj.gradient(w)
-        _finite(obj, f"objective or gradient at iteration {it}", f, g)
-        history.append((it, f, float(np.linalg.norm(g)), cg_it, t, obj.n_active, decrement / f))
+        obj.check_finite(f"objective or gradient at iteration {it}", f, g)
         if log:
             log(
-                f"iter {it:3d}  f {f:.12e}  |g| {history[-1][2]:.3e}  cg {cg_it:3d}  t {t:.3g}  "
-                f"dec/f {decrement / f:.2e}  violated {obj.n_active}  {time.perf_counter() - t_start:.3f}s"
+                f"iter {it:3d}  f {f:.12e}  |g| {float(np.linalg.norm(g)):.3e}  cg {cg_it:3d}  t {t:.3g}  "
+                f"dec/f {decrement / f:.2e}  violated {obj.n_active}  {obj.clock()}"
             )
-    # report the objective at the returned w computed afresh from X w
-    f = obj.evaluate(w, obj.scores(w, out=trial))
-    _finite(obj, "objective at the solution", f, w)
+    f, g = obj.finish(w, f, g)
     return FitResult(
         w=w,
         objective=f,
         iterations=it,
-        converged=converged,
-        message=message,
+        converged=stop in ("converged", "zero_gradient"),
+        message=stop_words(stop, detail),
         n_active=obj.n_active,
         train_time=time.perf_counter() - t_start,
-        extra={"cg_iterations": cg_total, "gradient_norm": float(np.linalg.norm(obj.gradient(w)))},
+        extra={"cg_iterations": cg_total, "gradient_norm": float(np.linalg.norm(g))},
+        stop=stop,
+        detail=detail,
     )
 
 
-def _finite(obj, what, *values):
-    ds = getattr(obj, "ds", None)
-    if ds is None:
-        for v in values:
-            if not np.all(np.isfinite(v)):
-                from rankkit.errors import UsageError
-
-                raise UsageError(f"newton: the {what} overflowed (not finite): scale the features down")
-        return
-    check_finite(ds, getattr(obj, "solver_name", "newton"), what, *values)
+def stop_words(stop: str, detail: dict) -> str:
+    """The driver's stop code in the words model files record (stop_reason)."""
+    if stop == "converged":
+        return f"Newton decrement / objective = {detail['ratio']:.3g} < tol {detail['tol']:g}"
+    if stop == "zero_gradient":
+        return "gradient is exactly zero"
+    if stop == "max_iter":
+        return f"stopped at --max-iter {detail['max_iter']} before the stopping rule was met"
+    return "line search could not decrease the objective (numerical precision reached)"
 
 
 class NewtonRankSVM(ExactRankSVM):
@@ -234,8 +308,7 @@ class NewtonRankSVM(ExactRankSVM):
     def fit(self, ds: Dataset, w0: np.ndarray | None = None, log: Log | None = None) -> FitResult:
         ds.require_pairs()
         check_exact_magnitude(ds, self.C)
-        obj = self.objective(ds)
-        obj.ds, obj.solver_name = ds, self.name  # for the wording of a non-finite error
+        obj = LocalObjective(self.objective(ds), ds, self.name)
         with quiet_fp():
             return truncated_newton(obj, w0=w0, tol=self.tol, max_iter=self.max_iter, log=log)
 
@@ -251,13 +324,9 @@ class NewtonPairsRankSVM(NewtonRankSVM):
         self.pair_costs = pair_costs
 
     def objective(self, ds: Dataset):
-        from rankkit.objectives.pairs import ExplicitPairObjective, explicit_pairs
-
         pairs = explicit_pairs(ds)
         costs, margins = self.pair_costs, None
         if self.rescale:
-            from rankkit.objectives.rescale import pair_deltas
-
             delta = pair_deltas(ds, *pairs, self.delta)
             if self.rescale == "slack":
                 costs = delta if costs is None else costs * delta
