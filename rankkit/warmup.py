@@ -24,6 +24,10 @@ import time
 
 import numpy as np
 
+from rankkit import threads
+from rankkit.compiler import build, dispatch
+from rankkit.io import svmlight
+
 
 def _write_sample(path: str, queries: int, docs: int, features: int, seed: int) -> None:
     rng = np.random.default_rng(seed)
@@ -88,6 +92,49 @@ EXERCISES = ("newton", "pegasos", "api")  # `path` too with --all: it compiles f
 ALL = EXERCISES + ("path",)
 
 
+def record_calls(tmp: str) -> set:
+    """The kernel calls from Python that the common commands and the Python API's fits make, run
+    on small generated files (whole-buffer reader) and again with the streamed, threaded reader
+    forced; an eval of two systems (significance tests); then train and predict (and the API's
+    fits) on files large enough for the chunked products (4096 rows and more): 60 queries of 100
+    documents, and one query of 6000 documents with binary labels and no qid."""
+    write_exercise_data(tmp)
+    big = os.path.join(tmp, "big.txt")
+    _write_sample(big, 60, 100, 8, 2)
+    one = os.path.join(tmp, "one.txt")
+    rng = np.random.default_rng(3)
+    with open(one, "w") as fh:
+        for _ in range(6000):
+            x = np.round(rng.random(8), 6)
+            fh.write(f"{int(x[0] + x[1] > 1)} " + " ".join(f"{j + 1}:{v:g}" for j, v in enumerate(x)) + "\n")
+    dispatch.start_recording()
+    try:
+        for name in ALL:
+            exercise(name, tmp)
+        vali = os.path.join(tmp, "vali.txt")  # two systems compared: the significance tests
+        pegasos = os.path.join(tmp, "pegasos")
+        _rankkit("predict", vali, pegasos + ".model", pegasos + ".scores")
+        _rankkit("eval", vali, os.path.join(tmp, "newton.scores"), pegasos + ".scores")
+        for f in (big, one):
+            for t in ("1", "2"):
+                _rankkit("train", f, f + ".model", "-C", "1", "--threads", t)
+                _rankkit("predict", f, f + ".model", f + ".scores", "--threads", t)
+            _python_api(f, f, t)  # the API's fits on int32 column indices, chunked products
+        saved = (svmlight.STREAM_MIN_BYTES, svmlight.STREAM_BLOCK_BYTES, svmlight.PARALLEL_MIN_BYTES,
+                 threads.MIN_WORK_PER_THREAD)
+        svmlight.STREAM_MIN_BYTES, svmlight.STREAM_BLOCK_BYTES, svmlight.PARALLEL_MIN_BYTES = 1, 1 << 12, 1
+        threads.MIN_WORK_PER_THREAD = 1
+        try:
+            for name in ALL:
+                exercise(name, tmp, threads="2")
+        finally:
+            (svmlight.STREAM_MIN_BYTES, svmlight.STREAM_BLOCK_BYTES, svmlight.PARALLEL_MIN_BYTES,
+             threads.MIN_WORK_PER_THREAD) = saved
+    finally:
+        calls = dispatch.stop_recording()
+    return calls
+
+
 def _worker(names: list[str], tmp: str) -> list[str]:
     done = []
     for name in names:
@@ -125,11 +172,18 @@ def warm(jobs: int = 1, exercises=EXERCISES) -> float:
     return time.perf_counter() - t
 
 
+def record(path: str = build.TABLE_PATH) -> int:
+    """Rewrite the table of calls compiled ahead of time from what the common commands call
+    (developers, after changing a kernel's arguments); returns the number of calls."""
+    with tempfile.TemporaryDirectory(prefix="rankkit-record-") as tmp:
+        calls = build.buildable(record_calls(tmp))
+    build.write_table(calls, path)
+    return len(calls)
+
+
 def build_ahead(jobs: int = 1) -> tuple[float, int]:
     """Compile the common kernel calls ahead of time (and write rankkit's bytecode); returns the
     wall seconds and the number of calls compiled. Raises if it cannot be done here."""
-    from rankkit.compiler import build
-
     t = time.perf_counter()
     compile_bytecode()
     manifest = build.build(jobs)
@@ -154,7 +208,13 @@ def _main(argv=None) -> int:
     ap.add_argument("--all", action="store_true", help="also `rankkit path` (a few more minutes of compiling)")
     ap.add_argument("--jit", action="store_true", help="numba's JIT cache only, no ahead-of-time compiling")
     ap.add_argument("-q", "--quiet", action="store_true")
+    ap.add_argument("--record", action="store_true",
+                    help="developers: rewrite rankkit/compiler/table.py from the common commands' kernel calls")
     a = ap.parse_args(argv)
+    if a.record:
+        n = record()
+        print(f"rankkit: {n} kernel calls written to {build.TABLE_PATH}", file=sys.stderr)
+        return 0
     import signal
 
     # SIGTERM ends the run as Ctrl-C does: through the finally blocks that remove the temporary files

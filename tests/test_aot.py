@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from rankkit import warmup
 from rankkit.compiler import aot, build, dispatch
 from tests.test_cli import ROOT, SAMPLE_TEST, SAMPLE_TRAIN, _env
 
@@ -231,8 +232,8 @@ def test_kernel_proxy_copies_and_forwards_to_numba():
 
 def test_table_is_what_the_common_commands_call(tmp_path):
     """The recorded table equals the calls the common commands make now (regenerate it with
-    `python -m rankkit.compiler.build --record` after changing a kernel's arguments)."""
-    calls = build._buildable(build.record_calls(str(tmp_path)))
+    `python -m rankkit.warmup --record` after changing a kernel's arguments)."""
+    calls = build.buildable(warmup.record_calls(str(tmp_path)))
     assert calls == sorted(build.table(), key=repr)
 
 

@@ -96,13 +96,13 @@ def test_private_fallback_refuses_a_directory_it_does_not_own(tmp_path, monkeypa
     target = tmp_path / f"rankkit-numba-cache-{os.getuid()}"
     target.mkdir(mode=0o777)
     os.chmod(target, 0o777)
-    assert jit._private_tmp_dir() is None
+    assert jit.private_tmp_dir() is None
     target.rmdir()
     (tmp_path / "elsewhere").mkdir(mode=0o700)
     target.symlink_to(tmp_path / "elsewhere")
-    assert jit._private_tmp_dir() is None
+    assert jit.private_tmp_dir() is None
     target.unlink()
-    assert jit._private_tmp_dir() == str(target)
+    assert jit.private_tmp_dir() == str(target)
 
 
 @pytest.mark.parametrize("damage", ["truncate", "junk", "bytes-in-the-middle"])

@@ -50,13 +50,13 @@ def candidate_dirs() -> list[str]:
         return [os.path.join(configured, SUBDIR)]
     xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     dirs = [os.path.join(_PACKAGE, "__pycache__", SUBDIR), os.path.join(xdg, "numba", SUBDIR)]
-    private = _private_tmp()
+    private = private_tmp()
     if private is not None:
         dirs.append(os.path.join(private, SUBDIR))
     return dirs
 
 
-def _private_tmp() -> str | None:
+def private_tmp() -> str | None:
     """The per-user directory in the temporary directory, only if it is safely ours (a real
     directory, owned by this user, writable by no one else, as rankkit.compiler.jit makes it):
     machine code found anywhere else there could have been planted by another user."""

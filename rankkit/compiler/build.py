@@ -1,6 +1,6 @@
 """Compiling the common kernel calls ahead of time (numba's AOT compiler, numba.pycc).
 
-    python -m rankkit.compiler.build --record   # rewrite aot_table.py (developers)
+    python -m rankkit.warmup --record   # rewrite rankkit/compiler/table.py (developers)
 
 `build()` (run by `python -m rankkit.warmup`, which `make` runs once) compiles every call listed in
 rankkit/compiler/table.py into one extension module per process, in `jobs` processes,
@@ -13,7 +13,8 @@ without one, or if numba's AOT compiler is gone, `build` raises and the caller f
 
 The table lists the argument types of every kernel call from Python that the common commands
 make (train with the Newton solver and Pegasos, predict, eval, path; small files and the streamed
-reader for large ones). `--record` runs those commands with numba's JIT and records the calls;
+reader for large ones). `python -m rankkit.warmup --record` runs those commands with numba's JIT
+and records the calls (start_recording / stop_recording of rankkit.compiler.dispatch);
 tests/test_aot.py fails when the commands make a call the table does not list, so the table
 cannot drift from the code.
 """
@@ -31,61 +32,12 @@ import time
 
 from rankkit.compiler import aot
 
-TABLE_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "aot_table.py")
+TABLE_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "table.py")
 
 
-# -- recording the calls -----------------------------------------------------------------------------
+# -- the table of calls -------------------------------------------------------------------------
 
-def record_calls(tmp: str) -> set:
-    """The kernel calls from Python that the common commands and the Python API's fits make, run
-    on small generated files (whole-buffer reader) and again with the streamed, threaded reader
-    forced; an eval of two systems (significance tests); then train and predict (and the API's
-    fits) on files large enough for the chunked products (4096 rows and more): 60 queries of 100
-    documents, and one query of 6000 documents with binary labels and no qid."""
-    import numpy as np
-
-    from rankkit import threads, warmup
-    from rankkit.io import svmlight
-    from rankkit.compiler import dispatch
-
-    warmup.write_exercise_data(tmp)
-    big = os.path.join(tmp, "big.txt")
-    warmup._write_sample(big, 60, 100, 8, 2)
-    one = os.path.join(tmp, "one.txt")
-    rng = np.random.default_rng(3)
-    with open(one, "w") as fh:
-        for _ in range(6000):
-            x = np.round(rng.random(8), 6)
-            fh.write(f"{int(x[0] + x[1] > 1)} " + " ".join(f"{j + 1}:{v:g}" for j, v in enumerate(x)) + "\n")
-    dispatch.start_recording()
-    try:
-        for name in warmup.ALL:
-            warmup.exercise(name, tmp)
-        vali = os.path.join(tmp, "vali.txt")  # two systems compared: the significance tests
-        pegasos = os.path.join(tmp, "pegasos")
-        warmup._rankkit("predict", vali, pegasos + ".model", pegasos + ".scores")
-        warmup._rankkit("eval", vali, os.path.join(tmp, "newton.scores"), pegasos + ".scores")
-        for f in (big, one):
-            for t in ("1", "2"):
-                warmup._rankkit("train", f, f + ".model", "-C", "1", "--threads", t)
-                warmup._rankkit("predict", f, f + ".model", f + ".scores", "--threads", t)
-            warmup._python_api(f, f, t)  # the API's fits on int32 column indices, chunked products
-        saved = (svmlight.STREAM_MIN_BYTES, svmlight.STREAM_BLOCK_BYTES, svmlight.PARALLEL_MIN_BYTES,
-                 threads.MIN_WORK_PER_THREAD)
-        svmlight.STREAM_MIN_BYTES, svmlight.STREAM_BLOCK_BYTES, svmlight.PARALLEL_MIN_BYTES = 1, 1 << 12, 1
-        threads.MIN_WORK_PER_THREAD = 1
-        try:
-            for name in warmup.ALL:
-                warmup.exercise(name, tmp, threads="2")
-        finally:
-            (svmlight.STREAM_MIN_BYTES, svmlight.STREAM_BLOCK_BYTES, svmlight.PARALLEL_MIN_BYTES,
-             threads.MIN_WORK_PER_THREAD) = saved
-    finally:
-        calls = dispatch.stop_recording()
-    return calls
-
-
-def _buildable(calls: set) -> list:
+def buildable(calls: set) -> list:
     """The recorded calls of kernels with rankkit's default options (a parfor cannot be compiled
     ahead of time), sorted."""
     from rankkit.compiler import dispatch
@@ -93,7 +45,7 @@ def _buildable(calls: set) -> list:
     out = []
     for module, name, key in calls:
         kernel = getattr(importlib.import_module(module), name, None)
-        if isinstance(kernel, dispatch.Kernel) and kernel.options == dispatch._DEFAULTS:
+        if isinstance(kernel, dispatch.Kernel) and kernel.options == dispatch.DEFAULTS:
             out.append((module, name, key))
     return sorted(out, key=repr)
 
@@ -101,7 +53,7 @@ def _buildable(calls: set) -> list:
 def write_table(calls: list, path: str = TABLE_PATH) -> None:
     lines = ['"""Kernel calls compiled ahead of time: (module, kernel, argument key) as',
              "rankkit.compiler.dispatch.arg_key gives it. Written by",
-             "`python -m rankkit.compiler.build --record`; do not edit by hand.\"\"\"", "", "CALLS = ["]
+             "`python -m rankkit.warmup --record`; do not edit by hand.\"\"\"", "", "CALLS = ["]
     lines += [f"    {c!r}," for c in calls]
     lines += ["]", ""]
     with open(path, "w", encoding="utf-8") as fh:
@@ -140,14 +92,15 @@ def _setup_compiler():
 
     from rankkit.compiler import dispatch, jit
 
+    jit.register_types(dispatch.Kernel, dispatch.NumbaGlobal)
     jit.disable_disk_cache()  # callees compiled afresh into each module, never a cached library
 
     class _Flags(Flags):
         def __init__(self, *args, **kwargs):
             super().__init__(*args, **kwargs)
-            self.release_gil = dispatch._DEFAULTS["nogil"]
-            self.error_model = dispatch._DEFAULTS["error_model"]
-            self.fastmath = dispatch._DEFAULTS["fastmath"]
+            self.release_gil = dispatch.DEFAULTS["nogil"]
+            self.error_model = dispatch.DEFAULTS["error_model"]
+            self.fastmath = dispatch.DEFAULTS["fastmath"]
 
     pycc_compiler.Flags = _Flags
     codegen.AOTCPUCodegen._customize_tm_features = lambda self: self._get_host_cpu_features()
@@ -248,11 +201,11 @@ def output_dir() -> str:
 
     dirs = aot.candidate_dirs()
     if not os.environ.get("NUMBA_CACHE_DIR"):
-        private = jit._private_tmp_dir()
+        private = jit.private_tmp_dir()
         if private is not None and os.path.join(private, aot.SUBDIR) not in dirs:
             dirs.append(os.path.join(private, aot.SUBDIR))
     for d in dirs:
-        if jit._writable_dir(d) is None:
+        if jit.writable_dir(d) is None:
             return d
     raise OSError("no writable kernel cache directory for the ahead-of-time kernels")
 
@@ -329,15 +282,8 @@ def main(argv=None) -> int:
 
     ap = argparse.ArgumentParser(prog="python -m rankkit.compiler.build", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--record", action="store_true", help="rewrite the table from the common commands' calls")
     ap.add_argument("--jobs", type=int, default=1)
     a = ap.parse_args(argv)
-    if a.record:
-        with tempfile.TemporaryDirectory(prefix="rankkit-record-") as tmp:
-            calls = _buildable(record_calls(tmp))
-        write_table(calls)
-        print(f"{len(calls)} kernel calls written to {TABLE_PATH}", file=sys.stderr)
-        return 0
     t = time.perf_counter()
     m = build(a.jobs)
     print(f"{sum(len(r['kernels']) for r in m['modules'].values())} kernel calls in {len(m['modules'])} modules "

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-_DEFAULTS = {"nogil": True, "fastmath": False, "error_model": "numpy"}
+DEFAULTS = {"nogil": True, "fastmath": False, "error_model": "numpy"}
 
 _recording: set | None = None  # (module, name, key) of every call from Python, while recording
 
@@ -81,6 +81,7 @@ class Kernel:
         if d is None:
             from rankkit.compiler import jit
 
+            jit.register_types(Kernel, NumbaGlobal)
             d = self._dispatcher = jit.dispatcher(self)
         return d
 
@@ -133,7 +134,7 @@ class NumbaGlobal:
 def njit(*args, **kwargs):
     """numba.njit with rankkit's defaults and ahead-of-time code; usable bare (`@njit`) or with
     options (`@njit(parallel=True)`, `@njit(cache=False)`)."""
-    opts = dict(_DEFAULTS)
+    opts = dict(DEFAULTS)
     opts.update(kwargs)
     cache = opts.pop("cache", True)
 

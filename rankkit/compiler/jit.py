@@ -43,7 +43,7 @@ _cache_enabled = True
 _compile_noted = False
 
 
-def _writable_dir(path: str) -> str | None:
+def writable_dir(path: str) -> str | None:
     """None if `path` exists (or can be created) and a file can be made in it, else the reason."""
     try:
         os.makedirs(path, exist_ok=True)
@@ -53,7 +53,7 @@ def _writable_dir(path: str) -> str | None:
     return None
 
 
-def _private_tmp_dir() -> str | None:
+def private_tmp_dir() -> str | None:
     """A per-user cache directory in the temporary directory (made 0700 if need be), if it is
     safely ours: the check rankkit.compiler.aot makes before loading a build from it."""
     from rankkit.compiler import aot
@@ -65,29 +65,29 @@ def _private_tmp_dir() -> str | None:
         pass
     except OSError:
         return None
-    path = aot._private_tmp()  # None for a symlink, or someone else's: never write compiled code there
-    return path if path is not None and _writable_dir(path) is None else None
+    path = aot.private_tmp()  # None for a symlink, or someone else's: never write compiled code there
+    return path if path is not None and writable_dir(path) is None else None
 
 
 def _choose_cache_dir() -> None:
     global _cache_problem, _cache_enabled
     configured = numba.config.CACHE_DIR
     if configured:
-        reason = _writable_dir(configured)
+        reason = writable_dir(configured)
         if reason is None:
             return
         _cache_problem = f"NUMBA_CACHE_DIR {configured} is not writable ({reason})"
     else:
         here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the rankkit package
-        if _writable_dir(os.path.join(here, "__pycache__")) is None:
+        if writable_dir(os.path.join(here, "__pycache__")) is None:
             return
         from numba.misc.appdirs import AppDirs
 
         user_dir = AppDirs(appname="numba", appauthor=False).user_cache_dir
-        if _writable_dir(user_dir) is None:
+        if writable_dir(user_dir) is None:
             return
         _cache_problem = f"neither {here} nor {user_dir} is writable"
-    fallback = _private_tmp_dir()
+    fallback = private_tmp_dir()
     if fallback is not None:
         numba.config.CACHE_DIR = fallback
         _cache_problem += f"; caching compiled kernels in {fallback}"
@@ -231,18 +231,24 @@ def dispatcher(kernel):
     return d
 
 
-def _register_types() -> None:
-    """Kernels and lazy numba objects are module globals that other kernels call: numba types a
-    global by its value, so each types as the numba object it stands for."""
+_registered: set = set()
+
+
+def register_types(kernel_class, global_class) -> None:
+    """Kernels (rankkit.compiler.dispatch.Kernel) and lazy numba objects (NumbaGlobal) are module
+    globals that other kernels call: numba types a global by its value, so each types as the numba
+    object it stands for. The classes are given by the caller (rankkit.compiler.dispatch), which
+    this module does not import; once per pair."""
+    if (kernel_class, global_class) in _registered:
+        return
+    _registered.add((kernel_class, global_class))
     from numba.extending import typeof_impl
 
-    from rankkit.compiler.dispatch import Kernel, NumbaGlobal
-
-    @typeof_impl.register(Kernel)
+    @typeof_impl.register(kernel_class)
     def _typeof_kernel(val, c):
         return typeof_impl(val.dispatcher, c)
 
-    @typeof_impl.register(NumbaGlobal)
+    @typeof_impl.register(global_class)
     def _typeof_numba_global(val, c):
         from numba.core.registry import cpu_target
 
@@ -285,4 +291,3 @@ def _load_numba_registries_without_scipy_linalg() -> None:
 
 _choose_cache_dir()
 _load_numba_registries_without_scipy_linalg()
-_register_types()
