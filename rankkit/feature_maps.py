@@ -32,7 +32,7 @@ _ROWS_PER_BLOCK = 4096
 
 
 @dataclass(frozen=True)
-class Kernel:
+class MercerKernel:
     name: str
     gamma: float
     degree: int = 3
@@ -63,10 +63,10 @@ class Kernel:
         return out
 
 
-def make_kernel(name: str, n_features: int, gamma: float | None, degree: int, coef0: float) -> Kernel:
+def make_kernel(name: str, n_features: int, gamma: float | None, degree: int, coef0: float) -> MercerKernel:
     if name not in KERNELS:
         raise UsageError(f"unknown kernel '{name}' (known: {', '.join(KERNELS)})")
-    return Kernel(name, float(gamma) if gamma is not None else 1.0 / max(n_features, 1), int(degree), float(coef0))
+    return MercerKernel(name, float(gamma) if gamma is not None else 1.0 / max(n_features, 1), int(degree), float(coef0))
 
 
 def choose_landmarks(n: int, m: int | None, seed: int) -> np.ndarray:
@@ -85,7 +85,7 @@ def choose_landmarks(n: int, m: int | None, seed: int) -> np.ndarray:
 
 @dataclass
 class KernelMap:
-    kernel: Kernel
+    kernel: MercerKernel
     landmarks: object  # scipy CSR, m x n_features
     projection: np.ndarray  # m x r: U diag(lam)^-1/2 of the kept eigenpairs
 
@@ -94,7 +94,7 @@ class KernelMap:
         return self.kernel.matrix(X, self.landmarks) @ self.projection
 
 
-def fit_map(X, kernel: Kernel, landmark_rows: np.ndarray) -> KernelMap:
+def fit_map(X, kernel: MercerKernel, landmark_rows: np.ndarray) -> KernelMap:
     L = X[landmark_rows]
     Kmm = kernel.matrix(L, L)
     lam, U = np.linalg.eigh((Kmm + Kmm.T) / 2.0)
@@ -117,7 +117,7 @@ def mapped_dataset(ds: Dataset, Phi: np.ndarray) -> Dataset:
     )
 
 
-def kernel_scores(kernel: Kernel, landmarks, beta: np.ndarray, X) -> np.ndarray:
+def kernel_scores(kernel: MercerKernel, landmarks, beta: np.ndarray, X) -> np.ndarray:
     """beta' k(x) for every row of X (columns beyond the landmarks' are ignored)."""
     d = landmarks.shape[1]
     if X.shape[1] > d:
