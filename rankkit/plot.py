@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 
 from rankkit.errors import UsageError
+from rankkit.io.atomic import atomic_open
 
 
 def _svg(result, width=760, height=420) -> str:
@@ -85,8 +86,6 @@ def check_plot_target(path: str) -> None:
 
 
 def write_plot(path: str, result) -> None:
-    from rankkit.io.atomic import atomic_open
-
     if path.lower().endswith(".svg"):
         with atomic_open(path) as fh:
             fh.write(_svg(result))

@@ -7,20 +7,19 @@ from __future__ import annotations
 
 import numpy as np
 
+from rankkit.feature_maps import kernel_scores, make_kernel
+from rankkit.io.foreign_models import ForeignModel
+from rankkit.objectives._sparse import csr_matvec, ignored_entries
+
 
 def model_scores(model, ds) -> tuple[np.ndarray, int]:
     """Scores of ds under the model (linear, or beta' k(x) for a kernel model; a foreign model as
     its tool's predict program computes them), and how many feature values lie beyond the model's
     features (ignored)."""
-    from rankkit.io.foreign_models import ForeignModel
-    from rankkit.objectives._sparse import csr_matvec, ignored_entries
-
     ignored = int(ignored_entries(ds.indices, model.n_features))
     if isinstance(model, ForeignModel):
         return foreign_scores(model, ds), ignored
     if model.landmarks is not None:
-        from rankkit.feature_maps import kernel_scores, make_kernel
-
         name, gamma, degree, coef0 = model.kernel_args()  # read_model checked them: a ModelError names the model
         k = make_kernel(name, model.n_features, gamma, degree, coef0)
         return kernel_scores(k, model.landmarks, model.weights, ds.csr()), ignored
@@ -39,8 +38,6 @@ def model_scores(model, ds) -> tuple[np.ndarray, int]:
 def foreign_scores(model, ds) -> np.ndarray:
     """Each document's score exactly as the tool's own predict program computes it (see
     rankkit.io.foreign_models): the same roundings, the same order of the sums."""
-    from rankkit.objectives._sparse import csr_matvec
-
     if model.format == "sofia-ml":  # C floats throughout: acc = w_0 * 1, then += w_j * x_j in feature order
         w32 = model.weights.astype(np.float32)
         x32 = ds.data.astype(np.float32)

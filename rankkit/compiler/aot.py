@@ -28,6 +28,8 @@ import sys
 import tempfile
 import threading
 
+from rankkit import console
+
 MANIFEST = "manifest.json"
 SUBDIR = "rankkit-aot"
 FORMAT = 1
@@ -215,8 +217,6 @@ def _load_module(file: str):
 
 
 def _note(message: str) -> None:
-    from rankkit import console
-
     console.note(message)
 
 

@@ -31,6 +31,8 @@ from rankkit.distributed import worker as W
 from rankkit.distributed.cluster import ClusterError, cluster_failures, connect, describe_failure, is_cluster_failure, workers
 from rankkit.distributed.parts import expand_parts
 from rankkit.errors import DataError, UsageError
+from rankkit.io.svmlight import display_name
+from rankkit.objectives.pairwise import LOSSES
 from rankkit.paths.grid import c_min_of_spread
 from rankkit.solvers.base import MAGNITUDE_LIMIT, FitResult, quiet_fp
 from rankkit.solvers.newton import DEFAULT_MAX_ITER, DEFAULT_TOL, minimise_along, truncated_newton
@@ -179,8 +181,6 @@ class Problem:
             f.release()
 
     def _setup(self, loss, query_norm, rescale, delta, query_weights):
-        from rankkit.objectives.pairwise import LOSSES
-
         if loss not in LOSSES or loss == "hinge":
             raise UsageError(f"the distributed newton solver offers --loss squared-hinge, huber, logistic, not {loss}")
         if rescale is not None and delta == "swap":
@@ -193,8 +193,6 @@ class Problem:
                               delta=delta, query_weights=query_weights) for s in self.specs]
         outs = self._round(W.setup)
         if query_weights is not None and not any(o["weighted_pairs"] for o in outs):
-            from rankkit.io.svmlight import display_name
-
             name = display_name(query_weights) if isinstance(query_weights, str) else "query_weights"
             raise DataError(name, "gives weight 0 to every query that has preference pairs: the loss would vanish and "
                             "the model would be all zero; give some of them a positive weight")

@@ -25,8 +25,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from rankkit import threads
 from rankkit.data import Dataset
 from rankkit.errors import UsageError
+from rankkit.io.atomic import atomic_open
+from rankkit.io.svmlight import read_svmlight
 from rankkit.metrics import parse_metric, per_query
 from rankkit.objectives._sparse import csr_matvec
 from rankkit.objectives.pairwise import PairwiseObjective
@@ -216,8 +219,6 @@ def path_over(fit, Cs, valid: Dataset, metric: str = DEFAULT_METRIC, select: str
 
 
 def write_table(path: str, result: PathResult) -> None:
-    from rankkit.io.atomic import atomic_open
-
     cols = ["C", "lambda", "iterations", "objective", "train_loss", "violated_pairs", "w_norm",
             f"valid_{result.metric}", f"valid_{result.metric}_se", "seconds", "chosen"]
     with atomic_open(path) as fh:
@@ -246,8 +247,7 @@ def exact_path_points(train: Dataset, valid: Dataset, metric: str = DEFAULT_METR
     as for `train`: the display it returns is called with (done, total, info))."""
     import warnings
 
-    from rankkit.paths.exact import PROGRESS_STEPS, PathWarning, exact_path
-    from rankkit.metrics import per_query
+    from rankkit.paths.exact import PROGRESS_STEPS, PathWarning, exact_path  # scipy: only for the exact path
 
     train.require_pairs()
     if max_events is None:  # a path takes about 2-3 events per pair
@@ -291,8 +291,6 @@ def exact_path_points(train: Dataset, valid: Dataset, metric: str = DEFAULT_METR
 
 def write_exact_table(path: str, res) -> None:
     """Every breakpoint: lambda, C, |I_alpha|, |I_0|, |I_1|, hinge loss, objective, metrics, event."""
-    from rankkit.io.atomic import atomic_open
-
     rows = res.table()
     cols = list(rows[0].keys()) if rows else []
     with atomic_open(path) as fh:
@@ -336,7 +334,6 @@ def fixed_c_folds(folds_dir: str, Cs, out_dir: str, train_one, metric: str = DEF
     kernel call (threads.Cancelled), before writing their model."""
     import threading
 
-    from rankkit import threads
 
     folds = fold_dirs(folds_dir)
     jobs = min(jobs, len(folds))
@@ -383,8 +380,6 @@ def _fixed_c_fold(folds_dir, fold, Cs, out_dir, train_one, metric, zero_based, g
     import math
     import os
 
-    from rankkit.io.svmlight import read_svmlight
-
     base = os.path.join(folds_dir, fold)
     evals = {}
     for part in ("vali", "test"):
@@ -410,8 +405,6 @@ def _fixed_c_fold(folds_dir, fold, Cs, out_dir, train_one, metric, zero_based, g
 
 def write_fixed_c_table(path: str, rows: list[dict], metric: str) -> None:
     """Every (fold, C) as TSV."""
-    from rankkit.io.atomic import atomic_open
-
     with atomic_open(path) as fh:
         fh.write(f"fold\tC\tmodel\titerations\tobjective\tconverged\tvalid_{metric}\ttest_{metric}\tseconds\n")
         for r in rows:
