@@ -302,14 +302,14 @@ def test_linear_route_chooses_the_same_model(select, monkeypatch):
 def test_linear_products_equal_the_dense_ones():
     """Each product of the linear structure against the dense kernel matrix, on rows that are empty,
     duplicated, or have an unused column."""
-    from rankkit.paths.exact import _DenseKernel, _LinearStructure
+    from rankkit.paths.exact import DenseKernel, LinearStructure
     from rankkit.feature_maps import make_kernel
 
     ds, valid = make_dataset(seed=0), _continuous_valid(7)
     pi, pj = full_pairs(ds)
     X, Xv = ds.csr(), valid.csr(ds.n_features)
-    dense_ops = _DenseKernel(make_kernel("linear", ds.n_features, None, 3, 0.0), X, Xv, pi, pj)
-    lin = _LinearStructure(X, Xv, pi, pj)
+    dense_ops = DenseKernel(make_kernel("linear", ds.n_features, None, 3, 0.0), X, Xv, pi, pj)
+    lin = LinearStructure(X, Xv, pi, pj)
     assert not any(isinstance(v, np.ndarray) and v.ndim == 2 for v in vars(lin).values())
     rng = np.random.default_rng(0)
     np.testing.assert_allclose(lin.qdiag, dense_ops.qdiag, rtol=1e-12, atol=1e-12)

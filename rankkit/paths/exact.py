@@ -64,6 +64,12 @@ Scope: the code enumerates pairs explicitly (O(m) memory). `rankkit path` withou
 the exact path up to 10^4 pairs and 2,000 documents and the grid beyond; --method exact runs it at
 any size. The command-line entry point is `rankkit path --method exact` (rankkit.paths.grid.exact_path_points,
 rankkit.commands.path); -v prints progress lines from the start, a terminal shows a progress bar.
+
+Code. `exact_path` checks its options and builds the pairs and the products with K (DenseKernel or
+LinearStructure); a _PathState then follows the path, one `step` per breakpoint: the direction on
+the segment, the candidate events, the move to the next lambda, the events there (`leave`, `enter`;
+`close` at lambda_min), `record` (or `join_last` after a zero-length step) and the KKT check.
+E with Q_EE^-1 is a _MarginSet, the breakpoints and the compressed alpha history a _History.
 """
 
 from __future__ import annotations
@@ -73,9 +79,12 @@ import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
+import scipy.sparse as sp
 
 from rankkit.data import Dataset
 from rankkit.errors import UsageError
+from rankkit.feature_maps import make_kernel
+from rankkit.metrics import parse_metric, per_query
 
 DEFAULT_METRIC = "ndcg@10"
 REFRESH = 200  # recompute Q_EE^-1 from scratch every REFRESH events
@@ -86,6 +95,7 @@ CHECKPOINT = 64  # keep the full alpha every CHECKPOINT breakpoints (replay in b
 LOG_SECONDS = 2.0  # at most one progress line (log) this often
 PROGRESS_SECONDS = 0.2  # at most one update of the progress display this often
 PROGRESS_STEPS = 1000  # the display's total: log(lambda_0 / lambda) as a share of log(lambda_0 / lambda_min)
+_PAIR_BLOCK = 1 << 12  # the linear structure computes x_i . x_j for this many pairs at a time
 
 
 class PathWarning(UserWarning):
@@ -156,18 +166,26 @@ class ExactPathResult:
 
     def alpha_at(self, lam: float) -> np.ndarray:
         """alpha(lambda), linear in lambda between breakpoints (all ones above lambda_0)."""
-        lams = self.lambdas
         lam = float(lam)
-        if lam >= lams[0]:
+        if lam >= self.lambdas[0]:
             return np.ones(self.n_pairs)
+        t, u = self._segment(lam)
+        if u is None:
+            return self.alpha(t)
+        a0, a1 = self.alpha(t), self.alpha(t + 1)
+        return (1 - u) * a0 + u * a1
+
+    def _segment(self, lam: float) -> tuple:
+        """Where lam (below lambda_0) lies: (t, u) with lams[t] >= lam > lams[t + 1] and
+        u = (lams[t] - lam) / (lams[t] - lams[t + 1]) its share of the way; (t, None) at breakpoint t
+        (or at the last one). ValueError below the last breakpoint."""
+        lams = self.lambdas
         if lam < lams[-1] * (1 - 1e-12):
             raise ValueError(f"lambda {lam:g} is below the last breakpoint {lams[-1]:g} of the path")
         t = int(np.searchsorted(-lams, -lam, side="right")) - 1  # lams[t] >= lam > lams[t + 1]
         if t >= len(lams) - 1 or lam == lams[t]:
-            return self.alpha(min(t, len(lams) - 1))
-        a0, a1 = self.alpha(t), self.alpha(t + 1)
-        u = (lams[t] - lam) / (lams[t] - lams[t + 1])
-        return (1 - u) * a0 + u * a1
+            return min(t, len(lams) - 1), None
+        return t, (lams[t] - lam) / (lams[t] - lams[t + 1])
 
     def beta_at(self, lam: float) -> np.ndarray:
         """Expansion coefficients: f(x) = sum_r beta_r k(x_r, x), beta = P'alpha / lambda."""
@@ -189,12 +207,9 @@ class ExactPathResult:
         lam = float(lam)
         if lam >= lams[0]:  # alpha = 1 above lambda_0: lambda w = lambda_0 w_0
             return self._w[0] * (lams[0] / lam)
-        if lam < lams[-1] * (1 - 1e-12):
-            raise ValueError(f"lambda {lam:g} is below the last breakpoint {lams[-1]:g} of the path")
-        t = int(np.searchsorted(-lams, -lam, side="right")) - 1
-        if t >= len(lams) - 1 or lam == lams[t]:
-            return self._w[min(t, len(lams) - 1)].copy()
-        u = (lams[t] - lam) / (lams[t] - lams[t + 1])
+        t, u = self._segment(lam)
+        if u is None:
+            return self._w[t].copy()
         return ((1 - u) * lams[t] * self._w[t] + u * lams[t + 1] * self._w[t + 1]) / lam
 
     def scores_at(self, lam: float, ds: Dataset) -> np.ndarray:
@@ -261,7 +276,7 @@ def _kernel_matrix(kernel, A, B) -> np.ndarray:
 
 
 # -- products with K: the dense reference route and the linear structure ------------------------
-class _DenseKernel:
+class DenseKernel:
     """The brute-force route: the dense n x n kernel matrix K and the n_valid x n matrix K(valid,
     train), built once (O(n^2) memory and O(n^2) per product). Any kernel; the reference the linear
     route is tested against."""
@@ -293,11 +308,13 @@ class _DenseKernel:
         """K(valid, train) z."""
         return self.Kv @ z
 
-    def describe(self, n: int, nv: int) -> str:
+    @staticmethod
+    def describe(n: int, nv: int) -> str:
+        """What this route builds for n training and nv validation documents (known before building)."""
         return f"dense kernel matrices ({8 * (n * n + nv * n) / 1e6:,.0f} MB)"
 
 
-class _LinearStructure:
+class LinearStructure:
     """The linear kernel K = X X' never formed: K z = X (X' z) in O(nnz), the kernel entries of a
     few pairs from their rows, the validation scores X_valid (X' z). Memory O(nnz + m)."""
 
@@ -337,11 +354,15 @@ class _LinearStructure:
     def valid_scores(self, z: np.ndarray, feat) -> np.ndarray:
         return self.Xv @ (self.Xt @ z if feat is None else feat)
 
-    def describe(self, n: int, nv: int) -> str:
+    @staticmethod
+    def describe(n: int, nv: int) -> str:
         return "linear kernel through the sparse features (no n x n matrix)"
 
 
-_PAIR_BLOCK = 1 << 12
+# The names these classes had before they were public (tests/test_exact_path.py used them): kept
+# while other code may still import them.
+_DenseKernel = DenseKernel
+_LinearStructure = LinearStructure
 
 
 def _gather_rows(X, docs: np.ndarray):
@@ -355,8 +376,6 @@ def _gather_rows(X, docs: np.ndarray):
 
 def _incidence(pi: np.ndarray, pj: np.ndarray, n: int):
     """The pair incidence matrix P (m x n, CSR): row p has +1 at pi[p] and -1 at pj[p]."""
-    import scipy.sparse as sp
-
     m = pi.shape[0]
     cols = np.empty(2 * m, dtype=np.int64)
     cols[0::2], cols[1::2] = pi, pj
@@ -370,8 +389,6 @@ def _pair_sum(pi: np.ndarray, pj: np.ndarray, v: np.ndarray, n: int) -> np.ndarr
 
 
 def _metric_means(names, valid: Dataset, scores: np.ndarray) -> dict:
-    from rankkit.metrics import per_query
-
     out = {}
     for name in names:
         vals = per_query(name, valid.y, scores, valid.qptr)
@@ -380,95 +397,45 @@ def _metric_means(names, valid: Dataset, scores: np.ndarray) -> dict:
     return out
 
 
-# -- the path -------------------------------------------------------------------------------------
-def exact_path(train: Dataset, valid: Dataset | None = None, kernel: str = "linear", gamma: float | None = None,
-               degree: int = 3, coef0: float = 0.0, graph: str = "full", lambda_min: float | None = None,
-               max_events: int = 10000, metric=DEFAULT_METRIC, max_zero_steps: int | None = None,
-               lambda_min_ratio: float = 1e-6, route: str = "auto", log=None, progress=None) -> ExactPathResult:
-    """The exact piecewise-linear dual path, breakpoint by breakpoint (see the module docstring).
+# -- the path: its state and its events -----------------------------------------------------------
+class _MarginSet:
+    """I_alpha (the paper's E): the pairs held at margin 1, in the order they entered, and the explicit
+    inverse Minv = Q_EE^-1, updated by the bordered-matrix formula when a pair enters and by the
+    Schur-complement downdate when one leaves (O(|E|^2) per event); `refresh` recomputes it."""
 
-    lambda_min defaults to lambda_min_ratio * lambda_0. Every breakpoint is evaluated on `valid`
-    (metric: a name or a list of names). Stops at lambda_min, max_events, a degenerate tie that does
-    not resolve, or a KKT violation, with a PathWarning giving the reason.
+    def __init__(self, ops, pi: np.ndarray, pj: np.ndarray):
+        self.ops, self.pi, self.pj = ops, pi, pj
+        self.qscale = max(float(ops.qdiag.max()), 1e-300)
+        self.pairs: list[int] = []
+        self.Minv = np.zeros((0, 0))
 
-    route: how products with K are made. "linear" (the default for the linear kernel): through the
-    sparse features, K z = X (X'z), O(nnz) time and no n x n matrix; "dense" (the default for rbf
-    and poly, and the brute-force reference for linear): the dense n x n kernel matrix.
-    log(line): progress lines from the start (what it does, breakpoints so far, lambda, |I_alpha|,
-    time), at most one every LOG_SECONDS. progress(done, total, info): a progress display; done of
-    total = PROGRESS_STEPS is the share of log(lambda_0 / lambda_min) covered so far."""
-    from rankkit.feature_maps import make_kernel
-    from rankkit.metrics import parse_metric
+    def __len__(self) -> int:
+        return len(self.pairs)
 
-    t_start = time.perf_counter()
-    names = [metric] if isinstance(metric, str) else list(metric)
-    for nm in names:
-        parse_metric(nm)
-    if graph not in ("full", "reduced"):
-        raise UsageError(f"unknown graph '{graph}' (known: full, reduced)")
-    if route not in ("auto", "linear", "dense"):
-        raise UsageError(f"unknown route '{route}' (known: auto, linear, dense)")
-    train.require_pairs()
-    kern = make_kernel(kernel, train.n_features, gamma, degree, coef0)
-    if route == "auto":
-        route = "linear" if kern.name == "linear" else "dense"
-    elif route == "linear" and kern.name != "linear":
-        raise UsageError(f"the linear route needs the linear kernel, not {kern.name}")
-    X = train.csr()
-    Xv = valid.csr(train.n_features) if valid is not None else None
-    pi, pj = full_pairs(train) if graph == "full" else reduced_pairs(train)
-    m, n = pi.shape[0], train.n_rows
-    if log:
-        log(f"exact path: {m:,} pairs ({graph} graph) of {n:,} documents, {train.n_features:,} features, "
-            f"{kern.name} kernel; building the "
-            + ("pair structure" if route == "linear" else f"dense kernel matrices ({8 * n * (n + (Xv.shape[0] if Xv is not None else 0)) / 1e6:,.0f} MB)"))
-    ops = _LinearStructure(X, Xv, pi, pj) if route == "linear" else _DenseKernel(kern, X, Xv, pi, pj)
-    qdiag = ops.qdiag
-    qscale = max(float(qdiag.max()), 1e-300)
-    max_zero_steps = 2 * min(m, n) + 20 if max_zero_steps is None else int(max_zero_steps)
-    P = _incidence(pi, pj, n)  # m x n, +1 at the upper document, -1 at the lower: O(m) memory
-    Pt = P.T.tocsr()
-    last_z = [None]  # P'alpha of the last q_apply(alpha): lambda * beta
-    last_feat = [None]  # X'P'alpha of the last q_apply(alpha) (linear route): lambda * w
-
-    def q_apply(v_pairs: np.ndarray, idx=None) -> np.ndarray:
-        """Q[:, idx] v (idx None: all columns) as P K P_idx' v."""
-        if idx is None:
-            last_z[0] = z = Pt @ v_pairs
-            kz, last_feat[0] = ops.apply(z)
-        else:
-            kz = ops.apply_pairs(v_pairs, idx)
-        return P @ kz
-
-    q_cols = ops.q_cols
-
-    alpha = np.ones(m)
-    state = np.ones(m, dtype=np.int8)  # 1: I_1, 0: I_0, 2: E
-    E: list[int] = []
-    Minv = np.zeros((0, 0))
-
-    def refresh_inverse():
-        nonlocal Minv
+    def refresh(self) -> None:
+        """Q_EE^-1 from scratch: Cholesky, or the pseudo-inverse when Q_EE is numerically singular."""
+        E = self.pairs
         if not E:
-            Minv = np.zeros((0, 0))
+            self.Minv = np.zeros((0, 0))
             return
         idx = np.array(E)
         QEE = np.empty((len(E), len(E)))
         for c, p in enumerate(E):
-            QEE[:, c] = q_cols(idx, p)
+            QEE[:, c] = self.ops.q_cols(idx, p)
         try:
             L = np.linalg.cholesky(QEE)
             Linv = np.linalg.solve(L, np.eye(len(E)))
-            Minv = Linv.T @ Linv
+            self.Minv = Linv.T @ Linv
         except np.linalg.LinAlgError:  # numerically singular: the KKT check will stop the path if it matters
-            Minv = np.linalg.pinv(QEE)
+            self.Minv = np.linalg.pinv(QEE)
 
-    def closes_cycle(p: int) -> bool:
+    def closes_cycle(self, p: int) -> bool:
         """Does pair p close a cycle with the pairs of E (documents as nodes)? Then the rows of P
         for E + p are linearly dependent and Q_EE + p is singular whatever the kernel."""
+        pi, pj = self.pi, self.pj
         u, v = int(pi[p]), int(pj[p])
         adj: dict = {}
-        for e in E:
+        for e in self.pairs:
             a, b = int(pi[e]), int(pj[e])
             adj.setdefault(a, []).append(b)
             adj.setdefault(b, []).append(a)
@@ -485,127 +452,198 @@ def exact_path(train: Dataset, valid: Dataset | None = None, kernel: str = "line
                     stack.append(y)
         return False
 
-    def try_add(p: int) -> bool:
-        nonlocal Minv
-        qpp = qdiag[p]
-        if E and closes_cycle(p):
+    def add(self, p: int) -> bool:
+        """Pair p enters E (True), unless it depends on E (False): it closes a cycle, or its Schur
+        complement s = Q_pp - q'Q_EE^-1 q is below SING_RTOL * Q_pp (or Q_pp itself is ~0)."""
+        E = self.pairs
+        qpp = self.ops.qdiag[p]
+        if E and self.closes_cycle(p):
             return False
         if not E:
-            if qpp <= SING_RTOL * qscale:
+            if qpp <= SING_RTOL * self.qscale:
                 return False
-            Minv = np.array([[1.0 / qpp]])
+            self.Minv = np.array([[1.0 / qpp]])
         else:
-            qv = q_cols(np.array(E), p)
-            b = Minv @ qv
+            qv = self.ops.q_cols(np.array(E), p)
+            b = self.Minv @ qv
             s = qpp - qv @ b
-            if s <= SING_RTOL * max(qpp, 1e-300) or s <= SING_RTOL * qscale * 1e-3:
+            if s <= SING_RTOL * max(qpp, 1e-300) or s <= SING_RTOL * self.qscale * 1e-3:
                 return False
             k = len(E)
             new = np.empty((k + 1, k + 1))
-            new[:k, :k] = Minv + np.outer(b, b) / s
+            new[:k, :k] = self.Minv + np.outer(b, b) / s
             new[:k, k] = -b / s
             new[k, :k] = -b / s
             new[k, k] = 1.0 / s
-            Minv = new
+            self.Minv = new
         E.append(p)
-        state[p] = 2
         return True
 
-    def remove(pos: int):
-        nonlocal Minv
+    def remove(self, p: int) -> None:
+        """Pair p leaves E."""
+        pos = self.pairs.index(p)
+        Minv = self.Minv
         d = Minv[pos, pos]
-        keep = np.r_[0:pos, pos + 1:len(E)]
+        keep = np.r_[0:pos, pos + 1:len(self.pairs)]
         col = Minv[keep, pos]
-        Minv = Minv[np.ix_(keep, keep)] - np.outer(col, col) / d
-        E.pop(pos)
+        self.Minv = Minv[np.ix_(keep, keep)] - np.outer(col, col) / d
+        self.pairs.pop(pos)
 
-    breakpoints: list[Breakpoint] = []
-    changes: list = []  # per breakpoint: (indices, values) where alpha differs from the previous one
-    ckpt: dict = {}
-    before_last = alpha.copy()  # alpha at the breakpoint before the last one
 
-    ws: list = []  # linear route: w at each breakpoint
+class _History:
+    """The breakpoints and alpha at each of them, compressed: the entries that changed since the
+    previous breakpoint, the whole (packed) alpha every CHECKPOINT breakpoints, and on the linear
+    route w at each breakpoint (what ExactPathResult replays)."""
 
-    def store_alpha(t: int):
+    def __init__(self, alpha: np.ndarray):
+        self.breakpoints: list[Breakpoint] = []
+        self.changes: list = []  # per breakpoint: (indices, values) where alpha differs from the previous one
+        self.ckpt: dict = {}
+        self.ws: list = []  # linear route: w at each breakpoint
+        self.before_last = alpha.copy()  # alpha at the breakpoint before the last one
+        self.last = alpha.copy()  # alpha at the last breakpoint
+
+    def append(self, b: Breakpoint, alpha: np.ndarray, feat) -> None:
+        """A new breakpoint b with its alpha (feat: X'P'alpha on the linear route, else None)."""
+        if self.breakpoints:
+            self.before_last = self.last
+        self.breakpoints.append(b)
+        self.amend_last(alpha, feat)
+
+    def amend_last(self, alpha: np.ndarray, feat) -> None:
+        """The last breakpoint's alpha is now this one (zero-length events joined it)."""
+        t = len(self.breakpoints) - 1
         if t % CHECKPOINT == 0:
-            ckpt[t] = _pack_alpha(alpha)
-        if last_feat[0] is not None:
-            w_t = last_feat[0] / breakpoints[t].lam
-            if t < len(ws):
-                ws[t] = w_t
+            self.ckpt[t] = _pack_alpha(alpha)
+        if feat is not None:
+            w_t = feat / self.breakpoints[t].lam
+            if t < len(self.ws):
+                self.ws[t] = w_t
             else:
-                ws.append(w_t)
-        idx = np.flatnonzero(alpha != before_last)
-        if t < len(changes):
-            changes[t] = (idx, alpha[idx].copy())
+                self.ws.append(w_t)
+        idx = np.flatnonzero(alpha != self.before_last)
+        if t < len(self.changes):
+            self.changes[t] = (idx, alpha[idx].copy())
         else:
-            changes.append((idx, alpha[idx].copy()))
+            self.changes.append((idx, alpha[idx].copy()))
+        self.last = alpha.copy()
 
-    def record(lam: float, event: str, pairs_: tuple, g: np.ndarray):
-        nonlocal before_last
-        if breakpoints:
-            before_last = ckpt_alpha_last[0]
-        marg = g / lam
-        hinge = float(np.maximum(0.0, 1.0 - marg).sum())
-        obj = hinge + 0.5 * float(np.sum(alpha * g)) / lam  # not BLAS ddot: its threads wait for cores on a busy machine
-        mets = {}
-        if valid is not None:
-            mets = _metric_means(names, valid, ops.valid_scores(last_z[0], last_feat[0]) / lam)
-        nE = len(E)
-        n1 = int(np.count_nonzero(state == 1))
-        breakpoints.append(Breakpoint(lam, nE, m - nE - n1, n1, event, pairs_, hinge, obj, mets,
-                                      time.perf_counter() - t_start))
-        store_alpha(len(breakpoints) - 1)
-        ckpt_alpha_last[0] = alpha.copy()
 
-    ckpt_alpha_last = [alpha.copy()]  # alpha at the last breakpoint
+class _PathState:
+    """The path between two events: the current lambda, alpha and g = Q alpha; the sets (`state`: 1
+    for I_1, 0 for I_0, 2 for E; E itself with Q_EE^-1 in a _MarginSet); the breakpoints so far (a
+    _History); the counters of the stopping rules. `run` follows the path, one `step` per breakpoint;
+    the events of a step (a pair entering or leaving E, the close at lambda_min) are methods."""
 
-    clock = {"log": -np.inf, "progress": -np.inf}
+    def __init__(self, ops, pi: np.ndarray, pj: np.ndarray, n: int, valid: Dataset | None, names: list,
+                 source: str, lambda_min, lambda_min_ratio: float, max_events: int, max_zero_steps, log, progress,
+                 t_start: float):
+        m = pi.shape[0]
+        self.ops, self.m, self.valid, self.names, self.source = ops, m, valid, names, source
+        self.lam_min = None if lambda_min is None else float(lambda_min)  # set from lambda_0 when None
+        self.lambda_min_ratio, self.max_events = lambda_min_ratio, max_events
+        self.max_zero_steps = 2 * min(m, n) + 20 if max_zero_steps is None else int(max_zero_steps)
+        self.log, self.progress, self.t_start = log, progress, t_start
+        self.P = _incidence(pi, pj, n)  # m x n, +1 at the upper document, -1 at the lower: O(m) memory
+        self.Pt = self.P.T.tocsr()
+        self.E = _MarginSet(ops, pi, pj)
+        self.alpha = np.ones(m)
+        self.state = np.ones(m, dtype=np.int8)  # 1: I_1, 0: I_0, 2: E
+        self.blocked: set = set()  # dependent pairs refused at the current lambda (they keep their bound)
+        self.lam = np.inf
+        self.g = None  # Q alpha
+        self.z = None  # P'alpha of the last q_alpha(): lambda * beta
+        self.feat = None  # X'P'alpha of the last q_alpha() (linear route): lambda * w
+        self.history = _History(self.alpha)
+        self.stop_reason, self.complete = "", False
+        self.n_events = self.zero_steps = self.since_refresh = 0
+        self.clock = {"log": -np.inf, "progress": -np.inf}
 
-    def report(final: bool = False):
-        """A log line (at most one every LOG_SECONDS, and the last) and the progress display."""
-        if not breakpoints or not (log or progress):
-            return
-        now = time.perf_counter()
-        b = breakpoints[-1]
-        if log and (final or now - clock["log"] >= LOG_SECONDS):
-            clock["log"] = now
-            shown = "".join(f"  valid {k} {v:.4f}" for k, v in b.metrics.items())
-            log(f"exact path: breakpoint {len(breakpoints):,}  events {n_events:,}  lambda {b.lam:.6g}  C {b.C:.6g}  "
-                f"|I_alpha| {b.n_alpha}  |I_1| {b.n_one}  |I_0| {b.n_zero}{shown}  {now - t_start:.1f} s"
-                + (f"  ({stop_reason or 'stopped'})" if final else ""))
-        if progress and (final or now - clock["progress"] >= PROGRESS_SECONDS):
-            clock["progress"] = now
-            lam0 = breakpoints[0].lam
-            done = 0
-            if lam_min is not None and 0 < lam_min < lam0:
-                done = int(PROGRESS_STEPS * np.log(lam0 / b.lam) / np.log(lam0 / lam_min))
-            done = PROGRESS_STEPS if final else min(max(done, 0), PROGRESS_STEPS - 1)
-            progress(done, PROGRESS_STEPS, f"{len(breakpoints):,} breakpoints, C {b.C:.3g}, |I_alpha| {b.n_alpha}")
+    # products with Q = P K P', never formed
+    def q_alpha(self) -> np.ndarray:
+        """Q alpha; keeps P'alpha and (linear route) X'P'alpha for the scores and w."""
+        self.z = z = self.Pt @ self.alpha
+        kz, self.feat = self.ops.apply(z)
+        return self.P @ kz
 
-    if log:
-        log(f"exact path: {ops.describe(n, Xv.shape[0] if Xv is not None else 0)} ready in "
-            f"{time.perf_counter() - t_start:.2f} s; following the path from lambda_0")
-    lam = np.inf
-    g = q_apply(alpha)  # Q alpha
-    stop_reason, complete, n_events = "", False, 0
-    lam_min = None if lambda_min is None else float(lambda_min)
-    zero_steps = 0
-    pending_event: list = []
-    since_refresh = 0
-    blocked: set = set()  # dependent pairs refused at the current lambda (they keep their bound)
+    def q_columns(self, v: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        """Q[:, idx] v."""
+        return self.P @ self.ops.apply_pairs(v, idx)
 
-    while True:
-        # direction on the current segment
-        if E:
-            idx = np.array(E)
-            eta = Minv @ np.ones(len(E))
-            h = q_apply(eta, idx)
+    # the path
+    def run(self) -> None:
+        """Follow the path from lambda = +inf until a stopping rule (stop_reason says which)."""
+        self.g = self.q_alpha()
+        while self.step():
+            self.report()
+        self.report(final=True)
+
+    def step(self) -> bool:
+        """Move to the next breakpoint and process its events (one at a time if it is where the
+        last one was: a zero-length step). False when the path stops instead."""
+        idx, eta, h = self.direction()
+        cand, kind = self.candidates(idx, eta, h)
+        best = float(cand.max()) if self.m else -np.inf
+        if self.lam_min is None and np.isfinite(best) and best > 0 and np.isinf(self.lam):
+            self.lam_min = self.lambda_min_ratio * best
+        floor = self.lam_min if self.lam_min is not None else 0.0
+        if not np.isfinite(best) or best <= floor:
+            self.close(best, floor, idx, eta)
+            return False
+        if self.n_events >= self.max_events:
+            self.stop_reason = "max_events"
+            return False
+        step_zero = best >= self.lam * (1 - EVENT_RTOL) if np.isfinite(self.lam) else False
+        leaving, entering = self.due(cand, kind, best)
+        if step_zero:  # one pair at a time at a degenerate breakpoint
+            self.zero_steps += 1
+            leaving = leaving[:1]
+            entering = [] if leaving else entering[:1]
+            if self.zero_steps > self.max_zero_steps:
+                self.stop_reason = (f"degenerate breakpoint at lambda {self.lam:.6g}: ties did not resolve in "
+                                    f"{self.max_zero_steps} steps")
+                return False
+        else:
+            self.zero_steps = 0
+            self.blocked.clear()
+            self.move_to(best, idx, eta)
+        events = [self.leave(p, kind[p]) for p in leaving]
+        events += [e for e in (self.enter(p) for p in entering) if e is not None]
+        self.n_events += len(events)
+        self.since_refresh += len(events)
+        if self.E.pairs:
+            inside = np.array(self.E.pairs)
+            self.alpha[inside] = np.clip(self.alpha[inside], 0.0, 1.0)
+        if self.since_refresh >= REFRESH:
+            self.E.refresh()
+            self.since_refresh = 0
+        self.g = self.q_alpha()
+        if not step_zero or not self.history.breakpoints:
+            first = not self.history.breakpoints
+            label = "init" if first else "+".join(sorted({e for e, _ in events})) or "dependent"
+            self.record(self.lam, label, tuple(p for _, p in events))
+        else:  # zero-length events at the same lambda join the last breakpoint
+            self.join_last(events)
+        return self.kkt_holds()
+
+    def direction(self) -> tuple:
+        """On the current segment: (idx, eta, h), idx the pairs of E, eta = Q_EE^-1 1 (alpha_E moves
+        by eta per unit of lambda) and h = Q_:E eta (lambda m = g + (lambda - lambda^t) h)."""
+        if self.E.pairs:
+            idx = np.array(self.E.pairs)
+            eta = self.E.Minv @ np.ones(len(self.E))
+            h = self.q_columns(eta, idx)
         else:
             idx = np.zeros(0, np.int64)
             eta = np.zeros(0)
-            h = np.zeros(m)
-        # candidate events at lambda <= lam
+            h = np.zeros(self.m)
+        return idx, eta, h
+
+    def candidates(self, idx: np.ndarray, eta: np.ndarray, h: np.ndarray) -> tuple:
+        """(cand, kind): per pair the largest lambda <= the current one at which it has an event (-inf:
+        none), and which event: 1 enters E (eq. 17, or from lambda = +inf the start), 2 leaves E for
+        I_0, 3 leaves E for I_1 (eqs. 13, 14). Pairs refused at this lambda (blocked) have none."""
+        m, lam, g, state = self.m, self.lam, self.g, self.state
         cand = np.full(m, -np.inf)
         kind = np.zeros(m, dtype=np.int8)  # 1 enter, 2 leave to 0, 3 leave to 1
         out1 = state == 1
@@ -625,112 +663,178 @@ def exact_path(train: Dataset, valid: Dataset | None = None, kernel: str = "line
             sel = out0 & (slope < -stol)
             cand[sel] = lam + np.maximum(phi[sel], 0.0) / slope[sel]
             kind[sel] = 1
-            if E:
-                aE = alpha[idx]
+            if self.E.pairs:
+                aE = self.alpha[idx]
                 up = eta < -etol
-                lu = np.full(len(E), -np.inf)
+                lu = np.full(len(idx), -np.inf)
                 lu[up] = lam + np.maximum(1.0 - aE[up], 0.0) / eta[up]
                 dn = eta > etol
-                ld = np.full(len(E), -np.inf)
+                ld = np.full(len(idx), -np.inf)
                 ld[dn] = lam - np.maximum(aE[dn], 0.0) / eta[dn]
                 cand[idx] = np.maximum(lu, ld)
                 kind[idx] = np.where(lu >= ld, 3, 2)
-        if blocked:
-            cand[np.array(sorted(blocked))] = -np.inf
-        cand = np.minimum(cand, lam)
-        best = float(cand.max()) if m else -np.inf
-        if lam_min is None and np.isfinite(best) and best > 0 and np.isinf(lam):
-            lam_min = lambda_min_ratio * best
-        floor = lam_min if lam_min is not None else 0.0
-        if not np.isfinite(best) or best <= floor:
-            # no event above lambda_min: close the path at lambda_min
-            if np.isinf(lam):
-                raise UsageError(f"{train.source}: every pair has (Q 1)_p <= 0: the path is empty")
-            complete = not np.isfinite(best) or best <= 0
-            stop_reason = "complete" if complete else "lambda_min"
-            if floor > 0 and floor < lam:
-                dl = floor - lam
-                if E:
-                    alpha[idx] = alpha[idx] + dl * eta
-                g = q_apply(alpha)
-                record(floor, "lambda_min", (), g)
-            break
-        if n_events >= max_events:
-            stop_reason = "max_events"
-            break
-        # move to the new lambda
-        step_zero = best >= lam * (1 - EVENT_RTOL) if np.isfinite(lam) else False
-        new_lam = lam if step_zero else best
-        if np.isfinite(lam) and not step_zero and E:
-            alpha[idx] = alpha[idx] + (new_lam - lam) * eta
+        if self.blocked:
+            cand[np.array(sorted(self.blocked))] = -np.inf
+        return np.minimum(cand, lam), kind
+
+    def due(self, cand: np.ndarray, kind: np.ndarray, best: float) -> tuple:
+        """The pairs whose event is at `best` (within EVENT_RTOL): (leaving E, entering E)."""
         hit = np.flatnonzero(cand >= best - EVENT_RTOL * max(abs(best), 1e-300))
-        leaving = [p for p in hit if kind[p] in (2, 3) and state[p] == 2]
-        entering = [p for p in hit if kind[p] == 1 and state[p] != 2]
-        if step_zero:  # one pair at a time at a degenerate breakpoint
-            zero_steps += 1
-            leaving = leaving[:1]
-            entering = [] if leaving else entering[:1]
-            if zero_steps > max_zero_steps:
-                stop_reason = f"degenerate breakpoint at lambda {lam:.6g}: ties did not resolve in {max_zero_steps} steps"
-                break
-        else:
-            zero_steps = 0
-            blocked.clear()
-        events_here = []
-        for p in leaving:
-            pos = E.index(p)
-            to = 0 if kind[p] == 2 else 1
-            alpha[p] = float(to)
-            state[p] = to
-            remove(pos)
-            events_here.append((f"leave_to_{to}", int(p)))
-        for p in entering:
-            if try_add(int(p)):
-                events_here.append(("enter", int(p)))
-            else:
-                # dependent on E (a cycle, or rank): its margin is a combination of margins equal to 1,
-                # so it stays at its bound; the KKT check below catches the case where that is wrong
-                blocked.add(int(p))
-        n_events += len(events_here)
-        since_refresh += len(events_here)
-        lam = new_lam
-        if E:
-            alpha[np.array(E)] = np.clip(alpha[np.array(E)], 0.0, 1.0)
-        if since_refresh >= REFRESH:
-            refresh_inverse()
-            since_refresh = 0
-        g = q_apply(alpha)
-        pending_event.extend(events_here)
-        if not step_zero or not breakpoints:
-            # a new breakpoint (zero-length events at the same lambda are merged into the last one)
-            label = "init" if not breakpoints else "+".join(sorted({e for e, _ in pending_event})) or "dependent"
-            record(lam, label, tuple(p for _, p in pending_event), g)
-            pending_event = []
-        else:
-            b = breakpoints[-1]
-            b.event = "+".join(sorted(set(b.event.split("+")) | {e for e, _ in events_here}))
-            b.pairs = b.pairs + tuple(p for _, p in events_here)
-            b.n_alpha = len(E)
-            b.n_one = int(np.count_nonzero(state == 1))
-            b.n_zero = m - b.n_alpha - b.n_one
-            store_alpha(len(breakpoints) - 1)
-            ckpt_alpha_last[0] = alpha.copy()
-            pending_event = []
-        # KKT check at the breakpoint
-        bad = kkt_violation(alpha, g / lam, state)
+        leaving = [p for p in hit if kind[p] in (2, 3) and self.state[p] == 2]
+        entering = [p for p in hit if kind[p] == 1 and self.state[p] != 2]
+        return leaving, entering
+
+    def move_to(self, lam: float, idx: np.ndarray, eta: np.ndarray) -> None:
+        """Along the segment to lambda = lam: alpha_E moves by (lam - lambda) eta (nothing moves from +inf)."""
+        if np.isfinite(self.lam) and self.E.pairs:
+            self.alpha[idx] = self.alpha[idx] + (lam - self.lam) * eta
+        self.lam = lam
+
+    def leave(self, p, kind_p) -> tuple:
+        """Pair p leaves E for I_0 (kind 2) or I_1 (kind 3), its alpha exactly at that bound."""
+        to = 0 if kind_p == 2 else 1
+        self.alpha[p] = float(to)
+        self.state[p] = to
+        self.E.remove(p)
+        return (f"leave_to_{to}", int(p))
+
+    def enter(self, p) -> tuple | None:
+        """Pair p enters E; None if it depends on E (a cycle, or rank): its margin is a combination of
+        margins equal to 1, so it stays at its bound, refused until lambda moves on (the KKT check
+        catches the case where that is wrong)."""
+        p = int(p)
+        if self.E.add(p):
+            self.state[p] = 2
+            return ("enter", p)
+        self.blocked.add(p)
+        return None
+
+    def close(self, best: float, floor: float, idx: np.ndarray, eta: np.ndarray) -> None:
+        """No event above lambda_min (floor): the path ends, with a last breakpoint at lambda_min."""
+        if np.isinf(self.lam):
+            raise UsageError(f"{self.source}: every pair has (Q 1)_p <= 0: the path is empty")
+        self.complete = not np.isfinite(best) or best <= 0
+        self.stop_reason = "complete" if self.complete else "lambda_min"
+        if floor > 0 and floor < self.lam:
+            self.move_to(floor, idx, eta)
+            self.g = self.q_alpha()
+            self.record(floor, "lambda_min", ())
+
+    def record(self, lam: float, event: str, pairs: tuple) -> None:
+        """A new breakpoint at lam: the sets' sizes, the hinge loss, the objective, the validation metrics."""
+        g, alpha = self.g, self.alpha
+        marg = g / lam
+        hinge = float(np.maximum(0.0, 1.0 - marg).sum())
+        obj = hinge + 0.5 * float(np.sum(alpha * g)) / lam  # not BLAS ddot: its threads wait for cores on a busy machine
+        mets = {}
+        if self.valid is not None:
+            mets = _metric_means(self.names, self.valid, self.ops.valid_scores(self.z, self.feat) / lam)
+        nE = len(self.E)
+        n1 = int(np.count_nonzero(self.state == 1))
+        self.history.append(Breakpoint(lam, nE, self.m - nE - n1, n1, event, pairs, hinge, obj, mets,
+                                       time.perf_counter() - self.t_start), alpha, self.feat)
+
+    def join_last(self, events: list) -> None:
+        """Zero-length events: the last breakpoint (at this lambda) takes them and the sets after them."""
+        b = self.history.breakpoints[-1]
+        b.event = "+".join(sorted(set(b.event.split("+")) | {e for e, _ in events}))
+        b.pairs = b.pairs + tuple(p for _, p in events)
+        b.n_alpha = len(self.E)
+        b.n_one = int(np.count_nonzero(self.state == 1))
+        b.n_zero = self.m - b.n_alpha - b.n_one
+        self.history.amend_last(self.alpha, self.feat)
+
+    def kkt_holds(self) -> bool:
+        """The KKT check at the breakpoint just reached; a violation stops the path."""
+        bad = kkt_violation(self.alpha, self.g / self.lam, self.state)
         if bad > KKT_TOL:
-            refresh_inverse()
-            stop_reason = f"KKT violated by {bad:.3g} at lambda {lam:.6g} (numerical trouble)"
-            break
-        report()
+            self.E.refresh()
+            self.stop_reason = f"KKT violated by {bad:.3g} at lambda {self.lam:.6g} (numerical trouble)"
+            return False
+        return True
 
-    report(final=True)
+    def report(self, final: bool = False) -> None:
+        """A log line (at most one every LOG_SECONDS, and the last) and the progress display."""
+        breakpoints = self.history.breakpoints
+        if not breakpoints or not (self.log or self.progress):
+            return
+        now = time.perf_counter()
+        b = breakpoints[-1]
+        if self.log and (final or now - self.clock["log"] >= LOG_SECONDS):
+            self.clock["log"] = now
+            shown = "".join(f"  valid {k} {v:.4f}" for k, v in b.metrics.items())
+            self.log(f"exact path: breakpoint {len(breakpoints):,}  events {self.n_events:,}  lambda {b.lam:.6g}  "
+                     f"C {b.C:.6g}  |I_alpha| {b.n_alpha}  |I_1| {b.n_one}  |I_0| {b.n_zero}{shown}  "
+                     f"{now - self.t_start:.1f} s" + (f"  ({self.stop_reason or 'stopped'})" if final else ""))
+        if self.progress and (final or now - self.clock["progress"] >= PROGRESS_SECONDS):
+            self.clock["progress"] = now
+            lam0, lam_min = breakpoints[0].lam, self.lam_min
+            done = 0
+            if lam_min is not None and 0 < lam_min < lam0:
+                done = int(PROGRESS_STEPS * np.log(lam0 / b.lam) / np.log(lam0 / lam_min))
+            done = PROGRESS_STEPS if final else min(max(done, 0), PROGRESS_STEPS - 1)
+            self.progress(done, PROGRESS_STEPS, f"{len(breakpoints):,} breakpoints, C {b.C:.3g}, |I_alpha| {b.n_alpha}")
 
-    if stop_reason and stop_reason != "complete" and not stop_reason.startswith("lambda_min"):  # lambda_min: the normal end
-        warnings.warn(f"exact path stopped: {stop_reason} after {n_events} events, "
-                      f"{len(breakpoints)} breakpoints", PathWarning, stacklevel=2)
-    return ExactPathResult(breakpoints, pi, pj, kern, graph, names, stop_reason, n_events, X, changes, ckpt,
-                           complete, route, ws)
+
+def _check_choice(what: str, value: str, known: tuple) -> None:
+    if value not in known:
+        raise UsageError(f"unknown {what} '{value}' (known: {', '.join(known)})")
+
+
+def _resolve_route(route: str, kern) -> str:
+    """"auto": "linear" for the linear kernel, "dense" otherwise; "linear" needs the linear kernel."""
+    if route == "auto":
+        return "linear" if kern.name == "linear" else "dense"
+    if route == "linear" and kern.name != "linear":
+        raise UsageError(f"the linear route needs the linear kernel, not {kern.name}")
+    return route
+
+
+def exact_path(train: Dataset, valid: Dataset | None = None, kernel: str = "linear", gamma: float | None = None,
+               degree: int = 3, coef0: float = 0.0, graph: str = "full", lambda_min: float | None = None,
+               max_events: int = 10000, metric=DEFAULT_METRIC, max_zero_steps: int | None = None,
+               lambda_min_ratio: float = 1e-6, route: str = "auto", log=None, progress=None) -> ExactPathResult:
+    """The exact piecewise-linear dual path, breakpoint by breakpoint (see the module docstring).
+
+    lambda_min defaults to lambda_min_ratio * lambda_0. Every breakpoint is evaluated on `valid`
+    (metric: a name or a list of names). Stops at lambda_min, max_events, a degenerate tie that does
+    not resolve, or a KKT violation, with a PathWarning giving the reason.
+
+    route: how products with K are made. "linear" (the default for the linear kernel): through the
+    sparse features, K z = X (X'z), O(nnz) time and no n x n matrix; "dense" (the default for rbf
+    and poly, and the brute-force reference for linear): the dense n x n kernel matrix.
+    log(line): progress lines from the start (what it does, breakpoints so far, lambda, |I_alpha|,
+    time), at most one every LOG_SECONDS. progress(done, total, info): a progress display; done of
+    total = PROGRESS_STEPS is the share of log(lambda_0 / lambda_min) covered so far."""
+    t_start = time.perf_counter()
+    names = [metric] if isinstance(metric, str) else list(metric)
+    for nm in names:
+        parse_metric(nm)
+    _check_choice("graph", graph, ("full", "reduced"))
+    _check_choice("route", route, ("auto", "linear", "dense"))
+    train.require_pairs()
+    kern = make_kernel(kernel, train.n_features, gamma, degree, coef0)
+    route = _resolve_route(route, kern)
+    X = train.csr()
+    Xv = valid.csr(train.n_features) if valid is not None else None
+    pi, pj = full_pairs(train) if graph == "full" else reduced_pairs(train)
+    n, nv = train.n_rows, (Xv.shape[0] if Xv is not None else 0)
+    if log:
+        log(f"exact path: {pi.shape[0]:,} pairs ({graph} graph) of {n:,} documents, {train.n_features:,} features, "
+            f"{kern.name} kernel; building the " + ("pair structure" if route == "linear" else DenseKernel.describe(n, nv)))
+    ops = LinearStructure(X, Xv, pi, pj) if route == "linear" else DenseKernel(kern, X, Xv, pi, pj)
+    path = _PathState(ops, pi, pj, n, valid, names, train.source, lambda_min, lambda_min_ratio, max_events,
+                      max_zero_steps, log, progress, t_start)
+    if log:
+        log(f"exact path: {ops.describe(n, nv)} ready in {time.perf_counter() - t_start:.2f} s; following the path "
+            "from lambda_0")
+    path.run()
+    h = path.history
+    if path.stop_reason not in ("complete", "lambda_min"):  # reaching lambda_min is the normal end
+        warnings.warn(f"exact path stopped: {path.stop_reason} after {path.n_events} events, "
+                      f"{len(h.breakpoints)} breakpoints", PathWarning, stacklevel=2)
+    return ExactPathResult(h.breakpoints, pi, pj, kern, graph, names, path.stop_reason, path.n_events, X, h.changes,
+                           h.ckpt, path.complete, route, h.ws)
 
 
 def kkt_violation(alpha: np.ndarray, margins: np.ndarray, state=None) -> float:
