@@ -30,10 +30,36 @@ VOLATILE = re.compile(
 SECONDS = re.compile(r"\b\d+\.\d+\s?s\b")
 
 
+# model-header lines that hold a time, or a digest of it (the checksum covers `created`), or of the
+# parts' paths (parts_sha256 hashes each part's name with its digest)
+HEADER = re.compile(r"^(created|[a-z_]*_seconds|checksum sha256|parts_sha256) .*$", re.M)
+# progress lines of the exact path: which breakpoints they show is decided by a 2-second clock
+PROGRESS = re.compile(r"^exact path: breakpoint .*\n", re.M)
+
+
 def scrub(text: str) -> str:
+    text = text.replace(str(HERE), "ROOT")
+    text = HEADER.sub(lambda m: m.group(1) + " X", text)
+    text = PROGRESS.sub("", text)
     text = VOLATILE.sub(lambda m: m.group(1) + "X", text)
     text = SECONDS.sub("Xs", text)
     return text
+
+
+def scrub_table(text: str) -> str:
+    """A path table's `seconds` column (its header names it) as X."""
+    lines = text.split("\n")
+    cols = lines[0].split("\t")
+    if "seconds" not in cols:
+        return text
+    k = cols.index("seconds")
+    out = [lines[0]]
+    for line in lines[1:]:
+        f = line.split("\t")
+        if len(f) > k:
+            f[k] = "X"
+        out.append("\t".join(f))
+    return "\n".join(out)
 
 
 def run(out: Path, name: str, args: list[str], env: dict, stdin: str | None = None) -> None:
@@ -128,7 +154,8 @@ def main() -> None:
     for p in sorted(out.iterdir()):
         if p.is_file() and p.suffix != ".cmd":
             try:
-                p.write_text(scrub(p.read_text()))
+                text = scrub(p.read_text())
+                p.write_text(scrub_table(text) if p.suffix == ".tsv" else text)
             except UnicodeDecodeError:
                 pass
 
