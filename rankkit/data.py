@@ -6,7 +6,8 @@ labels, int64 query ids per row, and query offsets `qptr`: query q is the contig
 the memory of the indices when every column is below 65,536, as in LETOR data). Rows keep the order of the file unless the reader was asked to group
 scattered queries, in which case `order[i]` is the input position of row i.
 
-Imports nothing from rankkit above it (only errors, and the sorting kernel: rankkit.sorting).
+Imports nothing from rankkit above it (only errors, rankkit.io.text's decoding of docids, and the
+sorting kernel: rankkit.sorting).
 """
 
 from __future__ import annotations
@@ -16,7 +17,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from rankkit.errors import DataError
+from rankkit.errors import DataError, UsageError
+from rankkit.io.text import from_utf8
+from rankkit.sorting import longest, query_levels
 
 COMPACT_MIN_FEATURES = 1 << 16  # Dataset.compact_columns: below this many columns a dense model is cheap
 
@@ -37,6 +40,9 @@ class Dataset:
     docid_buf: bytes | None = None
     order: np.ndarray | None = None  # int64[n] input position of each row, when rows were regrouped
     labelled: np.ndarray | None = None  # bool[n] which lines had a label (None: all of them)
+    # the group file (LightGBM FILE.query, XGBoost FILE.group) that numbered the queries 1..G of a
+    # file without qids; None when the qids are the file's own (or there is one query)
+    group_file: str | None = None
     _levels: np.ndarray | None = field(default=None, repr=False)
     _pairs: np.ndarray | None = field(default=None, repr=False)
 
@@ -101,13 +107,13 @@ class Dataset:
 
     # -- docids ------------------------------------------------------------------------------
     def docids(self) -> list[str | None]:
-        """The `# docid = X` of each row (None where the line had none)."""
+        """The `# docid = X` of each row (None where the line had none), decoded by
+        rankkit.io.text.from_utf8: bytes that are not UTF-8 are kept as surrogate escapes, so
+        that a writer (rankkit.io.text.utf8) gives back the bytes of the file."""
         if self.docid_spans is None or self.docid_buf is None:
             return [None] * self.n_rows
         buf = self.docid_buf
-        return [
-            buf[s:e].decode("utf-8", "replace") if s >= 0 else None for s, e in self.docid_spans.tolist()
-        ]
+        return [from_utf8(buf[s:e]) if s >= 0 else None for s, e in self.docid_spans.tolist()]
 
     # -- checks ------------------------------------------------------------------------------
     def validate(self) -> "Dataset":
@@ -195,11 +201,51 @@ class Dataset:
             )
 
 
+def query_offsets(n: int, qid=None, group=None, name: str = "X") -> tuple[np.ndarray, np.ndarray, bool]:
+    """(qptr, qid per row, has_qid) of `n` rows from XGBoost's qid per row (contiguous) or
+    LightGBM's group sizes (then qids 1..G); neither: one query of all rows, qid 0. Errors name
+    `<name>` and the 1-based row."""
+    if qid is not None and group is not None:
+        raise UsageError("give qid (one per row) or group (documents per query), not both")
+    if group is not None:
+        sizes = np.asarray(group)
+        if sizes.ndim != 1 or sizes.dtype.kind not in "iu" and not np.all(np.mod(sizes, 1) == 0):
+            raise UsageError("group must be a 1-dimensional array of integer query sizes")
+        sizes = sizes.astype(np.int64)
+        if np.any(sizes < 1):
+            raise UsageError(f"group sizes must be at least 1 (query {int(np.argmin(sizes))} has {int(sizes.min())})")
+        if int(sizes.sum()) != n:
+            raise UsageError(f"group sizes add up to {int(sizes.sum())}, but {name} has {n} rows")
+        qptr = np.zeros(sizes.shape[0] + 1, dtype=np.int64)
+        np.cumsum(sizes, out=qptr[1:])
+        return qptr, np.repeat(np.arange(1, sizes.shape[0] + 1, dtype=np.int64), sizes), True
+    if qid is None:
+        return np.array([0, n], dtype=np.int64), np.zeros(n, dtype=np.int64), False
+    q = np.asarray(qid)
+    if q.ndim != 1 or q.shape[0] != n:
+        raise UsageError(f"qid must have one value per row of {name} ({n}), got shape {q.shape}")
+    if q.dtype.kind not in "iu":
+        if q.dtype.kind == "f" and np.all(np.isfinite(q)) and np.all(q == np.round(q)):
+            q = q.astype(np.int64)
+        else:
+            raise UsageError("qid must be integers")
+    q = q.astype(np.int64, copy=False)
+    starts = np.flatnonzero(np.r_[True, q[1:] != q[:-1]]) if n else np.zeros(0, np.int64)
+    block_q = q[starts]
+    uniq, first = np.unique(block_q, return_index=True)
+    if uniq.shape[0] != block_q.shape[0]:
+        seen = np.zeros(block_q.shape[0], dtype=bool)
+        seen[first] = True
+        b = int(np.argmin(seen))
+        raise DataError(f"<{name}>", f"qid {int(block_q[b])} appears again after other queries: the rows of a "
+                        "query must be contiguous (sort the rows by qid, keeping their order within a query)",
+                        int(starts[b]) + 1)
+    return np.r_[starts, n].astype(np.int64), np.ascontiguousarray(q), True
+
+
 def _levels_and_pairs(y: np.ndarray, qptr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(levels int32[n], pairs int64[n_queries]) by rankkit.sorting.query_levels: per query, one
     stable sort of its labels (the scratch is one int64[n] and one int64[longest query])."""
-    from rankkit.sorting import longest, query_levels
-
     n = y.shape[0]
     nq = qptr.shape[0] - 1
     levels = np.zeros(n, dtype=np.int32)

@@ -12,13 +12,19 @@ line: the same message the command line prints.
 from __future__ import annotations
 
 import os
+import warnings
 from dataclasses import dataclass
 from typing import Any, Iterable
 
 import numpy as np
 
-from rankkit.data import Dataset
+from rankkit import __version__
+from rankkit.data import Dataset, query_offsets
 from rankkit.errors import DataError, UsageError
+from rankkit.io.atomic import atomic_open, check_output
+from rankkit.io.files import read_bytes
+from rankkit.io.groups import existing
+from rankkit.io.svmlight import format_number, parse_rows, read_svmlight
 
 __all__ = ["LetorData", "load_svmlight_file", "load_svmlight_files", "dump_svmlight_file", "load_letor"]
 
@@ -35,8 +41,6 @@ def _name_of(f) -> str:
 def _read_all(f) -> np.ndarray:
     """The bytes of f (a path, a file descriptor or a binary file object) as a writable uint8 array;
     compressed files (.gz, .bz2, .xz) are decompressed by extension, as the command line does."""
-    from rankkit.io.svmlight import read_bytes
-
     if isinstance(f, (str, os.PathLike)):
         return read_bytes(os.fspath(f))
     try:
@@ -70,8 +74,6 @@ def _window(buf: np.ndarray, offset: int, length: int) -> tuple[int, int]:
 
 
 def _parse_rows(buf: np.ndarray, name: str, line_offset: int):
-    from rankkit.io.svmlight import parse_rows
-
     try:
         return parse_rows(buf, name, zero_based=True)
     except DataError as exc:
@@ -93,7 +95,20 @@ def _one_file(f, *, offset, length):
         bad = int(np.argmin(has_qid)) if has_qid[0] else int(np.argmax(has_qid))
         which = "has no qid but other lines do" if has_qid[0] else "has a qid but earlier lines do not"
         raise DataError(name, f"line {which} (every line needs qid:<int>, or none)", int(line_no[bad]) + lines_before)
-    return data, indices, indptr, y, qid, line_no + lines_before, name
+    return data, indices, indptr, y, qid, line_no + lines_before, name, bool(has_qid.any())
+
+
+def _warn_group_file(f, name: str, stacklevel: int) -> None:
+    """A file without qid given by path, with a group file beside it (found as `rankkit train`
+    finds it: rankkit.io.groups): the returned qids ignore it, so say so, naming it."""
+    if not isinstance(f, (str, os.PathLike)):
+        return
+    beside = existing(name)
+    if beside:
+        warnings.warn(f"{name} has no qid, and the group file {beside[0]} beside it gives its queries: "
+                      "load_svmlight_file does not read group files (qid is 0 on every row, as with "
+                      "scikit-learn); rankkit.load_letor reads it, as `rankkit train` does", UserWarning,
+                      stacklevel=stacklevel + 1)
 
 
 def load_svmlight_files(
@@ -126,7 +141,8 @@ def load_svmlight_files(
     zero_based : bool or "auto", default "auto"
         Whether column indices start at 0.
     query_id : bool, default False
-        Also return each row's ``qid`` (int64; 0 on lines without one).
+        Also return each row's ``qid`` (int64; 0 on lines without one). A group file beside a
+        file without qid is not read: a warning names it (see `load_svmlight_file`).
     offset, length : int
         Read only the lines of a byte window (see `load_svmlight_file`); needs ``n_features``.
 
@@ -149,6 +165,11 @@ def load_svmlight_files(
     >>> X1.shape, X2.shape
     ((2, 3), (1, 3))
     """
+    return _load_files(files, n_features, dtype, multilabel, zero_based, query_id, offset, length, stacklevel=3)
+
+
+def _load_files(files, n_features, dtype, multilabel, zero_based, query_id, offset, length, stacklevel):
+    """load_svmlight_files; `stacklevel`: the user's frame for warnings, seen from here."""
     import scipy.sparse as sp
 
     if multilabel:
@@ -159,7 +180,12 @@ def load_svmlight_files(
         raise UsageError("n_features is required when offset or length is specified")
     if n_features is not None and (int(n_features) != n_features or n_features < 0):
         raise UsageError(f"n_features must be a non-negative integer, not {n_features!r}")
-    parsed = [_one_file(f, offset=offset, length=length) for f in files]
+    parsed = []
+    for f in files:
+        *arrays, name, any_qid = _one_file(f, offset=offset, length=length)
+        if query_id and not any_qid and arrays[3].shape[0]:
+            _warn_group_file(f, name, stacklevel)
+        parsed.append((*arrays, name))
     if zero_based == "auto" and (offset != 0 or length > 0):
         zero_based = True  # as scikit-learn: no guessing on a window, which could guess differently per window
     one_based = zero_based is False or (
@@ -223,7 +249,10 @@ def load_svmlight_file(
         Whether indices start at 0; "auto": 1-based unless the file has an index 0 (so column
         ``j`` of X is feature ``j + 1`` of a LETOR file).
     query_id : bool, default False
-        Also return the ``qid`` of each row (int64).
+        Also return the ``qid`` of each row (int64). A file without qid that has a LightGBM /
+        XGBoost group file beside it (``FILE.query``, ``FILE.group``, found as ``rankkit train``
+        finds them) keeps scikit-learn's return values, qid 0 on every row: the group file is
+        not read, and a ``UserWarning`` names it. ``load_letor`` reads it (qids 1..G).
     offset : int, default 0
         Skip this many bytes and the rest of the line they end in.
     length : int, default -1
@@ -251,8 +280,7 @@ def load_svmlight_file(
     >>> X.toarray()[0].tolist()
     [0.5, 0.0, 1.0]
     """
-    return tuple(load_svmlight_files([f], n_features=n_features, dtype=dtype, multilabel=multilabel,
-                                     zero_based=zero_based, query_id=query_id, offset=offset, length=length))
+    return tuple(_load_files([f], n_features, dtype, multilabel, zero_based, query_id, offset, length, stacklevel=3))
 
 
 @dataclass
@@ -330,8 +358,6 @@ def load_letor(
     >>> d.X.shape, d.n_queries, d.docids[0]
     ((1895, 20), 200, 'D1-1')
     """
-    from rankkit.io.svmlight import read_svmlight
-
     ds = read_svmlight(os.fspath(f), zero_based=zero_based, group_queries=group_queries, groups=group_file)
     return LetorData(X=ds.csr(), y=ds.y, qid=ds.qid, docids=ds.docids(), query_offsets=ds.qptr, source=ds.source)
 
@@ -358,6 +384,8 @@ def dump_svmlight_file(
     X : array-like or sparse matrix, shape (n_samples, n_features)
     y : array-like, shape (n_samples,)
     f : str, path-like or binary file object
+        A path is written atomically, and never over a rankkit model (the output guard of every
+        writer: ``rankkit.io.atomic.check_output``).
     zero_based : bool, default True
         Write column ``j`` as index ``j`` (True) or ``j + 1`` (False; LETOR files are 1-based).
     comment : str or bytes, optional
@@ -377,9 +405,6 @@ def dump_svmlight_file(
     ['1 qid:3 1:0.5', '0 qid:3 2:2']
     """
     import scipy.sparse as sp
-
-    from rankkit import __version__
-    from rankkit.io.svmlight import _format_number
 
     if multilabel:
         raise UsageError("multilabel=True is not supported: ranking data has one label per line")
@@ -402,18 +427,17 @@ def dump_svmlight_file(
         lines.extend(f"# {line}" for line in text.splitlines())
     base = 0 if zero_based else 1
     data, indices, indptr = Xc.data.tolist(), (Xc.indices + base).tolist(), Xc.indptr.tolist()
-    labels = [str(int(v)) if yv.dtype.kind in "iub" else _format_number(float(v)) for v in yv.tolist()]
+    labels = [str(int(v)) if yv.dtype.kind in "iub" else format_number(float(v)) for v in yv.tolist()]
     qids = None if q is None else [str(int(v)) for v in q.tolist()]
     for r in range(Xc.shape[0]):
         parts = [labels[r]]
         if qids is not None:
             parts.append(f"qid:{qids[r]}")
-        parts.extend(f"{indices[t]}:{_format_number(data[t])}" for t in range(indptr[r], indptr[r + 1]))
+        parts.extend(f"{indices[t]}:{format_number(data[t])}" for t in range(indptr[r], indptr[r + 1]))
         lines.append(" ".join(parts))
     payload = ("\n".join(lines) + "\n").encode("utf-8")
     if isinstance(f, (str, os.PathLike)):
-        from rankkit.io.atomic import atomic_open
-
+        check_output(os.fspath(f), kind="data")  # never over a rankkit model
         with atomic_open(os.fspath(f), binary=True) as fh:
             fh.write(payload)
     else:
@@ -439,46 +463,6 @@ def _csr(X, name: str):
     return Xc
 
 
-def _query_offsets(n: int, qid, group, name: str) -> tuple[np.ndarray, np.ndarray, bool]:
-    """(qptr, qid per row, has_qid) from XGBoost's qid per row or LightGBM's group sizes."""
-    if qid is not None and group is not None:
-        raise UsageError("give qid (one per row) or group (documents per query), not both")
-    if group is not None:
-        sizes = np.asarray(group)
-        if sizes.ndim != 1 or sizes.dtype.kind not in "iu" and not np.all(np.mod(sizes, 1) == 0):
-            raise UsageError("group must be a 1-dimensional array of integer query sizes")
-        sizes = sizes.astype(np.int64)
-        if np.any(sizes < 1):
-            raise UsageError(f"group sizes must be at least 1 (query {int(np.argmin(sizes))} has {int(sizes.min())})")
-        if int(sizes.sum()) != n:
-            raise UsageError(f"group sizes add up to {int(sizes.sum())}, but {name} has {n} rows")
-        qptr = np.zeros(sizes.shape[0] + 1, dtype=np.int64)
-        np.cumsum(sizes, out=qptr[1:])
-        return qptr, np.repeat(np.arange(1, sizes.shape[0] + 1, dtype=np.int64), sizes), True
-    if qid is None:
-        return np.array([0, n], dtype=np.int64), np.zeros(n, dtype=np.int64), False
-    q = np.asarray(qid)
-    if q.ndim != 1 or q.shape[0] != n:
-        raise UsageError(f"qid must have one value per row of {name} ({n}), got shape {q.shape}")
-    if q.dtype.kind not in "iu":
-        if q.dtype.kind == "f" and np.all(np.isfinite(q)) and np.all(q == np.round(q)):
-            q = q.astype(np.int64)
-        else:
-            raise UsageError("qid must be integers")
-    q = q.astype(np.int64, copy=False)
-    starts = np.flatnonzero(np.r_[True, q[1:] != q[:-1]]) if n else np.zeros(0, np.int64)
-    block_q = q[starts]
-    uniq, first = np.unique(block_q, return_index=True)
-    if uniq.shape[0] != block_q.shape[0]:
-        seen = np.zeros(block_q.shape[0], dtype=bool)
-        seen[first] = True
-        b = int(np.argmin(seen))
-        raise DataError(f"<{name}>", f"qid {int(block_q[b])} appears again after other queries: the rows of a "
-                        "query must be contiguous (sort the rows by qid, keeping their order within a query)",
-                        int(starts[b]) + 1)
-    return np.r_[starts, n].astype(np.int64), np.ascontiguousarray(q), True
-
-
 def as_dataset(X, y=None, qid=None, group=None, *, name: str = "X") -> Dataset:
     """The solvers' Dataset for arrays: X (CSR or dense), labels y, and the queries from `qid` (per
     row, contiguous) or `group` (sizes); neither: one query. Errors name `<X>` and the 1-based row."""
@@ -502,7 +486,7 @@ def as_dataset(X, y=None, qid=None, group=None, *, name: str = "X") -> Dataset:
         if bad.size:
             raise DataError(f"<{name}>", f"label {float(labels[bad[0]])!r} is not finite", int(bad[0]) + 1)
         labels = np.ascontiguousarray(labels)
-    qptr, q, has_qid = _query_offsets(n, qid, group, name)
+    qptr, q, has_qid = query_offsets(n, qid, group, name)
     ds = Dataset(data=data, indices=Xc.indices.astype(np.int32), indptr=indptr, y=labels, qid=q, qptr=qptr,
                  n_features=int(Xc.shape[1]), source=f"<{name}>", line=np.arange(1, n + 1, dtype=np.int64),
                  has_qid=has_qid)

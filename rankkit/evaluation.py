@@ -11,11 +11,16 @@ result: one code path. Metric names and conventions are those of ``rankkit eval 
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from rankkit import stats
+from rankkit.data import query_offsets
 from rankkit.errors import UsageError
+from rankkit.io.trec import lexicographic_rank
+from rankkit.metrics import parse_metric, per_query_table
 
 __all__ = ["evaluate", "compare"]
 
@@ -24,12 +29,10 @@ DEFAULT_METRICS = ("ndcg@10", "map")
 
 def _offsets(n: int, qid, group, what: str) -> tuple[np.ndarray, np.ndarray]:
     """(qptr, the id of each query: int64) from qid per row or group sizes; neither: an error."""
-    from rankkit.datasets import _query_offsets
-
     if qid is None and group is None:
         raise UsageError(f"{what} needs the queries: qid= (one id per row) or group= (rows per query); "
                          "for one query of all rows, pass group=[len(y)]")
-    qptr, q, _ = _query_offsets(n, qid, group, "y")
+    qptr, q, _ = query_offsets(n, qid, group, "y")
     return qptr, q[qptr[:-1]]
 
 
@@ -37,8 +40,6 @@ def _check_grades(labels: np.ndarray, convention: str) -> None:
     """The LETOR scripts' conventions grade labels 0, 1, 2 only: say so when the data has others
     (MSLR's 0-4), rather than silently counting them as not relevant."""
     if convention in ("letor4", "letor3") and labels.size and (labels.max() > 2 or labels.min() < 0):
-        import warnings
-
         warnings.warn(f"convention {convention!r} grades the labels 0, 1, 2 (any other label counts 0, not "
                       f"relevant), and these labels go from {labels.min():g} to {labels.max():g}: "
                       "convention='exp' or 'trec' grades every label 2^label - 1", UserWarning, stacklevel=3)
@@ -56,8 +57,6 @@ def _vector(values, n: int | None, what: str) -> np.ndarray:
 def _tiebreak(docids, n: int):
     if docids is None:
         return None
-    from rankkit.io.trec import lexicographic_rank
-
     ids = [str(d) for d in docids]
     if len(ids) != n:
         raise UsageError(f"docids must have one id per document ({n}), got {len(ids)}")
@@ -67,8 +66,6 @@ def _tiebreak(docids, n: int):
 def query_table(names: Sequence[str], y, scores, qptr, convention: str = "letor4", *, tiebreak=None, judged=None,
                 empty_query=None) -> dict[str, np.ndarray]:
     """{metric: float64[queries]} (NaN: a query the empty-query rule skips)."""
-    from rankkit.metrics import per_query_table
-
     return per_query_table(list(names), y, scores, qptr, convention, tiebreak=tiebreak, judged=judged,
                            empty_query=empty_query)
 
@@ -80,8 +77,6 @@ def mean_skipping_nan(values: np.ndarray) -> float:
 
 def _paired_p(base, other, metric: str, test: str, permutations: int, seed: int) -> float:
     """p-value of the paired test on the queries both systems scored (matched by query id)."""
-    from rankkit import stats
-
     a_ids, a = base[1], base[2][metric]
     b_ids, b = other[1], other[2][metric]
     if a_ids != b_ids:
@@ -168,8 +163,6 @@ def evaluate(y, scores, qid=None, group=None, metrics: Sequence[str] | str = DEF
     >>> each["map"].tolist()
     [1.0, 0.5]
     """
-    from rankkit.metrics import parse_metric
-
     names = [metrics] if isinstance(metrics, str) else list(metrics)
     if not names:
         raise UsageError("metrics is empty")
@@ -222,8 +215,6 @@ def compare(y, systems: Mapping[str, Any] | Sequence[Any], qid=None, group=None,
     >>> [s["name"] for s in out], out[0]["mean"]["map"], out[1]["p_value"]["map"] < 1
     (['good', 'bad'], 1.0, True)
     """
-    from rankkit.metrics import parse_metric
-
     names = [metrics] if isinstance(metrics, str) else list(metrics)
     for m in names:
         parse_metric(m)
@@ -234,8 +225,6 @@ def compare(y, systems: Mapping[str, Any] | Sequence[Any], qid=None, group=None,
     if not items:
         raise UsageError("compare needs at least one system's scores")
     if test != "randomization":
-        from rankkit import stats
-
         if test not in stats.TESTS:
             raise UsageError(f"test must be one of {', '.join(stats.TESTS)}, not {test!r}")
     labels = _vector(y, None, "y")

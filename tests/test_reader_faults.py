@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from rankkit.errors import DataError
+from rankkit.io import files as F
 from rankkit.io import svmlight as S
 from rankkit.io.output import read_scores
 from rankkit.io.svmlight import parse_bytes, read_bytes, read_svmlight
@@ -45,8 +46,8 @@ def test_plain_files_are_read_not_mapped(tmp_path):
 
 def _changing(monkeypatch, change):
     """Make the reader's file change (`change(path)`) after its size was taken and one block read."""
-    original = S._read_regular
-    monkeypatch.setattr(S, "BLOCK_BYTES", 64)
+    original = F._read_regular
+    monkeypatch.setattr(F, "BLOCK_BYTES", 64)
 
     class Changing:
         def __init__(self, fh):
@@ -62,7 +63,7 @@ def _changing(monkeypatch, change):
         def read(self, n):
             return self.fh.read(n)
 
-    monkeypatch.setattr(S, "_read_regular", lambda fh, size, name: original(Changing(fh), size, name))
+    monkeypatch.setattr(F, "_read_regular", lambda fh, size, name: original(Changing(fh), size, name))
 
 
 def test_file_truncated_while_read_is_a_data_error(tmp_path, monkeypatch):
@@ -95,12 +96,12 @@ def test_cli_file_truncated_during_read_exits_2_not_sigbus(tmp_path, model):
     path = tmp_path / "victim.txt"
     path.write_bytes(SAMPLE)
     code = (
-        "import os, runpy, rankkit.io.svmlight as S\n"
-        "orig = S._read_regular\n"
+        "import os, runpy, rankkit.io.files as F\n"
+        "orig = F._read_regular\n"
         "def cut(fh, size, name):\n"
         "    os.truncate(fh.name, size // 2)\n"
         "    return orig(fh, size, name)\n"
-        "S._read_regular = cut\n"
+        "F._read_regular = cut\n"
         "runpy.run_module('rankkit', run_name='__main__', alter_sys=True)\n"
     )
     for args in (["predict", "victim.txt", str(model)], ["train", "victim.txt", "out.model"]):

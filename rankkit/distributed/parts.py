@@ -1,22 +1,25 @@
-"""Several PARTS in one process (`rankkit train PARTS... MODEL` without --dask): the parts read one
-by one with rankkit's reader and joined as if the files were concatenated. A query id in two parts
-is an error naming both (the same rule as on a cluster)."""
+"""PARTS: the files of one dataset, each holding whole queries.
+
+`expand_parts` turns the PARTS a user gives into the paths every face reads (globs expanded,
+relative paths made absolute here, on the client: a Dask worker has another working directory;
+URLs as they are). Each part is opened as one file is (rankkit.io.svmlight.read_svmlight: its
+group file, its compression). Several parts in one process (`rankkit train PARTS... MODEL` without
+--dask) are joined as if the files were concatenated. A query id in two parts is an error naming
+both (the same rule as on a cluster); the queries a group file numbers (a part without qids) are
+that part's own and never count as split."""
 
 from __future__ import annotations
 
 import glob
 import os
-import re
 
 import numpy as np
 
 from rankkit.data import Dataset
 from rankkit.errors import DataError, UsageError
+from rankkit.io.files import is_url
 
-
-def is_url(path: str) -> bool:
-    """protocol://...: a path for fsspec (s3://, gs://, hdfs://, file://, memory://, ...)."""
-    return re.match(r"^[A-Za-z][A-Za-z0-9+.\-]*://", str(path)) is not None
+__all__ = ["is_url", "joined_name", "check_split", "concatenate", "expand_parts", "shareable_qids"]
 
 
 def joined_name(parts: list[str]) -> str:
@@ -24,14 +27,15 @@ def joined_name(parts: list[str]) -> str:
 
 
 def check_split(datasets: list[Dataset]) -> None:
-    """DataError if a qid occurs in two parts, naming both, at the first line of the later one."""
+    """DataError if a qid occurs in two parts, naming both, at the first line of the later one. A
+    part whose queries a group file numbered (Dataset.group_file) cannot share one with another."""
     if len(datasets) < 2:
         return
     for k, ds in enumerate(datasets):
         if not ds.has_qid:
             raise DataError(ds.source, "has no qid (the whole file is one query): with several parts, every line "
-                            "needs qid:<int> and each query must be whole in one part")
-    qids = [np.unique(ds.qid[ds.qptr[:-1]]) for ds in datasets]
+                            "needs qid:<int> (or a group file beside it) and each query must be whole in one part")
+    qids = [shareable_qids(ds) for ds in datasets]
     q = np.concatenate(qids)
     p = np.concatenate([np.full(a.shape[0], k, dtype=np.int64) for k, a in enumerate(qids)])
     order = np.argsort(q, kind="stable")
@@ -44,6 +48,14 @@ def check_split(datasets: list[Dataset]) -> None:
         line = int(datasets[b].line[rows[0]]) if datasets[b].line is not None else None
         raise DataError(datasets[b].source, f"qid {qid} is also in the part {datasets[a].source}: a query split "
                         "across parts (each query must be whole in one part)", line)
+
+
+def shareable_qids(ds: Dataset) -> np.ndarray:
+    """The sorted distinct qids of a part that another part could also hold: none when a group
+    file numbered its queries (those are the part's own)."""
+    if ds.group_file is not None:
+        return np.zeros(0, dtype=np.int64)
+    return np.unique(ds.qid[ds.qptr[:-1]])
 
 
 def concatenate(datasets: list[Dataset]) -> Dataset:
@@ -77,7 +89,10 @@ def concatenate(datasets: list[Dataset]) -> Dataset:
 
 def expand_parts(patterns) -> list[str]:
     """PARTS as given: files, or globs expanded by rankkit (sorted); each pattern in turn, so the
-    order of the parts is the order of the arguments, and each glob's files in sorted order."""
+    order of the parts is the order of the arguments, and each glob's files in sorted order.
+
+    A local path comes back absolute (os.path.abspath: against this process's working directory,
+    symbolic links kept), since the workers that read it run elsewhere; a URL and `-` as given."""
     out = []
     for p in patterns:
         p = str(p)
@@ -98,9 +113,11 @@ def expand_parts(patterns) -> list[str]:
             hits = sorted(glob.glob(p))
             if not hits:
                 raise DataError(p, "no file matches this pattern")
-            out.extend(hits)
-        else:
+            out.extend(os.path.abspath(h) for h in hits)
+        elif p == "-":
             out.append(p)
+        else:
+            out.append(os.path.abspath(p))
     seen = set()
     for p in out:
         if p in seen:

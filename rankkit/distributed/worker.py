@@ -2,8 +2,11 @@
 
 State lives in a per-process dict keyed by (fit id, part number), not in a Dask Actor: an actor
 dies with its worker and its calls are never re-run elsewhere, whereas a plain task that finds no
-state for its part simply rebuilds it (reads the part again with rankkit's reader) wherever the
-scheduler ran it. Every task therefore carries everything needed to rebuild its state: the part's
+state for its part simply rebuilds it (reads the part again) wherever the scheduler ran it. A part
+is opened exactly as one process opens a file (rankkit.io.svmlight.read_svmlight: its group file
+`part.query` / `part.group`, its compression, a URL through fsspec); its path is absolute (made so
+on the client by rankkit.distributed.parts.expand_parts), since a worker has its own working
+directory. Every task therefore carries everything needed to rebuild its state: the part's
 spec (path, options, the fit's settings) and the point (w, and the direction d in a line search)
 at which it computes. The state is only a cache; a task's result is a deterministic function of
 its arguments, so a part re-read on another worker after a crash gives the same bits, and the
@@ -26,7 +29,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from rankkit.distributed.parts import is_url
+from rankkit import threads
+from rankkit.distributed.parts import shareable_qids
+from rankkit.errors import DataError, UsageError
+from rankkit.io.files import display_name, is_url
+from rankkit.io.query_weights import read_query_weights
+from rankkit.io.svmlight import FileDigest, read_svmlight
+from rankkit.objectives._sparse import csr_matvec
+from rankkit.solvers.base import ExactRankSVM, max_abs
+from rankkit.solvers.base import check_magnitude as _check_magnitude
 
 _STATE: dict = {}  # (fit_id, part) -> _Part
 _THREADS: int | None = None  # kernel threads per task (set_threads); numba's setting is per calling thread
@@ -40,7 +51,7 @@ class PartSpec:
 
     fit_id: str
     index: int
-    path: str
+    path: str  # absolute, or a URL
     zero_based: bool = False
     # set once the global facts are known (None while loading)
     n_features: int | None = None
@@ -49,6 +60,12 @@ class PartSpec:
     rescale: str | None = None
     delta: str = "gain"
     query_weights: object = None  # a path, a {qid: weight} dict, or None
+    group_file: str | None = "auto"  # "auto": the part's own FILE.query / FILE.group; None: none
+
+    def __post_init__(self):  # on the client, where the spec is made (unpickling does not run it)
+        _readable_on_a_worker(self.path)
+        if not is_url(self.path) and not os.path.isabs(self.path):  # the user's directory, not the worker's
+            object.__setattr__(self, "path", os.path.abspath(self.path))
 
 
 @dataclass
@@ -69,47 +86,24 @@ def _part_lock(key):
         return _PART_LOCKS.setdefault(key, threading.Lock())
 
 
+def _readable_on_a_worker(path) -> None:
+    if path == "-":
+        raise UsageError("standard input (-) cannot be a part on a Dask cluster (the workers cannot read it): "
+                         "give a file or URL the workers can read")
+
+
 def _read(spec: PartSpec):
-    """The part read with rankkit's reader (errors: `part:line: message`, as on one machine), and
-    the SHA-256 of its bytes (recorded in the model)."""
-    import hashlib
-
-    from rankkit.io.svmlight import display_name, parse_bytes
-
-    buf = part_bytes(spec.path)
-    sha = hashlib.sha256(memoryview(buf)).hexdigest()
-    ds = parse_bytes(buf, display_name(spec.path), spec.zero_based)
-    return ds, sha, int(buf.shape[0])
+    """The part as one process reads the file (errors: `part:line: message`), and the SHA-256 and
+    size of its (decompressed) bytes, recorded in the model."""
+    digest = FileDigest()
+    ds = read_svmlight(spec.path, spec.zero_based, groups=spec.group_file, digest=digest)
+    return ds, digest.hexdigest(), digest.nbytes
 
 
-def part_bytes(path: str) -> np.ndarray:
-    """The (decompressed) bytes of a part: a local path as rankkit reads any file, or a URL that
-    fsspec understands (compression from the extension)."""
-    from rankkit.io.svmlight import read_bytes
-
-    if not is_url(path):
-        return read_bytes(path)
-    from rankkit.errors import DataError, UsageError
-
-    try:
-        import fsspec
-    except ImportError:
-        raise UsageError(f"{path}: reading a URL needs fsspec (pip install 'rankkit[dask]')") from None
-    try:
-        with fsspec.open(path, "rb", compression="infer") as fh:
-            data = fh.read()
-    except FileNotFoundError:
-        raise DataError(path, "no such file") from None
-    except (OSError, EOFError, ValueError) as exc:
-        raise DataError(path, f"cannot read ({exc.__class__.__name__}: {exc})") from None
-    return np.frombuffer(bytearray(data), dtype=np.uint8)
-
-
-def read_part(path: str, zero_based: bool = False, labels_optional: bool = False):
-    """A part as a Dataset (predict and eval over parts): the same reader, local path or URL."""
-    from rankkit.io.svmlight import display_name, parse_bytes
-
-    return parse_bytes(part_bytes(path), display_name(path), zero_based, labels_optional=labels_optional)
+def read_part(path: str, zero_based: bool = False, labels_optional: bool = False, group_file: str | None = "auto"):
+    """A part as a Dataset (predict and eval over parts): opened as one process opens a file."""
+    _readable_on_a_worker(path)
+    return read_svmlight(path, zero_based, labels_optional=labels_optional, groups=group_file)
 
 
 def _state(spec: PartSpec) -> tuple[_Part, bool]:
@@ -130,8 +124,6 @@ def _state(spec: PartSpec) -> tuple[_Part, bool]:
 
 
 def _build_objective(st: _Part, spec: PartSpec) -> None:
-    from rankkit.solvers.base import ExactRankSVM
-
     ds = st.ds
     if ds.n_features != spec.n_features:
         ds = ds.with_changes(n_features=int(spec.n_features))
@@ -150,10 +142,6 @@ def part_query_weights(ds, source) -> np.ndarray:
     """The weight of each query of the part, from a `qid weight` file (read here, on the worker)
     or a dict. Every query needs one; whether some query with pairs has a positive weight is a
     question about all the parts together, answered on the client."""
-    from rankkit.errors import DataError
-    from rankkit.io.query_weights import read_query_weights
-    from rankkit.io.svmlight import display_name
-
     table = source if isinstance(source, dict) else read_query_weights(source)
     qids = ds.qid[ds.qptr[:-1]].tolist()
     missing = [q for q in qids if q not in table]
@@ -193,22 +181,21 @@ def _address() -> str:
 # -- the tasks ---------------------------------------------------------------------------------
 @_timed
 def load(st: _Part, spec: PartSpec) -> dict:
-    """The part's facts. qids: the part's sorted distinct query ids (for the split check)."""
+    """The part's facts. group_file: the group file that numbered its queries (None: its own qids)."""
     ds = st.ds
-    from rankkit.solvers.base import max_abs
-
     big = max_abs(ds.data)
     return {"n_rows": ds.n_rows, "n_queries": ds.n_queries, "n_pairs": ds.n_pairs, "n_features": ds.n_features,
             "nnz": ds.nnz, "max_abs": big, "has_qid": bool(ds.has_qid),
             "qid_min": int(ds.qid.min()), "qid_max": int(ds.qid.max()), "sha256": st.extra["sha256"],
-            "bytes": st.extra["bytes"]}
+            "bytes": st.extra["bytes"], "group_file": ds.group_file}
 
 
 def part_qids(spec: PartSpec):
-    """(sorted distinct qids, the part number of each): the leaf of the query-split check."""
+    """(sorted distinct qids, the part number of each): the leaf of the query-split check; none
+    for a part whose queries a group file numbered (rankkit.distributed.parts.shareable_qids)."""
     with _part_lock((spec.fit_id, spec.index)):
         st, _ = _state(spec)
-        q = np.unique(st.ds.qid[st.ds.qptr[:-1]])
+        q = shareable_qids(st.ds)
     return q, np.full(q.shape[0], spec.index, dtype=np.int64)
 
 
@@ -243,12 +230,10 @@ def first_line_of_qid(spec: PartSpec, qid: int) -> int | None:
 
 def check_magnitude(spec: PartSpec, scale: float, knob: str, words: str, n_features: int) -> None:
     """The single-process magnitude check, on this part with the global scale and features."""
-    from rankkit.solvers.base import check_magnitude as check
-
     with _part_lock((spec.fit_id, spec.index)):
         st, _ = _state(spec)
         ds = st.ds if st.ds.n_features == n_features else st.ds.with_changes(n_features=int(n_features))
-        check(ds, scale, knob, words)
+        _check_magnitude(ds, scale, knob, words)
 
 
 @_timed
@@ -283,8 +268,6 @@ def hv(st: _Part, spec: PartSpec, key, w, s) -> np.ndarray:
     """X' H_k X s at w."""
     _ensure_at(st, key, w)
     obj = st.obj
-    from rankkit.objectives._sparse import csr_matvec
-
     csr_matvec(obj.data, obj.indices, obj.indptr, s, obj._delta)
     return obj._rmatvec(obj.hess_vec_y(obj._delta))
 
@@ -307,8 +290,6 @@ def ls(st: _Part, spec: PartSpec, key, w, dkey, d, t: float) -> tuple:
 @_timed
 def score_spread(st: _Part, spec: PartSpec, g) -> float:
     """max_i |x_i . g| over the part's documents (the grid path's C_min)."""
-    from rankkit.objectives._sparse import csr_matvec
-
     ds = st.ds
     if ds.n_rows == 0:
         return 0.0
@@ -331,8 +312,6 @@ def set_threads(n: int) -> int:
     (apply_threads), in case the process's setting changed. Without it, a task's kernels would use every
     core of the machine, which on a LocalCluster of N processes oversubscribes the cores N times
     (measured here: 15x slower per round)."""
-    from rankkit import threads
-
     global _THREADS
     _THREADS = threads.apply(max(1, int(n)))
     return _THREADS
@@ -340,7 +319,5 @@ def set_threads(n: int) -> int:
 
 def apply_threads() -> None:
     if _THREADS is not None:
-        from rankkit import threads
-
         if threads.explicit() != _THREADS:
             threads.apply(_THREADS)

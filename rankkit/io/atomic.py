@@ -5,9 +5,11 @@ CLI turns those signals into an exception) removes its temporary file and leaves
 place. A replaced file keeps its permission bits (and, where we may set them, owner and group).
 `-` means standard output; a write error there (a full device, a closed stream) is a UsageError.
 
-`check_output` runs before any work: an output must be writable, must not be one of the command's
-inputs (compared by device and inode, so links and other spellings of the path count), and a
-model or scores output must not replace a file that holds something else (a data file)."""
+`check_output` is the output guard of every writer and every face (the command line's outputs,
+`RankSVM.save`, `dump_svmlight_file`, Dask outputs), run before any work: an output must be
+writable, must not be one of the command's inputs (compared by device and inode, so links and other
+spellings of the path count), never replaces LETOR/SVMlight data unless it is data itself, and only
+a model replaces a model (a compressed file is judged by its decompressed start)."""
 
 from __future__ import annotations
 
@@ -18,7 +20,9 @@ import re
 import sys
 import tempfile
 
+from rankkit import console
 from rankkit.errors import UsageError
+from rankkit.io.files import COMPRESSED
 
 
 def _umask() -> int:
@@ -60,28 +64,57 @@ def _same_file(a: str, b: str) -> bool:
 _DATA_LINE = re.compile(rb"^\s*\S+\s+(qid:\S+\s+)?[0-9]+:\S")
 
 
+def _head(path: str, size: int = 4096) -> bytes:
+    """The first `size` bytes of a file, decompressed when it starts with a gzip/bz2/xz magic."""
+    with open(path, "rb") as fh:
+        head = fh.read(size)
+    for _, opener, magic in COMPRESSED.values():
+        if head.startswith(magic):
+            try:
+                with opener(path, "rb") as fh:
+                    return fh.read(size)
+            except Exception:  # a damaged archive: judged by its raw bytes (it holds neither)
+                return head
+    return head
+
+
 def _holds(path: str) -> str | None:
-    """What an existing regular file holds, judged from its first line: 'model', 'data', or None."""
+    """What an existing regular file holds, judged from its first line (for data, the first line
+    that is not blank nor a comment, as dump_svmlight_file writes a header): 'model', 'data', or
+    None."""
     try:
-        with open(path, "rb") as fh:
-            head = fh.read(4096)
+        head = _head(path)
     except OSError:
         return None
     if head.startswith(b"rankkit-model"):
         return "model"
-    first = head.split(b"\n", 1)[0]
+    lines = [ln for ln in head.splitlines() if ln.strip() and not ln.lstrip().startswith(b"#")]
+    first = lines[0] if lines else b""
     if b"qid:" in first or _DATA_LINE.match(first):
         return "data"
     return None
 
 
-def check_output(path: str | None, inputs=(), kind: str = "file", outputs=()) -> None:
-    """Before any work: `path` is writable, is none of `inputs` nor of the command's other `outputs`,
-    and does not replace a file holding something else: never LETOR/SVMlight data, never a rankkit
-    model unless the output is one (kind "model"), and a model only over a rankkit model. Raises
-    UsageError naming the path."""
+OUTPUT_KINDS = ("file", "scores", "model", "data")
+
+
+def check_output(path, inputs=(), kind: str = "file", outputs=()) -> None:
+    """The output guard every writer calls before any work.
+
+    `path` (str or path-like; None and `-` pass) must be writable (not a directory, in an existing
+    writable directory), none of `inputs` nor of the command's other `outputs`, and must not
+    replace a non-empty file holding something else. `kind` is what will be written:
+
+    - "model": a rankkit model; replaces only a rankkit model (never data, never any other file);
+    - "data": LETOR/SVMlight data; replaces data or another file, never a rankkit model;
+    - "scores", "file": scores, tables, runs; never replace data nor a rankkit model.
+
+    Raises UsageError naming the path."""
+    if kind not in OUTPUT_KINDS:
+        raise ValueError(f"check_output: kind must be one of {OUTPUT_KINDS}, not {kind!r}")
     if path is None or path == "-":
         return
+    path = os.fspath(path)
     for other in inputs:
         if other is not None and other != "-" and _same_file(path, other):
             raise UsageError(f"refusing to write '{path}': it is the input file '{other}' (an output never replaces an input)")
@@ -93,7 +126,7 @@ def check_output(path: str | None, inputs=(), kind: str = "file", outputs=()) ->
     if os.path.isfile(target) and os.path.getsize(target) > 0:
         holds = _holds(target)
         what = {"model": "a model", "scores": "scores"}.get(kind, "this output")
-        if holds == "data":
+        if holds == "data" and kind != "data":
             raise UsageError(f"refusing to replace '{path}': it holds LETOR/SVMlight data, not {what}")
         if holds == "model" and kind != "model":
             raise UsageError(f"refusing to replace '{path}': it is a rankkit model, not {what} (remove it first to reuse the name)")
@@ -103,8 +136,6 @@ def check_output(path: str | None, inputs=(), kind: str = "file", outputs=()) ->
 
 @contextlib.contextmanager
 def _stdout(binary: bool):
-    from rankkit import console
-
     console.check_stdout()
     stream = sys.stdout.buffer if binary else sys.stdout
     try:

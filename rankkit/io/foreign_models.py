@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from rankkit.errors import ModelError, UsageError
-from rankkit.io.model import MAGIC, _shown, model_name, parse_model, read_model_bytes
+from rankkit.io.model import MAGIC, model_name, parse_model, read_model_bytes, shown
 
 FORMATS = ("rankkit", "svm_rank", "liblinear", "sofia-ml")
 FOREIGN = FORMATS[1:]
@@ -140,19 +140,19 @@ def parse_foreign(name: str, raw: bytes, fmt: str) -> ForeignModel:
 
 def _number(name: str, token: str, what: str, line: int) -> float:
     if not _NUMBER.match(token):
-        raise ModelError(name, f"{what} '{_shown(token)}' is not a finite number", line)
+        raise ModelError(name, f"{what} '{shown(token)}' is not a finite number", line)
     v = float(token)
     if not math.isfinite(v):
-        raise ModelError(name, f"{what} '{_shown(token)}' is not a finite number", line)
+        raise ModelError(name, f"{what} '{shown(token)}' is not a finite number", line)
     return v
 
 
 def _int(name: str, token: str, what: str, line: int, low: int | None = None) -> int:
     if not _INT.match(token):
-        raise ModelError(name, f"{what} '{_shown(token)}' is not an integer", line)
+        raise ModelError(name, f"{what} '{shown(token)}' is not an integer", line)
     v = int(token)
     if low is not None and v < low:
-        raise ModelError(name, f"{what} '{_shown(token)}' is below {low}", line)
+        raise ModelError(name, f"{what} '{shown(token)}' is below {low}", line)
     return v
 
 
@@ -164,7 +164,7 @@ _SVMLIGHT_HEADER = ("kernel type", "kernel parameter -d", "kernel parameter -g",
 def _read_svmlight(name: str, lines: list[str]) -> ForeignModel:
     m = _SVMLIGHT_MAGIC.match(lines[0].strip())
     if m is None:
-        raise ModelError(name, f"not an svm_rank/SVMlight model (first line '{_shown(lines[0])}', "
+        raise ModelError(name, f"not an svm_rank/SVMlight model (first line '{shown(lines[0])}', "
                          "expected 'SVM-light Version V6.20')", 1)
     def value(k: int) -> tuple[str, int]:
         if k >= len(lines):
@@ -208,14 +208,14 @@ def _read_svmlight(name: str, lines: list[str]) -> ForeignModel:
         for tok in tokens[1:]:
             idx, colon, val = tok.partition(":")
             if not colon:
-                raise ModelError(name, f"support vector feature '{_shown(tok)}' is not index:value", at)
+                raise ModelError(name, f"support vector feature '{shown(tok)}' is not index:value", at)
             if idx in ("qid", "sid", "cost"):
                 continue
             j = _int(name, idx, "feature index", at, low=1)
             if j <= previous:
-                raise ModelError(name, f"feature index '{_shown(idx)}' is not above the previous index", at)
+                raise ModelError(name, f"feature index '{shown(idx)}' is not above the previous index", at)
             if j > totwords:
-                raise ModelError(name, f"feature index '{_shown(idx)}' is above the model's highest feature index "
+                raise ModelError(name, f"feature index '{shown(idx)}' is above the model's highest feature index "
                                  f"{totwords} (line 8)", at)
             previous = j
             rows.append(k)
@@ -250,8 +250,8 @@ def _read_liblinear(name: str, lines: list[str]) -> ForeignModel:
         key = tokens[0]
         if key not in _LIBLINEAR_KEYS:
             if k == 1:
-                raise ModelError(name, f"not a liblinear model (first line '{_shown(line)}', expected 'solver_type ...')", 1)
-            raise ModelError(name, f"unknown text in liblinear model: '{_shown(key)}'", k)
+                raise ModelError(name, f"not a liblinear model (first line '{shown(line)}', expected 'solver_type ...')", 1)
+            raise ModelError(name, f"unknown text in liblinear model: '{shown(key)}'", k)
         if key in header:
             raise ModelError(name, f"'{key}' appears twice (first on line {where[key]})", k)
         where[key] = k
@@ -260,13 +260,13 @@ def _read_liblinear(name: str, lines: list[str]) -> ForeignModel:
             break
         header[key] = tokens[1:]
         if key != "label" and len(tokens) != 2:
-            raise ModelError(name, f"'{key}' line '{_shown(line)}' is not '{key} VALUE'", k)
+            raise ModelError(name, f"'{key}' line '{shown(line)}' is not '{key} VALUE'", k)
     for key in ("solver_type", "nr_class", "nr_feature"):
         if key not in header:
             raise ModelError(name, f"liblinear model without a '{key}' line before 'w'", where["w"])
     solver = header["solver_type"][0]
     if solver not in _LIBLINEAR_SOLVERS or not solver:
-        raise ModelError(name, f"unknown liblinear solver_type '{_shown(solver)}'", where["solver_type"])
+        raise ModelError(name, f"unknown liblinear solver_type '{shown(solver)}'", where["solver_type"])
     nr_class = _int(name, header["nr_class"][0], "nr_class", where["nr_class"], low=1)
     nr_feature = _int(name, header["nr_feature"][0], "nr_feature", where["nr_feature"], low=0)
     bias = _number(name, header["bias"][0], "bias", where["bias"]) if "bias" in header else -1.0
@@ -291,7 +291,7 @@ def _read_liblinear(name: str, lines: list[str]) -> ForeignModel:
     for i, line in enumerate(body):
         tokens = line.split()
         if len(tokens) != 1:
-            raise ModelError(name, f"weight line '{_shown(line)}' does not hold one number", k + 1 + i)
+            raise ModelError(name, f"weight line '{shown(line)}' does not hold one number", k + 1 + i)
         w[i] = _number(name, tokens[0], "weight", k + 1 + i)
     bias_weight = float(w[nr_feature]) if bias >= 0 else 0.0
     info = {"solver_type": solver, "nr_class": nr_class, "bias": bias}

@@ -12,7 +12,11 @@ Which group file a data file gets (`resolve`):
   `rank.train.gz`), then, for a compressed FILE, `STEM.query`, `STEM.group` with the compression
   extension removed (`rank.train.query` next to `rank.train.gz`: what gzipping only the data file
   leaves). Two of these that disagree are an error (pass --group to choose);
-- `-` (standard input) has no neighbours: only an explicit group file applies.
+- `-` (standard input) has no neighbours: only an explicit group file applies; a URL (a part on
+  s3://, memory://, ...) has them, looked up through fsspec.
+
+Every face finds group files through `resolve` (rankkit.io.svmlight.read_svmlight calls it): the
+command line, `rankkit.load_letor`, parts in one process and parts on Dask workers.
 
 The queries of a group file get qids 1..G in file order. A data file that has qid columns too
 keeps its qids, and the group file must agree with them: every group exactly one run of
@@ -27,9 +31,10 @@ from typing import NamedTuple
 import numpy as np
 
 from rankkit.errors import DataError
+from rankkit.io.files import COMPRESSED, display_name, exists, read_bytes
+from rankkit.io.text import printable
 
 SUFFIXES = (".query", ".group")
-_COMPRESSION_EXTENSIONS = (".gz", ".bz2", ".xz")
 NO_GROUPS = "none"  # --group none: ignore any group file next to the data
 
 
@@ -52,7 +57,7 @@ def candidates(path: str) -> list[str]:
     path = str(path)
     names = [path + s for s in SUFFIXES]
     stem, ext = os.path.splitext(path)
-    if ext.lower() in _COMPRESSION_EXTENSIONS:
+    if ext.lower() in COMPRESSED:
         names += [stem + s for s in SUFFIXES]
     return names
 
@@ -60,8 +65,6 @@ def candidates(path: str) -> list[str]:
 def read_group_sizes(path: str) -> np.ndarray:
     """The group sizes in `path` (one positive integer per line) as int64; any other content is a
     DataError `path:line: message 'token'`."""
-    from rankkit.io.svmlight import _printable, display_name, read_bytes
-
     name = display_name(path)
     text = bytes(read_bytes(path)).decode("utf-8", "replace")
     sizes = []
@@ -72,27 +75,33 @@ def read_group_sizes(path: str) -> np.ndarray:
         if tok.isascii() and tok.isdigit():
             v = int(tok)
             if v == 0:
-                raise DataError(name, f"group size '{_printable(tok)}' is zero: every query needs at least one "
+                raise DataError(name, f"group size '{printable(tok)}' is zero: every query needs at least one "
                                       "document", line_no)
             if v >= 2**62:
-                raise DataError(name, f"group size '{_printable(tok)}' is too large", line_no)
+                raise DataError(name, f"group size '{printable(tok)}' is too large", line_no)
             sizes.append(v)
             continue
         if len(tok.split()) > 1:
-            raise DataError(name, f"line '{_printable(tok)}' holds more than one number: a group file has one "
+            raise DataError(name, f"line '{printable(tok)}' holds more than one number: a group file has one "
                                   "group size (a count of consecutive data lines) per line", line_no)
-        raise DataError(name, f"group size '{_printable(tok)}' is not a positive integer (a group file has one "
+        raise DataError(name, f"group size '{printable(tok)}' is not a positive integer (a group file has one "
                               "count of consecutive data lines per line)", line_no)
     if not sizes:
         raise DataError(name, "has no group sizes (it is empty)")
     return np.asarray(sizes, dtype=np.int64)
 
 
+def existing(path: str) -> list[str]:
+    """The group files that exist next to data file `path` (a local path or a URL), in order of
+    preference; none for `-`."""
+    if path == "-":
+        return []
+    return [c for c in candidates(path) if exists(c)]
+
+
 def find_group_file(path: str) -> str | None:
     """The group file next to data file `path` (see the module docstring), None if there is none."""
-    if path == "-":
-        return None
-    found = [c for c in candidates(path) if os.path.isfile(c)]
+    found = existing(path)
     if len(found) > 1:
         first = read_group_sizes(found[0])
         for other in found[1:]:
@@ -112,8 +121,6 @@ def resolve(path: str, groups: str | None = "auto") -> Groups | None:
         if found is None:
             return None
         return Groups(read_group_sizes(found), found, True)
-    from rankkit.io.svmlight import display_name
-
     return Groups(read_group_sizes(groups), display_name(groups), False)
 
 

@@ -42,15 +42,19 @@ so can); writing it again (any `rankkit train`) gives a format-2 file.
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import math
 import re
+import sys
+import zlib
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from rankkit.errors import ModelError
 from rankkit.io.atomic import atomic_open
+from rankkit.io.text import printable
 
 MAGIC = "rankkit-model"
 FORMAT_VERSION = 2
@@ -110,25 +114,25 @@ def _kernel_args(header: dict, where: dict) -> tuple[str, float | None, int, flo
 
     name = str(header.get("kernel"))
     if name not in _KERNELS:
-        raise bad("kernel", f"unknown kernel '{_shown(name)}' (known: {', '.join(_KERNELS)})")
+        raise bad("kernel", f"unknown kernel '{shown(name)}' (known: {', '.join(_KERNELS)})")
     gamma = None
     if "gamma" in header:
         text = str(header["gamma"])
         gamma = _float_or_none(text)
         if gamma is None or not gamma > 0.0:
-            raise bad("gamma", f"kernel gamma '{_shown(text)}' is not a finite number > 0")
+            raise bad("gamma", f"kernel gamma '{shown(text)}' is not a finite number > 0")
     degree = 3
     if "degree" in header:
         text = str(header["degree"])
         if not _UINT.match(text) or int(text) < 1:
-            raise bad("degree", f"kernel degree '{_shown(text)}' is not an integer >= 1")
+            raise bad("degree", f"kernel degree '{shown(text)}' is not an integer >= 1")
         degree = int(text)
     coef0 = 0.0
     if "coef0" in header:
         text = str(header["coef0"])
         coef0 = _float_or_none(text)
         if coef0 is None:
-            raise bad("coef0", f"kernel coef0 '{_shown(text)}' is not a finite number")
+            raise bad("coef0", f"kernel coef0 '{shown(text)}' is not a finite number")
     return name, gamma, degree, coef0
 
 
@@ -156,11 +160,9 @@ def _parse_value(text: str) -> str:
     return re.sub(r"\\(.)", lambda m: {"n": "\n", "r": "\r"}.get(m.group(1), m.group(1)), text)
 
 
-def _shown(text: str, limit: int = 40) -> str:
-    """`text` for an error message: shortened, control characters escaped, so it stays one line."""
-    if len(text) > limit:
-        text = text[: limit - 3] + "..."
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+def shown(text: str) -> str:
+    """A token of a model file for an error message: at most 40 characters, one line."""
+    return printable(text, 40)
 
 
 # -- writing ----------------------------------------------------------------------------------------
@@ -217,14 +219,9 @@ def model_name(path: str) -> str:
 def read_model_bytes(path: str) -> bytes:
     """The bytes of a model file: `-` is standard input, a `.gz` name is gunzipped."""
     if path == "-":
-        import sys
-
         return sys.stdin.buffer.read()
     try:
         if str(path).endswith(".gz"):
-            import gzip
-            import zlib
-
             try:
                 with gzip.open(path, "rb") as fh:
                     return fh.read()
@@ -264,7 +261,7 @@ def parse_model(path: str, raw: bytes) -> Model:
     first = lines[0].strip()
     parts = first.split()
     if len(parts) != 2 or parts[0] != MAGIC:
-        raise ModelError(path, f"not a rankkit model file (first line '{_shown(first)}', expected {expected})", 1)
+        raise ModelError(path, f"not a rankkit model file (first line '{shown(first)}', expected {expected})", 1)
     version = _uint(path, parts[1], "model format version", 1)
     if version > FORMAT_VERSION:
         raise ModelError(
@@ -297,7 +294,7 @@ def parse_model(path: str, raw: bytes) -> Model:
 def _uint(path: str, text: str, what: str, line: int) -> int:
     if not _UINT.match(text):
         problem = "is too large" if re.fullmatch(r"[0-9]+", text) else "is not an integer"
-        raise ModelError(path, f"{what} '{_shown(text)}' {problem}", line)
+        raise ModelError(path, f"{what} '{shown(text)}' {problem}", line)
     return int(text)
 
 
@@ -317,7 +314,7 @@ def _parse(path: str, version: int, lines: list[str]) -> Model:
             count_line = (value.strip(), i)
             break
         if key in header:
-            raise ModelError(path, f"header key '{_shown(key)}' appears twice (first on line {where[key]})", i)
+            raise ModelError(path, f"header key '{shown(key)}' appears twice (first on line {where[key]})", i)
         header[key] = _parse_value(value)
         where[key] = i
     if count_line is None:
@@ -330,7 +327,7 @@ def _parse(path: str, version: int, lines: list[str]) -> Model:
     elif kernel:
         raise ModelError(path, "kernel model without an 'n_features' line")
     if header.get("index_base", "1") not in ("0", "1"):
-        raise ModelError(path, f"index_base '{_shown(header['index_base'])}' is not 0 or 1", where["index_base"])
+        raise ModelError(path, f"index_base '{shown(header['index_base'])}' is not 0 or 1", where["index_base"])
     base = 0 if header.get("index_base", "1") == "0" else 1
     count_parts = count_text.split()
     sparse = len(count_parts) == 3 and count_parts[0] == "sparse"
@@ -358,15 +355,15 @@ def _parse(path: str, version: int, lines: list[str]) -> Model:
         if v is None:
             problem = "is not finite" if _NUMBER.match(token) or token.lower().lstrip("+-") in ("nan", "inf", "infinity") \
                 else "is not a number"
-            raise ModelError(path, f"{what} '{_shown(token)}' {problem}", line)
+            raise ModelError(path, f"{what} '{shown(token)}' {problem}", line)
         return v
 
     def index(token: str, what: str, line: int, previous: int, limit: int) -> int:
         j = _uint(path, token, what, line) - base
         if j < 0 or j >= limit:
-            raise ModelError(path, f"{what} '{_shown(token)}' is outside {base}..{limit - 1 + base}", line)
+            raise ModelError(path, f"{what} '{shown(token)}' is outside {base}..{limit - 1 + base}", line)
         if j <= previous:
-            raise ModelError(path, f"{what} '{_shown(token)}' is not above the previous index (repeated or out of order)",
+            raise ModelError(path, f"{what} '{shown(token)}' is not above the previous index (repeated or out of order)",
                              line)
         return j
 
@@ -378,7 +375,7 @@ def _parse(path: str, version: int, lines: list[str]) -> Model:
             at = i + 1 + k
             tokens = line.split()
             if len(tokens) != 2:
-                raise ModelError(path, f"sparse weight line '{_shown(line)}' is not 'index value'", at)
+                raise ModelError(path, f"sparse weight line '{shown(line)}' is not 'index value'", at)
             previous = feature_index[k] = index(tokens[0], "feature index", at, previous, n_total)
             weights[k] = number(tokens[1], "weight", at)
         return Model(weights=weights, header=header, feature_index=feature_index, n_total=n_total, source=path)
@@ -403,7 +400,7 @@ def _parse(path: str, version: int, lines: list[str]) -> Model:
         for feat in features:
             idx, colon, val = feat.partition(":")
             if not colon:
-                raise ModelError(path, f"landmark feature '{_shown(feat)}' is not index:value", at)
+                raise ModelError(path, f"landmark feature '{shown(feat)}' is not index:value", at)
             previous = index(idx, "landmark feature index", at, previous, n_features)
             cols.append(previous)
             vals.append(number(val, "landmark value", at))

@@ -9,7 +9,8 @@ import numpy as np
 
 from rankkit.errors import DataError
 from rankkit.io.atomic import atomic_open
-from rankkit.io.svmlight import _printable, display_name, read_bytes
+from rankkit.io.files import display_name, read_bytes
+from rankkit.io.text import printable
 
 _CHUNK = 1 << 16
 
@@ -48,7 +49,7 @@ def read_scores(path: str) -> np.ndarray:
 
 def _check_score_line(name: str, i: int, line: bytes) -> None:
     fields = line.split()
-    text = _printable(line.strip().decode("utf-8", "replace"))
+    text = printable(line.strip().decode("utf-8", "replace"))
     if not fields:
         raise DataError(name, "empty line (expected one score per line)", i)
     if len(fields) == 6 and fields[1].upper() == b"Q0":

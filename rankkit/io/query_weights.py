@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from rankkit.errors import DataError
-from rankkit.io.svmlight import display_name, read_bytes
+from rankkit.io.files import display_name, read_bytes
 
 
 def read_query_weights(path: str) -> dict[int, float]:

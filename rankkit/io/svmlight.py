@@ -10,27 +10,31 @@ queries may come in any qid order. A qid that comes back after another query is 
 `group_queries=True`, which gathers each query's documents (stable, in order of first appearance)
 and records the permutation in `Dataset.order`.
 
-The byte loop is the Numba kernel in `_parse.py`; this module opens files, maps kernel status
-codes to one-line errors (`path:line: message`) and builds the Dataset.
+The byte loop is the Numba kernel in `_parse.py`; files are opened by `rankkit.io.files` (plain,
+compressed, stdin, URLs) and group files found by `rankkit.io.groups`; this module maps kernel
+status codes to one-line errors (`path:line: message`) and builds the Dataset. `read_svmlight` is
+the one function every face opens a data file with.
 """
 
 from __future__ import annotations
 
-import bz2
-import gzip
-import lzma
+import hashlib
 import math
 import os
 import stat
-import sys
-import zlib
+import threading
 from typing import BinaryIO
 
 import numpy as np
 
+from rankkit import threads
 from rankkit.data import Dataset
 from rankkit.errors import DataError
 from rankkit.io import _parse as K
+from rankkit.io import files as F
+from rankkit.io import groups as G
+from rankkit.io.files import display_name, is_url, iter_blocks, read_bytes  # (the last two: also for callers)
+from rankkit.io.text import printable, utf8
 
 _MESSAGES = {
     K.BAD_LABEL: "label '{tok}' is not a number",
@@ -47,133 +51,6 @@ _MESSAGES = {
     K.NONFINITE_VALUE: "feature value '{tok}' is not finite",
 }
 
-# compressed formats by file extension: (name, opener, magic bytes at the start of such a file)
-_COMPRESSED = {
-    ".gz": ("gzip", gzip.open, b"\x1f\x8b"),
-    ".bz2": ("bzip2", bz2.open, b"BZh"),
-    ".xz": ("xz", lzma.open, b"\xfd7zXZ\x00"),
-}
-BLOCK_BYTES = 1 << 24
-
-
-def display_name(path: str) -> str:
-    return "<stdin>" if path == "-" else str(path)
-
-
-def _compression(path: str):
-    if path == "-":
-        return None
-    return _COMPRESSED.get(os.path.splitext(str(path))[1].lower())
-
-
-def _input_error(path: str, exc: BaseException) -> DataError:
-    """The one place that turns an exception raised while opening or reading (and decompressing)
-    `path` into a one-line DataError: a corrupt or truncated archive is bad input, not a bug."""
-    name = display_name(path)
-    if isinstance(exc, FileNotFoundError):
-        return DataError(name, "no such file")
-    if isinstance(exc, IsADirectoryError):
-        return DataError(name, "is a directory, not a data file")
-    if isinstance(exc, PermissionError):
-        return DataError(name, "permission denied")
-    fmt = _compression(path)
-    if fmt is not None and isinstance(exc, (EOFError, OSError, zlib.error, lzma.LZMAError)):
-        kind, _, magic = fmt
-        if isinstance(exc, EOFError):
-            return DataError(name, f"truncated {kind} data (the file ends inside the compressed stream)")
-        if not (isinstance(exc, OSError) and exc.errno is not None):  # errno set: the disk, not the data
-            try:
-                with open(path, "rb") as fh:
-                    head = fh.read(len(magic))
-            except OSError:
-                head = magic
-            if head != magic:
-                article = "an" if kind == "xz" else "a"
-                return DataError(name, f"not {article} {kind} file (its name ends in {os.path.splitext(str(path))[1]})")
-            detail = str(exc).strip()
-            return DataError(name, f"corrupt {kind} data" + (f" ({detail})" if detail else ""))
-    if isinstance(exc, OSError):
-        return DataError(name, f"cannot read ({exc.strerror or exc})")
-    return DataError(name, f"cannot read ({exc.__class__.__name__}: {exc})")
-
-
-def iter_blocks(path: str, block_bytes: int = BLOCK_BYTES):
-    """The (decompressed) bytes of `path` in blocks of up to `block_bytes`; `-` reads standard
-    input. Every open, read and decompression error becomes a DataError naming the file."""
-    try:
-        if path == "-":
-            fh = sys.stdin.buffer
-            opened = False
-        else:
-            fmt = _compression(path)
-            fh = fmt[1](path, "rb") if fmt is not None else open(path, "rb")
-            opened = True
-            before = _identity(path)
-        try:
-            while True:
-                block = fh.read(block_bytes)
-                if not block:
-                    break
-                yield block
-        finally:
-            if opened:
-                fh.close()
-        if opened and before is not None and _identity(path) != before:
-            raise DataError(display_name(path), "changed while being read (its size or modification time "
-                                                "changed); read it again once it is complete")
-    except (OSError, EOFError, zlib.error, lzma.LZMAError) as exc:
-        raise _input_error(path, exc) from None
-
-
-def _identity(path: str):
-    """(size, modification time) of a regular file, None for a pipe or device (they stream)."""
-    st = os.stat(path)
-    return (st.st_size, st.st_mtime_ns) if stat.S_ISREG(st.st_mode) else None
-
-
-def read_bytes(path: str) -> np.ndarray:
-    """The whole (decompressed) content of `path` as a writable uint8 array; `-` reads standard input.
-
-    A plain regular file is read with readinto into one buffer of its size (not memory-mapped: a
-    mapped file that another process truncates kills the reader with SIGBUS); a file whose size
-    changes while it is read is an error, as is any unreadable or corrupt (compressed) input."""
-    if path == "-" or _compression(path) is not None:
-        return _join_blocks(iter_blocks(path))
-    try:
-        with open(path, "rb", buffering=0) as fh:
-            st = os.fstat(fh.fileno())
-            if not stat.S_ISREG(st.st_mode):  # a pipe, e.g. `<(zcat train.txt.gz)`
-                return _join_blocks(iter_blocks(path))
-            return _read_regular(fh, st.st_size, display_name(path))
-    except (OSError, EOFError) as exc:
-        raise _input_error(path, exc) from None
-
-
-def _read_regular(fh, size: int, name: str) -> np.ndarray:
-    buf = np.empty(size, dtype=np.uint8)
-    view = memoryview(buf)
-    got = 0
-    while got < size:
-        n = fh.readinto(view[got : got + min(size - got, BLOCK_BYTES)])
-        if not n:
-            raise DataError(name, f"changed while being read (it shrank from {size} to {got} bytes); "
-                                  "read it again once it is complete")
-        got += n
-    if fh.read(1):
-        raise DataError(name, f"changed while being read (it grew beyond {size} bytes); "
-                              "read it again once it is complete")
-    return buf
-
-
-def _join_blocks(blocks) -> np.ndarray:
-    """All blocks as one writable uint8 array (the same array type as a read buffer, so the
-    kernel is compiled once)."""
-    out = bytearray()
-    for block in blocks:
-        out += block
-    return np.frombuffer(out, dtype=np.uint8)
-
-
 def last_line_end(block: bytes) -> int:
     """Offset just past the last complete line end in `block` (LF, CR LF, or a lone CR), 0 if
     none. A CR in the last byte does not count: an LF may follow in the next block."""
@@ -186,17 +63,8 @@ def count_line_ends(block: bytes, end: int | None = None) -> int:
     return block.count(b"\n", 0, end) + block.count(b"\r", 0, end) - block.count(b"\r\n", 0, end)
 
 
-def _printable(text: str, limit: int = 60) -> str:
-    """`text` shortened to `limit` characters, control characters escaped: it stays on one line."""
-    if len(text) > limit:
-        text = text[: limit - 3] + "..."
-    if text.isprintable():
-        return text
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
-
-
 def _token(buf: np.ndarray, start: int, end: int) -> str:
-    return _printable(bytes(buf[start:end]).decode("utf-8", "replace"))
+    return printable(bytes(buf[start:end]).decode("utf-8", "replace"))
 
 
 def parse_bytes(
@@ -235,9 +103,10 @@ def _build_dataset(arrays, docids, empty_input: bool, source: str, group_queries
         bad = int(np.argmin(has_qid)) if has_qid[0] else int(np.argmax(has_qid))
         which = "has no qid but other lines do" if has_qid[0] else "has a qid but earlier lines do not"
         raise DataError(source, f"line {which} (every line needs qid:<int>, or none)", int(line_no[bad]))
+    numbered_by = None  # the group file that numbered the queries of a file without qids
     if groups is not None:
-        from rankkit.io import groups as G
-
+        if not with_qid:
+            numbered_by = groups.source
         qid = G.apply(groups, qid, bool(with_qid), source, line_no)
         with_qid = n
 
@@ -284,6 +153,7 @@ def _build_dataset(arrays, docids, empty_input: bool, source: str, group_queries
         has_qid=bool(with_qid),
         labelled=None if bool(labelled.all()) else labelled,
         order=order,
+        group_file=numbered_by,
     )
     if docids is not None:
         ds.docid_buf, ds.docid_spans = docids[0], docspan
@@ -297,8 +167,6 @@ PARALLEL_MIN_BYTES = 4 << 20
 def _n_chunks(size: int) -> int:
     if size < PARALLEL_MIN_BYTES:
         return 1
-    from rankkit import threads
-
     return int(max(2, min(4 * threads.count(), size // PARALLEL_MIN_BYTES)))
 
 
@@ -415,8 +283,6 @@ class FileDigest:
     """SHA-256 and byte count of the bytes read (pass as read_svmlight's `digest`)."""
 
     def __init__(self):
-        import hashlib
-
         self._sha = hashlib.sha256()
         self.nbytes = 0
 
@@ -431,8 +297,6 @@ class FileDigest:
 def _hash_beside(digest, view: np.ndarray):
     """digest.update(view) in a thread (hashlib releases the GIL, the count kernel runs without it);
     returns the thread to join before the buffer is reused."""
-    import threading
-
     t = threading.Thread(target=digest.update, args=(memoryview(view),), daemon=True)
     t.start()
     return t
@@ -561,7 +425,7 @@ def _parse_streaming(fd: int, size: int, name: str, zero_based: bool, labels_opt
 def _read_streaming(path: str, name: str, zero_based: bool, labels_optional: bool, digest=None, narrow=False):
     """(arrays, docids, size) of a large plain file read in blocks; None if `path` is not a plain
     regular file of at least STREAM_MIN_BYTES (then the whole-buffer reader is used)."""
-    if path == "-" or _compression(path) is not None:
+    if path == "-" or is_url(path) or F.compression(path) is not None:
         return None
     try:
         with open(path, "rb", buffering=0) as fh:
@@ -575,7 +439,7 @@ def _read_streaming(path: str, name: str, zero_based: bool, labels_optional: boo
                 raise _changed(name, "its size or modification time changed")
             return arrays, docids, st.st_size
     except (OSError, EOFError) as exc:
-        raise _input_error(path, exc) from None
+        raise F.input_error(path, exc) from None
 
 
 def _compact_spans(buf: np.ndarray, spans: np.ndarray) -> tuple[bytes, np.ndarray]:
@@ -617,7 +481,12 @@ def read_svmlight(
     path: str, zero_based: bool = False, group_queries: bool = False, labels_optional: bool = False,
     groups: str | None = "auto", log=None, digest=None, narrow_indices: bool = False,
 ) -> Dataset:
-    """Read an SVMlight/LETOR file (plain, .gz, .bz2, .xz, or `-` for stdin).
+    """Read an SVMlight/LETOR file (plain, .gz, .bz2, .xz, `-` for stdin, or a URL fsspec reads).
+
+    The one way rankkit opens a data file, whatever the face: `rankkit train/predict/eval/path`,
+    `rankkit.load_letor`, the parts of `train PARTS...` in one process and each part on a Dask
+    worker (rankkit.distributed.worker), so that a file gives the same Dataset everywhere: its
+    group file, its compression, the same messages.
 
     With labels_optional, a line may start directly with qid:/features (label taken as 0).
     `groups`: "auto" uses a group file next to `path` (FILE.query, FILE.group: rankkit.io.groups),
@@ -631,10 +500,8 @@ def read_svmlight(
     narrow_indices: column indices as uint16 (half their memory) when every column is below
     NARROW_INDEX_LIMIT, for a caller whose kernels take either type (`rankkit train` with an exact
     linear solver); int32 otherwise, and always without it."""
-    from rankkit.io.groups import Groups, resolve
-
     name = display_name(path)
-    found = groups if isinstance(groups, Groups) else resolve(path, groups)
+    found = groups if isinstance(groups, G.Groups) else G.resolve(path, groups)
     streamed = _read_streaming(path, name, zero_based, labels_optional, digest, narrow_indices)
     if streamed is not None:  # a large plain file: read in blocks, never whole
         arrays, docids, size = streamed
@@ -652,7 +519,8 @@ def read_svmlight(
     return ds
 
 
-def _format_number(v: float) -> str:
+def format_number(v: float) -> str:
+    """The shortest text that reads back to the same double (an integer without '.0')."""
     if math.isfinite(v) and v == int(v) and abs(v) < 1e15 and not (v == 0 and math.copysign(1.0, v) < 0):
         return str(int(v))
     return repr(float(v))  # shortest exact repr; keeps the sign of -0.0
@@ -665,14 +533,14 @@ def write_svmlight(fh: BinaryIO, ds: Dataset, zero_based: bool = False, write_qi
     docids = ds.docids()
     data, indices, indptr = ds.data.tolist(), ds.indices.tolist(), ds.indptr.tolist()
     for r in range(ds.n_rows):
-        parts = [_format_number(float(ds.y[r]))]
+        parts = [format_number(float(ds.y[r]))]
         if write_qid:
             parts.append(f"qid:{int(ds.qid[r])}")
         for t in range(indptr[r], indptr[r + 1]):
-            parts.append(f"{indices[t] + base}:{_format_number(data[t])}")
+            parts.append(f"{indices[t] + base}:{format_number(data[t])}")
         if docids[r] is not None:
             parts.append(f"# docid = {docids[r]}")
-        fh.write((" ".join(parts) + "\n").encode("utf-8"))
+        fh.write(utf8(" ".join(parts) + "\n"))
 
 
 def parse_rows(buf: np.ndarray, source: str = "<data>", zero_based: bool = True, labels_optional: bool = False):

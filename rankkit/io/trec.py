@@ -8,7 +8,7 @@ column and re-sorts): score descending, exact ties by docid descending (byte ord
 Scores are written with `%.17g`, so every double round-trips and no ties are invented. Files are
 written atomically (`-` is standard output).
 
-Reading accepts gzip/bz2/xz by extension and `-` (rankkit.io.svmlight.read_bytes), blank lines,
+Reading accepts gzip/bz2/xz by extension and `-` (rankkit.io.files.read_bytes), blank lines,
 CRLF line endings and any mix of spaces and tabs. A run's lines are returned grouped by query:
 a query whose lines are scattered is gathered stably, in order of first appearance. Rejected with
 `path:line: message`: a wrong number of fields, a score or relevance that is not a finite number,
@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import itertools
 import operator
+import sys
 from typing import NamedTuple
 
 import numpy as np
@@ -31,7 +32,8 @@ import numpy as np
 from rankkit.errors import DataError, UsageError
 from rankkit.io import _parse as P
 from rankkit.io.atomic import atomic_open
-from rankkit.io.svmlight import _printable, display_name, read_bytes
+from rankkit.io.files import display_name, read_bytes
+from rankkit.io.text import printable, utf8
 from rankkit.compiler.dispatch import njit
 
 # status codes of _scan
@@ -384,16 +386,6 @@ def _strings(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> list[str]
     return _join(buf, starts, ends).tobytes().decode("utf-8", "replace").split("\n")
 
 
-def utf8(text: str) -> bytes:
-    """The bytes of `text`: UTF-8, with the surrogate escapes of undecodable input bytes (a docid
-    read with errors="surrogateescape") turned back into those bytes, so that docids are written
-    exactly as they were read, whatever the locale."""
-    try:
-        return text.encode("utf-8", "surrogateescape")
-    except UnicodeEncodeError:  # other lone surrogates (from a Python caller)
-        return text.encode("utf-8", "surrogatepass")
-
-
 def _encode(strings: list[str], what: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """UTF-8 bytes of `strings` and each one's span; every string must be one non-empty token."""
     joined = utf8("\n".join(strings))
@@ -469,8 +461,6 @@ def write_trec_run(path: str, qids, docids: list[str], scores, qptr, tag: str = 
     tag_bytes = utf8(tag)
     whole = buf.tobytes()
     if path == "-":
-        import sys
-
         sys.stdout.flush()
     with atomic_open(path, binary=True) as fh:
         for a in range(0, n, _CHUNK):
@@ -502,9 +492,9 @@ def _read_table(path: str, n_fields: int, id_a: int, id_b: int, num_field: int, 
     code, line, start, end, count = (int(v) for v in status)
     if code == FIELD_COUNT:
         text = bytes(buf[start:end]).decode("utf-8", "replace").strip()
-        raise DataError(name, f"expected {n_fields} fields ({fields}), found {count}: '{_printable(text)}'", line)
+        raise DataError(name, f"expected {n_fields} fields ({fields}), found {count}: '{printable(text)}'", line)
     if code != OK:
-        token = _printable(bytes(buf[start:end]).decode("utf-8", "replace"))
+        token = printable(bytes(buf[start:end]).decode("utf-8", "replace"))
         what = "is not finite" if code == NONFINITE_NUMBER else "is not a number"
         raise DataError(name, f"{number} '{token}' {what}", line)
     if rows == 0:
@@ -519,7 +509,7 @@ def _read_table(path: str, n_fields: int, id_a: int, id_b: int, num_field: int, 
         inf = np.flatnonzero(~np.isfinite(converted))
         if inf.shape[0]:
             r = int(rows_a[inf[0]])
-            token = _printable(bytes(buf[spans[r, 4] : spans[r, 5]]).decode("ascii", "replace"))
+            token = printable(bytes(buf[spans[r, 4] : spans[r, 5]]).decode("ascii", "replace"))
             raise DataError(name, f"{number} '{token}' is not finite (overflows a double)", int(line_no[r]))
         values[rows_a] = converted
     return _Table(buf, spans, values, line_no)
@@ -556,8 +546,8 @@ def _check_duplicates(name: str, table: _Table, qptr: np.ndarray) -> None:
     r, r0 = _first_duplicate(table.buf, sp[:, 2].copy(), sp[:, 3].copy(), qptr, table.line_no)
     if r >= 0:
         buf = table.buf
-        doc = _printable(bytes(buf[sp[r, 2] : sp[r, 3]]).decode("utf-8", "replace"))
-        qid = _printable(bytes(buf[sp[r, 0] : sp[r, 1]]).decode("utf-8", "replace"))
+        doc = printable(bytes(buf[sp[r, 2] : sp[r, 3]]).decode("utf-8", "replace"))
+        qid = printable(bytes(buf[sp[r, 0] : sp[r, 1]]).decode("utf-8", "replace"))
         raise DataError(
             name,
             f"document '{doc}' appears twice for query '{qid}' (first at line {int(table.line_no[r0])})",
