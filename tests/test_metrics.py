@@ -16,12 +16,14 @@ from rankkit.metrics import (
     DEFAULT_METRICS,
     METRIC_NAMES,
     Convention,
+    GainOverflow,
     describe,
     evaluate,
     parse_metric,
     per_query,
     per_query_table,
 )
+from rankkit.metrics.kernels import GAIN_EXP, err_probability
 
 TOL = 1e-12  # fast vs reference, and hand-worked values involving logarithms
 
@@ -814,13 +816,11 @@ def test_trec_handles_labels_of_1024_and_more_like_the_reference():
 
 
 def test_err_probability_is_exact_for_integer_labels():
-    from rankkit.metrics import GAIN_EXP, _err_probability
-
     for g_max in (2.0, 4.0, 30.0, 1023.0, 1100.0):
         for label in (0.0, 1.0, 2.0, 17.0, 52.0):
             if label <= g_max:
                 expected = ref.err_probability(label, ref.CONVENTIONS["exp"], g_max)
-                assert _err_probability(label, 2.0**label - 1.0, GAIN_EXP, g_max) == expected
+                assert err_probability(label, 2.0**label - 1.0, GAIN_EXP, g_max) == expected
 
 
 @pytest.mark.parametrize(
@@ -828,8 +828,6 @@ def test_err_probability_is_exact_for_integer_labels():
     [([1024.0, 0.0], [0, 2], 1024.0), ([0.0, 1023.0, 1.0, 2.0], [0, 4], 1023.0), ([1.0, 0.0, 3000.0], [0, 1, 3], 3000.0)],
 )
 def test_exp_gains_that_overflow_are_refused(labels, qptr, bad):
-    from rankkit.metrics import GainOverflow
-
     labels, qptr = np.array(labels), np.array(qptr)
     with pytest.raises(GainOverflow) as info:
         per_query_table(["ndcg@10", "map"], labels, np.arange(labels.shape[0], dtype=float), qptr, "exp")

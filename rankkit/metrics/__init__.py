@@ -68,11 +68,14 @@ empty-query rules, g_max for ERR, and the map@k denominator:
 - exp is the RankLib / LightGBM / XGBoost style. Its default empty rule is LightGBM's (and
   XGBoost's without the "-" suffix): NDCG and MAP of a query without positive label are 1.
 
-A `Convention` and a metric are integer codes: one jitted kernel loops over the queries, sorts
-each once and computes every requested metric, dispatching on those codes (never on Python
-functions, which would make the kernel uncacheable). A new convention is a new `Convention`
-entry (plus a new mode code if no existing one fits); a new metric is a code, a `METRICS` entry
-and a branch in `_metrics_kernel`.
+Here names are parsed and inputs checked; the numbers are computed in `rankkit.metrics.kernels`.
+A `Convention` and a metric become integer codes there: one jitted loop ranks each query once
+and calls a small function per requested metric (`kernels.ndcg`, `kernels.average_precision`,
+...), dispatching on those codes (never on Python functions, which would make the kernels
+uncacheable). The queries are split into contiguous ranges over `rankkit.threads` (--threads);
+each query is computed on its own, so the results are the same for any number of threads. A new
+convention is a new `Convention` entry (plus a new mode code if no existing one fits); a new
+metric is a code, a helper and a branch in `kernels.metrics_range`, and a `METRICS` entry.
 """
 
 from __future__ import annotations
@@ -84,55 +87,39 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from rankkit import threads
 from rankkit.errors import UsageError
-from rankkit.compiler.dispatch import njit
-from rankkit.sorting import stable_order
-
-# -- integer codes the kernel dispatches on ------------------------------------------------------
-# How a label becomes a gain.
-GAIN_TABLE = 0  # gain_table[label] for an integer label in 0..len(table)-1; 0 for any other label
-GAIN_EXP = 1  # 2**label - 1
-GAIN_LINEAR = 2  # label itself
-GAIN_LINEAR_CLIP = 3  # max(label, 0) (trec_eval: negative judgments have no gain)
-
-# Discount of 1-based position p.
-DISCOUNT_LETOR4 = 0  # 1 if p <= 2 else log2(p) (the LETOR scripts)
-DISCOUNT_LOG2P1 = 1  # log2(p + 1) (trec_eval >= 9.0.4, RankLib, LightGBM, XGBoost)
-
-# NDCG@k of a query with fewer than k documents.
-SHORT_ZERO = 0  # 0
-SHORT_TRUNCATE = 1  # computed over the documents the query has
-
-# Empty queries (see the module docstring).
-EMPTY_ZERO = 0
-EMPTY_ONE = 1
-EMPTY_SKIP = 2
-
-# Which documents are relevant (P@k, AP, RR, AUC).
-RELEVANT_GAIN = 0  # gain > 0
-RELEVANT_LABEL = 1  # label >= relevance_threshold
-
-# Denominator of AP@k (map@k); map without k always divides by R.
-MAPCUT_MIN_RK = 0  # min(R, k)
-MAPCUT_R = 1  # R, the number of relevant documents (trec_eval's map_cut)
-
-# Metric codes.
-M_NDCG = 0
-M_DCG = 1
-M_PRECISION = 2
-M_AP = 3
-M_RR = 4
-M_ERR = 5
-M_AUC = 6
-M_PAIRWISE = 7
-M_TAU = 8
-
-# P@k of a query with fewer than k documents.
-PRECISION_HOLES = 0  # missing positions count as non-relevant: hits / k (LETOR 4.0, trec_eval)
-PRECISION_SHORT_ZERO = 1  # 0 (LETOR 3.0 script)
-
-_K_ALL = 2**62  # the cutoff the kernel sees for a metric without k: the whole ranking
-
+from rankkit.metrics.kernels import (
+    DISCOUNT_LETOR4,
+    DISCOUNT_LOG2P1,
+    EMPTY_ONE,
+    EMPTY_SKIP,
+    EMPTY_ZERO,
+    GAIN_EXP,
+    GAIN_LINEAR,
+    GAIN_LINEAR_CLIP,
+    GAIN_TABLE,
+    K_ALL,
+    M_AP,
+    M_AUC,
+    M_DCG,
+    M_ERR,
+    M_NDCG,
+    M_PAIRWISE,
+    M_PRECISION,
+    M_RR,
+    M_TAU,
+    MAPCUT_MIN_RK,
+    MAPCUT_R,
+    PRECISION_HOLES,
+    PRECISION_SHORT_ZERO,
+    RELEVANT_GAIN,
+    RELEVANT_LABEL,
+    SHORT_TRUNCATE,
+    SHORT_ZERO,
+    STATUS_OK,
+    metrics_range,
+)
 
 @dataclass(frozen=True)
 class Convention:
@@ -406,333 +393,6 @@ def _empty_code(empty_query, conv: Convention) -> int:
     raise UsageError(f"unknown empty-query rule {empty_query!r} (known: {', '.join(EMPTY_QUERY_CHOICES)})")
 
 
-# -- kernels ------------------------------------------------------------------------------------------
-@njit
-def _gain(label, gain_mode, gain_table):
-    if gain_mode == GAIN_TABLE:
-        if label >= 0.0 and label < gain_table.shape[0]:
-            i = int(label)
-            if i == label:
-                return gain_table[i]
-        return 0.0
-    if gain_mode == GAIN_EXP:
-        return 2.0**label - 1.0
-    if gain_mode == GAIN_LINEAR_CLIP:
-        return max(label, 0.0)
-    return label
-
-
-@njit
-def _err_probability(label, gain, gain_mode, g_max):
-    """ERR's R = (2^g - 1) / 2^g_max, g the label clipped at 0; a gain table gives 2^g - 1
-    directly. Computed as 2^(g - g_max) - 2^-g_max, which never overflows (labels of 1024 and
-    more under trec) and equals the quotient exactly for integer labels."""
-    if gain_mode == GAIN_TABLE:
-        return max(gain, 0.0) * 2.0 ** (-g_max)
-    return 2.0 ** (max(label, 0.0) - g_max) - 2.0 ** (-g_max)
-
-
-@njit
-def _discount(p, discount_mode):
-    """Discount of 1-based position p."""
-    if discount_mode == DISCOUNT_LETOR4:
-        if p <= 2:
-            return 1.0
-        return np.log2(float(p))
-    return np.log2(p + 1.0)
-
-
-@njit
-def _count_inversions(a, tmp, n):
-    """Sort a[:n] ascending (stable bottom-up merge sort, tmp[:n] as scratch) and return the number
-    of pairs i < j with a[i] > a[j] strictly (equal values are not inversions). int64, O(n log n)."""
-    inv = np.int64(0)
-    width = 1
-    in_a = True  # which buffer holds the current runs
-    while width < n:
-        src = a if in_a else tmp
-        dst = tmp if in_a else a
-        lo = 0
-        while lo < n:
-            mid = min(lo + width, n)
-            hi = min(lo + 2 * width, n)
-            i = lo
-            j = mid
-            o = lo
-            while i < mid and j < hi:
-                if src[j] < src[i]:  # a strictly smaller right element passes mid - i left elements
-                    dst[o] = src[j]
-                    inv += mid - i
-                    j += 1
-                else:
-                    dst[o] = src[i]
-                    i += 1
-                o += 1
-            while i < mid:
-                dst[o] = src[i]
-                i += 1
-                o += 1
-            while j < hi:
-                dst[o] = src[j]
-                j += 1
-                o += 1
-            lo = hi
-        in_a = not in_a
-        width *= 2
-    if not in_a:
-        for i in range(n):  # a loop: numba's slice assignment compiles its broadcasting checks (~2 s)
-            a[i] = tmp[i]
-    return inv
-
-
-@njit
-def _metrics_kernel(
-    codes,  # int64[M] metric codes
-    ks,  # int64[M] cutoffs (_K_ALL for metrics without k)
-    labels,  # float64[n]
-    scores,  # float64[n], no NaN
-    qptr,  # int64[Q + 1], strictly increasing from 0 to n
-    has_judged,  # bool: ideal DCG, R and ERR emptiness from (jptr, jlabels) instead of the query's labels
-    jptr,  # int64[Q + 1], non-decreasing from 0 to m (a dummy [0] when not has_judged)
-    jlabels,  # float64[m]
-    gain_mode,
-    gain_table,  # float64[T]
-    discount_mode,
-    short_query,
-    empty_query,
-    relevance_mode,
-    relevance_threshold,
-    map_cut,
-    short_precision,
-    err_max_grade,  # g_max of ERR
-    out,  # float64[M, Q]
-):
-    """Rank each query once (stable sort on -score) and write every requested metric; 0 or status."""
-    nq = qptr.shape[0] - 1
-    nm = codes.shape[0]
-    need_ideal = False
-    need_pairs = False
-    need_tau = False
-    for m in range(nm):
-        c = codes[m]
-        if c == M_NDCG or c == M_DCG:
-            need_ideal = True
-        elif c == M_AUC:
-            need_pairs = True
-        elif c == M_PAIRWISE or c == M_TAU:
-            need_pairs = True
-            need_tau = True
-        elif c != M_PRECISION and c != M_AP and c != M_RR and c != M_ERR:
-            return 1
-    if empty_query == EMPTY_SKIP:
-        empty_value = np.nan
-    elif empty_query == EMPTY_ONE:
-        empty_value = 1.0
-    else:
-        empty_value = 0.0
-    skip = empty_query == EMPTY_SKIP
-    maxlen = 0
-    for q in range(nq):
-        maxlen = max(maxlen, qptr[q + 1] - qptr[q])
-        if has_judged:
-            maxlen = max(maxlen, jptr[q + 1] - jptr[q])
-    neg = np.empty(maxlen, dtype=np.float64)
-    gains = np.empty(maxlen, dtype=np.float64)  # in ranked order
-    errp = np.empty(maxlen, dtype=np.float64)  # ERR probability R_p in ranked order
-    ideal = np.empty(maxlen, dtype=np.float64)  # ascending; ideal[m - 1 - p] is the p-th best gain
-    rel = np.empty(maxlen, dtype=np.bool_)  # in ranked order
-    lab2 = np.empty(maxlen, dtype=np.float64)  # scratch for (label, score) order
-    sc2 = np.empty(maxlen, dtype=np.float64)
-    seq = np.empty(maxlen, dtype=np.float64)
-    tmp = np.empty(maxlen, dtype=np.float64)
-    order = np.empty(maxlen, dtype=np.int64)  # the ranking: positions of the query's rows
-    o2 = np.empty(maxlen, dtype=np.int64)
-    sort_tmp = np.empty(maxlen, dtype=np.int64)
-    for q in range(nq):
-        b = qptr[q]
-        n = qptr[q + 1] - b
-        for i in range(n):
-            neg[i] = -scores[b + i]
-        stable_order(neg, np.int64(0), n, order, sort_tmp)  # stable: ties keep (possibly permuted) row order
-        nrel_ranked = 0
-        for p in range(n):
-            lab = labels[b + order[p]]
-            g = _gain(lab, gain_mode, gain_table)
-            gains[p] = g
-            errp[p] = _err_probability(lab, g, gain_mode, err_max_grade)
-            if relevance_mode == RELEVANT_GAIN:
-                r = g > 0.0
-            else:
-                r = lab >= relevance_threshold
-            rel[p] = r
-            if r:
-                nrel_ranked += 1
-        # R, ERR emptiness and the ideal ordering: from the judged labels or the query's own
-        if has_judged:
-            jb = jptr[q]
-            mq = jptr[q + 1] - jb
-            nrel = 0
-            any_err = False
-            for i in range(mq):
-                lab = jlabels[jb + i]
-                g = _gain(lab, gain_mode, gain_table)
-                ideal[i] = g
-                if relevance_mode == RELEVANT_GAIN:
-                    r = g > 0.0
-                else:
-                    r = lab >= relevance_threshold
-                if r:
-                    nrel += 1
-                if _err_probability(lab, g, gain_mode, err_max_grade) > 0.0:
-                    any_err = True
-        else:
-            mq = n
-            nrel = nrel_ranked
-            any_err = False
-            for p in range(n):
-                ideal[p] = gains[p]
-                if errp[p] > 0.0:
-                    any_err = True
-        if need_ideal:  # ascending
-            stable_order(ideal, np.int64(0), mq, o2, sort_tmp)
-            for i in range(mq):
-                tmp[i] = ideal[o2[i]]
-            for i in range(mq):
-                ideal[i] = tmp[i]
-        # pair statistics (score ties count 1/2): AUC from the score groups of the ranking; the
-        # tau-b counts from one sort by (label, score) and a merge-sort count of discordant pairs
-        auc2 = np.int64(0)  # twice the number of correctly ordered (relevant, non-relevant) pairs
-        n1 = np.int64(0)  # pairs tied in score
-        n2 = np.int64(0)  # pairs tied in label
-        n3 = np.int64(0)  # pairs tied in both
-        disc = np.int64(0)  # pairs ordered oppositely by score and label (both strict)
-        npos = np.int64(nrel_ranked)
-        nneg = np.int64(n - nrel_ranked)
-        if need_pairs:
-            neg_seen = np.int64(0)
-            s = 0
-            while s < n:
-                e = s + 1
-                sv = scores[b + order[s]]
-                while e < n and scores[b + order[e]] == sv:
-                    e += 1
-                pos_g = np.int64(0)
-                for p in range(s, e):
-                    if rel[p]:
-                        pos_g += 1
-                neg_g = np.int64(e - s) - pos_g
-                auc2 += 2 * pos_g * (nneg - neg_seen - neg_g) + pos_g * neg_g
-                neg_seen += neg_g
-                size = np.int64(e - s)
-                n1 += size * (size - 1) // 2
-                s = e
-        if need_tau:
-            for i in range(n):  # the ranking reversed: scores non-decreasing
-                lab2[i] = labels[b + order[n - 1 - i]]
-                sc2[i] = scores[b + order[n - 1 - i]]
-            stable_order(lab2, np.int64(0), n, o2, sort_tmp)  # stable: scores stay non-decreasing per label
-            for i in range(n):
-                seq[i] = sc2[o2[i]]
-            s = 0
-            while s < n:
-                e = s + 1
-                lv = lab2[o2[s]]
-                while e < n and lab2[o2[e]] == lv:
-                    e += 1
-                size = np.int64(e - s)
-                n2 += size * (size - 1) // 2
-                t = s
-                while t < e:  # within a label group, equal scores are contiguous
-                    u = t + 1
-                    while u < e and seq[u] == seq[t]:
-                        u += 1
-                    size = np.int64(u - t)
-                    n3 += size * (size - 1) // 2
-                    t = u
-                s = e
-            disc = _count_inversions(seq, tmp, n)
-        n0 = np.int64(n) * np.int64(n - 1) // 2
-        for m in range(nm):
-            code = codes[m]
-            k = ks[m]
-            kk = min(k, n)
-            v = 0.0
-            if code == M_NDCG or code == M_DCG:
-                idcg = 0.0
-                for p in range(min(k, mq)):
-                    idcg += ideal[mq - 1 - p] / _discount(p + 1, discount_mode)
-                dcg = 0.0
-                for p in range(kk):
-                    dcg += gains[p] / _discount(p + 1, discount_mode)
-                if code == M_DCG:
-                    v = np.nan if (skip and idcg <= 0.0) else dcg
-                elif idcg <= 0.0:
-                    v = empty_value
-                elif n < k and k != _K_ALL and short_query == SHORT_ZERO:
-                    v = 0.0
-                else:
-                    v = dcg / idcg
-            elif code == M_PRECISION:
-                if skip and nrel == 0:
-                    v = np.nan
-                elif n < k and short_precision == PRECISION_SHORT_ZERO:
-                    v = 0.0
-                else:
-                    hits = 0
-                    for p in range(kk):
-                        if rel[p]:
-                            hits += 1
-                    v = hits / k
-            elif code == M_AP:
-                if nrel == 0:
-                    v = empty_value
-                else:
-                    hits = 0
-                    total = 0.0
-                    for p in range(kk):
-                        if rel[p]:
-                            hits += 1
-                            total += hits / (p + 1.0)
-                    v = total / (nrel if map_cut == MAPCUT_R else min(nrel, k))
-            elif code == M_RR:
-                if skip and nrel == 0:
-                    v = np.nan
-                else:
-                    for p in range(kk):
-                        if rel[p]:
-                            v = 1.0 / (p + 1.0)
-                            break
-            elif code == M_ERR:
-                if skip and not any_err:
-                    v = np.nan
-                else:
-                    stay = 1.0  # probability that the user reaches position p
-                    for p in range(kk):
-                        v += stay * errp[p] / (p + 1.0)
-                        stay *= 1.0 - errp[p]
-            elif code == M_AUC:
-                if npos == 0 or nneg == 0:
-                    v = empty_value
-                else:
-                    v = auc2 / (2.0 * float(npos) * float(nneg))
-            elif code == M_PAIRWISE:
-                npairs = n0 - n2  # pairs with different labels
-                if npairs == 0:
-                    v = empty_value
-                else:
-                    tied = n1 - n3  # different labels, equal scores
-                    conc = npairs - disc - tied
-                    v = (2 * conc + tied) / (2.0 * float(npairs))
-            else:  # M_TAU
-                if n0 - n1 == 0 or n0 - n2 == 0:
-                    v = empty_value
-                else:
-                    conc = n0 - n2 - disc - (n1 - n3)
-                    v = float(conc - disc) / np.sqrt(float(n0 - n1) * float(n0 - n2))
-            out[m, q] = v
-    return 0
-
-
 # Metrics that are undefined (not "zero") on a query without a pair to order: such a query is left
 # out of their mean unless --empty-query is given explicitly. The LETOR/TREC "score 0 and average
 # in" rules are about NDCG/MAP/P, which those scripts compute; these metrics are not among them.
@@ -742,19 +402,14 @@ SKIP_WHEN_UNDEFINED = ("auc", "pairwise-accuracy", "kendall-tau")
 def _run(
     parsed: list[tuple[str, int | None]], labels, scores, qptr, convention, tiebreak, judged, empty_query
 ) -> np.ndarray:
-    split = [i for i, (base, _) in enumerate(parsed) if base in SKIP_WHEN_UNDEFINED]
-    if empty_query is None and split and len(split) < len(parsed):
-        rest = [i for i in range(len(parsed)) if i not in split]
-        a = _run([parsed[i] for i in rest], labels, scores, qptr, convention, tiebreak, judged, None)
-        b = _run([parsed[i] for i in split], labels, scores, qptr, convention, tiebreak, judged, "skip")
-        out = np.empty((len(parsed), a.shape[1]), dtype=np.float64)
-        out[rest] = a
-        out[split] = b
-        return out
-    if empty_query is None and split:
-        empty_query = "skip"
     conv = _convention(convention)
     empty = _empty_code(empty_query, conv)
+    # each metric's empty-query rule: the one given, else the convention's, except for the metrics
+    # undefined on an empty query, which skip it
+    empties = np.array(
+        [EMPTY_SKIP if empty_query is None and base in SKIP_WHEN_UNDEFINED else empty for base, _ in parsed],
+        dtype=np.int64,
+    )
     labels, scores, qptr = _check_inputs(labels, scores, qptr)
     nq = qptr.shape[0] - 1
     if tiebreak is not None:
@@ -775,9 +430,14 @@ def _run(
     else:
         g_max = max(2.0, float(labels.max(initial=2.0)), float(jlabels.max(initial=2.0)))
     codes = np.array([METRICS[base].code for base, _ in parsed], dtype=np.int64)
-    ks = np.array([_K_ALL if k is None else k for _, k in parsed], dtype=np.int64)
+    ks = np.array([K_ALL if k is None else k for _, k in parsed], dtype=np.int64)
     out = np.empty((len(parsed), nq), dtype=np.float64)
-    status = _metrics_kernel(
+    # the queries in contiguous ranges (balanced by rows) over the threads; each query is written
+    # on its own, so the numbers do not depend on the split
+    parts = threads.split(qptr, nq, int(qptr[-1]))
+    statuses = threads.run(
+        metrics_range,
+        parts,
         codes,
         ks,
         labels,
@@ -790,7 +450,7 @@ def _run(
         conv.table(),
         conv.discount_mode,
         conv.short_query,
-        empty,
+        empties,
         conv.relevance_mode,
         float(conv.relevance_threshold),
         conv.map_cut,
@@ -798,8 +458,9 @@ def _run(
         g_max,
         out,
     )
-    if status != 0:
-        raise RuntimeError(f"metrics kernel failed with status {status}")  # a bug: codes come from METRICS
+    for status in statuses:
+        if status != STATUS_OK:
+            raise RuntimeError(f"metrics kernel failed with status {status}")  # a bug: codes come from METRICS
     return out
 
 
