@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-__version__ = "0.2.0"
+from rankkit.config import __version__
 
 _EXPORTS = {
     "RankSVM": "rankkit.estimators",

@@ -12,7 +12,7 @@ import sys
 
 import click
 
-from rankkit import __version__, threads
+from rankkit import threads
 
 threads.configure_runtime()  # idle OpenMP and OpenBLAS threads sleep: set before numpy or numba load
 from rankkit.config import (
@@ -20,13 +20,14 @@ from rankkit.config import (
     DEFAULT_CONVENTION,
     DEFAULT_PERMUTATIONS,
     EMPTY_QUERY_CHOICES,
+    MODEL_FORMATS,
     PREDICT_FORMATS,
     SIGNIFICANCE_TESTS,
+    __version__,
 )
 from rankkit.errors import EXIT_FAILURE, EXIT_USAGE, RankkitError
 from rankkit.solvers import DEFAULT_SOLVER, LOSSES, SOLVERS
 
-MODEL_FORMATS = ("rankkit", "svm_rank", "liblinear", "sofia-ml")  # rankkit.io.foreign_models.FORMATS (not imported: --help stays instant)
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 

@@ -5,35 +5,52 @@ Imported lazily by cli.py, so numpy and numba load only when a command runs.
 
 from __future__ import annotations
 
-import datetime as _dt
-import json
+import glob
+import multiprocessing
 import os
+import sys
+import threading
 import time
+from concurrent.futures import ProcessPoolExecutor, process
+from concurrent.futures.process import BrokenProcessPool
 from typing import Callable
 
 import numpy as np
 
-from rankkit import __version__, console
+from rankkit import console, threads, training
+from rankkit import metrics as M
+from rankkit.app.report import aligned, docids, format_label, print_evaluation, query_names, short_query_notes
+from rankkit.config import __version__
+from rankkit.distributed import commands as parts
+from rankkit.distributed.path import path_one
 from rankkit.errors import DataError, UsageError
-from rankkit.io.atomic import check_output
+from rankkit.evaluation import summarize
+from rankkit.io.atomic import atomic_open, check_output
+from rankkit.io.foreign_models import TOOL, ForeignModel, foreign_text, holds_format, linear_view, load_model
+from rankkit.io.groups import resolve
 from rankkit.io.model import Model, write_model
 from rankkit.io.output import read_scores, write_scores
+from rankkit.io.query_weights import read_query_weights, weights_for
 from rankkit.io.svmlight import FileDigest, display_name, read_svmlight
+from rankkit.io.trec import lexicographic_rank, read_qrels, read_trec_run, run_against_qrels, skipped_queries, utf8
+from rankkit.io.trec import write_trec_run
+from rankkit.metrics import parse_metric, per_query
+from rankkit.paths.grid import (fixed_c_folds, fixed_c_model_name, fold_dirs, validation_metric, write_exact_table,
+                                write_table)
+from rankkit.paths.select import chosen_model, path_on_datasets
+from rankkit.plot import check_plot_target, write_plot
 from rankkit.scoring import model_scores
 from rankkit.solvers import SOLVERS
 
 Log = Callable[[str], None] | None
 
-
+_docids, _aligned = docids, aligned  # the names some tests still import (now rankkit.app.report's)
 
 
 def train(train_file, model_file, solver, params, zero_based=False, group_queries=False, log: Log = None, warn=print,
           query_weights_file=None, auc=False, kernel=None, stochastic=None, progress=None, group_file="auto"):
-    """`rankkit train`: read the files, fit the estimator of the options (rankkit.estimators, the
-    code the Python API runs), write the model with the files' facts in its header."""
-    from rankkit.estimators import from_options
-    from rankkit.io.groups import resolve
-
+    """`rankkit train`: check the options and the output, read the files, fit (rankkit.training:
+the code the Python estimators run), write the model with the files' facts in its header."""
     t0 = time.perf_counter()
     stochastic = dict(stochastic or {})
     groups = resolve(train_file, group_file)  # LightGBM's FILE.query / XGBoost's FILE.group, or --group
@@ -43,15 +60,13 @@ def train(train_file, model_file, solver, params, zero_based=False, group_querie
     if stochastic.get("sampler") == "stream":
         return _train_stream(train_file, model_file, solver, params, stochastic, zero_based, group_queries, log,
                              query_weights_file, auc, kernel, t0, groups)
-    estimator = from_options(solver, params, stochastic, kernel, query_weights_file is not None)
+    plan = training.plan(solver, params, stochastic, kernel, query_weights_file is not None)  # before any reading
     name = display_name(train_file)
     # perf: read_svmlight streams a large file in blocks and hashes it as it goes (no whole buffer
     # kept), and gives the exact linear solvers uint16 column indices when the columns fit
-    from rankkit.solvers.options import resolve_solver
-
-    narrow = resolve_solver(solver, params.get("loss"))[0].narrow_indices and kernel is None
     checksum = FileDigest()
-    ds = read_svmlight(train_file, zero_based, group_queries, groups=groups, digest=checksum, narrow_indices=narrow)
+    ds = read_svmlight(train_file, zero_based, group_queries, groups=groups, digest=checksum,
+                       narrow_indices=plan.narrow_indices)
     if groups is not None and log:
         log(groups.describe(name))
     t_read = time.perf_counter() - t0
@@ -68,33 +83,22 @@ def train(train_file, model_file, solver, params, zero_based=False, group_querie
         valid = read_svmlight(stochastic["valid_file"], zero_based=zero_based, group_queries=group_queries, log=log)
     weights = None
     if query_weights_file is not None:
-        from rankkit.io.query_weights import read_query_weights, weights_for
-
         weights = weights_for(ds, read_query_weights(query_weights_file), query_weights_file)
     factors_file = stochastic.get("save_factors")
-
-    def facts():  # called once the fit is done
-        out = {}
-        if query_weights_file is not None:
-            out["query_weights_file"] = display_name(query_weights_file)
-        if groups is not None:
-            out["group_file"] = groups.source
-        out.update({"index_base": 0 if zero_based else 1, "group_queries": bool(group_queries), "auc": bool(auc),
-                    "train_file": name, "train_file_bytes": checksum.nbytes, "train_file_sha256": checksum.hexdigest(),
-                    "read_time_seconds": round(t_read, 6)})
-        if factors_file is not None:
-            out["factors_file"] = factors_file
-        return out
-
-    estimator._fit_dataset(ds, valid=valid, query_weights=weights, log=log, progress=progress, warn=warn, facts=facts)
-    result = estimator.fit_result_
-    if factors_file is not None and getattr(estimator, "factors_", None) is not None:
-        from rankkit.io.atomic import atomic_open
-
+    facts = {"query_weights_file": display_name(query_weights_file)} if query_weights_file is not None else {}
+    if groups is not None:
+        facts["group_file"] = groups.source
+    facts.update({"index_base": 0 if zero_based else 1, "group_queries": bool(group_queries), "auc": bool(auc),
+                  "train_file": name, "train_file_bytes": checksum.nbytes, "train_file_sha256": checksum.hexdigest()})
+    if factors_file is not None:
+        facts["factors_file"] = factors_file
+    model, result = training.fit_dataset(plan, ds, valid=valid, query_weights=weights, log=log, progress=progress,
+                                         warn=warn, facts=facts, run_facts={"read_time_seconds": round(t_read, 6)})
+    if factors_file is not None and result.factors is not None:
         with atomic_open(factors_file) as fh:  # V: one training document per line, K values
-            for row in estimator.factors_.tolist():
+            for row in result.factors.tolist():
                 fh.write(" ".join("%.17g" % v for v in row) + "\n")
-    write_model(model_file, estimator.model_)
+    write_model(model_file, model)
     if log:
         log(
             f"{'converged' if result.converged else 'NOT converged'} after {result.iterations} iterations: "
@@ -107,8 +111,6 @@ def train(train_file, model_file, solver, params, zero_based=False, group_querie
 def _train_stream(train_file, model_file, solver, params, stochastic, zero_based, group_queries, log,
                   query_weights_file, auc, kernel, t0, groups=None):
     """--sampler stream: two streaming passes over the file, never holding it (rankkit.solvers.stream)."""
-    from rankkit.solvers.stream import train_stream
-
     if solver is None:
         raise UsageError("--sampler is for the stochastic solvers: add --solver pegasos (or sgd, pa, ...)")
     spec = SOLVERS[solver]
@@ -122,47 +124,20 @@ def _train_stream(train_file, model_file, solver, params, stochastic, zero_based
         params = dict(params, loss=spec.losses[0])
     if params["loss"] not in spec.losses:
         raise UsageError(f"--solver {spec.name} does not offer --loss {params['loss']}")
-    from rankkit.solvers.options import solver_kwargs
-
-    model_solver = spec.load()(**solver_kwargs(spec, params, stochastic, query_weights_file is not None))
+    plan = training.plan(solver, params, stochastic, None, query_weights_file is not None)
     if groups is not None and log:
         log(groups.describe(display_name(train_file)))
-    w, facts = train_stream(train_file, model_solver, zero_based=zero_based, log=log, groups=groups)
-    header = {
-        "rankkit_version": __version__,
-        "created": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "solver": spec.name,
-        "loss": model_solver.loss,
-        **model_solver.hyperparameters(),
-        "index_base": 0 if zero_based else 1,
-        "n_features": facts["n_features"],
-        "train_file": display_name(train_file),
-        "train_file_sha256": facts["sha256"],
-        **({"group_file": groups.source} if groups is not None else {}),
-        "n_queries": facts["n_queries"],
-        "n_documents": facts["n_rows"],
-        "n_pairs": facts["n_pairs"],
-        "objective": float("nan"),
-        "stop_reason": f"ran {model_solver.iterations} stochastic steps in two streaming passes (a fixed budget: no "
-                       "convergence test); the exact objective needs another pass over the file, not computed",
-        "sampled_pair_hinge": facts["sampled_hinge"],
-        "iterations": model_solver.iterations,
-        "converged": False,
-        "train_time_seconds": round(facts["train_time"], 6),
-    }
-    write_model(model_file, Model(weights=w, header=header, feature_index=facts["feature_index"],
-                                  n_total=facts["n_features"] if facts["feature_index"] is not None else None))
+    model, result = training.fit_stream(plan, train_file, index_base=0 if zero_based else 1,
+                                        train_file=display_name(train_file), log=log, groups=groups)
+    write_model(model_file, model)
     if log:
-        log(f"ran {model_solver.iterations} steps in two streaming passes; wrote {model_file} in "
+        log(f"ran {result.iterations} steps in two streaming passes; wrote {model_file} in "
             f"{time.perf_counter() - t0:.3f}s total")
     return None
 
 
 def predict(data_file, model_file, out_file="-", fmt="scores", tag="rankkit", zero_based=None, group_queries=False,
             log: Log = None, model_format=None, group_file="auto"):
-    from rankkit.io.foreign_models import ForeignModel, load_model
-    from rankkit.io.groups import resolve
-
     if data_file == "-" and model_file == "-":
         raise UsageError("DATA and MODEL cannot both be '-' (standard input): give one of them as a file")
     groups = resolve(data_file, group_file)
@@ -186,11 +161,9 @@ def predict(data_file, model_file, out_file="-", fmt="scores", tag="rankkit", ze
             in_input_order[ds.order] = scores
         write_scores(out_file, in_input_order)
     elif fmt == "trec":
-        from rankkit.io.trec import write_trec_run
-
-        write_trec_run(out_file, _query_names(ds), _docids(ds), scores, ds.qptr, tag=tag)
+        write_trec_run(out_file, query_names(ds), docids(ds), scores, ds.qptr, tag=tag)
     else:
-        write_ranked(out_file, ds, scores, _docids(ds))
+        write_ranked(out_file, ds, scores, docids(ds))
     if not model.verified:  # said after the scores, so that an error stays the only line
         console.warn(f"{model_file} is a format-1 model (rankkit < 0.2) without a checksum: its structure was checked, "
                      "its numbers cannot be verified; train it again to upgrade")
@@ -205,32 +178,11 @@ def predict(data_file, model_file, out_file="-", fmt="scores", tag="rankkit", ze
     return scores
 
 
-def _docids(ds) -> list[str]:
-    """The `# docid = X` of each row, or its line number where the line had none. Bytes that are
-    not UTF-8 are kept as surrogate escapes, so that writers give back the bytes of the file."""
-    lines = ds.line.tolist()
-    if ds.docid_spans is None or ds.docid_buf is None:
-        return [str(line) for line in lines]
-    buf = ds.docid_buf
-    return [buf[s:e].decode("utf-8", "surrogateescape") if s >= 0 else str(line)
-            for (s, e), line in zip(ds.docid_spans.tolist(), lines)]
-
-
-def _query_names(ds) -> list[str]:
-    """The qid of each row as text (the TREC run's first column); 1 for a file without qids."""
-    return [str(q) for q in ds.qid.tolist()] if ds.has_qid else ["1"] * ds.n_rows
-
-
 def write_ranked(out_file, ds, scores, docids) -> None:
     """Each query's documents by score (ties: file order): qid, rank, docid, score, label. Bytes
     out: docids are written as they were read, whatever the locale's encoding."""
-    import sys
-
-    from rankkit.io.atomic import atomic_open
-    from rankkit.io.trec import utf8
-
     labelled = ds.labelled
-    qnames = _query_names(ds)
+    qnames = query_names(ds)
     if out_file == "-":
         sys.stdout.flush()
     with atomic_open(out_file, binary=True) as fh:
@@ -240,21 +192,10 @@ def write_ranked(out_file, ds, scores, docids) -> None:
             order = s + np.argsort(-scores[s:e], kind="stable")
             lines = []
             for rank, i in enumerate(order.tolist(), start=1):
-                label = "" if labelled is not None and not labelled[i] else _format_label(ds.y[i])
+                label = "" if labelled is not None and not labelled[i] else format_label(ds.y[i])
                 lines.append(b"%s\t%d\t%s\t%.17g\t%s\n" % (qnames[i].encode(), rank, utf8(docids[i]), scores[i],
                                                              label.encode()))
             fh.write(b"".join(lines))
-
-
-def _format_label(v: float) -> str:
-    return str(int(v)) if float(v).is_integer() else repr(float(v))
-
-
-def _tiebreak(docids: list[str]) -> np.ndarray:
-    """Rank of each docid in byte order (larger ranks first among equal scores: trec_eval)."""
-    from rankkit.io.trec import lexicographic_rank
-
-    return lexicographic_rank(docids)
 
 
 def evaluate(files, qrels=None, metrics=None, convention="letor4", empty_query=None, fmt="table", per_query=False,
@@ -262,9 +203,6 @@ def evaluate(files, qrels=None, metrics=None, convention="letor4", empty_query=N
              group_file="auto", log: Log = None):
     """`rankkit eval`: DATA SCORES [SCORES ...], or RUN [RUN ...] against qrels. `log` (-v) gets the
     files read, their queries and documents, and the time of each step; nothing else changes."""
-    from rankkit import metrics as M
-    from rankkit.evaluation import summarize
-
     t_start = time.perf_counter()
     clock = [t_start]
 
@@ -281,8 +219,6 @@ def evaluate(files, qrels=None, metrics=None, convention="letor4", empty_query=N
     if qrels is not None and group_file not in ("auto", None):
         raise UsageError("--group is for DATA SCORES; with --qrels the runs name their queries")
     if qrels is not None:
-        from rankkit.io.trec import read_qrels, read_trec_run, run_against_qrels, skipped_queries
-
         judgements = read_qrels(qrels)
         say(f"read qrels {display_name(qrels)}")
         skipped = []
@@ -296,7 +232,7 @@ def evaluate(files, qrels=None, metrics=None, convention="letor4", empty_query=N
                 table = M.per_query_table(names, labels, scores, qptr, convention,
                                           tiebreak=tiebreak, judged=judged, empty_query=empty_query)
             except M.GainOverflow as exc:  # the labels come from the qrels
-                raise DataError(display_name(qrels), f"label '{_format_label(exc.label)}' {exc.reason}") from None
+                raise DataError(display_name(qrels), f"label '{format_label(exc.label)}' {exc.reason}") from None
             systems.append((display_name(run_path), list(qids), table))
             say(f"evaluated {display_name(run_path)}: {len(qids)} judged queries, {labels.shape[0]} retrieved "
                 f"documents, {judged[1].shape[0]} judged documents, convention {convention}")
@@ -322,7 +258,7 @@ def evaluate(files, qrels=None, metrics=None, convention="letor4", empty_query=N
         if not ds.has_qid and ds.nnz == 0 and ds.docid_spans is None:  # one number per line
             raise DataError(display_name(data_file), "looks like a scores file (one number per line: no qid, no "
                             "features); DATA is the LETOR file: `rankkit eval DATA SCORES`", int(ds.line[0]))
-        tiebreak = _tiebreak(_docids(ds)) if convention == "trec" else None
+        tiebreak = lexicographic_rank(docids(ds)) if convention == "trec" else None
         qids = [str(q) for q in ds.qid[ds.qptr[:-1]].tolist()] if ds.has_qid else ["1"]
         for path in score_files:
             scores = read_scores(path)
@@ -338,13 +274,13 @@ def evaluate(files, qrels=None, metrics=None, convention="letor4", empty_query=N
                 table = M.per_query_table(names, ds.y, scores, ds.qptr, convention,
                                           tiebreak=tiebreak, empty_query=empty_query)
             except M.GainOverflow as exc:
-                raise DataError(display_name(data_file), f"label '{_format_label(exc.label)}' {exc.reason}",
+                raise DataError(display_name(data_file), f"label '{format_label(exc.label)}' {exc.reason}",
                                 int(ds.line[exc.row])) from None
             systems.append((display_name(path), qids, table))
             say(f"evaluated {display_name(path)}: {len(names)} metrics over {ds.n_queries} queries, convention "
                 f"{convention}" + (" (score ties by docid, descending)" if tiebreak is not None else ""))
         described = f"{ds.n_queries} queries, {ds.n_rows} documents in {display_name(data_file)}"
-        described += _short_query_notes(names, convention, np.diff(ds.qptr))
+        described += short_query_notes(names, convention, np.diff(ds.qptr))
     means, pvalues = summarize(systems, names, test, permutations, seed)
     header = f"convention {convention}: {M.describe(convention)}"
     if len(systems) > 1:
@@ -352,95 +288,10 @@ def evaluate(files, qrels=None, metrics=None, convention="letor4", empty_query=N
         header += f"\nsignificance: paired {test} test ({what}) of each system against {systems[0][0]}"
     if len(systems) > 1:
         say(f"{test} tests of {len(systems) - 1} system(s) against {systems[0][0]}, {len(names)} metrics")
-    _print_evaluation(echo, fmt, names, systems, means, pvalues, per_query, header, described, convention)
+    print_evaluation(echo, fmt, names, systems, means, pvalues, per_query, header, described, convention)
     if log:
         log(f"eval done in {time.perf_counter() - t_start:.3f} s")
     return means[0] if len(means) == 1 else means
-
-
-def _short_query_notes(names, convention, lengths) -> str:
-    """Under the LETOR scripts' rules a query shorter than k scores 0 at k (NDCG@k; P@k too in
-    letor3): say how many queries that is, so that NDCG@10 0.16 beside NDCG@5 0.83 explains itself."""
-    if convention not in ("letor4", "letor3"):
-        return ""
-    from rankkit.metrics import parse_metric
-
-    notes = []
-    for name in names:
-        base, k = parse_metric(name)
-        if k is not None and (base == "ndcg" or (base == "p" and convention == "letor3")):
-            short = int(np.count_nonzero(lengths < k))
-            if short:
-                notes.append(f"\n{name}: {short} of {lengths.shape[0]} queries have fewer than {k} documents and score 0 "
-                             f"under the {convention} rule (--convention exp scores them over their own length)")
-    return "".join(notes)
-
-
-def _fmt(v, digits=6) -> str:
-    return "nan" if v is None or v != v else f"{v:.{digits}f}"
-
-
-def _json_number(v):
-    """JSON has no NaN: an undefined value (a skipped query, a test on too few queries) is null."""
-    return None if v is None or v != v else float(v)
-
-
-def _print_evaluation(echo, fmt, names, systems, means, pvalues, per_query, header, described, convention):
-    sys_names = [s[0] for s in systems]
-    if fmt == "json":
-        if len(systems) == 1 and not per_query:
-            echo(json.dumps({m: _json_number(v) for m, v in means[0].items()}, allow_nan=False))
-            return
-        out = {"convention": convention, "systems": []}  # a list: the same file may be given twice
-        for (name, qids, table), mean, p in zip(systems, means, pvalues):
-            entry = {"name": name, "mean": {m: _json_number(v) for m, v in mean.items()}}
-            if p is not None:
-                entry["p_value"] = {m: _json_number(v) for m, v in p.items()}
-            if per_query:
-                entry["per_query"] = {"qid": qids, **{m: [_json_number(v) for v in table[m]] for m in names}}
-            out["systems"].append(entry)
-        echo(json.dumps(out, allow_nan=False))
-        return
-    columns = []
-    for i, name in enumerate(sys_names):
-        columns.append(name)
-        if i > 0:
-            columns.append(f"p({name})")
-    rows = []  # (qid, metric, cells)
-    if per_query:
-        all_qids = list(dict.fromkeys(q for _, qids, _ in systems for q in qids))  # union, first-seen order
-        lookups = [{q: i for i, q in enumerate(qids)} for _, qids, _ in systems]
-        for q in all_qids:
-            for m in names:
-                cells = []
-                for i, (_, _, table) in enumerate(systems):
-                    j = lookups[i].get(q)
-                    cells.append(table[m][j] if j is not None else float("nan"))
-                    if i > 0:
-                        cells.append(None)
-                rows.append((q, m, cells))
-    for m in names:
-        cells = []
-        for i, mean in enumerate(means):
-            cells.append(mean[m])
-            if i > 0:
-                cells.append(pvalues[i][m])
-        rows.append(("all", m, cells))
-    if fmt == "tsv":  # plain TSV: a header row, no comments; summary rows have qid "all" (as trec_eval)
-        echo("\t".join(["qid", "metric", *columns]))
-        for q, m, cells in rows:
-            echo("\t".join([q, m, *("" if c is None else ("nan" if c != c else repr(float(c))) for c in cells)]))
-        return
-    for line in (header + "\n" + described).split("\n"):
-        echo(f"# {line}")
-    text = [["qid", "metric", *columns]] if per_query else [["metric", *columns]]
-    p_column = [False] + [c.startswith("p(") for c in columns[1:]]
-    for q, m, cells in rows:
-        shown = ["" if c is None else _fmt(c, 4 if p_column[i] else 6) for i, c in enumerate(cells)]
-        text.append([q, m, *shown] if per_query else [m, *shown])
-    widths = [max(len(r[c]) for r in text) for c in range(len(text[0]))]
-    for r in text:
-        echo("  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip())
 
 
 # -- path -----------------------------------------------------------------------------------------
@@ -449,9 +300,6 @@ def _path_one(train_file, valid_file, test_file, method, metric, select, n_point
     """One regularisation path (a fold); module level so that --jobs can run it in a worker process.
     method None chooses: exact for small problems, grid otherwise. group_file is TRAIN's; VALID and
     TEST use the group files next to them."""
-    from rankkit.paths.grid import validation_metric
-    from rankkit.paths.select import path_on_datasets
-
     exact = dict(exact or {})
     # the grid path's Newton fits take uint16 column indices (half their memory); the exact path
     # works on a scipy matrix, whose int32 indices would then be a second copy
@@ -464,8 +312,6 @@ def _path_one(train_file, valid_file, test_file, method, metric, select, n_point
     if test_file is not None:
         test_ds = read_svmlight(test_file, zero_based=zero_based, group_queries=group_queries, log=log)
         if method == "exact" and exact.get("kernel", "linear") != "linear":
-            from rankkit.metrics import per_query
-
             vals = per_query(metric, test_ds.y, raw.scores_at(1.0 / result.best.C, test_ds), test_ds.qptr)
             test_value = float(np.nanmean(vals))
         else:
@@ -478,18 +324,8 @@ def _path_one(train_file, valid_file, test_file, method, metric, select, n_point
     return result, test_value, facts
 
 
-def _aligned(rows: list[list[str]]) -> list[str]:
-    """Columns as wide as their widest cell, two spaces apart: the first left-aligned, the others
-    right-aligned, so that no count, however long, runs into its neighbour."""
-    widths = [max(len(r[c]) for r in rows) for c in range(len(rows[0]))]
-    return ["  ".join(cell.ljust(w) if c == 0 else cell.rjust(w) for c, (cell, w) in enumerate(zip(r, widths))).rstrip()
-            for r in rows]
-
-
-def _worker_init(threads: int) -> None:
-    from rankkit import threads as _threads
-
-    _threads.apply(max(1, threads))
+def _worker_init(n_threads: int) -> None:
+    threads.apply(max(1, n_threads))
 
 
 def _quiet_broken_pool_manager(pool) -> None:
@@ -498,9 +334,6 @@ def _quiet_broken_pool_manager(pool) -> None:
     while a submit adds one) after it has failed every future; the main thread then reports the
     broken pool in one line and stops the workers itself. That thread's traceback, printed by
     threading's excepthook, is dropped; any other thread's error is printed as before."""
-    import threading
-    from concurrent.futures import process
-
     manager = getattr(process, "_ExecutorManagerThread", None)
     previous = threading.excepthook
 
@@ -520,8 +353,6 @@ def _forget_pool_manager(thread) -> None:
         return
     thread.join(timeout=5)
     if not thread.is_alive():
-        from concurrent.futures import process
-
         getattr(process, "_threads_wakeups", {}).pop(thread, None)
 
 
@@ -530,17 +361,11 @@ def _run_folds_in_processes(args: list, jobs: int) -> list:
     OpenMP runtime is running is unsafe (and GNU OpenMP refuses it). jobs x threads never exceeds
     the threads this process may use, so workers do not wait on each other's cores. An error in a
     fold (bad input) reaches the CLI as itself; a signal stops the workers."""
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
-    from rankkit.threads import count, usable_cores  # perf: jobs x threads never above the usable cores
-
-    jobs = min(jobs, len(args), usable_cores())
-    threads = max(1, count() // jobs)
+    # perf: jobs x threads never above the usable cores
+    jobs = min(jobs, len(args), threads.usable_cores())
+    per_job = max(1, threads.count() // jobs)
     pool = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"),
-                               initializer=_worker_init, initargs=(threads,))
-    from concurrent.futures.process import BrokenProcessPool
-
+                               initializer=_worker_init, initargs=(per_job,))
     _quiet_broken_pool_manager(pool)
 
     try:
@@ -567,9 +392,6 @@ def _run_folds_in_processes(args: list, jobs: int) -> list:
 def _path_fixed_c(folds, Cs, out_dir, table, metric, zero_based, group_queries, log, echo, others, jobs=None):
     """`rankkit path --folds DIR -C c1 -C c2 ...`: every fold trained at every C in this process,
     models as `rankkit train -C` writes them, and a table of their test (and vali) metric."""
-    from rankkit.metrics import parse_metric
-    from rankkit.paths.grid import fixed_c_folds, fixed_c_model_name, fold_dirs, write_fixed_c_table
-
     if folds is None or any(v is not None for v in others):
         raise UsageError("-C values go with --folds DIR only (no TRAIN VALID, --out-model, --plot or --method)")
     parse_metric(metric)
@@ -586,8 +408,6 @@ def _path_fixed_c(folds, Cs, out_dir, table, metric, zero_based, group_queries, 
                                                         "query_norm": False}, zero_based, group_queries, log=log,
                      warn=console.warn)
 
-    from rankkit import threads
-
     # folds side by side on the threads the kernels would otherwise use (--threads, or the free
     # cores); one kernel thread each, so never more threads than cores
     jobs = min(jobs if jobs is not None else threads.count(), threads.usable_cores())
@@ -599,7 +419,7 @@ def _path_fixed_c(folds, Cs, out_dir, table, metric, zero_based, group_queries, 
         mine = [r for r in rows if r["C"] == float(C)]
         lines.append(["mean", f"{C:g}", f"{np.nanmean([r['vali'] for r in mine]):.4f}",
                       f"{np.nanmean([r['test'] for r in mine]):.4f}", ""])
-    for line in _aligned(lines):
+    for line in aligned(lines):
         echo(line)
     if table:
         write_fixed_c_table(table, rows, metric)
@@ -617,12 +437,6 @@ def path(train_file=None, valid_file=None, out_model=None, table=None, plot=None
             raise UsageError("--dask runs a single TRAIN VALID path, not -C values with --folds")
         return _path_fixed_c(folds, Cs, out_dir, table, metric, zero_based, group_queries, log, echo,
                              others=(train_file, valid_file, out_model, plot, method), jobs=jobs)
-    from rankkit.metrics import parse_metric
-    from rankkit.paths.grid import write_table
-    from rankkit.plot import write_plot
-
-    from rankkit.plot import check_plot_target
-
     parse_metric(metric)
     inputs = (train_file, valid_file)
     check_output(out_model, inputs, kind="model")
@@ -656,7 +470,7 @@ def path(train_file=None, valid_file=None, out_model=None, table=None, plot=None
             rows.append([d, f"{result.best.C:.4g}", f"{result.best.metric:.4f}", f"{test_value:.4f}"])
         mean = float(np.mean([t for _, t, _ in outs]))
         rows.append(["mean", "", "", f"{mean:.4f}"])
-        for line in _aligned(rows):
+        for line in aligned(rows):
             echo(line)
         for d, (_, _, facts) in zip(names, outs):
             for note in facts["notes"] or []:
@@ -666,8 +480,6 @@ def path(train_file=None, valid_file=None, out_model=None, table=None, plot=None
         raise UsageError("rankkit path needs TRAIN and VALID (or --folds DIR)")
     t0 = time.perf_counter()
     if dask is not None:  # TRAIN: parts (a quoted glob) on a Dask cluster
-        from rankkit.distributed.path import path_one
-
         result, _, facts = path_one(train_file, valid_file, method, metric, select, n_points, ratio, zero_based,
                                     group_queries, log, exact, group_file, dask)
     else:
@@ -687,22 +499,18 @@ def path(train_file=None, valid_file=None, out_model=None, table=None, plot=None
     for p in shown:
         rows.append([f"{p.C:.4g}", str(p.iterations), str(p.n_active), f"{p.metric:.4f}",
                      "<- chosen" if p is result.best else ""])
-    for line in _aligned(rows):
+    for line in aligned(rows):
         echo(line)
     if result.chosen == len(result.points) - 1:
         console.warn(f"the chosen C ({result.best.C:.3g}) is the largest of the grid: a larger --ratio may find a better one")
     if table:
         if method == "exact":
-            from rankkit.paths.grid import write_exact_table
-
             write_exact_table(table, facts["raw"])
         else:
             write_table(table, result)
     if plot:
         write_plot(plot, result)
     if out_model:
-        from rankkit.paths.select import chosen_model
-
         facts_shown = {k: v for k, v in facts.items() if k not in ("raw", "notes", "train_csr", "train_file")}
         header_facts = {"index_base": 0 if zero_based else 1, "train_file": facts["train_file"], **facts_shown,
                         "valid_file": display_name(valid_file)}
@@ -714,35 +522,15 @@ def path(train_file=None, valid_file=None, out_model=None, table=None, plot=None
 # -- several parts, and Dask clusters: rankkit.distributed -----------------------------------------
 def is_pattern(path: str) -> bool:
     """A glob that names no file itself: PARTS to expand (rankkit.distributed)."""
-    import glob
-
     return path != "-" and glob.has_magic(path) and not os.path.exists(path)
 
 
-def train_parts(*args, **kwargs):
-    from rankkit.distributed.commands import train_parts
-
-    return train_parts(*args, **kwargs)
-
-
-def predict_parts(*args, **kwargs):
-    from rankkit.distributed.commands import predict_parts
-
-    return predict_parts(*args, **kwargs)
-
-
-def eval_parts(*args, **kwargs):
-    from rankkit.distributed.commands import eval_parts
-
-    return eval_parts(*args, **kwargs)
+train_parts, predict_parts, eval_parts = parts.train_parts, parts.predict_parts, parts.eval_parts
 
 
 def convert(in_file, out_file, to, model_format=None, log: Log = None) -> None:
     """Write the model IN_FILE (rankkit or foreign, detected or `model_format`) as a `to` model file
     whose own predict program gives the same scores. Linear models only, into a foreign format."""
-    from rankkit.io.atomic import atomic_open
-    from rankkit.io.foreign_models import TOOL, ForeignModel, foreign_text, holds_format, linear_view, load_model
-
     if to == "rankkit":
         check_output(out_file, (in_file,), kind="model")
     else:
@@ -778,8 +566,6 @@ def convert(in_file, out_file, to, model_format=None, log: Log = None) -> None:
         n_docs = int(n_docs) if str(n_docs).isascii() and str(n_docs).isdigit() else 0  # svm_rank's header line 9
         text = foreign_text(w, constant, to, n_documents=n_docs)
         if out_file == "-":
-            import sys
-
             sys.stdout.flush()
         with atomic_open(out_file, binary=True) as fh:
             fh.write(text.encode("ascii"))

@@ -1,8 +1,13 @@
 """Names and defaults the CLI needs before anything heavy is imported (no numpy, no numba here).
 
+It imports nothing, so any module may take the version from here (never from the package
+`rankkit`, whose __init__ imports the public names lazily from the modules that would import it).
+
 The registries themselves live with their code (rankkit.metrics.CONVENTIONS, rankkit.stats.TESTS);
 their tests check that these names match them.
 """
+
+__version__ = "0.2.0"  # pyproject.toml reads it from here
 
 CONVENTION_NAMES = ("letor4", "letor3", "mslr", "trec", "exp")
 DEFAULT_CONVENTION = "letor4"
@@ -10,3 +15,5 @@ EMPTY_QUERY_CHOICES = ("0", "1", "skip")
 SIGNIFICANCE_TESTS = ("randomization", "t")
 DEFAULT_PERMUTATIONS = 10_000
 PREDICT_FORMATS = ("scores", "trec", "ranked")
+# model file formats: rankkit.io.foreign_models.FORMATS is this tuple (the CLI's --to / --model-format choices)
+MODEL_FORMATS = ("rankkit", "svm_rank", "liblinear", "sofia-ml")

@@ -14,23 +14,40 @@ Queries: ``fit(X, y, qid=...)`` with a query id per row (XGBoost's convention) o
 ``fit(X, y, group=...)`` with the number of documents of each query (LightGBM's); the rows of a
 query are contiguous, as in a LETOR file.
 
-The command line builds one of these estimators from its options and calls the same fitting code
-(`Ranker._fit_dataset`), so a model trained in Python and one trained by ``rankkit train`` with the
-same data and options have the same weights, and either predicts the same scores, bit for bit.
+``fit`` checks its arrays and parameters and runs rankkit.training.fit_dataset, the code ``rankkit
+train`` runs after reading its files, so a model trained in Python and one trained by ``rankkit
+train`` with the same data and options have the same weights and the same header (the command line
+adds the facts of its files), and either predicts the same scores, bit for bit.
 """
 
 from __future__ import annotations
 
 import copy
 import inspect
+import math
 import os
-import time
 import warnings
 from typing import Any, Callable
 
 import numpy as np
+import scipy.sparse as sp
 
-from rankkit.errors import UsageError
+from rankkit import console, threads, training
+from rankkit.datasets import as_dataset, per_query_weights
+from rankkit.distributed.parts import concatenate, expand_parts
+from rankkit.distributed import fit_newton  # dask itself is imported only when it runs
+from rankkit.errors import DataError, UsageError
+from rankkit.evaluation import evaluate
+from rankkit.io.atomic import check_output
+from rankkit.io.foreign_models import ForeignModel
+from rankkit.io.foreign_models import load_model as _read_model
+from rankkit.io.model import Model, write_model
+from rankkit.io.query_weights import read_query_weights, weights_for
+from rankkit.io.svmlight import read_svmlight
+from rankkit.scoring import model_scores
+from rankkit.solvers import SOLVERS
+from rankkit.solvers.base import DEFAULT_C
+from rankkit.solvers.options import check_dask
 
 __all__ = ["Ranker", "RankSVM", "SGDRanker", "FactorizedRankSVM", "load_model", "ConvergenceWarning"]
 
@@ -41,17 +58,15 @@ class ConvergenceWarning(UserWarning):
     """A solver stopped before its stopping rule was met (``max_iter``, or the line search)."""
 
 
-class _Threads:
+class Threads:
     """Run with `n` kernel threads (None: leave the setting alone), restoring the previous count
-    (rankkit.threads: the count the kernels split their work by)."""
+    (rankkit.threads: the count the kernels split their work by). The estimators' ``threads``."""
 
     def __init__(self, n: int | None):
         self.n, self.before = n, None
 
     def __enter__(self):
         if self.n is not None:
-            from rankkit import threads
-
             if isinstance(self.n, bool) or not isinstance(self.n, (int, np.integer)) or int(self.n) < 1:
                 raise UsageError(f"threads must be an integer >= 1, not {self.n!r}")
             self.before = (threads.explicit(),)
@@ -60,16 +75,13 @@ class _Threads:
 
     def __exit__(self, *exc):
         if self.before is not None:
-            from rankkit import threads
-
             threads.apply(self.before[0])  # the count asked for before, or the default again
         return False
 
 
-def _stderr_log(message: str) -> None:
-    from rankkit.console import say
-
-    say(message)
+def verbose_log(verbose: bool):
+    """The log of an estimator's ``verbose``: lines on standard error, or None."""
+    return console.say if verbose else None
 
 
 class _Requests(dict):
@@ -224,21 +236,15 @@ class Ranker:
         -------
         ndarray of float64, shape (n_samples,)
         """
-        from rankkit.datasets import as_dataset
-        from rankkit.errors import DataError
-        from rankkit.scoring import model_scores
-
         self._check_fitted()
         if getattr(X, "shape", (1,))[0] == 0:
             return np.zeros(0)
-        import scipy.sparse as sp
-
         if not sp.issparse(X) and np.ndim(X) == 2 and np.shape(X)[1] != self.n_features_in_:
             raise UsageError(f"X has {np.shape(X)[1]} features, but this {type(self).__name__} was fitted on "
                              f"{self.n_features_in_} (a sparse X may have fewer or more columns: the missing ones "
                              "are zeros, the extra ones are ignored, as rankkit predict does)")
         ds = as_dataset(X, name="X")
-        with _Threads(getattr(self, "threads", None)):
+        with Threads(getattr(self, "threads", None)):
             scores = model_scores(self.model_, ds)[0]
         bad = np.flatnonzero(~np.isfinite(scores))
         if bad.size:
@@ -261,14 +267,15 @@ class Ranker:
                              "is computed per query. Under scikit-learn's model selection, call "
                              "sklearn.set_config(enable_metadata_routing=True) and "
                              "est.set_fit_request(qid=True).set_score_request(qid=True)")
-        from rankkit.evaluation import evaluate
-
         metric = self.scoring_metric
         return float(evaluate(y, self.predict(X), qid=qid, group=group, metrics=(metric,),
                               convention=self.scoring_convention)[metric])
 
     def save(self, path: str | os.PathLike, *, zero_based: bool | None = None) -> None:
         """Write the model file `rankkit train` writes (atomically, with its checksum).
+
+        As `rankkit train` does, it never replaces a file that is not a rankkit model (LETOR or
+        SVMlight data, a scores file, ...): that is a UsageError, and the file is left as it was.
 
         Parameters
         ----------
@@ -278,13 +285,11 @@ class Ranker:
             1-based LETOR file (as ``load_svmlight_file`` reads one). Default: the base the model
             was trained with (1 for a model fitted in Python).
         """
-        from rankkit.io.foreign_models import ForeignModel
-        from rankkit.io.model import write_model
-
         self._check_fitted()
         model = self.model_
         if isinstance(model, ForeignModel):
             raise UsageError(f"this is a {model.format} model: write it with `rankkit convert` or its own tool")
+        check_output(os.fspath(path), kind="model")
         header = dict(model.header)
         if zero_based is not None or "index_base" not in header:
             header["index_base"] = 0 if zero_based else 1
@@ -345,8 +350,6 @@ class _Trainable(Ranker):
         -------
         self
         """
-        from rankkit.datasets import as_dataset, per_query_weights
-
         if qid is None and group is None:
             raise UsageError(f"{type(self).__name__}.fit needs the queries: qid= (one id per row) or group= (rows per "
                              "query); for one query of all rows (AUC), pass group=[len(X)]")
@@ -364,128 +367,49 @@ class _Trainable(Ranker):
         elif eval_qid is not None or eval_group is not None:
             raise UsageError("eval_qid and eval_group go with eval_set")
         weights = None if query_weight is None else per_query_weights(ds, query_weight)
-        log = _stderr_log if getattr(self, "verbose", False) else None
-        with _Threads(self.threads):
-            return self._fit_dataset(ds, valid=valid, query_weights=weights, log=log)
+        with Threads(self.threads):
+            return self.fit_dataset(ds, valid=valid, query_weights=weights, log=verbose_log(self.verbose),
+                                    warn=_convergence_warning(5))
 
-    def _set_fitted(self, model, result, n_pairs: int, n_queries: int) -> None:
-        _set_fitted_state(self, model, result, n_pairs, n_queries)
+    def _plan(self, valid: bool, query_weights: bool) -> training.Plan:
+        """This estimator's solver and options, checked (messages worded for its style)."""
+        solver, params, stochastic = self._options()
+        return training.plan(solver, params, stochastic, self._kernel(), query_weights, valid, self._option_style)
 
-    def _fit_dataset(self, ds, *, valid=None, query_weights=None, log: Log | None = None, progress=None,
-                     warn: Callable[[str], None] | None = None,
-                     facts: Callable[[], dict] | None = None) -> "_Trainable":
-        """Fit on a rankkit Dataset: the code `rankkit train` runs after reading its files.
-        `facts()`, called after the fit, gives the command line's facts for the model header
-        (file names, checksum, index base)."""
-        from rankkit import __version__
-        from rankkit.io.model import Model
-        from rankkit.solvers.options import resolve_solver, solver_kwargs
-
+    def fit_dataset(self, ds, *, valid=None, query_weights=None, log: Log | None = None, progress=None,
+                    warn: Callable[[str], None] | None = None, facts: dict | None = None,
+                    run_facts: dict | None = None) -> "_Trainable":
+        """Fit on a rankkit Dataset: what ``fit`` runs after checking its arrays, and what `rankkit
+        train` runs after reading its files (rankkit.training.fit_dataset). `facts` and
+        `run_facts`: what the command line records in the model header of the files (names,
+        checksum, index base; the reading time). warn: the command line's warning; None warns
+        with a ConvergenceWarning worded for Python."""
         for stale in ("train_auc_", "factors_"):  # attributes only some fits set: never left from an earlier fit
             self.__dict__.pop(stale, None)
-        solver, params, stochastic = self._options()
-        style = self._option_style
-        if valid is not None:
-            stochastic = dict(stochastic, valid_file="eval_set")
-        spec, loss = resolve_solver(solver, params.get("loss"), style)
-        params = dict(params, loss=loss)
-        kwargs = solver_kwargs(spec, params, stochastic, query_weights is not None, style)
-        kernel = self._kernel()
-        if spec.stochastic and kwargs.get("sampler") == "stream":
-            raise UsageError("sampler 'stream' reads a file in two passes: it is for `rankkit train FILE`, "
-                             "not for data in memory")
-        ds.require_pairs()
-        if valid is not None:
-            kwargs["valid"] = valid
-        if query_weights is not None:
-            kwargs["query_weights"] = query_weights
-        t0 = time.perf_counter()
-        fit_ds, kmap, used = ds, None, None
-        if kernel is None:  # few of many feature indices used (a mistyped index): train on those columns only
-            fit_ds, used = ds.compact_columns()
-            if used is not None and kwargs.get("valid") is not None:
-                kwargs["valid"] = kwargs["valid"].take_columns(used)
-            if used is not None and log:
-                log(f"training on the {used.shape[0]} feature indices that occur (of {ds.n_features}); sparse model")
-        model_solver = spec.load()(**kwargs)
-        if kernel is not None:  # non-linear: the linear solver on the kernel map (Chapelle & Keerthi Sect. 6.3)
-            from rankkit.feature_maps import choose_landmarks, fit_map, make_kernel, mapped_dataset
-
-            t_map = time.perf_counter()
-            k = make_kernel(kernel["name"], ds.n_features, kernel.get("gamma"), kernel.get("degree", 3),
-                            kernel.get("coef0", 0.0))
-            X = ds.csr()
-            kmap = fit_map(X, k, choose_landmarks(ds.n_rows, kernel.get("landmarks"), kernel.get("seed", 0)))
-            fit_ds = mapped_dataset(ds, kmap.transform(X))
-            if log:
-                log(f"kernel map: {k.name}, {kmap.landmarks.shape[0]} landmarks, rank {kmap.projection.shape[1]} "
-                    f"in {time.perf_counter() - t_map:.3f}s")
-        if spec.stochastic or spec.factorized:
-            bar = progress(model_solver.iterations, spec.name) if progress else None
-            result = model_solver.fit(fit_ds, log=log, progress=bar)
-        else:
-            result = model_solver.fit(fit_ds, log=log)
-        if not result.converged and not result.fixed_budget:
-            if warn is not None:
-                warn(result.message)
-            else:  # worded for Python: the solvers name the command line's flags
-                from rankkit.solvers.options import CLI_NAMES, PYTHON_NAMES
-
-                message = result.message
-                for key, flag in sorted(CLI_NAMES.items(), key=lambda kv: -len(kv[1])):
-                    if flag.startswith("--"):
-                        message = message.replace(flag, PYTHON_NAMES[key])
-                warnings.warn(message, ConvergenceWarning, stacklevel=3)
-        header = {
-            "rankkit_version": __version__,
-            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "solver": spec.name,
-            "loss": getattr(model_solver, "loss", spec.losses[0]),
-        }
-        header.update(model_solver.hyperparameters())
-        if kmap is not None:
-            header.update(kmap.kernel.params())
-            header.update({"landmarks": int(kmap.landmarks.shape[0]), "landmark_seed": kernel.get("seed", 0),
-                           "map_rank": int(kmap.projection.shape[1])})
-        facts = facts() if facts is not None else {}
-        header.update(facts)
-        header.update({
-            "n_features": ds.n_features,
-            "n_queries": ds.n_queries,
-            "n_documents": ds.n_rows,
-            "n_pairs": ds.n_pairs,
-            "objective": float(result.objective),
-            "iterations": result.iterations,
-            "converged": bool(result.converged),
-            "stop_reason": result.message,
-            "violated_pairs": result.n_active,
-        })
-        header.update(result.extra)
-        if kmap is None and used is None:
-            model = Model(weights=result.w, header=header)
-        elif kmap is None:  # weights of the columns that occur; every other feature's weight is exactly 0
-            model = Model(weights=result.w, header=header, feature_index=used, n_total=ds.n_features)
-        else:  # score = w' Phi(x) = beta' k(x): store the landmarks and beta
-            model = Model(weights=kmap.projection @ result.w, header=header, landmarks=kmap.landmarks)
-        if ds.n_queries == 1:  # AUC optimisation: the training AUC
-            from rankkit.metrics import per_query
-            from rankkit.scoring import model_scores
-
-            scores = model_scores(Model(weights=result.w), fit_ds)[0]
-            header["train_auc"] = float(per_query("auc", (ds.y > ds.y.min()).astype(float), scores, ds.qptr, "exp")[0])
-            self.train_auc_ = header["train_auc"]
-            if log:
-                log(f"training AUC {header['train_auc']:.6f}")
-        if "read_time_seconds" in facts:
-            header["read_time_seconds"] = header.pop("read_time_seconds")
-        header["train_time_seconds"] = round(result.train_time if result.train_time else time.perf_counter() - t0, 6)
-        self._set_fitted(model, result, ds.n_pairs, ds.n_queries)
-        if getattr(model_solver, "factors", None) is not None:
-            self.factors_ = model_solver.factors
+        p = self._plan(valid is not None, query_weights is not None)
+        model, result = training.fit_dataset(p, ds, valid=valid, query_weights=query_weights, log=log,
+                                             progress=progress, warn=warn or _convergence_warning(4), facts=facts,
+                                             run_facts=run_facts)
+        set_fitted_state(self, model, result, ds.n_pairs, ds.n_queries)
+        if "train_auc" in model.header:
+            self.train_auc_ = model.header["train_auc"]
+        if result.factors is not None:
+            self.factors_ = result.factors
         return self
 
 
-def _set_fitted_state(est, model, result, n_pairs: int, n_queries: int) -> None:
+def _convergence_warning(stacklevel: int) -> Callable[[str], None]:
+    """warn(words) as a ConvergenceWarning at `stacklevel` counted from this warn, which
+    training.fit_dataset calls: 4 is the caller of fit_dataset, 5 the caller of fit."""
+    def warn(words: str) -> None:
+        warnings.warn(words, ConvergenceWarning, stacklevel=stacklevel)
+
+    return warn
+
+
+def set_fitted_state(est, model, result, n_pairs: int, n_queries: int) -> None:
+    """The learned attributes of a fitted estimator (model_, n_iter_, objective_, ...) from a model
+    and the result of its fit."""
     est.model_ = model
     est.fit_result_ = result
     est.n_iter_ = int(result.iterations)
@@ -572,7 +496,7 @@ class RankSVM(_Trainable):
     1.0
     """.replace("{_KERNEL_DOC}", _KERNEL_DOC)
 
-    def __init__(self, C: float = 1.0, loss: str | None = None, solver: str | None = None, tol: float | None = None,
+    def __init__(self, C: float = DEFAULT_C, loss: str | None = None, solver: str | None = None, tol: float | None = None,
                  max_iter: int | None = None, query_norm: bool = False, rescale: str | None = None,
                  delta: str | None = None, kernel: str | None = None, gamma: float | None = None, degree: int = 3,
                  coef0: float = 0.0, landmarks: int | None = None, seed: int = 0, threads: int | None = None,
@@ -597,8 +521,6 @@ class RankSVM(_Trainable):
         self.scoring_convention = scoring_convention
 
     def _options(self):
-        from rankkit.solvers import SOLVERS
-
         if self.solver is not None and self.solver in SOLVERS and (SOLVERS[self.solver].stochastic
                                                                    or SOLVERS[self.solver].factorized):
             other = "SGDRanker(learner=...)" if SOLVERS[self.solver].stochastic else "FactorizedRankSVM"
@@ -641,64 +563,38 @@ class RankSVM(_Trainable):
         -------
         self
         """
-        from rankkit.distributed.parts import expand_parts
-
         paths = expand_parts([parts] if isinstance(parts, (str, os.PathLike)) else [os.fspath(p) for p in parts])
         if client is None:
             return self._fit_joined(paths, zero_based, query_weights)
-        from rankkit import __version__
-        from rankkit.distributed import fit_newton
-        from rankkit.io.model import Model
-
         solver, params, _ = self._options()
-        if solver not in (None, "newton") or self.kernel is not None:
-            raise UsageError("on a Dask cluster RankSVM trains solver 'newton', linear models (kernel=None)")
-        loss = params.get("loss") or "squared-hinge"
-        if loss not in ("squared-hinge", "huber", "logistic"):
-            raise UsageError(f"on a Dask cluster the loss is squared-hinge, huber or logistic, not {loss!r}")
-        from rankkit.solvers.newton import DEFAULT_MAX_ITER, DEFAULT_TOL
-
-        tol = DEFAULT_TOL if params["tol"] is None else params["tol"]
-        max_iter = DEFAULT_MAX_ITER if params["max_iter"] is None else params["max_iter"]
-        log = _stderr_log if self.verbose else None
-        with _Threads(self.threads):
-            result, facts = fit_newton(paths, client, C=params["C"], loss=loss, tol=tol, max_iter=max_iter,
-                                       query_norm=params["query_norm"], rescale=params.get("rescale"),
-                                       delta=params.get("delta") or "gain", query_weights=query_weights,
-                                       zero_based=zero_based, log=log)
-        if not result.converged:
-            warnings.warn(result.message, ConvergenceWarning, stacklevel=2)
-        header = {"rankkit_version": __version__, "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                  "solver": "newton", "loss": loss, "C": params["C"], "tol": tol, "max_iter": max_iter,
-                  "query_norm": params["query_norm"]}
-        if params.get("rescale"):
-            header.update({"rescale": params["rescale"], "delta": params.get("delta") or "gain"})
-        header.update({"index_base": 0 if zero_based else 1, "n_features": facts["n_features"],
-                       "n_queries": facts["n_queries"], "n_documents": facts["n_documents"],
-                       "n_pairs": facts["n_pairs"], "objective": float(result.objective),
-                       "iterations": result.iterations, "converged": bool(result.converged),
-                       "stop_reason": result.message, "violated_pairs": result.n_active, **result.extra,
-                       "parts": facts["parts"], "workers": facts["workers"], "engine": "dask",
-                       **{k: facts[k] for k in ("rounds", "parts_read_again", "bytes_moved") if k in facts},
-                       "train_time_seconds": round(result.train_time, 6)})
-        self._set_fitted(Model(weights=result.w, header=header), result, facts["n_pairs"], facts["n_queries"])
+        loss = check_dask(solver, params.get("loss"), self.kernel is not None, "python")
+        settings = training.plan("newton", dict(params, loss=loss), style="python").solver().hyperparameters()
+        with Threads(self.threads):
+            result, facts = fit_newton(paths, client, C=settings["C"], loss=loss, tol=settings["tol"],
+                                       max_iter=settings["max_iter"], query_norm=settings["query_norm"],
+                                       rescale=settings.get("rescale"), delta=settings.get("delta", "gain"),
+                                       query_weights=query_weights, zero_based=zero_based,
+                                       log=verbose_log(self.verbose))
+        if training.needs_warning(result):
+            warnings.warn(training.stop_words(result, "python"), ConvergenceWarning, stacklevel=2)
+        data = {"index_base": 0 if zero_based else 1,
+                **training.data_counts(facts["n_features"], facts["n_queries"], facts["n_documents"], facts["n_pairs"])}
+        header = training.model_header("newton", loss, settings, data, training.fit_outcome(result),
+                                       training.cluster_facts(facts), result.train_time)
+        set_fitted_state(self, Model(weights=result.w, header=header), result, facts["n_pairs"], facts["n_queries"])
         return self
 
     def _fit_joined(self, paths, zero_based, query_weights):
-        from rankkit.distributed.parts import concatenate
-        from rankkit.io.svmlight import read_svmlight
-
         ds = concatenate([read_svmlight(p, zero_based=zero_based, groups=None) for p in paths])
         weights = None
         if query_weights is not None:
-            from rankkit.io.query_weights import read_query_weights, weights_for
-
             is_file = isinstance(query_weights, (str, os.PathLike))
             table = read_query_weights(os.fspath(query_weights)) if is_file else {
                 int(k): float(v) for k, v in dict(query_weights).items()}
             weights = weights_for(ds, table, os.fspath(query_weights) if is_file else "query_weights")
-        with _Threads(self.threads):
-            return self._fit_dataset(ds, query_weights=weights, log=_stderr_log if self.verbose else None)
+        with Threads(self.threads):  # the warning points at the caller of fit_parts
+            return self.fit_dataset(ds, query_weights=weights, log=verbose_log(self.verbose),
+                                    warn=_convergence_warning(6))
 
 
 class SGDRanker(_Trainable):
@@ -772,8 +668,6 @@ class SGDRanker(_Trainable):
         self.scoring_convention = scoring_convention
 
     def _options(self):
-        from rankkit.solvers import SOLVERS
-
         spec = SOLVERS.get(self.learner)
         if spec is None or not spec.stochastic:
             known = [n for n, s in SOLVERS.items() if s.stochastic]
@@ -866,8 +760,6 @@ class FactorizedRankSVM(_Trainable):
 
 # -- parameter checks (in fit, as scikit-learn does) --------------------------------------------------
 def _number(v, name: str) -> float:
-    import math
-
     if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) or not math.isfinite(float(v)):
         raise UsageError(f"{name} must be a finite number, not {v!r}")
     return float(v)
@@ -912,39 +804,7 @@ def _choice(v, name: str, choices: tuple) -> None:
         raise UsageError(f"{name} must be one of {', '.join(choices)}, not {v!r}")
 
 
-# -- from the command line's options, and from model files ---------------------------------------------
-def from_options(solver: str | None, params: dict, stochastic: dict | None, kernel: dict | None,
-                 query_weights_given: bool = False) -> _Trainable:
-    """The estimator `rankkit train` runs for its options. Every option is checked here, with the
-    --flag names in messages, before any file is read."""
-    from rankkit.solvers.options import resolve_solver, solver_kwargs
-
-    stochastic = dict(stochastic or {})
-    spec, loss = resolve_solver(solver, params.get("loss"), "cli")
-    solver_kwargs(spec, dict(params, loss=loss), stochastic, query_weights_given, "cli")
-    kern = {} if kernel is None else {"kernel": kernel["name"], "gamma": kernel.get("gamma"),
-                                      "degree": kernel.get("degree", 3), "coef0": kernel.get("coef0", 0.0),
-                                      "landmarks": kernel.get("landmarks")}
-    seed = stochastic.get("seed", 0)
-    if spec.factorized:
-        est = FactorizedRankSVM(K=stochastic.get("K"), C=params.get("C"), loss=params.get("loss"),
-                                iterations=stochastic.get("iterations"), eta=stochastic.get("eta"),
-                                eta0=stochastic.get("eta0"), init_scale=stochastic.get("init_scale"),
-                                patience=stochastic.get("patience"), seed=seed, **kern)
-    elif spec.stochastic:
-        est = SGDRanker(learner=spec.name, lambda_=stochastic.get("lam"), iterations=stochastic.get("iterations"),
-                        eta=stochastic.get("eta"), eta0=stochastic.get("eta0"),
-                        batch_size=stochastic.get("batch_size"), sampler=stochastic.get("sampler"),
-                        C=params.get("C"), loss=params.get("loss"), seed=seed, **kern)
-    else:
-        est = RankSVM(C=1.0 if params.get("C") is None else params["C"], loss=params.get("loss"), solver=spec.name,
-                      tol=params.get("tol"), max_iter=params.get("max_iter"),
-                      query_norm=bool(params.get("query_norm")), rescale=params.get("rescale"),
-                      delta=params.get("delta") if params.get("rescale") else None, seed=seed, **kern)
-    est._option_style = "cli"
-    return est
-
-
+# -- from model files ------------------------------------------------------------------------------
 _INT_KEYS = ("max_iter", "iterations", "batch_size", "K", "patience", "landmarks", "degree", "seed")
 _FLOAT_KEYS = ("C", "tol", "lambda", "eta0", "init_scale", "gamma", "coef0")
 
@@ -997,11 +857,7 @@ def load_model(path: str | os.PathLike, model_format: str | None = None) -> Rank
     >>> type(again).__name__, bool(np.array_equal(again.predict(X), ranker.predict(X)))
     ('RankSVM', True)
     """
-    from rankkit.io.foreign_models import ForeignModel
-    from rankkit.io.foreign_models import load_model as _load
-    from rankkit.solvers import SOLVERS
-
-    model = _load(os.fspath(path), model_format)
+    model = _read_model(os.fspath(path), model_format)
     est: Ranker
     solver = None if isinstance(model, ForeignModel) else str(model.header.get("solver", ""))
     spec = SOLVERS.get(solver) if solver else None

@@ -1,28 +1,34 @@
 """The CLI's use cases over PARTS: `rankkit train PARTS... MODEL [--dask ADDRESS]`,
 `rankkit predict PARTS... MODEL OUT --dask ADDRESS` (or `--out-dir DIR`) and
-`rankkit eval PARTS... SCORES --dask ADDRESS`. commands.py only dispatches here."""
+`rankkit eval PARTS... SCORES --dask ADDRESS`. commands.py only dispatches here; the models are
+fitted and described by rankkit.training, the tables shown by rankkit.app.report."""
 
 from __future__ import annotations
 
-import datetime as _dt
 import hashlib
 import os
 import time
 
 import numpy as np
 
-from rankkit import __version__
+from rankkit import metrics as M
+from rankkit import training
+from rankkit.app.report import docids, format_label, print_evaluation, short_query_notes
+from rankkit.distributed.cluster import ClusterError, cluster_failures, connect, describe_failure, is_cluster_failure
+from rankkit.distributed.newton import Problem, prob_facts
+from rankkit.distributed.parts import concatenate, expand_parts, joined_name
+from rankkit.distributed.worker import apply_threads, read_part
 from rankkit.errors import DataError, UsageError
 from rankkit.io.atomic import atomic_open, check_output
+from rankkit.io.foreign_models import ForeignModel, load_model
 from rankkit.io.model import Model, write_model
-from rankkit.io.svmlight import display_name
-
-# options of `rankkit train` that a distributed fit does not have (flag -> given?)
-DASK_SOLVERS = ("newton",)
-
-
-def _now() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+from rankkit.io.output import read_scores
+from rankkit.io.query_weights import read_query_weights, weights_for
+from rankkit.io.svmlight import display_name, parse_bytes, read_bytes
+from rankkit.io.trec import lexicographic_rank
+from rankkit.scoring import model_scores
+from rankkit.solvers.base import quiet_fp
+from rankkit.solvers.options import check_dask
 
 
 def _parts_sha(facts) -> str:
@@ -42,8 +48,6 @@ def train_parts(patterns, model_file, dask=None, solver=None, params=None, query
     """Train on several parts: on a Dask cluster (`dask` an address or Client), or without it in
     this process on the parts joined as if concatenated. `unsupported`: the flags given that
     training on parts does not offer (an error naming the first)."""
-    from rankkit.distributed.parts import expand_parts
-
     t0 = time.perf_counter()
     params = dict(params or {})
     parts = expand_parts(patterns)
@@ -57,60 +61,33 @@ def train_parts(patterns, model_file, dask=None, solver=None, params=None, query
     for key in STOCHASTIC_FLAGS:
         if key in stochastic:
             raise UsageError(f"{STOCHASTIC_FLAGS[key]} is not offered with --dask (it trains --solver newton)")
-    if solver is not None and solver not in DASK_SOLVERS:
-        raise UsageError(f"--dask trains --solver newton only, not --solver {solver} (see README: Distributed training)")
-    loss = params.get("loss") or "squared-hinge"
-    if loss not in ("squared-hinge", "huber", "logistic"):
-        raise UsageError(f"--dask trains --loss squared-hinge, huber or logistic, not {loss}")
-    from rankkit.solvers.options import DEFAULT_C
-    from rankkit.distributed.cluster import connect
-    from rankkit.distributed.cluster import cluster_failures
-    from rankkit.distributed.newton import Problem, prob_facts
-    from rankkit.solvers.base import quiet_fp
-    from rankkit.solvers.newton import DEFAULT_MAX_ITER, DEFAULT_TOL
-
-    C = DEFAULT_C if params.get("C") is None else float(params["C"])
-    tol = DEFAULT_TOL if params.get("tol") is None else float(params["tol"])
-    max_iter = DEFAULT_MAX_ITER if params.get("max_iter") is None else int(params["max_iter"])
-    rescale, delta = params.get("rescale"), params.get("delta") or "gain"
-    query_norm = bool(params.get("query_norm"))
+    loss = check_dask(solver, params.get("loss"))
+    settings = training.plan("newton", dict(params, loss=loss)).solver().hyperparameters()  # C, tol, max_iter, ...
     qw = None
     if query_weights_file is not None:  # read here once to report a bad file before the cluster starts
-        from rankkit.io.query_weights import read_query_weights
-
         read_query_weights(query_weights_file)
         qw = os.path.abspath(query_weights_file)
     with connect(dask, log=log) as client:
         with cluster_failures():
-            prob = Problem(client, parts, loss=loss, query_norm=query_norm, rescale=rescale, delta=delta,
-                           query_weights=qw, zero_based=zero_based, log=log)
+            prob = Problem(client, parts, loss=loss, query_norm=settings["query_norm"], rescale=settings.get("rescale"),
+                           delta=settings.get("delta", "gain"), query_weights=qw, zero_based=zero_based, log=log)
             try:
                 with quiet_fp():
-                    result = prob.fit(C, tol=tol, max_iter=max_iter, log=log)
+                    result = prob.fit(settings["C"], tol=settings["tol"], max_iter=settings["max_iter"], log=log)
             finally:
                 prob.close()
     facts = prob_facts(prob)
-    if not result.converged:
-        warn(result.message)
-    header = {"rankkit_version": __version__, "created": _now(), "solver": "newton", "loss": loss, "C": C, "tol": tol,
-              "max_iter": max_iter, "query_norm": query_norm}
-    if rescale:
-        header.update({"rescale": rescale, "delta": delta})
-    if query_weights_file is not None:
-        header["query_weights_file"] = display_name(query_weights_file)
-    header.update({
-        "index_base": 0 if zero_based else 1, "group_queries": False, "auc": False,
-        "n_features": prob.n_features, "train_file": parts[0] if len(parts) == 1 else f"{parts[0]} (+{len(parts) - 1} more parts)",
+    if training.needs_warning(result):
+        warn(training.stop_words(result, "cli"))
+    data = {"query_weights_file": display_name(query_weights_file)} if query_weights_file is not None else {}
+    data.update({
+        "index_base": 0 if zero_based else 1, "group_queries": False, "auc": False, "n_features": prob.n_features,
+        "train_file": parts[0] if len(parts) == 1 else f"{parts[0]} (+{len(parts) - 1} more parts)",
         "train_file_bytes": sum(f["bytes"] for f in prob.facts),
         "parts_sha256": _parts_sha([(p, f["sha256"]) for p, f in zip(parts, prob.facts)]),
-        "n_queries": prob.n_queries, "n_documents": prob.n_rows, "n_pairs": prob.n_pairs,
-        "objective": float(result.objective), "iterations": result.iterations, "converged": bool(result.converged),
-        "stop_reason": result.message, "violated_pairs": result.n_active, **result.extra,
-        "parts": len(parts), "workers": facts["workers"], "engine": "dask",
-        "rounds": facts["rounds"], "parts_read_again": facts["parts_read_again"],
-        "bytes_moved": facts["bytes_moved"],
-        "train_time_seconds": round(result.train_time, 6),
-    })
+        "n_queries": prob.n_queries, "n_documents": prob.n_rows, "n_pairs": prob.n_pairs})
+    header = training.model_header("newton", loss, settings, data, training.fit_outcome(result),
+                                   training.cluster_facts(facts), result.train_time)
     write_model(model_file, Model(weights=result.w, header=header))
     if log:
         log(f"{'converged' if result.converged else 'NOT converged'} after {result.iterations} iterations: objective "
@@ -121,14 +98,10 @@ def train_parts(patterns, model_file, dask=None, solver=None, params=None, query
 
 
 def _train_joined(parts, model_file, solver, params, stochastic, query_weights_file, zero_based, log, warn, t0):
-    """Several parts, one process: read each, join them as if concatenated, and fit the estimator of
-    the options (rankkit.estimators: the code `rankkit train` and the Python API run)."""
-    from rankkit.distributed.parts import concatenate, joined_name
-    from rankkit.estimators import FactorizedRankSVM, from_options
-    from rankkit.io.svmlight import parse_bytes, read_bytes
-
-    estimator = from_options(solver, params, stochastic, None, query_weights_file is not None)
-    if isinstance(estimator, FactorizedRankSVM):
+    """Several parts, one process: read each, join them as if concatenated, and fit the options'
+    plan (rankkit.training: the code `rankkit train` and the Python API run)."""
+    plan = training.plan(solver, params, stochastic, None, query_weights_file is not None)
+    if plan.spec.factorized:
         raise UsageError("--solver factorized trains on one file (its factors are per training document)")
     datasets, shas, nbytes = [], [], 0
     for p in parts:
@@ -145,20 +118,13 @@ def _train_joined(parts, model_file, solver, params, stochastic, query_weights_f
     ds.require_pairs()
     weights = None
     if query_weights_file is not None:
-        from rankkit.io.query_weights import read_query_weights, weights_for
-
         weights = weights_for(ds, read_query_weights(query_weights_file), query_weights_file)
-
-    def facts():
-        out = {"query_weights_file": display_name(query_weights_file)} if query_weights_file is not None else {}
-        out.update({"index_base": 0 if zero_based else 1, "group_queries": False, "auc": False,
-                    "train_file": joined_name(parts), "train_file_bytes": nbytes, "parts_sha256": _parts_sha(shas),
-                    "parts": len(parts), "workers": 1})
-        return out
-
-    estimator._fit_dataset(ds, query_weights=weights, log=log, warn=warn, facts=facts)
-    result = estimator.fit_result_
-    write_model(model_file, estimator.model_)
+    facts = {"query_weights_file": display_name(query_weights_file)} if query_weights_file is not None else {}
+    facts.update({"index_base": 0 if zero_based else 1, "group_queries": False, "auc": False,
+                  "train_file": joined_name(parts), "train_file_bytes": nbytes, "parts_sha256": _parts_sha(shas),
+                  "parts": len(parts), "workers": 1})
+    model, result = training.fit_dataset(plan, ds, query_weights=weights, log=log, warn=warn, facts=facts)
+    write_model(model_file, model)
     if log:
         log(f"{'converged' if result.converged else 'NOT converged'} after {result.iterations} iterations: objective "
             f"{result.objective:.12g}; wrote {model_file} in {time.perf_counter() - t0:.3f}s total")
@@ -168,14 +134,9 @@ def _train_joined(parts, model_file, solver, params, stochastic, query_weights_f
 # -- predict and eval: a map over the parts ------------------------------------------------------
 def _score_part(path, model, zero_based):
     """On a worker: the part's scores under the model (input order), as `rankkit predict` computes them."""
-    from rankkit.distributed.worker import apply_threads
-
     apply_threads()
-    from rankkit.scoring import model_scores as _linear_scores
-    from rankkit.distributed.worker import read_part
-
     ds = read_part(path, zero_based=zero_based, labels_optional=True)
-    scores, _ = _linear_scores(model, ds)
+    scores, _ = model_scores(model, ds)
     bad = np.flatnonzero(~np.isfinite(scores))
     if bad.size:
         raise DataError(display_name(path), f"the score of this document is {float(scores[bad[0]])!r} ({bad.size} such): "
@@ -193,9 +154,6 @@ def _write_score_lines(fh, scores) -> None:
 def _ordered(client, fn, items, *args):
     """fn(item, *args) on the cluster for every item; yields the results in item order, each
     released once read (the client holds one part's result at a time)."""
-    from rankkit.distributed.cluster import ClusterError, is_cluster_failure
-    from rankkit.distributed.cluster import describe_failure
-
     futures = [client.submit(fn, it, *args, pure=False) for it in items]
     try:
         for f in futures:
@@ -216,11 +174,6 @@ def predict_parts(patterns, model_file, out_file=None, out_dir=None, dask=None, 
                   model_format=None, log=None):
     """Scores of every part: one file in part order (OUT), or one file per part in OUT_DIR
     (named after the part, .scores appended). Computed on the workers, written here part by part."""
-    from rankkit.distributed.cluster import connect
-    from rankkit.distributed.cluster import cluster_failures
-    from rankkit.distributed.parts import expand_parts
-    from rankkit.io.foreign_models import ForeignModel, load_model
-
     if fmt != "scores":
         raise UsageError("predict over parts writes --format scores only (one score per line, in part order)")
     if (out_file is None) == (out_dir is None):
@@ -262,30 +215,22 @@ def predict_parts(patterns, model_file, out_file=None, out_dir=None, dask=None, 
 
 def _eval_part(item, names, convention, empty_query, zero_based):
     """On a worker: the per-query metric table of one part under its slice of the scores."""
-    from rankkit import metrics as M
-    from rankkit.commands import _docids, _format_label, _tiebreak
-    from rankkit.distributed.worker import apply_threads, read_part
-
     apply_threads()
     path, scores = item
     ds = read_part(path, zero_based=zero_based)
     if scores.shape[0] != ds.n_rows:
         return ("count", ds.n_rows)
-    tiebreak = _tiebreak(_docids(ds)) if convention == "trec" else None
+    tiebreak = lexicographic_rank(docids(ds)) if convention == "trec" else None
     try:
         table = M.per_query_table(names, ds.y, scores, ds.qptr, convention, tiebreak=tiebreak, empty_query=empty_query)
     except M.GainOverflow as exc:
-        raise DataError(display_name(path), f"label '{_format_label(exc.label)}' {exc.reason}", int(ds.line[exc.row])) from None
+        raise DataError(display_name(path), f"label '{format_label(exc.label)}' {exc.reason}", int(ds.line[exc.row])) from None
     qids = [str(q) for q in ds.qid[ds.qptr[:-1]].tolist()] if ds.has_qid else ["1"]
     return qids, table, ds.n_rows, np.diff(ds.qptr)
 
 
 def _count_part(path, zero_based):
-    from rankkit.distributed.worker import apply_threads
-
     apply_threads()
-    from rankkit.distributed.worker import read_part
-
     return read_part(path, zero_based=zero_based).n_rows
 
 
@@ -294,13 +239,6 @@ def eval_parts(patterns, scores_file, dask=None, metrics=None, convention="letor
     """`rankkit eval PARTS... SCORES --dask`: SCORES holds the scores of all the parts in part
     order (as `predict PARTS... --dask` writes it); the metrics are computed on the workers, per
     part, and averaged here over all the queries. A query in two parts is an error."""
-    from rankkit import metrics as M
-    from rankkit.commands import _print_evaluation, _short_query_notes
-    from rankkit.distributed.cluster import connect
-    from rankkit.distributed.cluster import cluster_failures
-    from rankkit.distributed.parts import expand_parts
-    from rankkit.io.output import read_scores
-
     names = tuple(metrics) if metrics else M.DEFAULT_METRICS
     for m in names:
         M.parse_metric(m)
@@ -333,6 +271,6 @@ def eval_parts(patterns, scores_file, dask=None, metrics=None, convention="letor
     means = [{m: float(np.nanmean(table[m])) if np.any(~np.isnan(table[m])) else float("nan") for m in names}]
     header = f"convention {convention}: {M.describe(convention)}"
     described = f"{len(qids)} queries, {n_rows} documents in {len(parts)} parts ({parts[0]} ...)"
-    described += _short_query_notes(names, convention, np.concatenate(lengths))
-    _print_evaluation(echo, fmt, names, systems, means, [None], per_query, header, described, convention)
+    described += short_query_notes(names, convention, np.concatenate(lengths))
+    print_evaluation(echo, fmt, names, systems, means, [None], per_query, header, described, convention)
     return means[0]

@@ -15,6 +15,14 @@ from typing import Any
 
 import numpy as np
 
+from rankkit import training
+from rankkit.datasets import as_dataset
+from rankkit.errors import UsageError
+from rankkit.estimators import Ranker, RankSVM, Threads, set_fitted_state, verbose_log
+from rankkit.io.model import Model
+from rankkit.paths.grid import choose_method, exact_path_points, grid_path
+from rankkit.solvers.base import FitResult
+
 __all__ = ["RegularizationPath", "regularization_path"]
 
 
@@ -81,9 +89,6 @@ def path_on_datasets(train_ds, valid_ds, method: str | None = None, metric: str 
     """(PathResult, raw exact-path result or None, notes, method) on rankkit Datasets. method None
     chooses: exact for small problems, grid otherwise. progress(total, label): the exact path's
     progress display (rankkit.paths.grid.exact_path_points)."""
-    from rankkit.errors import UsageError
-    from rankkit.paths.grid import choose_method, exact_path_points, grid_path
-
     if select not in ("best", "1se"):
         raise UsageError(f"select must be 'best' or '1se', not {select!r}")
     if method not in (None, "grid", "exact"):
@@ -104,32 +109,14 @@ def path_on_datasets(train_ds, valid_ds, method: str | None = None, metric: str 
 
 def chosen_model(result, method: str, raw, train_csr, facts: dict, kernel: str = "linear", seconds: float = 0.0):
     """The chosen point as a model (header: the path's facts), what `rankkit path --out-model` writes."""
-    import datetime as _dt
-
-    from rankkit import __version__
-    from rankkit.io.model import Model
-
     best = result.best
-    header = {
-        "rankkit_version": __version__,
-        "created": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "solver": "newton" if method == "grid" else "exact-path",
-        "loss": "squared-hinge" if method == "grid" else "hinge",
-        "C": best.C,
-        **facts,
-        "path_method": method,
-        "path_metric": result.metric,
-        "path_select": result.select,
-        "path_points": len(result.points),
-        "path_C_min": result.points[0].C,
-        "path_C_max": result.points[-1].C,
-        "path_chosen_index": result.chosen,
-        "valid_metric": best.metric,
-        "objective": best.objective,
-        "iterations": best.iterations,
-        "violated_pairs": best.n_active,
-        "train_time_seconds": round(seconds, 6),
-    }
+    outcome = {"path_method": method, "path_metric": result.metric, "path_select": result.select,
+               "path_points": len(result.points), "path_C_min": result.points[0].C,
+               "path_C_max": result.points[-1].C, "path_chosen_index": result.chosen, "valid_metric": best.metric,
+               "objective": best.objective, "iterations": best.iterations, "violated_pairs": best.n_active}
+    header = training.model_header("newton" if method == "grid" else "exact-path",
+                                   "squared-hinge" if method == "grid" else "hinge", {"C": best.C}, facts, outcome,
+                                   seconds=seconds)
     if method == "exact" and kernel != "linear":  # f(x) = sum_r beta_r k(x_r, x): a kernel model
         header.update(raw.kernel.params())
         header["landmarks"] = int(train_csr.shape[0])
@@ -179,10 +166,6 @@ def regularization_path(X, y, X_valid, y_valid, *, qid=None, group=None, qid_val
     >>> path.best_estimator_.predict(X[40:]).shape
     (20,)
     """
-    from rankkit.datasets import as_dataset
-    from rankkit.errors import UsageError
-    from rankkit.estimators import Ranker, RankSVM, _set_fitted_state, _stderr_log, _Threads
-
     if (qid is None and group is None) or (qid_valid is None and group_valid is None):
         raise UsageError("regularization_path needs the queries of both sets: qid= or group= for X, and "
                          "qid_valid= or group_valid= for X_valid (a ranking metric is computed per query)")
@@ -198,10 +181,10 @@ def regularization_path(X, y, X_valid, y_valid, *, qid=None, group=None, qid_val
     valid_ds = as_dataset(X_valid, y_valid, qid_valid, group_valid, name="X_valid")
     exact = {"kernel": kernel, "gamma": gamma, "degree": degree, "coef0": coef0}
     t0 = time.perf_counter()
-    with _Threads(threads):
+    with Threads(threads):
         result, raw, notes, method = path_on_datasets(train_ds, valid_ds, method, metric, select, n_points, ratio,
                                                       exact if (method == "exact" or kernel != "linear") else None,
-                                                      log=_stderr_log if verbose else None)
+                                                      log=verbose_log(verbose))
     facts = {"n_queries": train_ds.n_queries, "n_documents": train_ds.n_rows, "n_pairs": train_ds.n_pairs,
              "n_features": train_ds.n_features, "method": method}
     model = chosen_model(result, method, raw, train_ds.csr() if kernel != "linear" else None, facts, kernel,
@@ -210,11 +193,9 @@ def regularization_path(X, y, X_valid, y_valid, *, qid=None, group=None, qid_val
         best = result.best
         est = RankSVM(C=best.C) if method == "grid" else RankSVM(C=best.C, loss="hinge")
 
-        class _Point:  # the path's figures at the chosen point, as a fit reports them
-            iterations, objective, converged, message, n_active = (best.iterations, best.objective, True,
-                                                                   f"chosen on the {method} path", best.n_active)
-
-        _set_fitted_state(est, model, _Point, train_ds.n_pairs, train_ds.n_queries)
+        point = FitResult(w=best.w, objective=best.objective, iterations=best.iterations, converged=True,
+                          message=f"chosen on the {method} path", n_active=best.n_active)  # as a fit reports it
+        set_fitted_state(est, model, point, train_ds.n_pairs, train_ds.n_queries)
     else:
         est = Ranker()
         est.model_ = model

@@ -11,6 +11,13 @@ from rankkit.data import Dataset
 
 Log = Callable[[str], None]
 
+# Defaults of the exact solvers, defined here once: the Newton driver's stopping rule (Newton
+# decrement / objective below DEFAULT_TOL, at most DEFAULT_MAX_ITER iterations) and C when not
+# given, for every solver that has a C. bundle has its own (rankkit.solvers.bundle).
+DEFAULT_C = 1.0
+DEFAULT_TOL = 1e-6
+DEFAULT_MAX_ITER = 100
+
 
 @dataclass
 class FitResult:
@@ -18,7 +25,7 @@ class FitResult:
     objective: float
     iterations: int
     converged: bool
-    message: str  # why it stopped, in words (the CLI's)
+    message: str  # why it stopped, in the CLI's words (rankkit.training.stop_message words `stop` for a face)
     n_active: int = 0  # pairs with margin < 1 at the solution
     train_time: float = 0.0
     extra: dict = field(default_factory=dict)  # solver-specific figures recorded in the model file
@@ -29,6 +36,8 @@ class FitResult:
     # and the numbers the words need (tol, max_iter, the final ratio, ...)
     stop: str = ""
     detail: dict = field(default_factory=dict)
+    # factorized: the latent vectors V, one row per training document (not recorded in the model)
+    factors: np.ndarray | None = None
 
 
 # The solvers form products such as C * (x_i - x_j)(x_i - x_j)' v and their squares: a bound of
@@ -121,10 +130,10 @@ class ExactRankSVM:
     Subclasses set DEFAULT_TOL / DEFAULT_MAX_ITER and implement fit()."""
 
     name = ""
-    DEFAULT_TOL = 1e-6
-    DEFAULT_MAX_ITER = 100
+    DEFAULT_TOL = DEFAULT_TOL
+    DEFAULT_MAX_ITER = DEFAULT_MAX_ITER
 
-    def __init__(self, C: float = 1.0, tol: float | None = None, max_iter: int | None = None,
+    def __init__(self, C: float = DEFAULT_C, tol: float | None = None, max_iter: int | None = None,
                  loss: str = "squared-hinge", query_norm: bool = False, query_weights: np.ndarray | None = None,
                  rescale: str | None = None, delta: str = "gain"):
         self.C, self.loss = float(C), loss

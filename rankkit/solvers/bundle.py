@@ -26,6 +26,7 @@ import numpy as np
 
 from rankkit.data import Dataset
 from rankkit.solvers.base import ExactRankSVM, FitResult, Log, check_exact_magnitude, check_finite, quiet_fp
+from rankkit.solvers.options import stop_message
 
 DEFAULT_TOL = 1e-4  # relative duality gap
 DEFAULT_MAX_ITER = 1000
@@ -86,7 +87,7 @@ def bmrm(obj, w0=None, tol: float = DEFAULT_TOL, max_iter: int = DEFAULT_MAX_ITE
     alpha = np.zeros(0)
     G = np.zeros((0, 0))
     lower = -np.inf
-    converged, message, it = False, "", 0
+    converged, stop, detail, it = False, "", {}, 0
     for it in range(1, max_iter + 1):
         R = obj.C * obj.loss_y(obj.scores(w))
         a = obj.C * obj.gradient_loss()
@@ -120,22 +121,22 @@ def bmrm(obj, w0=None, tol: float = DEFAULT_TOL, max_iter: int = DEFAULT_MAX_ITE
         # rounding error must be below the tolerance, or the gap (even a negative one) proves nothing
         rounding = 4.0 * np.finfo(float).eps * (float(np.abs(b) @ alpha) + 0.5 * float(alpha @ np.abs(G) @ alpha))
         if rounding > tol * best_J:
-            message = (f"cannot certify the solution: the rounding error of the lower bound ({rounding:.3g}) exceeds "
-                       f"tol x objective ({tol * best_J:.3g}); the features (or -C) are too large for double "
-                       "precision: scale the features down")
+            stop, detail = "precision", {"rounding": rounding, "bound": tol * best_J}
             break
         if gap <= tol * best_J:
             converged = True
-            message = f"relative duality gap {gap / best_J:.3g} <= tol {tol:g}"
+            stop, detail = "duality_gap", {"gap": gap / best_J, "tol": tol}
             break
     else:
-        message = f"stopped at --max-iter {max_iter} with relative duality gap {(best_J - lower) / best_J:.3g}"
+        stop, detail = "max_iter", {"max_iter": max_iter, "gap": (best_J - lower) / best_J}
     return FitResult(
         w=best_w,
         objective=best_J,
         iterations=it,
         converged=converged,
-        message=message,
+        message=stop_message(stop, detail),
+        stop=stop,
+        detail=detail,
         n_active=best_active,
         train_time=time.perf_counter() - t_start,
         extra={"duality_gap": float(best_J - lower), "lower_bound": float(lower)},

@@ -43,6 +43,7 @@ from rankkit.errors import UsageError
 from rankkit.compiler.dispatch import njit
 from rankkit.objectives._sparse import csr_matvec, csr_rmatvec
 from rankkit.solvers.base import FitResult, Log, check_exact_magnitude, check_finite, quiet_fp
+from rankkit.solvers.options import stop_message
 
 DEFAULT_K = 10
 DEFAULT_ITERATIONS = 200
@@ -206,7 +207,7 @@ class FactorizedRankSVM:
         history = []
         J, G, w = state.value_grad(V)
         check_finite(ds, self.name, "objective or gradient at the start", J, G)
-        stop, converged = "", False
+        stop, detail, converged = "", {}, False
         for it in range(1, self.iterations + 1):
             line = f"iter {it:5d}  J {J:.10e}  |grad| {np.linalg.norm(G):.3e}"
             if self.valid is not None:
@@ -222,8 +223,7 @@ class FactorizedRankSVM:
             if progress:
                 progress(it, self.iterations)
             if self.patience is not None and self.valid is not None and stale >= self.patience:
-                stop, converged = (f"early stopping: validation MAP did not improve for {self.patience} iterations "
-                                   "(--patience)"), True
+                stop, detail, converged = "early_stop", {"patience": self.patience}, True
                 break
             while True:
                 V_new = V - self._eta(it) * 0.5**halvings * G
@@ -234,19 +234,18 @@ class FactorizedRankSVM:
                 if halvings > 60:  # the step is 2^-60 of eta0: no descent along -G at working precision
                     break
             if halvings > 60:
-                stop = (f"no step along the gradient decreases the objective at iteration {it} "
-                        "(numerical precision reached)")
+                stop, detail = "no_descent", {"iteration": it}
                 break
             V, J, G, w = V_new, J_new, G_new, w_new
         else:
-            stop = f"stopped at --iterations {self.iterations}: ran out of iterations (no stopping rule was met)"
+            stop, detail = "iterations", {"iterations": self.iterations}
         if best is not None and self.patience is not None:
             V = best[2]
-            stop += f"; kept the best validation MAP {best[0]:.4f}, at iteration {best[1]}"
+            detail.update({"best_map": best[0], "best_iteration": best[1]})
         self.factors = V
         w = state.weights(V)
         J = state.obj.evaluate(w, state.obj.scores(w))
         check_finite(ds, self.name, "objective at the solution", J, w)
-        return FitResult(w=w, objective=J, iterations=it, converged=converged, message=stop,
+        return FitResult(w=w, objective=J, iterations=it, converged=converged, message=stop_message(stop, detail),
                          n_active=state.obj.n_active, train_time=time.perf_counter() - t0,
-                         extra={"first_objective": history[0] if history else J})
+                         extra={"first_objective": history[0] if history else J}, stop=stop, detail=detail, factors=V)

@@ -9,10 +9,11 @@ Messages name the option as the caller knows it: `-C`, `--lambda` on the command
 from __future__ import annotations
 
 from rankkit.errors import UsageError
+from rankkit.solvers import LOSSES, SOLVERS, solver_for
+from rankkit.solvers.base import DEFAULT_C
 
 STOCHASTIC_DEFAULTS = {"lam": None, "iterations": None, "eta": "pegasos", "eta0": 1.0, "batch_size": 1,
                        "sampler": "uniform"}
-DEFAULT_C = 1.0  # C when not given, for every solver that has a C
 
 CLI_NAMES = {"C": "-C", "tol": "--tol", "max_iter": "--max-iter", "query_norm": "--query-norm",
              "query_weights": "--query-weights", "rescale": "--rescale", "lam": "--lambda",
@@ -93,8 +94,6 @@ def solver_kwargs(spec, params: dict, stochastic: dict | None, query_weights_giv
 def resolve_solver(solver: str | None, loss: str | None, style: str = "cli"):
     """(spec, loss): the solver named, or the default one of the loss; the loss given, or the
     solver's first. A loss the solver does not offer is a UsageError."""
-    from rankkit.solvers import LOSSES, SOLVERS, solver_for
-
     if loss is not None and loss not in LOSSES:
         what = "--loss" if style == "cli" else "loss"
         raise UsageError(f"{what} must be one of {', '.join(LOSSES)}, not {loss!r}")
@@ -110,3 +109,84 @@ def resolve_solver(solver: str | None, loss: str | None, style: str = "cli"):
             raise UsageError(f"--solver {solver} does not offer --loss {loss} (it offers: {', '.join(spec.losses)})")
         raise UsageError(f"solver '{solver}' does not offer loss '{loss}' (it offers: {', '.join(spec.losses)})")
     return spec, loss
+
+
+# -- what a fit on a Dask cluster offers (rankkit.distributed): one solver, its losses, linear models
+DASK_SOLVER = "newton"
+DASK_LOSSES = ("squared-hinge", "huber", "logistic")
+
+
+def check_dask(solver: str | None, loss: str | None, kernel: bool = False, style: str = "cli") -> str:
+    """The loss a fit on a Dask cluster trains (the solver's first when not given). A solver, loss
+    or kernel it does not offer is a UsageError, worded for `style` ("cli" or "python")."""
+    if solver not in (None, DASK_SOLVER) or kernel:
+        if style == "cli":
+            raise UsageError(f"--dask trains --solver {DASK_SOLVER} only, not --solver {solver} "
+                             "(see README: Distributed training)")
+        raise UsageError(f"on a Dask cluster RankSVM trains solver '{DASK_SOLVER}', linear models (kernel=None)")
+    loss = loss or DASK_LOSSES[0]
+    if loss not in DASK_LOSSES:
+        if style == "cli":
+            raise UsageError(f"--dask trains --loss {', '.join(DASK_LOSSES[:-1])} or {DASK_LOSSES[-1]}, not {loss}")
+        raise UsageError(f"on a Dask cluster the loss is {', '.join(DASK_LOSSES[:-1])} or {DASK_LOSSES[-1]}, "
+                         f"not {loss!r}")
+    return loss
+
+
+# -- why a solver stopped: the solvers return a code and its numbers (FitResult.stop, .detail); the
+# words are made here, once, naming the options as the caller knows them
+_REMEDIES = {
+    "separable": {"cli": "aggressive ROMMA assumes pairs a hyperplane can separate: try --solver pa or pegasos",
+                  "python": "aggressive ROMMA assumes pairs a hyperplane can separate: try learner='pa' or 'pegasos'"},
+}
+
+
+def stop_message(stop: str, detail: dict, style: str = "cli") -> str:
+    """Why a solver stopped, in words: the option names of the command line (style "cli": the
+    words model files record as stop_reason) or of the Python estimators (style "python")."""
+    names = CLI_NAMES if style == "cli" else PYTHON_NAMES
+    d = detail
+    if stop == "converged":  # the Newton driver's rule
+        text = f"Newton decrement / objective = {d['ratio']:.3g} < tol {d['tol']:g}"
+    elif stop == "zero_gradient":
+        text = "gradient is exactly zero"
+    elif stop == "max_iter":
+        text = f"stopped at {names['max_iter']} {d['max_iter']} " + (
+            f"with relative duality gap {d['gap']:.3g}" if "gap" in d else "before the stopping rule was met")
+    elif stop == "line_search":
+        text = "line search could not decrease the objective (numerical precision reached)"
+    elif stop == "duality_gap":  # bundle's rule
+        text = f"relative duality gap {d['gap']:.3g} <= tol {d['tol']:g}"
+    elif stop == "precision":  # bundle: the lower bound's rounding error above the tolerance
+        text = (f"cannot certify the solution: the rounding error of the lower bound ({d['rounding']:.3g}) exceeds "
+                f"tol x objective ({d['bound']:.3g}); the features (or {names['C']}) are too large for double "
+                "precision: scale the features down")
+    elif stop == "early_stop":  # factorized, with a validation set
+        text = (f"early stopping: validation MAP did not improve for {d['patience']} iterations "
+                f"({names['patience']})")
+    elif stop == "no_descent":
+        text = (f"no step along the gradient decreases the objective at iteration {d['iteration']} "
+                "(numerical precision reached)")
+    elif stop == "iterations":
+        text = f"stopped at {names['iterations']} {d['iterations']}: ran out of iterations (no stopping rule was met)"
+    elif stop == "budget":  # the stochastic solvers: a fixed number of steps
+        text = f"ran {d['iterations']} stochastic steps (a fixed budget: no convergence test)"
+    elif stop == "stream_budget":
+        text = (f"ran {d['iterations']} stochastic steps in two streaming passes (a fixed budget: no convergence "
+                "test); the exact objective needs another pass over the file, not computed")
+    elif stop == "diverged":
+        remedy = d["remedy"]
+        if remedy == "lower_C":
+            hint = f"the step size is too large for this data: lower {names['C']}"
+        elif remedy == "lambda":
+            hint = (f"the step size is too large for this data: use a larger {names['lam']}, or {names['eta']} basic "
+                    f"with a smaller {names['eta0']}")
+        else:
+            hint = _REMEDIES[remedy][style]
+        text = (f"diverged: objective {d['objective']:.6g} after {d['iterations']} steps is above {d['start']:.6g} at "
+                f"the start ({hint})")
+    else:
+        raise ValueError(f"unknown stop code {stop!r}")
+    if "best_map" in d:  # factorized with patience: the best validation point was kept
+        text += f"; kept the best validation MAP {d['best_map']:.4f}, at iteration {d['best_iteration']}"
+    return text

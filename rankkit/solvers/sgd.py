@@ -26,6 +26,7 @@ import numpy as np
 from rankkit.data import Dataset
 from rankkit.errors import UsageError
 from rankkit.solvers.base import FitResult, Log, check_finite, check_magnitude, quiet_fp
+from rankkit.solvers.options import stop_message
 
 DEFAULT_LAMBDA = 0.1
 DEFAULT_ITERATIONS = 100_000
@@ -186,18 +187,20 @@ class StochasticRankSVM:
         check_finite(ds, self.name, "objective", f)
         train_time = time.perf_counter() - t0
         if f > f_start:
-            message = (f"diverged: objective {f:.6g} after {self.iterations} steps is above {f_start:.6g} at the start "
-                       f"({self._divergence_hint()})")
+            stop, detail = "diverged", {"objective": f, "iterations": self.iterations, "start": f_start,
+                                        "remedy": self._divergence_remedy()}
             budget = False
         else:
-            message = f"ran {self.iterations} stochastic steps (a fixed budget: no convergence test)"
+            stop, detail = "budget", {"iterations": self.iterations}
             budget = True
         return FitResult(
             w=w,
             objective=f,
             iterations=self.iterations,
             converged=False,
-            message=message,
+            message=stop_message(stop, detail),
+            stop=stop,
+            detail=detail,
             n_active=n_active,
             train_time=train_time,
             extra={"objective_kind": self._objective_kind()},
@@ -207,12 +210,13 @@ class StochasticRankSVM:
     def _objective_kind(self) -> str:
         return self.OBJECTIVE_KIND if self.uses_lambda() else "mean hinge over pairs (this learner has no lambda)"
 
-    def _divergence_hint(self) -> str:
+    def _divergence_remedy(self) -> str:
+        """What to change after a divergence (rankkit.solvers.options.stop_message words it)."""
         if self.learner == "romma":
-            return "aggressive ROMMA assumes pairs a hyperplane can separate: try --solver pa or pegasos"
+            return "separable"
         if self.learner in USES_C:
-            return "the step size is too large for this data: lower -C"
-        return "the step size is too large for this data: use a larger --lambda, or --eta basic with a smaller --eta0"
+            return "lower_C"
+        return "lambda"
 
 
 def _learner_class(learner: str, doc: str):

@@ -1,0 +1,230 @@
+"""The one training path, and the one model-header builder, under every face.
+
+    plan(...)          the solver and its keyword arguments, checked, messages worded for a face
+    fit_dataset(...)   fit a plan on a Dataset -> (Model, FitResult): `rankkit train`, the estimators'
+                       fit, fit_parts without a cluster and `rankkit train PARTS...` all run it
+    fit_stream(...)    --sampler stream: two passes over a file -> (Model, FitResult)
+    model_header(...)  the header of every model rankkit writes (train, fit, fit_parts, path, --dask)
+    stop_words(...)    why a fit stopped, worded for the command line or for Python
+
+The faces (rankkit.commands, rankkit.estimators, rankkit.distributed.commands, rankkit.paths.select)
+read and check their own inputs, then come here; this module imports none of them.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from rankkit.config import __version__
+from rankkit.data import Dataset
+from rankkit.errors import UsageError
+from rankkit.feature_maps import choose_landmarks, fit_map, make_kernel, mapped_dataset
+from rankkit.io.model import Model
+from rankkit.metrics import per_query
+from rankkit.scoring import model_scores
+from rankkit.solvers import SolverSpec
+from rankkit.solvers.base import FitResult, Log
+from rankkit.solvers.options import CLI_NAMES, PYTHON_NAMES, resolve_solver, solver_kwargs, stop_message
+from rankkit.solvers.stream import train_stream
+
+__all__ = ["Plan", "plan", "fit_dataset", "fit_stream", "model_header", "fit_outcome", "data_counts", "cluster_facts", "stop_words",
+           "needs_warning"]
+
+
+# -- why a fit stopped ----------------------------------------------------------------------------
+def stop_words(result: FitResult, face: str = "cli") -> str:
+    """Why the fit stopped, naming the options as `face` knows them: "cli" (--max-iter; the words
+    model files record as stop_reason) or "python" (max_iter). rankkit.solvers.options.stop_message
+    words the code; a result without a code (a solver that words its own message) is given as it
+    is, its --flags replaced by the Python names for the Python face."""
+    if result.stop:
+        return stop_message(result.stop, result.detail, face)
+    if face == "cli":
+        return result.message
+    message = result.message
+    for key, flag in sorted(CLI_NAMES.items(), key=lambda kv: -len(kv[1])):
+        if flag.startswith("--"):
+            message = message.replace(flag, PYTHON_NAMES[key])
+    return message
+
+
+def needs_warning(result: FitResult) -> bool:
+    """The fit stopped before its stopping rule was met (not a fixed budget of steps)."""
+    return not result.converged and not result.fixed_budget
+
+
+# -- the model header -------------------------------------------------------------------------------
+def now() -> str:
+    """The header's `created`: UTC, to the second."""
+    return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def model_header(solver: str, loss: str, settings: dict, data: dict, outcome: dict, run: dict | None = None,
+                 seconds: float = 0.0) -> dict:
+    """The header of a model file, in its order: who wrote it (version, time, solver, loss), the
+    settings (the solver's hyperparameters, a kernel map), the training data (files, checksums,
+    counts: in the caller's order), the outcome of the fit, facts of the run, the training time."""
+    header = {"rankkit_version": __version__, "created": now(), "solver": solver, "loss": loss}
+    header.update(settings)
+    header.update(data)
+    header.update(outcome)
+    header.update(run or {})
+    header["train_time_seconds"] = round(seconds, 6)
+    return header
+
+
+def fit_outcome(result: FitResult) -> dict:
+    """The figures of a fit a model records (stop_reason in the command line's words)."""
+    return {"objective": float(result.objective), "iterations": result.iterations,
+            "converged": bool(result.converged), "stop_reason": stop_words(result, "cli"),
+            "violated_pairs": result.n_active, **result.extra}
+
+
+def cluster_facts(facts: dict) -> dict:
+    """What a fit on a Dask cluster records after its outcome: parts, workers and the cost of its
+    rounds (facts: rankkit.distributed.newton.prob_facts)."""
+    return {"parts": facts["parts"], "workers": facts["workers"], "engine": "dask",
+            **{k: facts[k] for k in ("rounds", "parts_read_again", "bytes_moved") if k in facts}}
+
+
+def data_counts(n_features: int, n_queries: int, n_documents: int, n_pairs: int) -> dict:
+    return {"n_features": n_features, "n_queries": n_queries, "n_documents": n_documents, "n_pairs": n_pairs}
+
+
+# -- what to train ------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Plan:
+    """A solver and the keyword arguments of its class, checked; the kernel map to train on (None:
+    linear); `style`: how messages name the options ("cli" or "python")."""
+
+    spec: SolverSpec
+    kwargs: dict
+    kernel: dict | None = None
+    style: str = "cli"
+
+    @property
+    def narrow_indices(self) -> bool:
+        """Its kernels take uint16 column indices (the reader may narrow them)."""
+        return self.spec.narrow_indices and self.kernel is None
+
+    def solver(self, **more):
+        """An instance of the solver's class."""
+        return self.spec.load()(**self.kwargs, **more)
+
+
+def plan(solver: str | None, params: dict, stochastic: dict | None = None, kernel: dict | None = None,
+         query_weights: bool = False, valid: bool = False, style: str = "cli") -> Plan:
+    """The Plan of these options: every option the solver does not take is a UsageError worded for
+    `style`, raised before any data is read. valid: a validation set is given (eval_set, --valid)."""
+    stochastic = dict(stochastic or {})
+    if valid:
+        stochastic.setdefault("valid_file", "eval_set")
+    spec, loss = resolve_solver(solver, params.get("loss"), style)
+    kwargs = solver_kwargs(spec, dict(params, loss=loss), stochastic, query_weights, style)
+    return Plan(spec, kwargs, kernel, style)
+
+
+# -- fitting ----------------------------------------------------------------------------------------
+def fit_dataset(p: Plan, ds: Dataset, *, valid: Dataset | None = None, query_weights: np.ndarray | None = None,
+                log: Log | None = None, progress=None, warn: Callable[[str], None] | None = None,
+                facts: dict | None = None, run_facts: dict | None = None) -> tuple[Model, FitResult]:
+    """Fit the plan on `ds`: the model (its header from model_header) and the solver's result.
+
+    valid: validation data (stochastic and factorized solvers). query_weights: one per query.
+    progress(total, label): a progress display for the stochastic solvers. warn(words): called
+    when the fit stops before its stopping rule, with the words of the plan's style. facts: what
+    the face knows of the training files (names, checksums, index base), recorded before the
+    counts; run_facts: recorded last (the reading time)."""
+    kwargs = dict(p.kwargs)
+    spec = p.spec
+    if spec.stochastic and kwargs.get("sampler") == "stream":
+        raise UsageError("sampler 'stream' reads a file in two passes: it is for `rankkit train FILE`, "
+                         "not for data in memory")
+    ds.require_pairs()
+    if valid is not None:
+        kwargs["valid"] = valid
+    if query_weights is not None:
+        kwargs["query_weights"] = query_weights
+    t0 = time.perf_counter()
+    fit_ds, kmap, used = ds, None, None
+    if p.kernel is None:  # few of many feature indices used (a mistyped index): train on those columns only
+        fit_ds, used = ds.compact_columns()
+        if used is not None and kwargs.get("valid") is not None:
+            kwargs["valid"] = kwargs["valid"].take_columns(used)
+        if used is not None and log:
+            log(f"training on the {used.shape[0]} feature indices that occur (of {ds.n_features}); sparse model")
+    model_solver = spec.load()(**kwargs)
+    if p.kernel is not None:  # non-linear: the linear solver on the kernel map (Chapelle & Keerthi Sect. 6.3)
+        fit_ds, kmap = _kernel_map(ds, p.kernel, log)
+    if spec.stochastic or spec.factorized:
+        bar = progress(model_solver.iterations, spec.name) if progress else None
+        result = model_solver.fit(fit_ds, log=log, progress=bar)
+    else:
+        result = model_solver.fit(fit_ds, log=log)
+    if needs_warning(result) and warn is not None:
+        warn(stop_words(result, p.style))
+    settings = dict(model_solver.hyperparameters())
+    if kmap is not None:
+        settings.update(kmap.kernel.params())
+        settings.update({"landmarks": int(kmap.landmarks.shape[0]), "landmark_seed": p.kernel.get("seed", 0),
+                         "map_rank": int(kmap.projection.shape[1])})
+    outcome = fit_outcome(result)
+    if ds.n_queries == 1:  # AUC optimisation: the training AUC
+        scores = model_scores(Model(weights=result.w), fit_ds)[0]
+        outcome["train_auc"] = float(per_query("auc", (ds.y > ds.y.min()).astype(float), scores, ds.qptr, "exp")[0])
+        if log:
+            log(f"training AUC {outcome['train_auc']:.6f}")
+    seconds = result.train_time if result.train_time else time.perf_counter() - t0
+    header = model_header(spec.name, getattr(model_solver, "loss", spec.losses[0]), settings,
+                          {**(facts or {}), **data_counts(ds.n_features, ds.n_queries, ds.n_rows, ds.n_pairs)},
+                          outcome, run_facts, seconds)
+    if kmap is not None:  # score = w' Phi(x) = beta' k(x): store the landmarks and beta
+        model = Model(weights=kmap.projection @ result.w, header=header, landmarks=kmap.landmarks)
+    elif used is not None:  # weights of the columns that occur; every other feature's weight is exactly 0
+        model = Model(weights=result.w, header=header, feature_index=used, n_total=ds.n_features)
+    else:
+        model = Model(weights=result.w, header=header)
+    return model, result
+
+
+def _kernel_map(ds: Dataset, kernel: dict, log: Log | None):
+    """(the dataset on the kernel PCA map of the landmarks, the map)."""
+    t_map = time.perf_counter()
+    k = make_kernel(kernel["name"], ds.n_features, kernel.get("gamma"), kernel.get("degree", 3),
+                    kernel.get("coef0", 0.0))
+    X = ds.csr()
+    kmap = fit_map(X, k, choose_landmarks(ds.n_rows, kernel.get("landmarks"), kernel.get("seed", 0)))
+    mapped = mapped_dataset(ds, kmap.transform(X))
+    if log:
+        log(f"kernel map: {k.name}, {kmap.landmarks.shape[0]} landmarks, rank {kmap.projection.shape[1]} "
+            f"in {time.perf_counter() - t_map:.3f}s")
+    return mapped, kmap
+
+
+def fit_stream(p: Plan, path: str, *, index_base: int, train_file: str, log: Log | None = None,
+               groups=None) -> tuple[Model, FitResult]:
+    """--sampler stream: the plan's stochastic solver over `path` in two streaming passes, never
+    holding the file (rankkit.solvers.stream); the model, and a FitResult with no objective (it
+    would need a third pass)."""
+    model_solver = p.solver()
+    w, facts = train_stream(path, model_solver, zero_based=index_base == 0, log=log, groups=groups)
+    result = FitResult(w=w, objective=float("nan"), iterations=model_solver.iterations, converged=False, message="",
+                       train_time=facts["train_time"], fixed_budget=True, stop="stream_budget",
+                       detail={"iterations": model_solver.iterations},
+                       extra={"sampled_pair_hinge": facts["sampled_hinge"]})
+    result.message = stop_words(result, "cli")
+    data = {"index_base": index_base, "n_features": facts["n_features"], "train_file": train_file,
+            "train_file_sha256": facts["sha256"], **({"group_file": groups.source} if groups is not None else {}),
+            "n_queries": facts["n_queries"], "n_documents": facts["n_rows"], "n_pairs": facts["n_pairs"]}
+    outcome = {"objective": result.objective, "stop_reason": result.message, **result.extra,
+               "iterations": result.iterations, "converged": False}
+    header = model_header(p.spec.name, model_solver.loss, model_solver.hyperparameters(), data, outcome,
+                          seconds=result.train_time)
+    used = facts["feature_index"]
+    return Model(weights=w, header=header, feature_index=used,
+                 n_total=facts["n_features"] if used is not None else None), result
