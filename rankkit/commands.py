@@ -36,7 +36,7 @@ from rankkit.io.trec import lexicographic_rank, read_qrels, read_trec_run, run_a
 from rankkit.io.trec import write_trec_run
 from rankkit.metrics import parse_metric, per_query
 from rankkit.paths.grid import (fixed_c_folds, fixed_c_model_name, fold_dirs, validation_metric, write_exact_table,
-                                write_table)
+                                write_fixed_c_table, write_table)
 from rankkit.paths.select import chosen_model, path_on_datasets
 from rankkit.plot import check_plot_target, write_plot
 from rankkit.scoring import model_scores
