@@ -153,7 +153,7 @@ class Dataset:
                 f"({', '.join(f'{v:g}' for v in values[:5])}{', ...' if values.shape[0] > 5 else ''})",
             )
         return self.with_changes(qid=np.zeros(self.n_rows, dtype=np.int64), qptr=np.array([0, self.n_rows], dtype=np.int64),
-                                 has_qid=False)
+                                 has_qid=False, group_file=None)
 
     def with_changes(self, **fields) -> "Dataset":
         """A copy with some fields replaced (the cached levels and pair counts are recomputed), validated."""

@@ -94,6 +94,18 @@ def test_detected_group_file_equals_qids(files):
     _same_dataset(read_svmlight(str(d / "d.txt")), read_svmlight(str(d / "d.qid.txt")))
 
 
+def test_dataset_records_the_group_file_that_numbered_its_queries(files):
+    """Dataset.group_file: the group file that gave a qid-less file its queries (what the split
+    check of several parts needs: those queries are the part's own); None when the qids are the
+    file's own, even if a group file agreed with them, and without a group file."""
+    d, sizes = files
+    assert read_svmlight(str(d / "d.txt")).group_file == str(d / "d.txt.query")
+    assert G.existing(str(d / "d.txt")) == [str(d / "d.txt.query")] and G.existing("-") == []
+    (d / "d.qid.txt.query").write_text(_query_text(sizes))
+    assert read_svmlight(str(d / "d.qid.txt")).group_file is None
+    assert read_svmlight(str(d / "d.txt"), groups=None).group_file is None
+
+
 def test_without_a_group_file_nothing_changes(files):
     d, _ = files
     (d / "d.txt.query").unlink()
