@@ -32,8 +32,8 @@ from rankkit.solvers.base import FitResult, Log
 from rankkit.solvers.options import CLI_NAMES, PYTHON_NAMES, resolve_solver, solver_kwargs, stop_message
 from rankkit.solvers.stream import train_stream
 
-__all__ = ["Plan", "plan", "fit_dataset", "fit_stream", "model_header", "fit_outcome", "data_counts", "cluster_facts", "stop_words",
-           "needs_warning"]
+__all__ = ["Plan", "plan", "fit_dataset", "fit_stream", "model_header", "fit_outcome", "data_counts", "cluster_facts",
+           "stop_words", "needs_warning"]
 
 
 # -- why a fit stopped ----------------------------------------------------------------------------

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Callable, Protocol
 
 import numpy as np
 
 from rankkit.data import Dataset
+from rankkit.errors import DataError, UsageError
+from rankkit.objectives.pairwise import PairwiseObjective
+from rankkit.objectives.rescale import label_values
 
 Log = Callable[[str], None]
 
@@ -53,8 +57,6 @@ def check_magnitude(ds: Dataset, scale: float, knob: str, scale_words: str) -> N
     """Refuse data whose feature values (with the solver's scale: C * pairs, 1 / lambda, ...) are
     beyond what the solver can compute in double precision: one line naming the file, the line
     and the value, and what to do."""
-    from rankkit.errors import DataError
-
     if ds.data.size == 0:
         return
     big = max_abs(ds.data)
@@ -66,8 +68,6 @@ def check_magnitude(ds: Dataset, scale: float, knob: str, scale_words: str) -> N
     if not np.isfinite(big):
         raise DataError(ds.source, f"feature value {ds.data[k]!r} is not finite", _line_of(ds, k))
     # how far to divide the features: a power of ten that brings the bound back under the limit
-    import math
-
     log_bound = math.log10(scale * max(ds.n_features, 1)) + 2 * math.log10(big)
     digits = math.floor(math.log10(big))
     shown = f"{bound:.3g}" if math.isfinite(bound) else f"1e+{log_bound:.0f}"
@@ -103,8 +103,6 @@ def check_finite(ds: Dataset, solver: str, what: str, *values) -> None:
     check did not foresee. Never a non-finite model, never one called converged."""
     for v in values:
         if not np.all(np.isfinite(v)):
-            from rankkit.errors import DataError
-
             big = max_abs(ds.data)
             raise DataError(ds.source, f"{solver}: the {what} overflowed (not finite); the largest feature value "
                             f"is {big:.3g}: scale the features down (or lower -C) and train again")
@@ -159,15 +157,10 @@ class ExactRankSVM:
 
     def objective(self, ds: Dataset):
         """The O(n log n) objective (PairwiseObjective) with this solver's loss, weights and rescaling."""
-        from rankkit.errors import UsageError
-        from rankkit.objectives.pairwise import PairwiseObjective
-
         offsets = slack = None
         if self.rescale and self.delta == "swap":
             raise UsageError("--delta swap is not a function of the labels: it needs --solver newton-pairs")
         if self.rescale:
-            from rankkit.objectives.rescale import label_values
-
             if self.rescale == "margin":
                 offsets = label_values(ds, self.delta)
             else:

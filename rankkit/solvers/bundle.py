@@ -25,6 +25,7 @@ import time
 import numpy as np
 
 from rankkit.data import Dataset
+from rankkit.errors import UsageError
 from rankkit.solvers.base import ExactRankSVM, FitResult, Log, check_exact_magnitude, check_finite, quiet_fp
 from rankkit.solvers.options import stop_message
 
@@ -148,6 +149,4 @@ def _finite(obj, what, *values):
     if ds is not None:
         check_finite(ds, "bundle", what, *values)
     elif not all(np.all(np.isfinite(v)) for v in values):
-        from rankkit.errors import UsageError
-
         raise UsageError(f"bundle: the {what} overflowed (not finite): scale the features down")

@@ -40,6 +40,8 @@ import numpy as np
 
 from rankkit.data import Dataset
 from rankkit.errors import UsageError
+from rankkit.metrics import evaluate
+from rankkit.objectives.pairwise import PairwiseObjective
 from rankkit.compiler.dispatch import njit
 from rankkit.objectives._sparse import csr_matvec, csr_rmatvec
 from rankkit.solvers.base import FitResult, Log, check_exact_magnitude, check_finite, quiet_fp
@@ -109,8 +111,6 @@ class FactorState:
     """The quantities of one iteration at V: w, J, and dJ/dV."""
 
     def __init__(self, ds: Dataset, C: float, loss: str):
-        from rankkit.objectives.pairwise import PairwiseObjective
-
         self.ds = ds
         self.C = C
         self.obj = PairwiseObjective(ds, C, loss)
@@ -182,8 +182,6 @@ class FactorizedRankSVM:
         return self.eta0 if self.eta == "constant" else self.eta0 * 10.0 / (t + 10.0)
 
     def _valid_metric(self, w) -> float:
-        from rankkit.metrics import evaluate
-
         v = self.valid
         return evaluate(v.y, csr_matvec(v.data, v.indices, v.indptr, w, np.empty(v.n_rows)), v.qptr, ("map",))["map"]
 

@@ -19,12 +19,18 @@ hinge loss of the pairs sampled since the previous one and, with a validation fi
 
 from __future__ import annotations
 
+import math
 import time
 
 import numpy as np
 
 from rankkit.data import Dataset
 from rankkit.errors import UsageError
+from rankkit.metrics import evaluate
+from rankkit.objectives._sparse import csr_matvec
+from rankkit.objectives.pairwise import PairwiseObjective
+from rankkit.solvers import _sgd_kernels as K
+from rankkit.solvers._query_sgd import run_query_sgd, step_offset
 from rankkit.solvers.base import FitResult, Log, check_finite, check_magnitude, quiet_fp
 from rankkit.solvers.options import stop_message
 
@@ -58,8 +64,6 @@ def hinge_objective(ds: Dataset, w: np.ndarray, lam: float) -> float:
 
 def hinge_objective_active(ds: Dataset, w: np.ndarray, lam: float) -> tuple[float, int]:
     """(the hinge objective, pairs with margin < 1): the O(n log n) kernel counts them."""
-    from rankkit.objectives.pairwise import PairwiseObjective
-
     obj = PairwiseObjective(ds, 1.0, "hinge")
     f = 0.5 * lam * float(w @ w) + obj.loss_y(obj.scores(w)) / max(ds.n_pairs, 1)
     return f, obj.n_active
@@ -123,8 +127,6 @@ class StochasticRankSVM:
     step_offset = 0  # t0 of the schedule: step t uses the learning rate of t + t0 (pair-sgd sets it)
 
     def _segment(self, ds, index, w, n, t_start, seed):
-        from rankkit.solvers import _sgd_kernels as K
-
         t_start = t_start + self.step_offset
 
         trace_iters = np.array([n], dtype=np.int64)
@@ -142,8 +144,6 @@ class StochasticRankSVM:
             raise UsageError("--sampler roc samples one query: use it on a file without qid, or with --auc")
 
     def fit(self, ds: Dataset, w0: np.ndarray | None = None, log: Log | None = None, progress=None) -> FitResult:
-        from rankkit.solvers import _sgd_kernels as K
-
         self._check(ds)
         check_magnitude(ds, *self._magnitude_scale(ds))
         t0 = time.perf_counter()
@@ -164,9 +164,6 @@ class StochasticRankSVM:
     def _progress_line(self, it, loss, w, t0):
         line = f"iter {it:>10d}  sampled-pair hinge {loss:.6f}"
         if self.valid is not None:
-            from rankkit.metrics import evaluate
-            from rankkit.objectives._sparse import csr_matvec
-
             v = self.valid  # columns beyond w are ignored by csr_matvec
             m = evaluate(v.y, csr_matvec(v.data, v.indices, v.indptr, w, np.empty(v.n_rows)), v.qptr, ("map", "ndcg@10"))
             line += f"  valid map {m['map']:.4f} ndcg@10 {m['ndcg@10']:.4f}"
@@ -252,8 +249,6 @@ class PairSgdRankSVM(StochasticRankSVM):
         return self.OBJECTIVE_KIND
 
     def _objective(self, ds, w) -> tuple[float, int]:
-        from rankkit.objectives.pairwise import PairwiseObjective
-
         obj = PairwiseObjective(ds, self.C)
         return obj.evaluate(w, obj.scores(w)), obj.n_active
 
@@ -265,8 +260,6 @@ class PairSgdRankSVM(StochasticRankSVM):
         self.sampler, self.eta, self.eta0, self.batch_size = "uniform", "inverse-t", 1.0, 1
         self.lam = 1.0 / ds.n_pairs if ds.n_pairs else 1.0
         if ds.data.size:
-            import math
-
             with quiet_fp():  # huge features: the magnitude check in fit() refuses them just below
                 norms = np.bincount(np.repeat(np.arange(ds.n_rows), np.diff(ds.indptr)), weights=ds.data**2,
                                     minlength=ds.n_rows)
@@ -287,8 +280,6 @@ class QuerySgdRankSVM(PairSgdRankSVM):
         return {"learner": self.learner, "C": self.C, "iterations": self.iterations, "seed": self.seed}
 
     def fit(self, ds: Dataset, w0=None, log=None, progress=None) -> FitResult:
-        from rankkit.solvers._query_sgd import run_query_sgd, step_offset
-
         ds.require_pairs()
         check_magnitude(ds, *self._magnitude_scale(ds))
         t0 = time.perf_counter()

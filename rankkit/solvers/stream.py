@@ -16,12 +16,17 @@ schedule runs over the whole pass. Reproducible from the seed (one derived seed 
 
 from __future__ import annotations
 
+import hashlib
 import re
 import time
 
 import numpy as np
 
+from rankkit.data import COMPACT_MIN_FEATURES
 from rankkit.errors import DataError, UsageError
+from rankkit.io import _parse as P
+from rankkit.io import groups as G
+from rankkit.io.svmlight import count_line_ends, iter_blocks, last_line_end, parse_bytes
 from rankkit.compiler.dispatch import njit
 from rankkit.solvers import _sgd_kernels as K
 
@@ -32,8 +37,6 @@ def _chunks(path: str, chunk_bytes: int, hasher=None):
     """(bytes of whole lines, number of lines before them) for the file, chunk by chunk; the raw
     bytes also go through `hasher` (e.g. hashlib.sha256()) when given. Reading and decompression
     errors are DataErrors (rankkit.io.svmlight.iter_blocks); a line ends at LF, CR LF or a lone CR."""
-    from rankkit.io.svmlight import count_line_ends, iter_blocks, last_line_end
-
     if path == "-":
         raise UsageError("--sampler stream reads the training file twice: give a file, not standard input")
     lines_before = 0
@@ -54,8 +57,6 @@ def _chunks(path: str, chunk_bytes: int, hasher=None):
 
 
 def _parse(text: bytes, lines_before: int, path: str, zero_based: bool):
-    from rankkit.io.svmlight import parse_bytes
-
     try:
         return parse_bytes(np.frombuffer(text, dtype=np.uint8), path, zero_based)
     except DataError as exc:
@@ -102,9 +103,7 @@ def _query_blocks(path: str, zero_based: bool, chunk_bytes: int, hasher=None, gr
             seen.add(block[0])
             pending = block
     if groups is not None:
-        from rankkit.io.groups import check_total
-
-        check_total(groups, rows, path)
+        G.check_total(groups, rows, path)
     if pending is not None:
         yield pending
 
@@ -112,9 +111,6 @@ def _query_blocks(path: str, zero_based: bool, chunk_bytes: int, hasher=None, gr
 def _use_groups(ds, groups, first_row: int, prev, path: str, lines_before: int):
     """Give the rows of chunk `ds` (rows first_row.. of the file) the queries of the group file,
     in place. Returns the (file qid, group) of its last row, for the next chunk."""
-    from rankkit.io import _parse as P
-    from rankkit.io import groups as G
-
     group_no = G.row_groups(groups.sizes, first_row, ds.n_rows)  # G + 1 past the last group: refused at the end
     file_qid = ds.qid
     if ds.has_qid:
@@ -176,16 +172,12 @@ def train_stream(path: str, solver, zero_based: bool = False, log=None, chunk_by
     rankkit.io.groups.Groups) gives the queries of a file without qid. Returns (w, facts) with
     facts = n_rows, n_queries, n_pairs, n_features, train_time, sha256, bytes and feature_index:
     None (w has one weight per feature) or the sorted columns w's entries belong to."""
-    import hashlib
-
     t0 = time.perf_counter()
     hasher = hashlib.sha256()
     if solver.learner in ("pair-sgd", "query-sgd"):
         raise UsageError(f"--sampler stream is for the sofia-ml learners, not --solver {solver.learner}")
     if solver.batch_size != 1:
         raise UsageError("--sampler stream takes one pair per step (--batch-size 1)")
-    from rankkit.data import COMPACT_MIN_FEATURES
-
     pairs, n_rows, n_features, seen = [], 0, 0, []
     for _, labels, _, indices, _, _ in _query_blocks(path, zero_based, chunk_bytes, hasher, groups):
         pairs.append(_pairs(labels))

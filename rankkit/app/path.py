@@ -1,0 +1,254 @@
+"""`rankkit path`: a regularisation path with C chosen on a validation set, per fold of --folds
+(in worker processes with --jobs), or fixed values of C on every fold."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import threading
+import time
+from concurrent.futures import ProcessPoolExecutor, process
+from concurrent.futures.process import BrokenProcessPool
+from typing import Callable
+
+import numpy as np
+
+from rankkit import console, threads
+from rankkit.app.report import aligned
+from rankkit.app.train import train
+from rankkit.distributed.path import path_one
+from rankkit.errors import UsageError
+from rankkit.io.atomic import check_output
+from rankkit.io.model import write_model
+from rankkit.io.svmlight import display_name, read_svmlight
+from rankkit.metrics import parse_metric, per_query
+from rankkit.paths.grid import (fixed_c_folds, fixed_c_model_name, fold_dirs, validation_metric, write_exact_table,
+                                write_fixed_c_table, write_table)
+from rankkit.paths.select import chosen_model, path_on_datasets
+from rankkit.plot import check_plot_target, write_plot
+
+Log = Callable[[str], None] | None
+
+
+def _path_one(train_file, valid_file, test_file, method, metric, select, n_points, ratio, zero_based, group_queries,
+              log=None, exact=None, group_file="auto", progress=None):
+    """One regularisation path (a fold); module level so that --jobs can run it in a worker process.
+    method None chooses: exact for small problems, grid otherwise. group_file is TRAIN's; VALID and
+    TEST use the group files next to them."""
+    exact = dict(exact or {})
+    # the grid path's Newton fits take uint16 column indices (half their memory); the exact path
+    # works on a scipy matrix, whose int32 indices would then be a second copy
+    train_ds = read_svmlight(train_file, zero_based=zero_based, group_queries=group_queries, groups=group_file, log=log,
+                             narrow_indices=method != "exact")
+    valid_ds = read_svmlight(valid_file, zero_based=zero_based, group_queries=group_queries, log=log)
+    result, raw, notes, method = path_on_datasets(train_ds, valid_ds, method, metric, select, n_points, ratio, exact,
+                                                  log=log, progress=progress)
+    test_value = None
+    if test_file is not None:
+        test_ds = read_svmlight(test_file, zero_based=zero_based, group_queries=group_queries, log=log)
+        if method == "exact" and exact.get("kernel", "linear") != "linear":
+            vals = per_query(metric, test_ds.y, raw.scores_at(1.0 / result.best.C, test_ds), test_ds.qptr)
+            test_value = float(np.nanmean(vals))
+        else:
+            test_value = validation_metric(test_ds, result.best.w, metric)[0]
+    facts = {"train_file": display_name(train_file), "n_queries": train_ds.n_queries, "n_documents": train_ds.n_rows,
+             "n_pairs": train_ds.n_pairs, "n_features": train_ds.n_features, "method": method, "notes": notes,
+             "raw": raw if method == "exact" and test_file is None else None, "train_csr": None}
+    if method == "exact" and exact.get("kernel", "linear") != "linear" and test_file is None:
+        facts["train_csr"] = train_ds.csr()
+    return result, test_value, facts
+
+
+def _worker_init(n_threads: int) -> None:
+    threads.apply(max(1, n_threads))
+
+
+def _quiet_broken_pool_manager(pool) -> None:
+    """When a worker dies while this thread is still submitting, CPython's pool manager thread can
+    fail marking the pool broken ("dictionary changed size during iteration": it walks the workers
+    while a submit adds one) after it has failed every future; the main thread then reports the
+    broken pool in one line and stops the workers itself. That thread's traceback, printed by
+    threading's excepthook, is dropped; any other thread's error is printed as before."""
+    manager = getattr(process, "_ExecutorManagerThread", None)
+    previous = threading.excepthook
+
+    def hook(args):
+        if manager is not None and isinstance(args.thread, manager) and getattr(pool, "_broken", False):
+            return
+        previous(args)
+
+    threading.excepthook = hook
+
+
+def _forget_pool_manager(thread) -> None:
+    """After a failed pool: wait (at most 5 s) for CPython's pool manager thread to end, then take it
+    off concurrent.futures' exit hook, which would otherwise write to the wakeup pipe the thread has
+    already closed (a traceback at exit, "Bad file descriptor", after the one-line error)."""
+    if thread is None:
+        return
+    thread.join(timeout=5)
+    if not thread.is_alive():
+        getattr(process, "_threads_wakeups", {}).pop(thread, None)
+
+
+def _run_folds_in_processes(args: list, jobs: int) -> list:
+    """Folds in `jobs` worker processes. Workers are spawned, not forked: a fork of a process whose
+    OpenMP runtime is running is unsafe (and GNU OpenMP refuses it). jobs x threads never exceeds
+    the threads this process may use, so workers do not wait on each other's cores. An error in a
+    fold (bad input) reaches the CLI as itself; a signal stops the workers."""
+    # perf: jobs x threads never above the usable cores
+    jobs = min(jobs, len(args), threads.usable_cores())
+    per_job = max(1, threads.count() // jobs)
+    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"),
+                               initializer=_worker_init, initargs=(per_job,))
+    _quiet_broken_pool_manager(pool)
+
+    try:
+        futures = [pool.submit(_path_one, *a) for a in args]
+        try:
+            outs = [f.result() for f in futures]
+        except BrokenProcessPool:
+            raise UsageError("a --jobs worker process ended abruptly (killed by a signal, or out of memory?); "
+                             "run again, or with fewer --jobs") from None
+    except BaseException:
+        manager = getattr(pool, "_executor_manager_thread", None)
+        for proc in list(getattr(pool, "_processes", {}).values()):  # do not wait for folds nobody will read
+            try:
+                proc.terminate()
+            except Exception:
+                pass
+        pool.shutdown(wait=False, cancel_futures=True)
+        _forget_pool_manager(manager)
+        raise
+    pool.shutdown()
+    return outs
+
+
+def _path_fixed_c(folds, Cs, out_dir, table, metric, zero_based, group_queries, log, echo, others, jobs=None):
+    """`rankkit path --folds DIR -C c1 -C c2 ...`: every fold trained at every C in this process,
+    models as `rankkit train -C` writes them, and a table of their test (and vali) metric."""
+    if folds is None or any(v is not None for v in others):
+        raise UsageError("-C values go with --folds DIR only (no TRAIN VALID, --out-model, --plot or --method)")
+    parse_metric(metric)
+    out_dir = out_dir or "."
+    os.makedirs(out_dir, exist_ok=True)
+    inputs = tuple(os.path.join(folds, d, f) for d in fold_dirs(folds) for f in ("train.txt", "vali.txt", "test.txt"))
+    models = [os.path.join(out_dir, fixed_c_model_name(d, C)) for d in fold_dirs(folds) for C in Cs]
+    for m in models:
+        check_output(m, inputs, kind="model")
+    check_output(table, inputs, outputs=tuple(models))
+
+    def train_one(train_file, model_file, C, log):  # exactly `rankkit train TRAIN MODEL -C C`
+        return train(train_file, model_file, "newton", {"C": C, "tol": None, "max_iter": None, "loss": None,
+                                                        "query_norm": False}, zero_based, group_queries, log=log,
+                     warn=console.warn)
+
+    # folds side by side on the threads the kernels would otherwise use (--threads, or the free
+    # cores); one kernel thread each, so never more threads than cores
+    jobs = min(jobs if jobs is not None else threads.count(), threads.usable_cores())
+    rows = fixed_c_folds(folds, Cs, out_dir, train_one, metric, zero_based, group_queries, log, jobs=jobs)
+    echo(f"# rankkit path, fixed C, newton; models in {out_dir}")
+    lines = [["fold", "C", "valid " + metric, "test " + metric, "iterations"]]
+    lines += [[r["fold"], f"{r['C']:g}", f"{r['vali']:.4f}", f"{r['test']:.4f}", str(r["iterations"])] for r in rows]
+    for C in Cs:
+        mine = [r for r in rows if r["C"] == float(C)]
+        lines.append(["mean", f"{C:g}", f"{np.nanmean([r['vali'] for r in mine]):.4f}",
+                      f"{np.nanmean([r['test'] for r in mine]):.4f}", ""])
+    for line in aligned(lines):
+        echo(line)
+    if table:
+        write_fixed_c_table(table, rows, metric)
+    return rows
+
+
+def path(train_file=None, valid_file=None, out_model=None, table=None, plot=None, method=None, metric="ndcg@10",
+         select="best", n_points=30, ratio=1e7, folds=None, jobs=None, zero_based=False, group_queries=False, log=None,
+         echo=print, exact=None, group_file="auto", dask=None, progress=None, Cs=(), out_dir=None):
+    """`rankkit path`: a regularisation path with model selection on a validation set (or per fold).
+    progress(total, label): a progress display for the exact path of a single TRAIN VALID path.
+    Cs: fixed values of C on every fold of --folds, in one process (no path)."""
+    if Cs:  # fixed values of C on every fold, one process (rankkit/paths/grid.py)
+        if dask is not None:
+            raise UsageError("--dask runs a single TRAIN VALID path, not -C values with --folds")
+        return _path_fixed_c(folds, Cs, out_dir, table, metric, zero_based, group_queries, log, echo,
+                             others=(train_file, valid_file, out_model, plot, method), jobs=jobs)
+    parse_metric(metric)
+    inputs = (train_file, valid_file)
+    check_output(out_model, inputs, kind="model")
+    check_output(table, inputs, outputs=(out_model,))
+    check_output(plot, inputs, outputs=(out_model, table))
+    if plot is not None:
+        check_plot_target(plot)
+    if folds is not None:
+        if dask is not None:
+            raise UsageError("--dask runs a single TRAIN VALID path, not --folds")
+        if train_file is not None or valid_file is not None:
+            raise UsageError("give either TRAIN VALID or --folds DIR, not both")
+        if out_model or table or plot:
+            raise UsageError("--out-model, --table and --plot are for a single TRAIN VALID path, not --folds")
+        if group_file != "auto":
+            raise UsageError("--group names TRAIN's group file; with --folds each file's group file is found next to "
+                             "it (train.txt.query, ...)")
+        names = sorted((d for d in os.listdir(folds) if d.startswith("Fold") and d[4:].isdigit()), key=lambda d: int(d[4:]))
+        if not names:
+            raise UsageError(f"--folds {folds}: no Fold1, Fold2, ... directories")
+        args = [(os.path.join(folds, d, "train.txt"), os.path.join(folds, d, "vali.txt"), os.path.join(folds, d, "test.txt"),
+                 method, metric, select, n_points, ratio, zero_based, group_queries, None, exact) for d in names]
+        if jobs is not None and jobs > 1:
+            outs = _run_folds_in_processes(args, jobs)
+        else:
+            outs = [_path_one(*a[:10], log=log, exact=exact) for a in args]
+        methods = sorted({f["method"] for _, _, f in outs})
+        echo(f"# rankkit path, method {'/'.join(methods)}, selection {select} by validation {metric}")
+        rows = [["fold", "chosen C", "valid " + metric, "test " + metric]]
+        for d, (result, test_value, _) in zip(names, outs):
+            rows.append([d, f"{result.best.C:.4g}", f"{result.best.metric:.4f}", f"{test_value:.4f}"])
+        mean = float(np.mean([t for _, t, _ in outs]))
+        rows.append(["mean", "", "", f"{mean:.4f}"])
+        for line in aligned(rows):
+            echo(line)
+        for d, (_, _, facts) in zip(names, outs):
+            for note in facts["notes"] or []:
+                console.warn(f"{d}: {note}")
+        return outs
+    if train_file is None or valid_file is None:
+        raise UsageError("rankkit path needs TRAIN and VALID (or --folds DIR)")
+    t0 = time.perf_counter()
+    if dask is not None:  # TRAIN: parts (a quoted glob) on a Dask cluster
+        result, _, facts = path_one(train_file, valid_file, method, metric, select, n_points, ratio, zero_based,
+                                    group_queries, log, exact, group_file, dask)
+    else:
+        result, _, facts = _path_one(train_file, valid_file, None, method, metric, select, n_points, ratio, zero_based,
+                                     group_queries, log=log, exact=exact, group_file=group_file, progress=progress)
+    method = facts["method"]
+    how = "" if method else ""
+    echo(f"# rankkit path, method {method}{how}: {len(result.points)} "
+         f"{'breakpoints' if method == 'exact' else 'values of C'}, selection {select} by validation {metric}")
+    for note in facts["notes"] or []:
+        console.warn(note)
+    shown = result.points
+    if method == "exact" and len(shown) > 40:  # a long exact path: show about 40 breakpoints and the chosen one
+        step = len(shown) // 40 + 1
+        shown = [p for i, p in enumerate(shown) if i % step == 0 or i == result.chosen or i == len(shown) - 1]
+    rows = [["C", "iterations", "violated", "valid " + metric, ""]]
+    for p in shown:
+        rows.append([f"{p.C:.4g}", str(p.iterations), str(p.n_active), f"{p.metric:.4f}",
+                     "<- chosen" if p is result.best else ""])
+    for line in aligned(rows):
+        echo(line)
+    if result.chosen == len(result.points) - 1:
+        console.warn(f"the chosen C ({result.best.C:.3g}) is the largest of the grid: a larger --ratio may find a better one")
+    if table:
+        if method == "exact":
+            write_exact_table(table, facts["raw"])
+        else:
+            write_table(table, result)
+    if plot:
+        write_plot(plot, result)
+    if out_model:
+        facts_shown = {k: v for k, v in facts.items() if k not in ("raw", "notes", "train_csr", "train_file")}
+        header_facts = {"index_base": 0 if zero_based else 1, "train_file": facts["train_file"], **facts_shown,
+                        "valid_file": display_name(valid_file)}
+        write_model(out_model, chosen_model(result, method, facts["raw"], facts["train_csr"], header_facts,
+                                            (exact or {}).get("kernel", "linear"), time.perf_counter() - t0))
+    return result
