@@ -18,7 +18,7 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from rankkit import __version__
+from rankkit.config import __version__
 from rankkit.data import Dataset, query_offsets
 from rankkit.errors import DataError, UsageError
 from rankkit.io.atomic import atomic_open, check_output
