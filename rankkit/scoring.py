@@ -9,7 +9,7 @@ import numpy as np
 
 from rankkit.feature_maps import kernel_scores, make_kernel
 from rankkit.io.foreign_models import ForeignModel
-from rankkit.objectives._sparse import csr_matvec, ignored_entries
+from rankkit.sparse import csr_matvec, ignored_entries
 
 
 def model_scores(model, ds) -> tuple[np.ndarray, int]:

@@ -20,7 +20,7 @@ import sys
 import numpy as np
 
 from rankkit.io.svmlight import read_svmlight
-from rankkit.objectives._sparse import csr_matvec
+from rankkit.sparse import csr_matvec
 from rankkit.solvers.newton import NewtonRankSVM
 
 

@@ -347,7 +347,7 @@ def bench_fig3(report, repeat, max_pairs_n=19_200):
 def bench_fig1(report, repeat):
     from rankkit.io.svmlight import read_svmlight
     from rankkit.metrics import evaluate
-    from rankkit.objectives._sparse import csr_matvec
+    from rankkit.sparse import csr_matvec
     from rankkit.solvers.newton import NewtonRankSVM
 
     root = SHARED / "MQ2008"
@@ -433,7 +433,7 @@ def bench_sgd_cli(report, repeat):
 def bench_sgd_mq2008(report, repeat):
     from rankkit.io.svmlight import read_svmlight
     from rankkit.metrics import evaluate
-    from rankkit.objectives._sparse import csr_matvec
+    from rankkit.sparse import csr_matvec
     from rankkit.solvers import SOLVERS
 
     root = SHARED / "MQ2008"
@@ -544,7 +544,7 @@ def bench_sgd_auc(report, repeat):
 
     from rankkit.data import Dataset
     from rankkit.metrics import per_query
-    from rankkit.objectives._sparse import csr_matvec
+    from rankkit.sparse import csr_matvec
     from rankkit.solvers.newton import NewtonRankSVM
     from rankkit.solvers.sgd import PegasosRankSVM
 
@@ -590,7 +590,7 @@ def bench_factorized_mq2008(report, repeat):
     from rankkit.errors import UsageError
     from rankkit.io.svmlight import read_svmlight
     from rankkit.metrics import evaluate
-    from rankkit.objectives._sparse import csr_matvec
+    from rankkit.sparse import csr_matvec
     from rankkit.solvers.factorized import FactorizedRankSVM
     from rankkit.solvers.newton import NewtonRankSVM
 

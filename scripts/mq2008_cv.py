@@ -18,7 +18,7 @@ import numpy as np
 
 from rankkit.io.svmlight import read_svmlight
 from rankkit.metrics import evaluate
-from rankkit.objectives._sparse import csr_matvec
+from rankkit.sparse import csr_matvec
 from rankkit.solvers.newton import NewtonRankSVM
 
 GRID = [1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1.0]

@@ -223,7 +223,7 @@ def test_arg_key_gives_numba_types():
 def test_kernel_proxy_copies_and_forwards_to_numba():
     import copy
 
-    from rankkit.objectives._sparse import rmatvec_chunks
+    from rankkit.sparse import rmatvec_chunks
 
     assert copy.copy(rmatvec_chunks)(10, 3) == rmatvec_chunks(10, 3) == 1
     assert rmatvec_chunks.py_func(10, 3) == 1
@@ -300,6 +300,6 @@ def test_a_build_whose_sources_changed_meanwhile_is_not_installed(tmp_path, monk
 def test_kernels_pickle_by_name():
     import pickle
 
-    from rankkit.objectives._sparse import rmatvec_chunks
+    from rankkit.sparse import rmatvec_chunks
 
     assert pickle.loads(pickle.dumps(rmatvec_chunks)) is rmatvec_chunks

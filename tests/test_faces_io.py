@@ -398,7 +398,7 @@ def test_no_private_names_across_modules_and_no_io_circle():
     for path in MINE:
         for module, names, _ in _imports(path):
             private = [n for n in names if n.startswith("_") and not n.startswith("__")]
-            # `from rankkit.io import _parse` names a module of the package (the byte kernels)
+            # `from rankkit.io import parse` names a module of the package (the byte kernels)
             private = [n for n in private if not (ROOT / "rankkit" / Path(*module.split(".")[1:]) / f"{n}.py").exists()]
             assert not private, f"{path.relative_to(ROOT)} imports {private} from {module}"
     graph = {}

@@ -1,4 +1,4 @@
-"""The SVMlight/LETOR reader (Numba kernel in rankkit/io/_parse.py, wrapper in rankkit/io/svmlight.py).
+"""The SVMlight/LETOR reader (Numba kernel in rankkit/io/parse.py, wrapper in rankkit/io/svmlight.py).
 
 Every number must equal Python's correctly rounded float() bit for bit; every rejected input must
 give one `file:line: message` naming the offending token.
@@ -19,7 +19,7 @@ import pytest
 
 from rankkit.data import Dataset
 from rankkit.errors import DataError
-from rankkit.io import _parse as K
+from rankkit.io import parse as K
 from rankkit.io.svmlight import _MESSAGES, parse_bytes, read_svmlight, write_svmlight
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"

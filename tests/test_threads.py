@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from rankkit import threads
-from rankkit.objectives._sparse import csr_rmatvec, rmatvec_chunks
+from rankkit.sparse import csr_rmatvec, rmatvec_chunks
 from rankkit.objectives.pairwise import PairwiseObjective
 from rankkit.solvers.newton import NewtonRankSVM
 from tests.conftest import make_dataset

@@ -177,9 +177,9 @@ def _compile_in_processes(buckets: list, staging: str) -> list:
 # Seconds each module's kernels take to compile into a module (numba.pycc, this project's 2-core
 # machine, 2026-11-25): only to share them out between the build's processes; a module not listed
 # counts one second a call.
-_COMPILE_SECONDS = {"rankkit.io._parse": 4.3, "rankkit.solvers._sgd_kernels": 5.9, "rankkit.metrics.kernels": 3.1,
+_COMPILE_SECONDS = {"rankkit.io.parse": 4.3, "rankkit.solvers._sgd_kernels": 5.9, "rankkit.metrics.kernels": 3.1,
                     "rankkit.objectives.squared_hinge": 2.8, "rankkit.sorting": 1.1,
-                    "rankkit.objectives._sparse": 0.9, "rankkit.stats": 0.4}
+                    "rankkit.sparse": 0.9, "rankkit.stats": 0.4}
 
 
 def _cost(group) -> float:

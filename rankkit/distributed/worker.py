@@ -35,7 +35,7 @@ from rankkit.errors import DataError, UsageError
 from rankkit.io.files import display_name, is_url
 from rankkit.io.query_weights import read_query_weights
 from rankkit.io.svmlight import FileDigest, read_svmlight
-from rankkit.objectives._sparse import csr_matvec
+from rankkit.sparse import csr_matvec
 from rankkit.solvers.base import ExactRankSVM, max_abs
 from rankkit.solvers.base import check_magnitude as _check_magnitude
 

@@ -10,7 +10,7 @@ queries may come in any qid order. A qid that comes back after another query is 
 `group_queries=True`, which gathers each query's documents (stable, in order of first appearance)
 and records the permutation in `Dataset.order`.
 
-The byte loop is the Numba kernel in `_parse.py`; files are opened by `rankkit.io.files` (plain,
+The byte loop is the Numba kernel in `parse.py`; files are opened by `rankkit.io.files` (plain,
 compressed, stdin, URLs) and group files found by `rankkit.io.groups`; this module maps kernel
 status codes to one-line errors (`path:line: message`) and builds the Dataset. `read_svmlight` is
 the one function every face opens a data file with.
@@ -30,7 +30,7 @@ import numpy as np
 from rankkit import threads
 from rankkit.data import Dataset
 from rankkit.errors import DataError
-from rankkit.io import _parse as K
+from rankkit.io import parse as K
 from rankkit.io import files as F
 from rankkit.io import groups as G
 from rankkit.io.files import display_name, is_url, iter_blocks, read_bytes  # (the last two: also for callers)

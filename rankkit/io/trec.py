@@ -16,7 +16,7 @@ and a (qid, docid) listed twice (trec_eval refuses both files then).
 
 The byte loops are Numba kernels on the file's bytes (one pass to cut lines into fields and parse
 numbers, one hash pass per query for duplicates); Python only builds the strings it must return.
-Numbers use the SVMlight reader's exact fast path (rankkit.io._parse); literals it leaves to Python
+Numbers use the SVMlight reader's exact fast path (rankkit.io.parse); literals it leaves to Python
 (e.g. 17-digit `%.17g` output) are converted by NumPy's correctly rounded string-to-double cast.
 """
 
@@ -30,7 +30,7 @@ from typing import NamedTuple
 import numpy as np
 
 from rankkit.errors import DataError, UsageError
-from rankkit.io import _parse as P
+from rankkit.io import parse as P
 from rankkit.io.atomic import atomic_open
 from rankkit.io.files import display_name, read_bytes
 from rankkit.io.text import printable, utf8

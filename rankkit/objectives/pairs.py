@@ -22,7 +22,7 @@ import numpy as np
 from rankkit.data import Dataset
 from rankkit.errors import UsageError
 from rankkit.compiler.dispatch import njit
-from rankkit.objectives._sparse import csr_matvec, csr_rmatvec
+from rankkit.sparse import csr_matvec, csr_rmatvec
 
 LOSS_CODES = {"squared-hinge": 0, "huber": 1, "logistic": 2, "hinge": 3}
 MAX_PAIRS = 400_000_000  # 6.4 GB of pair indices: beyond this, use the O(n log n) solver

@@ -24,7 +24,7 @@ import numpy as np
 
 from rankkit.data import Dataset
 from rankkit.objectives import squared_hinge as sqh
-from rankkit.objectives._sparse import csr_matvec, csr_rmatvec
+from rankkit.sparse import csr_matvec, csr_rmatvec
 
 # Queries at least this long are sorted by NumPy (its vectorised argsort is 3-4x faster than the
 # one compiled into the kernel); shorter ones are sorted inside the kernel, without Python overhead.

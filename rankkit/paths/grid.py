@@ -31,7 +31,7 @@ from rankkit.errors import UsageError
 from rankkit.io.atomic import atomic_open
 from rankkit.io.svmlight import read_svmlight
 from rankkit.metrics import parse_metric, per_query
-from rankkit.objectives._sparse import csr_matvec
+from rankkit.sparse import csr_matvec
 from rankkit.objectives.pairwise import PairwiseObjective
 from rankkit.solvers.newton import NewtonRankSVM
 

@@ -43,7 +43,7 @@ from rankkit.errors import UsageError
 from rankkit.metrics import evaluate
 from rankkit.objectives.pairwise import PairwiseObjective
 from rankkit.compiler.dispatch import njit
-from rankkit.objectives._sparse import csr_matvec, csr_rmatvec
+from rankkit.sparse import csr_matvec, csr_rmatvec
 from rankkit.solvers.base import FitResult, Log, check_exact_magnitude, check_finite, quiet_fp
 from rankkit.solvers.options import stop_message
 

@@ -27,7 +27,7 @@ import numpy as np
 from rankkit.data import Dataset
 from rankkit.errors import UsageError
 from rankkit.metrics import evaluate
-from rankkit.objectives._sparse import csr_matvec
+from rankkit.sparse import csr_matvec
 from rankkit.objectives.pairwise import PairwiseObjective
 from rankkit.solvers import _sgd_kernels as K
 from rankkit.solvers._query_sgd import run_query_sgd, step_offset

@@ -24,7 +24,7 @@ import numpy as np
 
 from rankkit.data import COMPACT_MIN_FEATURES
 from rankkit.errors import DataError, UsageError
-from rankkit.io import _parse as P
+from rankkit.io import parse as P
 from rankkit.io import groups as G
 from rankkit.io.svmlight import count_line_ends, iter_blocks, last_line_end, parse_bytes
 from rankkit.compiler.dispatch import njit
