@@ -135,7 +135,7 @@ def sort_queries(y, qptr, skip, order):
 
 
 @njit
-def _query_fun_grad(y, lev, s, e, R, order, ys, ls, gs, tree, margin, squared):
+def query_fun_grad(y, lev, s, e, R, order, ys, ls, gs, tree, margin, squared):
     """Loss, active-pair count and sorted-space gradient gs[s:e] of one query (rows s:e), for the
     pair loss max(0, margin - (y_i - y_j))^2, or max(0, margin - (y_i - y_j)) (the hinge, with its
     subgradient) when `squared` is False."""
@@ -198,7 +198,7 @@ def _fun_grad_range(y, lev, qptr, nlev, order, ys, ls, gs, gy, qweight, margin, 
                 ls[t] = 0
             continue
         tree = np.empty((nlev[q] + 1, 3), dtype=np.float64)
-        lq, aq = _query_fun_grad(y, lev, s, e, nlev[q], order, ys, ls, gs, tree, margin, squared)
+        lq, aq = query_fun_grad(y, lev, s, e, nlev[q], order, ys, ls, gs, tree, margin, squared)
         for t in range(s, e):
             gy[order[t]] = wq * gs[t]
         qloss[q] = wq * lq
@@ -236,7 +236,7 @@ def fun_grad_y(y, lev, qptr, nlev, order, ys, ls, gs, gy, qweight, margin, squar
 
 @njit
 def _query_hv(ys, ls, s, e, R, ds, zs, tree, margin):
-    # sweep 1, descending (same pointer rule as _query_fun_grad)
+    # sweep 1, descending (same pointer rule as query_fun_grad)
     _fen_reset(tree, R)
     p = e - 1
     for t in range(e - 1, s - 1, -1):

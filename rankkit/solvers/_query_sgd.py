@@ -23,7 +23,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from rankkit.compiler.dispatch import njit
-from rankkit.objectives.squared_hinge import _query_fun_grad
+from rankkit.objectives.squared_hinge import query_fun_grad
 from rankkit.sorting import longest, stable_order
 
 
@@ -70,7 +70,7 @@ def run_query_sgd(data, indices, indptr, lev, qptr, nlev, pairs_q, C, iterations
                 acc += data[p] * w[indices[p]]
             y[i] = acc
         stable_order(y, s, e, order, sort_tmp)
-        loss, n_active = _query_fun_grad(y, lev, s, e, nlev[q], order, ys, ls, gs, tree, 1.0, True)
+        loss, n_active = query_fun_grad(y, lev, s, e, nlev[q], order, ys, ls, gs, tree, 1.0, True)
         # g = X_q' dL_q/dy (gs is in sorted positions)
         g[:] = 0.0
         for r in range(s, e):
