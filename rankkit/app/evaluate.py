@@ -36,72 +36,13 @@ def evaluate(files, qrels=None, metrics=None, convention="letor4", empty_query=N
     names = tuple(metrics) if metrics else M.DEFAULT_METRICS
     for m in names:
         M.parse_metric(m)  # fail on a bad metric name before reading anything
-    systems = []  # (name, query ids, {metric: per-query values})
     if qrels is not None and group_file not in ("auto", None):
         raise UsageError("--group is for DATA SCORES; with --qrels the runs name their queries")
     if qrels is not None:
-        judgements = read_qrels(qrels)
-        say(f"read qrels {display_name(qrels)}")
-        skipped = []
-        for run_path in files:
-            run = read_trec_run(run_path)
-            say(f"read run {display_name(run_path)}: {len(run[0])} lines")
-            labels, scores, qptr, tiebreak, judged, qids = run_against_qrels(run, judgements)[:6]
-            if len(qids) == 0:
-                raise DataError(display_name(qrels), f"judges none of the queries of {display_name(run_path)}")
-            try:
-                table = M.per_query_table(names, labels, scores, qptr, convention,
-                                          tiebreak=tiebreak, judged=judged, empty_query=empty_query)
-            except M.GainOverflow as exc:  # the labels come from the qrels
-                raise DataError(display_name(qrels), f"label '{format_label(exc.label)}' {exc.reason}") from None
-            systems.append((display_name(run_path), list(qids), table))
-            say(f"evaluated {display_name(run_path)}: {len(qids)} judged queries, {labels.shape[0]} retrieved "
-                f"documents, {judged[1].shape[0]} judged documents, convention {convention}")
-            if skipped_queries(run, judgements):
-                skipped.append(f"{display_name(run_path)}: {len(skipped_queries(run, judgements))}")
-        described = f"{len(systems[0][1])} queries of {display_name(files[0])} judged in {display_name(qrels)}"
-        if skipped:
-            described += "; run queries without judgements (ignored, as trec_eval does): " + ", ".join(skipped)
-        query_sets = [set(q) for _, q, _ in systems]
-        if any(qs != query_sets[0] for qs in query_sets[1:]):
-            common = set.intersection(*query_sets)
-            described += (
-                "\nthe runs cover different queries ("
-                + ", ".join(f"{name}: {len(q)}" for name, q, _ in systems)
-                + f"; {len(common)} in common): each mean is over that run's own judged queries, "
-                "p-values over the queries in common"
-            )
+        systems, described = _against_qrels(files, qrels, names, convention, empty_query, say)
     else:
-        data_file, score_files = files[0], files[1:]
-        ds = read_svmlight(data_file, zero_based=zero_based, group_queries=group_queries, groups=group_file, log=log)
-        say(f"read {display_name(data_file)}: {ds.n_queries} queries, {ds.n_rows} documents"
-            + ("" if ds.has_qid else " (no qid: one query)"))
-        if not ds.has_qid and ds.nnz == 0 and ds.docid_spans is None:  # one number per line
-            raise DataError(display_name(data_file), "looks like a scores file (one number per line: no qid, no "
-                            "features); DATA is the LETOR file: `rankkit eval DATA SCORES`", int(ds.line[0]))
-        tiebreak = lexicographic_rank(docids(ds)) if convention == "trec" else None
-        qids = [str(q) for q in ds.qid[ds.qptr[:-1]].tolist()] if ds.has_qid else ["1"]
-        for path in score_files:
-            scores = read_scores(path)
-            say(f"read {display_name(path)}: {scores.shape[0]} scores")
-            if scores.shape[0] != ds.n_rows:
-                raise DataError(
-                    display_name(path),
-                    f"has {scores.shape[0]} scores but {display_name(data_file)} has {ds.n_rows} documents",
-                )
-            if ds.order is not None:
-                scores = scores[ds.order]
-            try:
-                table = M.per_query_table(names, ds.y, scores, ds.qptr, convention,
-                                          tiebreak=tiebreak, empty_query=empty_query)
-            except M.GainOverflow as exc:
-                raise DataError(display_name(data_file), f"label '{format_label(exc.label)}' {exc.reason}",
-                                int(ds.line[exc.row])) from None
-            systems.append((display_name(path), qids, table))
-            say(f"evaluated {display_name(path)}: {len(names)} metrics over {ds.n_queries} queries, convention "
-                f"{convention}" + (" (score ties by docid, descending)" if tiebreak is not None else ""))
-        described = f"{ds.n_queries} queries, {ds.n_rows} documents in {display_name(data_file)}"
-        described += short_query_notes(names, convention, np.diff(ds.qptr))
+        systems, described = _against_data(files, names, convention, empty_query, zero_based, group_queries,
+                                           group_file, log, say)
     means, pvalues = summarize(systems, names, test, permutations, seed)
     header = f"convention {convention}: {M.describe(convention)}"
     if len(systems) > 1:
@@ -113,3 +54,77 @@ def evaluate(files, qrels=None, metrics=None, convention="letor4", empty_query=N
     if log:
         log(f"eval done in {time.perf_counter() - t_start:.3f} s")
     return means[0] if len(means) == 1 else means
+
+
+def _against_qrels(files, qrels, names, convention, empty_query, say):
+    """(systems, description) of TREC runs against qrels: each system (name, query ids,
+    {metric: per-query values}) over its judged queries."""
+    systems = []
+    judgements = read_qrels(qrels)
+    say(f"read qrels {display_name(qrels)}")
+    skipped = []
+    for run_path in files:
+        run = read_trec_run(run_path)
+        say(f"read run {display_name(run_path)}: {len(run[0])} lines")
+        labels, scores, qptr, tiebreak, judged, qids = run_against_qrels(run, judgements)[:6]
+        if len(qids) == 0:
+            raise DataError(display_name(qrels), f"judges none of the queries of {display_name(run_path)}")
+        try:
+            table = M.per_query_table(names, labels, scores, qptr, convention,
+                                      tiebreak=tiebreak, judged=judged, empty_query=empty_query)
+        except M.GainOverflow as exc:  # the labels come from the qrels
+            raise DataError(display_name(qrels), f"label '{format_label(exc.label)}' {exc.reason}") from None
+        systems.append((display_name(run_path), list(qids), table))
+        say(f"evaluated {display_name(run_path)}: {len(qids)} judged queries, {labels.shape[0]} retrieved "
+            f"documents, {judged[1].shape[0]} judged documents, convention {convention}")
+        if skipped_queries(run, judgements):
+            skipped.append(f"{display_name(run_path)}: {len(skipped_queries(run, judgements))}")
+    described = f"{len(systems[0][1])} queries of {display_name(files[0])} judged in {display_name(qrels)}"
+    if skipped:
+        described += "; run queries without judgements (ignored, as trec_eval does): " + ", ".join(skipped)
+    query_sets = [set(q) for _, q, _ in systems]
+    if any(qs != query_sets[0] for qs in query_sets[1:]):
+        common = set.intersection(*query_sets)
+        described += (
+            "\nthe runs cover different queries ("
+            + ", ".join(f"{name}: {len(q)}" for name, q, _ in systems)
+            + f"; {len(common)} in common): each mean is over that run's own judged queries, "
+            "p-values over the queries in common"
+        )
+    return systems, described
+
+
+def _against_data(files, names, convention, empty_query, zero_based, group_queries, group_file, log, say):
+    """(systems, description) of score files against the labels of a data file (its first name)."""
+    systems = []
+    data_file, score_files = files[0], files[1:]
+    ds = read_svmlight(data_file, zero_based=zero_based, group_queries=group_queries, groups=group_file, log=log)
+    say(f"read {display_name(data_file)}: {ds.n_queries} queries, {ds.n_rows} documents"
+        + ("" if ds.has_qid else " (no qid: one query)"))
+    if not ds.has_qid and ds.nnz == 0 and ds.docid_spans is None:  # one number per line
+        raise DataError(display_name(data_file), "looks like a scores file (one number per line: no qid, no "
+                        "features); DATA is the LETOR file: `rankkit eval DATA SCORES`", int(ds.line[0]))
+    tiebreak = lexicographic_rank(docids(ds)) if convention == "trec" else None
+    qids = [str(q) for q in ds.qid[ds.qptr[:-1]].tolist()] if ds.has_qid else ["1"]
+    for path in score_files:
+        scores = read_scores(path)
+        say(f"read {display_name(path)}: {scores.shape[0]} scores")
+        if scores.shape[0] != ds.n_rows:
+            raise DataError(
+                display_name(path),
+                f"has {scores.shape[0]} scores but {display_name(data_file)} has {ds.n_rows} documents",
+            )
+        if ds.order is not None:
+            scores = scores[ds.order]
+        try:
+            table = M.per_query_table(names, ds.y, scores, ds.qptr, convention,
+                                      tiebreak=tiebreak, empty_query=empty_query)
+        except M.GainOverflow as exc:
+            raise DataError(display_name(data_file), f"label '{format_label(exc.label)}' {exc.reason}",
+                            int(ds.line[exc.row])) from None
+        systems.append((display_name(path), qids, table))
+        say(f"evaluated {display_name(path)}: {len(names)} metrics over {ds.n_queries} queries, convention "
+            f"{convention}" + (" (score ties by docid, descending)" if tiebreak is not None else ""))
+    described = f"{ds.n_queries} queries, {ds.n_rows} documents in {display_name(data_file)}"
+    described += short_query_notes(names, convention, np.diff(ds.qptr))
+    return systems, described

@@ -189,28 +189,8 @@ def path(train_file=None, valid_file=None, out_model=None, table=None, plot=None
         if group_file != "auto":
             raise UsageError("--group names TRAIN's group file; with --folds each file's group file is found next to "
                              "it (train.txt.query, ...)")
-        names = sorted((d for d in os.listdir(folds) if d.startswith("Fold") and d[4:].isdigit()), key=lambda d: int(d[4:]))
-        if not names:
-            raise UsageError(f"--folds {folds}: no Fold1, Fold2, ... directories")
-        args = [(os.path.join(folds, d, "train.txt"), os.path.join(folds, d, "vali.txt"), os.path.join(folds, d, "test.txt"),
-                 method, metric, select, n_points, ratio, zero_based, group_queries, None, exact) for d in names]
-        if jobs is not None and jobs > 1:
-            outs = _run_folds_in_processes(args, jobs)
-        else:
-            outs = [_path_one(*a[:10], log=log, exact=exact) for a in args]
-        methods = sorted({f["method"] for _, _, f in outs})
-        echo(f"# rankkit path, method {'/'.join(methods)}, selection {select} by validation {metric}")
-        rows = [["fold", "chosen C", "valid " + metric, "test " + metric]]
-        for d, (result, test_value, _) in zip(names, outs):
-            rows.append([d, f"{result.best.C:.4g}", f"{result.best.metric:.4f}", f"{test_value:.4f}"])
-        mean = float(np.mean([t for _, t, _ in outs]))
-        rows.append(["mean", "", "", f"{mean:.4f}"])
-        for line in aligned(rows):
-            echo(line)
-        for d, (_, _, facts) in zip(names, outs):
-            for note in facts["notes"] or []:
-                console.warn(f"{d}: {note}")
-        return outs
+        return _path_folds(folds, method, metric, select, n_points, ratio, zero_based, group_queries, log, echo, exact,
+                           jobs)
     if train_file is None or valid_file is None:
         raise UsageError("rankkit path needs TRAIN and VALID (or --folds DIR)")
     t0 = time.perf_counter()
@@ -221,23 +201,7 @@ def path(train_file=None, valid_file=None, out_model=None, table=None, plot=None
         result, _, facts = _path_one(train_file, valid_file, None, method, metric, select, n_points, ratio, zero_based,
                                      group_queries, log=log, exact=exact, group_file=group_file, progress=progress)
     method = facts["method"]
-    how = "" if method else ""
-    echo(f"# rankkit path, method {method}{how}: {len(result.points)} "
-         f"{'breakpoints' if method == 'exact' else 'values of C'}, selection {select} by validation {metric}")
-    for note in facts["notes"] or []:
-        console.warn(note)
-    shown = result.points
-    if method == "exact" and len(shown) > 40:  # a long exact path: show about 40 breakpoints and the chosen one
-        step = len(shown) // 40 + 1
-        shown = [p for i, p in enumerate(shown) if i % step == 0 or i == result.chosen or i == len(shown) - 1]
-    rows = [["C", "iterations", "violated", "valid " + metric, ""]]
-    for p in shown:
-        rows.append([f"{p.C:.4g}", str(p.iterations), str(p.n_active), f"{p.metric:.4f}",
-                     "<- chosen" if p is result.best else ""])
-    for line in aligned(rows):
-        echo(line)
-    if result.chosen == len(result.points) - 1:
-        console.warn(f"the chosen C ({result.best.C:.3g}) is the largest of the grid: a larger --ratio may find a better one")
+    _show_path(result, facts, method, metric, select, echo)
     if table:
         if method == "exact":
             write_exact_table(table, facts["raw"])
@@ -252,3 +216,52 @@ def path(train_file=None, valid_file=None, out_model=None, table=None, plot=None
         write_model(out_model, chosen_model(result, method, facts["raw"], facts["train_csr"], header_facts,
                                             (exact or {}).get("kernel", "linear"), time.perf_counter() - t0))
     return result
+
+
+def _path_folds(folds, method, metric, select, n_points, ratio, zero_based, group_queries, log, echo, exact, jobs):
+    """`rankkit path --folds DIR`: a path on each FoldN (in `jobs` processes), C chosen on its
+    vali.txt, a table of the chosen C and its test metric per fold."""
+    names = sorted((d for d in os.listdir(folds) if d.startswith("Fold") and d[4:].isdigit()), key=lambda d: int(d[4:]))
+    if not names:
+        raise UsageError(f"--folds {folds}: no Fold1, Fold2, ... directories")
+    args = [(os.path.join(folds, d, "train.txt"), os.path.join(folds, d, "vali.txt"), os.path.join(folds, d, "test.txt"),
+             method, metric, select, n_points, ratio, zero_based, group_queries, None, exact) for d in names]
+    if jobs is not None and jobs > 1:
+        outs = _run_folds_in_processes(args, jobs)
+    else:
+        outs = [_path_one(*a[:10], log=log, exact=exact) for a in args]
+    methods = sorted({f["method"] for _, _, f in outs})
+    echo(f"# rankkit path, method {'/'.join(methods)}, selection {select} by validation {metric}")
+    rows = [["fold", "chosen C", "valid " + metric, "test " + metric]]
+    for d, (result, test_value, _) in zip(names, outs):
+        rows.append([d, f"{result.best.C:.4g}", f"{result.best.metric:.4f}", f"{test_value:.4f}"])
+    mean = float(np.mean([t for _, t, _ in outs]))
+    rows.append(["mean", "", "", f"{mean:.4f}"])
+    for line in aligned(rows):
+        echo(line)
+    for d, (_, _, facts) in zip(names, outs):
+        for note in facts["notes"] or []:
+            console.warn(f"{d}: {note}")
+    return outs
+
+
+def _show_path(result, facts, method, metric, select, echo) -> None:
+    """The path's summary: a title line, its points (about 40 of a long exact path, and the chosen
+    one) as aligned columns, and its notes and warnings on standard error."""
+    echo(f"# rankkit path, method {method}: {len(result.points)} "
+         f"{'breakpoints' if method == 'exact' else 'values of C'}, selection {select} by validation {metric}")
+    for note in facts["notes"] or []:
+        console.warn(note)
+    shown = result.points
+    if method == "exact" and len(shown) > 40:  # a long exact path: show about 40 breakpoints and the chosen one
+        step = len(shown) // 40 + 1
+        shown = [p for i, p in enumerate(shown) if i % step == 0 or i == result.chosen or i == len(shown) - 1]
+    rows = [["C", "iterations", "violated", "valid " + metric, ""]]
+    for p in shown:
+        rows.append([f"{p.C:.4g}", str(p.iterations), str(p.n_active), f"{p.metric:.4f}",
+                     "<- chosen" if p is result.best else ""])
+    for line in aligned(rows):
+        echo(line)
+    if result.chosen == len(result.points) - 1:
+        console.warn(f"the chosen C ({result.best.C:.3g}) is the largest of the grid: a larger --ratio may find a "
+                     "better one")
