@@ -28,7 +28,7 @@ from rankkit.io.svmlight import display_name, parse_bytes, read_bytes
 from rankkit.io.trec import lexicographic_rank
 from rankkit.scoring import model_scores
 from rankkit.solvers.base import quiet_fp
-from rankkit.solvers.options import check_dask
+from rankkit.solvers.options import CLI_NAMES, check_dask
 
 
 def _parts_sha(facts) -> str:
@@ -39,8 +39,8 @@ def _parts_sha(facts) -> str:
     return h.hexdigest()
 
 
-STOCHASTIC_FLAGS = {"lam": "--lambda", "iterations": "--iterations", "eta": "--eta", "eta0": "--eta0",
-                    "batch_size": "--batch-size", "K": "-K", "init_scale": "--init-scale", "patience": "--patience"}
+# options of the stochastic and factorized solvers: a fit on a Dask cluster (solver newton) has none
+STOCHASTIC_KEYS = ("lam", "iterations", "eta", "eta0", "batch_size", "K", "init_scale", "patience")
 
 
 def train_parts(patterns, model_file, dask=None, solver=None, params=None, query_weights_file=None, zero_based=False,
@@ -58,9 +58,9 @@ def train_parts(patterns, model_file, dask=None, solver=None, params=None, query
     stochastic = {k: v for k, v in (stochastic or {}).items() if v is not None}
     if dask is None:
         return _train_joined(parts, model_file, solver, params, stochastic, query_weights_file, zero_based, log, warn, t0)
-    for key in STOCHASTIC_FLAGS:
+    for key in STOCHASTIC_KEYS:
         if key in stochastic:
-            raise UsageError(f"{STOCHASTIC_FLAGS[key]} is not offered with --dask (it trains --solver newton)")
+            raise UsageError(f"{CLI_NAMES[key]} is not offered with --dask (it trains --solver newton)")
     loss = check_dask(solver, params.get("loss"))
     settings = training.plan("newton", dict(params, loss=loss)).solver().hyperparameters()  # C, tol, max_iter, ...
     qw = None

@@ -113,7 +113,7 @@ def resolve_solver(solver: str | None, loss: str | None, style: str = "cli"):
 
 # -- what a fit on a Dask cluster offers (rankkit.distributed): one solver, its losses, linear models
 DASK_SOLVER = "newton"
-DASK_LOSSES = ("squared-hinge", "huber", "logistic")
+DASK_LOSSES = SOLVERS[DASK_SOLVER].losses
 
 
 def check_dask(solver: str | None, loss: str | None, kernel: bool = False, style: str = "cli") -> str:
