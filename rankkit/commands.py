@@ -14,14 +14,12 @@ from rankkit.app.convert import convert
 from rankkit.app.evaluate import evaluate
 from rankkit.app.path import path
 from rankkit.app.predict import predict, write_ranked
-from rankkit.app.report import aligned, docids
 from rankkit.app.train import train
 from rankkit.distributed.commands import eval_parts, predict_parts, train_parts
 
 __all__ = ["train", "predict", "write_ranked", "evaluate", "path", "convert", "is_pattern", "train_parts",
            "predict_parts", "eval_parts"]
 
-_docids, _aligned = docids, aligned  # the names some tests still import (now rankkit.app.report's)
 
 
 def is_pattern(path: str) -> bool:

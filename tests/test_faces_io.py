@@ -341,8 +341,6 @@ def test_dump_svmlight_file_never_replaces_a_model(outputs):
     assert read_svmlight(str(outputs / "data.txt"), zero_based=True).n_rows == 2
 
 
-@pytest.mark.xfail(reason="RankSVM.save must call rankkit.io.atomic.check_output(path, kind='model') "
-                          "(rankkit/estimators.py, another owner's file)", strict=False)
 def test_python_save_refuses_to_replace_data(outputs):
     X, y, qid = rankkit.load_svmlight_file(str(SAMPLE), query_id=True)
     ranker = rankkit.RankSVM(C=0.01).fit(X, y, qid=qid)

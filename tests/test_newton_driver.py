@@ -13,6 +13,7 @@ import pytest
 
 import rankkit.paths.grid as grid_mod
 from rankkit.solvers import newton
+from rankkit.solvers.options import stop_message
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -66,7 +67,7 @@ def test_the_driver_runs_any_objective_of_the_protocol():
     exact = np.linalg.solve(np.eye(6) + 2.0 * A, 2.0 * (A @ c))
     np.testing.assert_allclose(res.w, exact, rtol=1e-9, atol=1e-12)
     assert res.converged and res.stop == "converged" and res.detail["tol"] == 1e-10
-    assert res.message == newton.stop_words("converged", res.detail)
+    assert res.message == stop_message("converged", res.detail)
     assert obj.calls[0] == "start" and obj.calls[-1] == "finish"
     assert lines[0].startswith("iter   0  f ") and "converged" in lines[-1]
 
@@ -81,8 +82,8 @@ def test_stop_codes_and_their_words():
     zero = Quadratic(np.eye(3), np.zeros(3), 1.0)
     res = newton.truncated_newton(zero)
     assert (res.stop, res.converged, res.message) == ("zero_gradient", True, "gradient is exactly zero")
-    assert newton.stop_words("line_search", {}).startswith("line search could not decrease")
-    assert newton.stop_words("converged", {"ratio": 1.234e-7, "tol": 1e-6}) == \
+    assert stop_message("line_search", {}).startswith("line search could not decrease")
+    assert stop_message("converged", {"ratio": 1.234e-7, "tol": 1e-6}) == \
         "Newton decrement / objective = 1.23e-07 < tol 1e-06"
 
 

@@ -353,9 +353,9 @@ def test_1se_on_mq2008_is_not_the_nearly_zero_model():
 
 def test_path_table_keeps_columns_apart():
     """Before: fixed widths ({p.iterations:12d}) ran 12-digit counts into the next column."""
-    from rankkit.commands import _aligned
+    from rankkit.app.report import aligned
 
-    lines = _aligned([["C", "iterations", "violated", "valid map", ""],
+    lines = aligned([["C", "iterations", "violated", "valid map", ""],
                       ["0.001", "123456789012", "987654321098", "0.5000", ""],
                       ["0.01", "3", "5", "0.2500", "<- chosen"]])
     assert lines[0].split() == ["C", "iterations", "violated", "valid", "map"]

@@ -240,14 +240,14 @@ def test_runs_and_qrels_through_the_cli(tmp_path):
 def mq2008():
     if not (MQ2008 / "test.txt").exists():
         pytest.skip(f"{MQ2008} is absent")
-    from rankkit.commands import _docids
+    from rankkit.app.report import docids
     from rankkit.io.svmlight import read_svmlight
 
     test = read_svmlight(str(MQ2008 / "test.txt"))
     train = read_svmlight(str(MQ2008 / "train.txt"))
     assert test.order is None  # the file is grouped by query: scores in file order are row order
     qids = [str(q) for q in test.qid[test.qptr[:-1]].tolist()]
-    return test, train, qids, _docids(test)
+    return test, train, qids, docids(test)
 
 
 def lstsq_scores(train, test):

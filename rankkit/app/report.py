@@ -12,14 +12,10 @@ from rankkit.metrics import parse_metric
 
 
 def docids(ds) -> list[str]:
-    """The `# docid = X` of each row, or its line number where the line had none. Bytes that are
-    not UTF-8 are kept as surrogate escapes, so that writers give back the bytes of the file."""
-    lines = ds.line.tolist()
-    if ds.docid_spans is None or ds.docid_buf is None:
-        return [str(line) for line in lines]
-    buf = ds.docid_buf
-    return [buf[s:e].decode("utf-8", "surrogateescape") if s >= 0 else str(line)
-            for (s, e), line in zip(ds.docid_spans.tolist(), lines)]
+    """The `# docid = X` of each row (Dataset.docids: bytes that are not UTF-8 kept as surrogate
+    escapes, so that writers give back the bytes of the file), or its line number where the line
+    had none."""
+    return [d if d is not None else str(line) for d, line in zip(ds.docids(), ds.line.tolist())]
 
 
 def query_names(ds) -> list[str]:

@@ -15,7 +15,7 @@ from rankkit import metrics as M
 from rankkit import training
 from rankkit.app.report import docids, format_label, print_evaluation, short_query_notes
 from rankkit.distributed.cluster import ClusterError, cluster_failures, connect, describe_failure, is_cluster_failure
-from rankkit.distributed.newton import Problem, prob_facts
+from rankkit.distributed.newton import fit_newton
 from rankkit.distributed.parts import concatenate, expand_parts, joined_name
 from rankkit.distributed.worker import apply_threads, read_part
 from rankkit.errors import DataError, UsageError
@@ -24,10 +24,9 @@ from rankkit.io.foreign_models import ForeignModel, load_model
 from rankkit.io.model import Model, write_model
 from rankkit.io.output import read_scores
 from rankkit.io.query_weights import read_query_weights, weights_for
-from rankkit.io.svmlight import display_name, parse_bytes, read_bytes
+from rankkit.io.svmlight import FileDigest, display_name, read_svmlight
 from rankkit.io.trec import lexicographic_rank
 from rankkit.scoring import model_scores
-from rankkit.solvers.base import quiet_fp
 from rankkit.solvers.options import CLI_NAMES, check_dask
 
 
@@ -67,25 +66,22 @@ def train_parts(patterns, model_file, dask=None, solver=None, params=None, query
     if query_weights_file is not None:  # read here once to report a bad file before the cluster starts
         read_query_weights(query_weights_file)
         qw = os.path.abspath(query_weights_file)
-    with connect(dask, log=log) as client:
-        with cluster_failures():
-            prob = Problem(client, parts, loss=loss, query_norm=settings["query_norm"], rescale=settings.get("rescale"),
-                           delta=settings.get("delta", "gain"), query_weights=qw, zero_based=zero_based, log=log)
-            try:
-                with quiet_fp():
-                    result = prob.fit(settings["C"], tol=settings["tol"], max_iter=settings["max_iter"], log=log)
-            finally:
-                prob.close()
-    facts = prob_facts(prob)
+    result, facts = fit_newton(parts, dask, C=settings["C"], loss=loss, tol=settings["tol"],
+                               max_iter=settings["max_iter"], query_norm=settings["query_norm"],
+                               rescale=settings.get("rescale"), delta=settings.get("delta", "gain"), query_weights=qw,
+                               zero_based=zero_based, log=log)
     if training.needs_warning(result):
         warn(training.stop_words(result, "cli"))
     data = {"query_weights_file": display_name(query_weights_file)} if query_weights_file is not None else {}
+    files = facts["part_files"]
+    group_files = [f["group_file"] for f in files if f["group_file"] is not None]
+    if group_files:  # the group files that numbered the parts' queries, as one process records its own
+        data["group_file"] = joined_name(group_files)
     data.update({
-        "index_base": 0 if zero_based else 1, "group_queries": False, "auc": False, "n_features": prob.n_features,
-        "train_file": parts[0] if len(parts) == 1 else f"{parts[0]} (+{len(parts) - 1} more parts)",
-        "train_file_bytes": sum(f["bytes"] for f in prob.facts),
-        "parts_sha256": _parts_sha([(p, f["sha256"]) for p, f in zip(parts, prob.facts)]),
-        "n_queries": prob.n_queries, "n_documents": prob.n_rows, "n_pairs": prob.n_pairs})
+        "index_base": 0 if zero_based else 1, "group_queries": False, "auc": False, "n_features": facts["n_features"],
+        "train_file": joined_name(parts), "train_file_bytes": sum(f["bytes"] for f in files),
+        "parts_sha256": _parts_sha([(p, f["sha256"]) for p, f in zip(parts, files)]),
+        "n_queries": facts["n_queries"], "n_documents": facts["n_documents"], "n_pairs": facts["n_pairs"]})
     header = training.model_header("newton", loss, settings, data, training.fit_outcome(result),
                                    training.cluster_facts(facts), result.train_time)
     write_model(model_file, Model(weights=result.w, header=header))
@@ -104,12 +100,11 @@ def _train_joined(parts, model_file, solver, params, stochastic, query_weights_f
     if plan.spec.factorized:
         raise UsageError("--solver factorized trains on one file (its factors are per training document)")
     datasets, shas, nbytes = [], [], 0
-    for p in parts:
-        buf = read_bytes(p)
-        shas.append((p, hashlib.sha256(memoryview(buf)).hexdigest()))
-        nbytes += int(buf.shape[0])
-        datasets.append(parse_bytes(buf, display_name(p), zero_based))
-        del buf
+    for p in parts:  # each part read as `rankkit train` reads a file (its group file too), hashed as it streams
+        digest = FileDigest()
+        datasets.append(read_svmlight(p, zero_based, digest=digest))
+        shas.append((p, digest.hexdigest()))
+        nbytes += digest.nbytes
     ds = concatenate(datasets)
     del datasets
     if log:

@@ -32,10 +32,10 @@ from rankkit.distributed.cluster import ClusterError, cluster_failures, connect,
 from rankkit.distributed.parts import expand_parts
 from rankkit.errors import DataError, UsageError
 from rankkit.io.svmlight import display_name
-from rankkit.objectives.pairwise import LOSSES
 from rankkit.paths.grid import c_min_of_spread
-from rankkit.solvers.base import MAGNITUDE_LIMIT, FitResult, quiet_fp
-from rankkit.solvers.newton import DEFAULT_MAX_ITER, DEFAULT_TOL, minimise_along, truncated_newton
+from rankkit.solvers.base import DEFAULT_MAX_ITER, DEFAULT_TOL, MAGNITUDE_LIMIT, FitResult, quiet_fp
+from rankkit.solvers.newton import minimise_along, truncated_newton
+from rankkit.solvers.options import check_dask
 
 
 class Problem:
@@ -181,8 +181,7 @@ class Problem:
             f.release()
 
     def _setup(self, loss, query_norm, rescale, delta, query_weights):
-        if loss not in LOSSES or loss == "hinge":
-            raise UsageError(f"the distributed newton solver offers --loss squared-hinge, huber, logistic, not {loss}")
+        loss = check_dask(None, loss)
         if rescale is not None and delta == "swap":
             raise UsageError("--delta swap is not a function of the labels: it needs --solver newton-pairs (one process)")
         if rescale is not None and loss != "squared-hinge" and rescale == "margin":
@@ -380,8 +379,7 @@ def fit_newton(parts, client, *, C: float = 1.0, loss: str = "squared-hinge", to
             prob = Problem(cl, parts, loss=loss, query_norm=query_norm, rescale=rescale, delta=delta,
                            query_weights=query_weights, zero_based=zero_based, log=log)
             try:
-                with quiet_fp():
-                    result = prob.fit(C, w0=w0, tol=tol, max_iter=max_iter, log=log)
+                result = prob.fit(C, w0=w0, tol=tol, max_iter=max_iter, log=log)
             finally:
                 prob.close()
     return result, prob_facts(prob)
@@ -396,4 +394,6 @@ def prob_facts(prob: Problem) -> dict:
             "n_features": prob.n_features, "nnz": prob.nnz, "parts": len(prob.parts), "workers": prob.n_workers,
             "read_seconds": prob.read_seconds, "rounds": prob.rounds - r0, "compute_seconds": compute,
             "communication_seconds": max(wall - compute, 0.0),
-            "bytes_moved": prob.bytes_in + prob.bytes_out - b0, "parts_read_again": prob.reads}
+            "bytes_moved": prob.bytes_in + prob.bytes_out - b0, "parts_read_again": prob.reads,
+            "part_files": [{"bytes": f["bytes"], "sha256": f["sha256"], "group_file": f.get("group_file")}
+                           for f in prob.facts]}

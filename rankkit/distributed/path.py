@@ -12,7 +12,7 @@ from rankkit.io.svmlight import read_svmlight
 from rankkit.metrics import parse_metric
 from rankkit.paths.grid import grid_from, path_over
 from rankkit.solvers.base import quiet_fp
-from rankkit.solvers.newton import DEFAULT_MAX_ITER, DEFAULT_TOL
+from rankkit.solvers.base import DEFAULT_MAX_ITER, DEFAULT_TOL
 
 
 def grid_path_parts(parts, valid, client, *, metric="ndcg@10", select="best", n_points=30, ratio=1e7, tol=None,

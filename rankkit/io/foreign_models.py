@@ -36,10 +36,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from rankkit.config import MODEL_FORMATS
 from rankkit.errors import ModelError, UsageError
 from rankkit.io.model import MAGIC, model_name, parse_model, read_model_bytes, shown
 
-FORMATS = ("rankkit", "svm_rank", "liblinear", "sofia-ml")
+FORMATS = MODEL_FORMATS
 FOREIGN = FORMATS[1:]
 TOOL = {"svm_rank": "svm_rank/SVMlight", "liblinear": "liblinear", "sofia-ml": "sofia-ml"}
 

@@ -88,6 +88,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from rankkit import threads
+from rankkit.config import EMPTY_QUERY_CHOICES
 from rankkit.errors import UsageError
 from rankkit.metrics.kernels import (
     DISCOUNT_LETOR4,
@@ -236,7 +237,6 @@ CONVENTIONS: dict[str, Convention] = {
     ),
 }
 
-EMPTY_QUERY_CHOICES = ("0", "1", "skip")
 _EMPTY_CODES = {"0": EMPTY_ZERO, "1": EMPTY_ONE, "skip": EMPTY_SKIP}
 
 

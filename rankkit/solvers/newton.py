@@ -32,11 +32,10 @@ from rankkit.errors import UsageError
 from rankkit.objectives.pairs import ExplicitPairObjective, explicit_pairs
 from rankkit.objectives.pairwise import PairwiseObjective
 from rankkit.objectives.rescale import pair_deltas
-from rankkit.solvers.base import ExactRankSVM, FitResult, Log, check_exact_magnitude, check_finite, quiet_fp
+from rankkit.solvers.base import (DEFAULT_MAX_ITER, DEFAULT_TOL, ExactRankSVM, FitResult, Log, check_exact_magnitude,
+                                  check_finite, quiet_fp)
+from rankkit.solvers.options import stop_message
 
-DEFAULT_C = 1.0
-DEFAULT_TOL = 1e-6
-DEFAULT_MAX_ITER = 100
 CG_MAX_ITER = 1000
 CG_CONFIRM_RTOL = 1e-8  # relative CG residual of the solve that confirms the stopping rule
 ARMIJO = 1e-4
@@ -278,7 +277,7 @@ def truncated_newton(
         objective=f,
         iterations=it,
         converged=stop in ("converged", "zero_gradient"),
-        message=stop_words(stop, detail),
+        message=stop_message(stop, detail),
         n_active=obj.n_active,
         train_time=time.perf_counter() - t_start,
         extra={"cg_iterations": cg_total, "gradient_norm": float(np.linalg.norm(g))},
@@ -287,23 +286,10 @@ def truncated_newton(
     )
 
 
-def stop_words(stop: str, detail: dict) -> str:
-    """The driver's stop code in the words model files record (stop_reason)."""
-    if stop == "converged":
-        return f"Newton decrement / objective = {detail['ratio']:.3g} < tol {detail['tol']:g}"
-    if stop == "zero_gradient":
-        return "gradient is exactly zero"
-    if stop == "max_iter":
-        return f"stopped at --max-iter {detail['max_iter']} before the stopping rule was met"
-    return "line search could not decrease the objective (numerical precision reached)"
-
-
 class NewtonRankSVM(ExactRankSVM):
     """Solver `newton`: the registry entry the CLI instantiates."""
 
     name = "newton"
-    DEFAULT_TOL = DEFAULT_TOL
-    DEFAULT_MAX_ITER = DEFAULT_MAX_ITER
 
     def fit(self, ds: Dataset, w0: np.ndarray | None = None, log: Log | None = None) -> FitResult:
         ds.require_pairs()
