@@ -143,10 +143,15 @@ def main() -> None:
         "m = rankkit.RankSVM(C=0.01).fit(X, y, qid=q); m.save('py.ranksvm.model')\n"
         "print(repr(m.coef_.tolist()))\n"
         "print(rankkit.evaluate(yt, m.predict(Xt), qt, metrics=['map', 'ndcg@10']))\n"
-        "s = rankkit.SGDRanker(solver='pegasos', iterations=5000, random_state=1).fit(X, y, qid=q)\n"
+        "s = rankkit.SGDRanker(learner='pegasos', iterations=5000, seed=1).fit(X, y, qid=q)\n"
         "print(repr(s.coef_.tolist()))\n"
-        "f = rankkit.FactorizedRankSVM(K=3, iterations=20, random_state=1).fit(X, y, qid=q)\n"
+        "f = rankkit.FactorizedRankSVM(K=3, iterations=20, seed=1).fit(X, y, qid=q)\n"
         "print(repr(f.coef_.tolist()))\n"
+        f"p = rankkit.RankSVM(C=0.01).fit_parts([{tr!r}, {va!r}]); p.save('py.parts.model')\n"
+        "print(repr(p.coef_.tolist()))\n"
+        f"Xv, yv, qv = rankkit.load_svmlight_file({va!r}, query_id=True, n_features=X.shape[1])\n"
+        "r = rankkit.regularization_path(X, y, Xv, yv, qid=q, qid_valid=qv, method='grid', n_points=6, metric='map')\n"
+        "print(repr([(pt.C, pt.metric) for pt in r.points]), r.best_C if hasattr(r, 'best_C') else '')\n"
     )
     proc = subprocess.run([sys.executable, "-c", py], cwd=out, env=env, capture_output=True, text=True)
     (out / "python.out").write_text(f"exit {proc.returncode}\n{scrub(proc.stdout)}--- stderr\n{scrub(proc.stderr)}")
