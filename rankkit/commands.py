@@ -2,24 +2,32 @@
 (train, predict, evaluate, path, convert) and, over several files or a Dask cluster,
 rankkit.distributed.commands. cli.py parses the options and calls these.
 
-Imported lazily by cli.py, so numpy and numba load only when a command runs.
+Imported by cli.py when a command runs; each name loads only its own use case's module (a
+`rankkit train` does not import the path, eval or Dask code), so a command pays for what it runs.
 """
 
 from __future__ import annotations
 
 import glob
+import importlib
 import os
 
-from rankkit.app.convert import convert
-from rankkit.app.evaluate import evaluate
-from rankkit.app.path import path
-from rankkit.app.predict import predict, write_ranked
-from rankkit.app.train import train
-from rankkit.distributed.commands import eval_parts, predict_parts, train_parts
+# name -> the module that defines it
+_HOMES = {"train": "rankkit.app.train", "predict": "rankkit.app.predict", "write_ranked": "rankkit.app.predict",
+          "evaluate": "rankkit.app.evaluate", "path": "rankkit.app.path", "convert": "rankkit.app.convert",
+          "train_parts": "rankkit.distributed.commands", "predict_parts": "rankkit.distributed.commands",
+          "eval_parts": "rankkit.distributed.commands"}
 
-__all__ = ["train", "predict", "write_ranked", "evaluate", "path", "convert", "is_pattern", "train_parts",
-           "predict_parts", "eval_parts"]
+__all__ = [*_HOMES, "is_pattern"]
 
+
+def __getattr__(name: str):
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'rankkit.commands' has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value
+    return value
 
 
 def is_pattern(path: str) -> bool:
