@@ -39,7 +39,7 @@ def grid_path_parts(parts, valid, client, *, metric="ndcg@10", select="best", n_
 
 def path_one(train, valid_file, method, metric, select, n_points, ratio, zero_based, group_queries, log, exact,
              group_file, dask):
-    """commands._path_one for `--dask`: (PathResult, None, facts) with the facts `rankkit path` records."""
+    """The single path of rankkit.app.path for `--dask`: (PathResult, None, facts) with the facts `rankkit path` records."""
     if method not in (None, "grid"):
         raise UsageError("--dask runs the grid path (--method grid); the exact path runs in one process")
     exact = dict(exact or {})
