@@ -24,7 +24,9 @@ import time
 
 import numpy as np
 
+import rankkit
 from rankkit import threads
+from rankkit.cli import cli
 from rankkit.compiler import build, dispatch
 from rankkit.io import svmlight
 
@@ -47,8 +49,6 @@ def write_exercise_data(tmp: str) -> None:
 
 
 def _rankkit(*args: str) -> None:
-    from rankkit.cli import cli
-
     with open(os.devnull, "w") as devnull:
         real = sys.stdout
         sys.stdout = devnull
@@ -78,8 +78,6 @@ def exercise(name: str, tmp: str, threads: str | None = None) -> None:
 def _python_api(train: str, vali: str, threads: str | None = None) -> None:
     """The Python API's common calls (rankkit.RankSVM, SGDRanker, evaluate on scipy matrices, whose
     column indices are int32 where `rankkit train` reads uint16 ones)."""
-    import rankkit
-
     n = int(threads) if threads else None
     X, y, q = rankkit.load_svmlight_file(train, query_id=True)
     Xv, yv, qv = rankkit.load_svmlight_file(vali, query_id=True, n_features=X.shape[1])
@@ -219,9 +217,7 @@ def _main(argv=None) -> int:
 
     # SIGTERM ends the run as Ctrl-C does: through the finally blocks that remove the temporary files
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
-    from rankkit.threads import usable_cores
-
-    jobs = a.jobs if a.jobs is not None else usable_cores()
+    jobs = a.jobs if a.jobs is not None else threads.usable_cores()
     processes = f"{jobs} process{'es' if jobs > 1 else ''}"
     if not a.jit:
         if not a.quiet:

@@ -36,6 +36,7 @@ import numba  # noqa: E402
 from numba.core.caching import FunctionCache, IndexDataCacheFile  # noqa: E402
 
 from rankkit import console  # noqa: E402
+from rankkit.compiler import aot  # noqa: E402
 
 # Why the preferred cache location could not be used (None: it can); shown when compiling.
 _cache_problem: str | None = None
@@ -56,8 +57,6 @@ def writable_dir(path: str) -> str | None:
 def private_tmp_dir() -> str | None:
     """A per-user cache directory in the temporary directory (made 0700 if need be), if it is
     safely ours: the check rankkit.compiler.aot makes before loading a build from it."""
-    from rankkit.compiler import aot
-
     uid = os.getuid() if hasattr(os, "getuid") else 0
     try:
         os.mkdir(os.path.join(tempfile.gettempdir(), f"rankkit-numba-cache-{uid}"), 0o700)

@@ -24,6 +24,7 @@ import numpy as np
 
 from rankkit.data import Dataset
 from rankkit.objectives import squared_hinge as sqh
+from rankkit.objectives.logistic import piecewise_quadratic
 from rankkit.sparse import csr_matvec, csr_rmatvec
 
 # Queries at least this long are sorted by NumPy (its vectorised argsort is 3-4x faster than the
@@ -87,8 +88,6 @@ class PairwiseObjective:
         if loss == "huber":  # max(0, 1 - t)^2 - max(0, -t)^2
             base = [(1.0, 1.0, True), (-1.0, 0.0, True)]
         elif loss == "logistic":  # sum_m a_m max(0, c_m - t)^2
-            from rankkit.objectives.logistic import piecewise_quadratic
-
             base = [(a_m, c_m, True) for c_m, a_m in zip(*(v.tolist() for v in piecewise_quadratic()))]
         else:
             base = [(1.0, self.margin, loss != "hinge")]
