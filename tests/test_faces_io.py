@@ -242,6 +242,7 @@ def test_cli_dask_local_on_a_part_with_a_group_file_equals_one_process(tmp_path)
 
 
 @needs_dask
+@pytest.mark.slow  # a LocalCluster of worker processes started in another directory (make test-all)
 def test_cli_relative_parts_are_read_by_workers_elsewhere(tmp_path, monkeypatch):
     """A worker process whose working directory is not the user's reads a part given by a relative
     path (and its group file): the path is made absolute on the client."""
