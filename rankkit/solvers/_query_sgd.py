@@ -20,7 +20,6 @@ the queries that have pairs, and only those are drawn. Serial and reproducible f
 from __future__ import annotations
 
 import numpy as np
-import scipy.sparse as sp
 
 from rankkit.compiler.dispatch import njit
 from rankkit.objectives.squared_hinge import query_fun_grad
@@ -102,6 +101,8 @@ def step_offset(ds, C: float) -> float:
     the query's pairs ||x_i - x_j||^2 (the trace of the per-query Hessian with every pair active,
     an upper bound of its largest eigenvalue). O(nnz + levels * d) with per-level sums:
     sum over pairs ||x_i - x_j||^2 = sum_i ||x_i||^2 (n_q - n_level(i)) - 2 sum_{a<b} S_a.S_b."""
+    import scipy.sparse as sp  # ~0.2 s to import: only query-sgd's start needs it, not every stochastic solver
+
     n = ds.n_rows
     if n == 0:
         return 0.0
