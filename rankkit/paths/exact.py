@@ -130,7 +130,7 @@ class ExactPathResult:
     breakpoints: list
     pi: np.ndarray  # int64[m] upper document of each pair (row in train)
     pj: np.ndarray  # int64[m] lower document
-    kernel: object  # rankkit.feature_maps.Kernel
+    kernel: object  # rankkit.feature_maps.MercerKernel
     graph: str
     metric_names: list
     stop_reason: str
@@ -357,12 +357,6 @@ class LinearStructure:
     @staticmethod
     def describe(n: int, nv: int) -> str:
         return "linear kernel through the sparse features (no n x n matrix)"
-
-
-# The names these classes had before they were public (tests/test_exact_path.py used them): kept
-# while other code may still import them.
-_DenseKernel = DenseKernel
-_LinearStructure = LinearStructure
 
 
 def _gather_rows(X, docs: np.ndarray):
