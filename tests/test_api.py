@@ -64,7 +64,13 @@ def test_load_svmlight_file_equals_sklearn_on_every_shared_file():
     files = _shared_files()
     assert len(files) >= 15
     for path in files:
-        X, y, qid = rankkit.load_svmlight_file(str(path), query_id=True)
+        with warnings.catch_warnings(record=True) as said:
+            warnings.simplefilter("always")
+            X, y, qid = rankkit.load_svmlight_file(str(path), query_id=True)
+        beside = [Path(f"{path}.{ext}") for ext in ("query", "group")]
+        # a group file beside the file is named (it is not read: the values stay scikit-learn's)
+        assert [str(w.message).split(" has no qid")[0] for w in said] == \
+            ([str(path)] if any(p.exists() for p in beside) else [])
         Xs, ys, qs = sk_load(str(path), query_id=True)
         _same_csr(X, Xs)
         np.testing.assert_array_equal(_bits(y), _bits(ys))
