@@ -29,7 +29,7 @@ from rankkit.metrics import per_query
 from rankkit.scoring import model_scores
 from rankkit.solvers import SolverSpec
 from rankkit.solvers.base import FitResult, Log
-from rankkit.solvers.options import CLI_NAMES, PYTHON_NAMES, resolve_solver, solver_kwargs, stop_message
+from rankkit.solvers.options import resolve_solver, solver_kwargs, stop_message
 from rankkit.solvers.stream import train_stream
 
 __all__ = ["Plan", "plan", "fit_dataset", "fit_stream", "model_header", "fit_outcome", "data_counts", "cluster_facts",
@@ -39,18 +39,12 @@ __all__ = ["Plan", "plan", "fit_dataset", "fit_stream", "model_header", "fit_out
 # -- why a fit stopped ----------------------------------------------------------------------------
 def stop_words(result: FitResult, face: str = "cli") -> str:
     """Why the fit stopped, naming the options as `face` knows them: "cli" (--max-iter; the words
-    model files record as stop_reason) or "python" (max_iter). rankkit.solvers.options.stop_message
-    words the code; a result without a code (a solver that words its own message) is given as it
-    is, its --flags replaced by the Python names for the Python face."""
+    model files record as stop_reason) or "python" (max_iter). Every solver sets a stop code,
+    worded by rankkit.solvers.options.stop_message; a result without one (the chosen point of a
+    path, which stopped by being chosen) is given in its own words."""
     if result.stop:
         return stop_message(result.stop, result.detail, face)
-    if face == "cli":
-        return result.message
-    message = result.message
-    for key, flag in sorted(CLI_NAMES.items(), key=lambda kv: -len(kv[1])):
-        if flag.startswith("--"):
-            message = message.replace(flag, PYTHON_NAMES[key])
-    return message
+    return result.message
 
 
 def needs_warning(result: FitResult) -> bool:
