@@ -24,6 +24,7 @@ from rankkit.errors import DataError, UsageError
 from rankkit.io.atomic import atomic_open, check_output
 from rankkit.io.files import read_bytes
 from rankkit.io.groups import existing
+from rankkit.io.query_weights import weights_for
 from rankkit.io.svmlight import format_number, parse_rows, read_svmlight
 
 __all__ = ["LetorData", "load_svmlight_file", "load_svmlight_files", "dump_svmlight_file", "load_letor"]
@@ -445,16 +446,114 @@ def dump_svmlight_file(
 
 
 # -- arrays -> the Dataset the solvers work on ---------------------------------------------------------
+def _bad_entry(values, name: str, what: str, integer: bool = False) -> DataError:
+    """The error for the first entry of `values` that is not a finite number (an integer when
+    `integer`): pandas' NA, None, a string, nan... naming the 1-based row (and the column of a
+    matrix)."""
+    obj = np.asarray(values, dtype=object)
+    cols = obj.shape[1] if obj.ndim == 2 else 1
+    for k, v in enumerate(obj.ravel().tolist()):
+        row, col = k // cols + 1, k % cols
+        where = f" (column {col})" if obj.ndim == 2 else ""
+        try:
+            x = float(v)
+        except (TypeError, ValueError):
+            return DataError(f"<{name}>", f"{what} {v!r}{where} is not a number (a missing value? rankkit has no "
+                             "missing-value rule: impute or drop it)", row)
+        if not np.isfinite(x) or (integer and x != round(x)):
+            return DataError(f"<{name}>", f"{what} {v!r}{where} is not {'an integer' if integer else 'finite'}", row)
+    return DataError(f"<{name}>", f"{what}s must be numbers")
+
+
+def as_numbers(values, name: str, what: str, dtype=np.float64) -> np.ndarray:
+    """values as a numeric array: anything that is not a number (pandas' NA, None, a string) is a
+    DataError naming the row, never numpy's TypeError; complex numbers are a UsageError."""
+    kind = np.dtype(values.dtype).kind if hasattr(values, "dtype") and not hasattr(values, "columns") else None
+    if kind == "c" or (kind is None and not hasattr(values, "columns") and np.iscomplexobj(values)):
+        raise UsageError(f"{name}: complex data is not supported (features and labels are real numbers)")
+    if hasattr(values, "columns") and any(np.dtype(t).kind == "c" for t in getattr(values, "dtypes", [])
+                                          if isinstance(t, np.dtype)):
+        raise UsageError(f"{name}: complex data is not supported (features and labels are real numbers)")
+    try:
+        return np.asarray(values, dtype=dtype)
+    except (TypeError, ValueError, OverflowError):
+        raise _bad_entry(values, name, what, integer=np.dtype(dtype).kind in "iu") from None
+
+
+def column_names(X) -> np.ndarray | None:
+    """The column names of a data frame (pandas, polars: anything with string `columns`), else None."""
+    cols = getattr(X, "columns", None)
+    if cols is None or sp_issparse(X):
+        return None
+    names = [c for c in list(cols)]
+    if not names or not all(isinstance(c, str) for c in names):
+        return None
+    return np.asarray(names, dtype=object)
+
+
+def sp_issparse(X) -> bool:
+    import scipy.sparse as sp
+
+    return sp.issparse(X)
+
+
+def split_qid_column(X, column: str = "qid"):
+    """(X without its `column`, that column) for a data frame with a column named qid (XGBoost's
+    convention: the queries travel with X, through scikit-learn's splits); else (X, None)."""
+    names = column_names(X)
+    if names is None or column not in set(names):
+        return X, None
+    rest = [c for c in names if c != column]
+    return X[rest], X[column]
+
+
+def _check_csr_arrays(X, name: str) -> None:
+    """A CSR matrix's arrays must describe a matrix (scipy trusts them: a wrong indptr otherwise
+    gives a RuntimeError from its C++ code, or reads out of bounds)."""
+    n, d = X.shape
+    indptr, indices = np.asarray(X.indptr), np.asarray(X.indices)
+    if indptr.ndim != 1 or indptr.shape[0] != n + 1:
+        raise DataError(f"<{name}>", f"is not a valid CSR matrix: indptr has {indptr.shape[0]} entries for {n} rows "
+                        f"(it needs {n + 1})")
+    if n + 1 and int(indptr[0]) != 0:
+        raise DataError(f"<{name}>", f"is not a valid CSR matrix: indptr starts at {int(indptr[0])}, not 0")
+    steps = np.diff(indptr)
+    if steps.size and int(steps.min()) < 0:
+        r = int(np.argmax(steps < 0))
+        raise DataError(f"<{name}>", "is not a valid CSR matrix: indptr decreases at this row", r + 1)
+    if int(indptr[-1]) > min(indices.shape[0], np.asarray(X.data).shape[0]):
+        raise DataError(f"<{name}>", f"is not a valid CSR matrix: indptr ends at {int(indptr[-1])} but there are "
+                        f"{indices.shape[0]} column indices and {np.asarray(X.data).shape[0]} values")
+    used = indices[: int(indptr[-1])]
+    if used.size and (int(used.min()) < 0 or int(used.max()) >= d):
+        k = int(np.argmax((used < 0) | (used >= d)))
+        r = int(np.searchsorted(indptr, k, side="right")) - 1
+        raise DataError(f"<{name}>", f"is not a valid CSR matrix: column index {int(used[k])} is outside 0..{d - 1}",
+                        r + 1)
+
+
 def _csr(X, name: str):
     import scipy.sparse as sp
 
     if sp.issparse(X):
-        Xc = sp.csr_matrix(X)
+        if X.format == "csr":
+            _check_csr_arrays(X, name)
+        if np.dtype(X.dtype).kind == "c":
+            raise UsageError(f"{name}: complex data is not supported (the features are real numbers)")
+        try:
+            Xc = sp.csr_matrix(X)
+        except (RuntimeError, ValueError, IndexError, TypeError) as exc:
+            raise DataError(f"<{name}>", f"is not a valid sparse matrix ({type(exc).__name__}: {exc})") from None
+        _check_csr_arrays(Xc, name)
     else:
-        arr = np.asarray(X, dtype=np.float64)
+        arr = as_numbers(X, name, "feature value")
         if arr.ndim != 2:
-            raise UsageError(f"{name} must be 2-dimensional (documents x features), got shape {arr.shape}")
+            raise UsageError(f"{name} must be 2-dimensional (documents x features), got shape {arr.shape}"
+                             + (": reshape your data with X.reshape(-1, 1) for one feature, or X.reshape(1, -1) "
+                                "for one document" if arr.ndim == 1 else ""))
         Xc = sp.csr_matrix(arr)
+    if Xc.shape[1] == 0 and Xc.shape[0] > 0:
+        raise UsageError(f"{name} has 0 features (shape {Xc.shape}): a ranker needs at least 1")
     if not Xc.has_canonical_format:
         Xc = Xc.copy()
         Xc.sum_duplicates()
@@ -465,7 +564,8 @@ def _csr(X, name: str):
 
 def as_dataset(X, y=None, qid=None, group=None, *, name: str = "X") -> Dataset:
     """The solvers' Dataset for arrays: X (CSR or dense), labels y, and the queries from `qid` (per
-    row, contiguous) or `group` (sizes); neither: one query. Errors name `<X>` and the 1-based row."""
+    row, contiguous) or `group` (sizes); neither: one query. Errors name `<X>` and the 1-based row:
+    every one a ValueError (DataError or UsageError), whatever the input (pandas' NA included)."""
     Xc = _csr(X, name)
     n = Xc.shape[0]
     if n == 0:
@@ -475,17 +575,22 @@ def as_dataset(X, y=None, qid=None, group=None, *, name: str = "X") -> Dataset:
     indptr = Xc.indptr.astype(np.int64)
     if bad.size:
         row = int(np.searchsorted(indptr, bad[0], side="right")) - 1
-        raise DataError(f"<{name}>", f"feature value {float(data[bad[0]])!r} is not finite", row + 1)
+        raise DataError(f"<{name}>", f"feature value {float(data[bad[0]])!r} is not finite (NaN or infinity: "
+                        "rankkit has no missing-value rule; impute or drop them)", row + 1)
     if y is None:
         labels = np.zeros(n)
     else:
-        labels = np.asarray(y, dtype=np.float64)
+        labels = as_numbers(y, "y", "label")
         if labels.ndim != 1 or labels.shape[0] != n:
             raise UsageError(f"y must have one label per row of {name} ({n}), got shape {labels.shape}")
         bad = np.flatnonzero(~np.isfinite(labels))
         if bad.size:
-            raise DataError(f"<{name}>", f"label {float(labels[bad[0]])!r} is not finite", int(bad[0]) + 1)
+            raise DataError("<y>", f"label {float(labels[bad[0]])!r} is not finite", int(bad[0]) + 1)
         labels = np.ascontiguousarray(labels)
+    if qid is not None:
+        qid = as_qid(qid)
+    if group is not None:
+        group = as_numbers(group, "group", "group size")
     qptr, q, has_qid = query_offsets(n, qid, group, name)
     ds = Dataset(data=data, indices=Xc.indices.astype(np.int32), indptr=indptr, y=labels, qid=q, qptr=qptr,
                  n_features=int(Xc.shape[1]), source=f"<{name}>", line=np.arange(1, n + 1, dtype=np.int64),
@@ -493,18 +598,49 @@ def as_dataset(X, y=None, qid=None, group=None, *, name: str = "X") -> Dataset:
     return ds.validate()
 
 
-def per_query_weights(ds: Dataset, query_weight, name: str = "query_weight") -> np.ndarray:
-    """Weights of the queries of ds from one value per query, or one per row constant within each
-    query (what scikit-learn's cross-validation slices along with X)."""
-    w = np.asarray(query_weight, dtype=np.float64)
+def as_qid(qid) -> np.ndarray:
+    """Query ids as int64: pandas' nullable integers, floats that are integers; a missing or
+    non-integer id (NA, None, nan, 1.5, a string) is a DataError naming the row."""
+    q = np.asarray(qid) if not hasattr(qid, "to_numpy") else qid.to_numpy(dtype=object)
+    if q.dtype.kind in "iu":
+        return q
+    if q.dtype.kind == "c":
+        raise UsageError("qid must be integers, not complex numbers")
+    try:
+        f = np.asarray(q, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise _bad_entry(q, "qid", "qid", integer=True) from None
+    bad = np.flatnonzero(~np.isfinite(f) | (f != np.round(f)))
+    if bad.size:
+        raise DataError("<qid>", f"qid {q.ravel()[bad[0]]!r} is not an integer (a missing query id?)", int(bad[0]) + 1)
+    return f.astype(np.int64)
+
+
+def per_query_weights(ds: Dataset, query_weight, name: str = "sample_weight") -> np.ndarray:
+    """Weights of the queries of ds: one value per query, one per row constant within each query
+    (what scikit-learn's cross-validation slices along with X), or a {qid: weight} mapping (as
+    fit_parts and `--query-weights FILE`: every query needs one)."""
+    if isinstance(query_weight, dict) or (hasattr(query_weight, "keys") and hasattr(query_weight, "items")
+                                          and not hasattr(query_weight, "shape")):
+        table = {}
+        for k, v in dict(query_weight).items():
+            try:
+                table[int(k)] = float(v)
+            except (TypeError, ValueError):
+                raise UsageError(f"{name} as a mapping takes {{qid: weight}} numbers, not {k!r}: {v!r}") from None
+            if not np.isfinite(table[int(k)]) or table[int(k)] < 0:
+                raise UsageError(f"{name}[{k!r}] must be finite and non-negative, not {v!r}")
+        return weights_for(ds, table, name)
+    w = as_numbers(query_weight, name, "weight")
     if w.ndim != 1:
         raise UsageError(f"{name} must be 1-dimensional")
     if w.shape[0] == ds.n_rows and w.shape[0] != ds.n_queries:
         first = w[ds.qptr[:-1]]
         differs = np.flatnonzero(w != np.repeat(first, np.diff(ds.qptr)))
         if differs.size:
-            raise UsageError(f"{name} given per row must be the same for every row of a query (row {int(differs[0])} "
-                             "differs from its query's first row)")
+            r = int(differs[0])
+            raise UsageError(f"{name} given per row must be the same for every row of a query (row {r} differs "
+                             f"from its query's first row): a pairwise loss weighs queries, not documents")
         w = first
     elif w.shape[0] != ds.n_queries:
         raise UsageError(f"{name} must have one value per query ({ds.n_queries}) or per row ({ds.n_rows}), "
@@ -512,4 +648,3 @@ def per_query_weights(ds: Dataset, query_weight, name: str = "query_weight") -> 
     if not np.all(np.isfinite(w)) or np.any(w < 0):
         raise UsageError(f"{name} must be finite and non-negative")
     return np.ascontiguousarray(w)
-

@@ -26,6 +26,7 @@ import copy
 import inspect
 import math
 import os
+import sys
 import warnings
 from typing import Any, Callable
 
@@ -33,7 +34,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from rankkit import console, threads, training
-from rankkit.datasets import as_dataset, per_query_weights
+from rankkit.datasets import as_dataset, column_names, per_query_weights, split_qid_column
 from rankkit.distributed.parts import concatenate, expand_parts
 from rankkit.distributed import fit_newton  # dask itself is imported only when it runs
 from rankkit.errors import DataError, UsageError
@@ -107,10 +108,14 @@ class Ranker:
         Number of features the model uses.
     """
 
-    _metadata_params = {"fit": ("qid", "group", "query_weight", "eval_set", "eval_qid", "eval_group"),
+    _metadata_params = {"fit": ("qid", "group", "sample_weight", "query_weight", "eval_set", "eval_qid", "eval_group"),
+                        "partial_fit": ("qid", "group", "sample_weight", "eval_set", "eval_qid", "eval_group"),
                         "score": ("qid", "group", "sample_weight")}
+    # what metadata routing passes without being asked (set_fit_request(qid=False) turns it off): the
+    # query ids, which every ranking fit and score needs
+    _default_requests = {"fit": {"qid": True}, "partial_fit": {"qid": True}, "score": {"qid": True}}
     scoring_metric = "ndcg@10"
-    scoring_convention = "letor4"
+    scoring_convention = None
 
     # -- scikit-learn's parameter protocol ---------------------------------------------------------------
     @classmethod
@@ -176,9 +181,17 @@ class Ranker:
         request = MetadataRequest(owner=type(self).__name__)
         store = self.__dict__.get("_metadata_request", {})
         for method, params in self._metadata_params.items():
+            if not hasattr(self, method) or not hasattr(request, method):
+                continue
+            defaults = self._default_requests.get(method, {})
             for param in params:
-                getattr(request, method).add_request(param=param, alias=store.get(method, {}).get(param, None))
+                alias = store.get(method, {}).get(param, defaults.get(param))
+                getattr(request, method).add_request(param=param, alias=alias)
         return request
+
+    def set_partial_fit_request(self, **requests: bool | str | None) -> "Ranker":
+        """As set_fit_request, for ``partial_fit``."""
+        return self._set_request("partial_fit", requests)
 
     # -- fitted state --------------------------------------------------------------------------------
     def _check_fitted(self) -> None:
@@ -189,10 +202,66 @@ class Ranker:
                 NotFittedError = UsageError  # noqa: N806
             raise NotFittedError(f"this {type(self).__name__} is not fitted yet: call fit(X, y, qid=...) first")
 
+    def __sklearn_is_fitted__(self) -> bool:
+        """scikit-learn's check_is_fitted asks this (fitted: a model_ is set by fit or load_model)."""
+        return getattr(self, "model_", None) is not None
+
     @property
     def n_features_in_(self) -> int:
         self._check_fitted()
         return int(self.model_.n_features)
+
+    @property
+    def intercept_(self) -> float:
+        """0.0 for rankkit's models: a ranking is unchanged by a constant added to every score, so
+        rankkit fits none (scikit-learn code that reads ``intercept_`` gets the true value). A model
+        of svm_rank, liblinear (-B) or sofia-ml: the constant its predict program adds."""
+        self._check_fitted()
+        m = self.model_
+        if isinstance(m, ForeignModel):
+            if m.format == "liblinear":
+                return float(m.bias_weight * m.bias) if m.bias >= 0 else 0.0
+            return float(m.constant)
+        return 0.0
+
+    @property
+    def feature_importances_(self) -> np.ndarray:
+        """|coef_|: the absolute weight of each feature (linear models). Comparable across features
+        only when the features have comparable scales (standardise them first); kernel models have
+        none (AttributeError)."""
+        return np.abs(self.coef_)
+
+    def decision_function(self, X) -> np.ndarray:
+        """The scores, as ``predict`` (scikit-learn's name for a real-valued score)."""
+        return self.predict(X)
+
+    # -- input: data frames (names, the qid column), arrays --------------------------------------------
+    def _features(self, X, fitting: bool = False):
+        """(X without a qid column, the qid column or None), checking a data frame's column names
+        against those seen by fit (scikit-learn's rule: the same names in the same order)."""
+        X, qid_column = split_qid_column(X)
+        names = column_names(X)
+        if fitting:
+            self.__dict__.pop("feature_names_in_", None)
+            if names is not None:
+                self.feature_names_in_ = names
+            return X, qid_column
+        fitted = getattr(self, "feature_names_in_", None)
+        if fitted is not None and names is None and getattr(X, "ndim", 2) == 2:
+            warnings.warn(f"X has no feature names, but this {type(self).__name__} was fitted with feature names: "
+                          "its columns are taken in the order of fit", UserWarning, stacklevel=3)
+        elif fitted is None and names is not None:
+            warnings.warn(f"X has feature names, but this {type(self).__name__} was fitted without them",
+                          UserWarning, stacklevel=3)
+        elif fitted is not None and names is not None and (len(names) != len(fitted) or np.any(names != fitted)):
+            missing = [c for c in fitted if c not in set(names)]
+            extra = [c for c in names if c not in set(fitted)]
+            what = (f"missing: {', '.join(map(str, missing[:5]))}" if missing else
+                    f"unseen at fit: {', '.join(map(str, extra[:5]))}" if extra else
+                    "the same names in another order")
+            raise UsageError(f"the feature names of X differ from those seen by fit ({what}): the columns must be "
+                             f"the same, in the same order (reorder them with X[est.feature_names_in_])")
+        return X, qid_column
 
     @property
     def coef_(self) -> np.ndarray:
@@ -237,6 +306,7 @@ class Ranker:
         ndarray of float64, shape (n_samples,)
         """
         self._check_fitted()
+        X, _ = self._features(X)
         if getattr(X, "shape", (1,))[0] == 0:
             return np.zeros(0)
         if not sp.issparse(X) and np.ndim(X) == 2 and np.shape(X)[1] != self.n_features_in_:
@@ -253,23 +323,18 @@ class Ranker:
         return scores
 
     def score(self, X, y, qid=None, group=None, sample_weight=None) -> float:
-        """Mean ``scoring_metric`` (NDCG@10) over the queries, under ``scoring_convention``
-        (LETOR 4.0's rules by default, as ``rankkit eval``). Needs the queries: ``qid`` or ``group``.
+        """Mean ``scoring_metric`` (NDCG@10) over the queries, under ``scoring_convention`` (None:
+        ``rankkit.evaluate``'s default, as ``rankkit eval``). Needs the queries: ``qid`` or
+        ``group``, or a ``qid`` column of a data frame X.
 
-        In scikit-learn's model selection, enable metadata routing and ask for the query ids:
-        ``sklearn.set_config(enable_metadata_routing=True)``,
-        ``est.set_fit_request(qid=True).set_score_request(qid=True)``.
+        In scikit-learn's model selection, enable metadata routing
+        (``sklearn.set_config(enable_metadata_routing=True)``): the estimators ask for ``qid`` in
+        ``fit`` and ``score`` by default. ``rankkit.make_scorer`` gives other metrics.
         """
-        if sample_weight is not None:
-            raise UsageError("score takes no sample_weight: a ranking metric is a mean over queries")
-        if qid is None and group is None:
-            raise UsageError(f"{type(self).__name__}.score needs the queries (qid= or group=): a ranking metric "
-                             "is computed per query. Under scikit-learn's model selection, call "
-                             "sklearn.set_config(enable_metadata_routing=True) and "
-                             "est.set_fit_request(qid=True).set_score_request(qid=True)")
-        metric = self.scoring_metric
-        return float(evaluate(y, self.predict(X), qid=qid, group=group, metrics=(metric,),
-                              convention=self.scoring_convention)[metric])
+        from rankkit.scoring import make_scorer
+
+        return make_scorer(self.scoring_metric, convention=self.scoring_convention)(
+            self, X, y, qid=qid, group=group, sample_weight=sample_weight)
 
     def save(self, path: str | os.PathLike, *, zero_based: bool | None = None) -> None:
         """Write the model file `rankkit train` writes (atomically, with its checksum).
@@ -307,6 +372,7 @@ class _Trainable(Ranker):
     """What the three estimators share: fit on arrays, fit on a Dataset (the command line's entry)."""
 
     _option_style = "python"  # the command line sets "cli": its messages name --flags
+    _iterative = False  # takes eval_set (a validation history, early stopping)
 
     # subclasses: the solver and its options as the command line's (params, stochastic) dicts
     def _options(self) -> tuple[str | None, dict, dict]:
@@ -326,59 +392,126 @@ class _Trainable(Ranker):
         return {"name": self.kernel, "gamma": self.gamma, "degree": self.degree, "coef0": self.coef0,
                 "landmarks": self.landmarks, "seed": self.seed}
 
-    def fit(self, X, y, qid=None, group=None, query_weight=None, eval_set=None, eval_qid=None,
-            eval_group=None) -> "_Trainable":
+    def fit(self, X, y, qid=None, group=None, sample_weight=None, eval_set=None, eval_qid=None, eval_group=None,
+            query_weight=None) -> "_Trainable":
         """Fit on documents X with relevance labels y in queries given by qid or group.
 
         Parameters
         ----------
-        X : array-like or sparse matrix, shape (n_samples, n_features)
+        X : array-like, sparse matrix or data frame, shape (n_samples, n_features)
+            A data frame's column names are kept (``feature_names_in_``) and checked by ``predict``;
+            a column named ``qid`` gives the queries (XGBoost's convention) and is not a feature.
         y : array-like, shape (n_samples,)
             Relevance labels (larger is better).
         qid : array-like of int, shape (n_samples,), optional
-            Query id of each row (XGBoost's convention); a query's rows are contiguous.
+            Query id of each row (XGBoost's convention); a query's rows are contiguous. Under
+            scikit-learn's cross-validation, pass ``qid`` (it is split with X), not ``group``.
         group : array-like of int, optional
             Number of rows of each query, in order (LightGBM's convention).
-        query_weight : array-like, optional
-            Weight of each query's loss: one value per query, or per row (the same for every row
-            of a query).
-        eval_set : list of one (X, y) pair, optional
-            Validation data for the stochastic and factorized solvers (their ``--valid``), with
-            ``eval_qid`` or ``eval_group`` (a list of one array).
+        sample_weight : array-like or dict, optional
+            Weight of each query's loss: one value per query, one per row (the same for every row
+            of a query: scikit-learn splits it with X), or ``{qid: weight}`` (as ``fit_parts``'
+            ``query_weights``). Exact solvers (RankSVM) only.
+        eval_set : list of (X, y) pairs, optional
+            Validation sets of the iterative estimators (SGDRanker, FactorizedRankSVM), with their
+            queries in ``eval_qid`` or ``eval_group`` (lists, one entry per set; a single array
+            for a single set). Their metrics are recorded in ``evals_result_``; the first set's
+            drives early stopping (``patience``).
+        query_weight : array-like or dict, optional
+            The former name of ``sample_weight``.
 
         Returns
         -------
         self
         """
-        if qid is None and group is None:
-            raise UsageError(f"{type(self).__name__}.fit needs the queries: qid= (one id per row) or group= (rows per "
-                             "query); for one query of all rows (AUC), pass group=[len(X)]")
-        ds = as_dataset(X, y, qid, group, name="X")
-        valid = None
-        if eval_set is not None:
-            sets = list(eval_set)
-            if len(sets) != 1 or len(sets[0]) != 2:
-                raise UsageError("eval_set must be a list of one (X, y) pair")
-            vq = None if eval_qid is None else list(eval_qid)[0]
-            vg = None if eval_group is None else list(eval_group)[0]
-            if vq is None and vg is None:
-                raise UsageError("eval_set needs its queries: eval_qid=[qid] or eval_group=[group]")
-            valid = as_dataset(sets[0][0], sets[0][1], vq, vg, name="eval_set X")
-        elif eval_qid is not None or eval_group is not None:
-            raise UsageError("eval_qid and eval_group go with eval_set")
-        weights = None if query_weight is None else per_query_weights(ds, query_weight)
+        X, ds = self._training_data(X, y, qid, group, "fit")
+        weights = self._weights(ds, sample_weight, query_weight)
+        sets = _eval_sets(eval_set, eval_qid, eval_group, self)
+        w0 = self._warm_start_weights(ds)
         with Threads(self.threads):
-            return self.fit_dataset(ds, valid=valid, query_weights=weights, log=verbose_log(self.verbose),
-                                    warn=_convergence_warning(5))
+            return self._fit_checked(ds, sets, weights, w0, warn=_convergence_warning(6))
 
-    def _plan(self, valid: bool, query_weights: bool) -> training.Plan:
-        """This estimator's solver and options, checked (messages worded for its style)."""
+    # -- the steps of fit ---------------------------------------------------------------------------
+    def _training_data(self, X, y, qid, group, method: str):
+        """(X, Dataset): the checks every fit makes before training."""
+        if y is None:
+            raise UsageError(f"{type(self).__name__} requires y to be passed, but the target y is None: a ranker "
+                             "learns from relevance labels")
+        X, qid_column = self._features(X, fitting=True)
+        if qid is None and group is None and qid_column is not None:
+            qid = qid_column
+        if qid is None and group is None:
+            raise UsageError(f"{type(self).__name__}.{method} needs the queries: qid= (one id per row), group= (rows "
+                             "per query), or a data frame X with a 'qid' column; for one query of all rows (AUC), "
+                             "pass group=[len(X)]")
+        _refuse_unrouted_search(self, qid_column is None and (qid is not None or group is not None), method)
+        n = _n_rows(X)
+        if group is not None and qid is None and n is not None:
+            sizes = np.asarray(group)
+            if sizes.ndim == 1 and sizes.dtype.kind in "iuf" and sizes.size and int(np.sum(sizes)) != n:
+                raise UsageError(
+                    f"group sizes add up to {int(np.sum(sizes))}, but X has {n} rows. If scikit-learn's "
+                    "cross-validation split X (GridSearchCV, cross_val_score), it cannot split group sizes: pass "
+                    "qid= (a query id per row, split with X) with metadata routing, "
+                    "sklearn.set_config(enable_metadata_routing=True)")
+        ds = as_dataset(X, y, qid, group, name="X")
+        return X, ds
+
+    def _weights(self, ds, sample_weight, query_weight):
+        if sample_weight is not None and query_weight is not None:
+            raise UsageError("give sample_weight or query_weight (its former name), not both")
+        given = sample_weight if sample_weight is not None else query_weight
+        return None if given is None else per_query_weights(ds, given, "sample_weight")
+
+    def _warm_start_weights(self, ds):
+        """The previous fit's weights when warm_start is set (None: start from 0)."""
+        if not getattr(self, "warm_start", False) or getattr(self, "model_", None) is None:
+            return None
+        if self.kernel is not None or getattr(self.model_, "landmarks", None) is not None:
+            raise UsageError("warm_start continues a linear model: a kernel model's weights live on its landmarks, "
+                             "which a new fit draws again")
+        if self.model_.n_features != ds.n_features:
+            raise UsageError(f"warm_start: the previous fit had {self.model_.n_features} features, X has "
+                             f"{ds.n_features}")
+        return self.coef_
+
+    def _fit_checked(self, ds, sets, weights, w0, warn, run=None, iterations=None, patience="own"):
+        """Train on checked inputs; record the eval sets' history."""
+        monitor, history = None, None
+        if sets:
+            history = {name: {m: [] for m in self._eval_metrics()} for name, _ in sets}
+            monitor = _Monitor(sets, history, self._eval_metrics(), self.scoring_convention)
+        if run is None:
+            self.__dict__.pop("_run", None)  # fit starts a new run: partial_fit continues this one
+        self.fit_dataset(ds, valid=sets[0][1] if sets else None, query_weights=weights,
+                         log=verbose_log(self.verbose), warn=warn, w0=w0, monitor=monitor,
+                         patience=getattr(self, "patience", None) if patience == "own" else patience, run=run,
+                         iterations=iterations)
+        for stale in ("evals_result_", "eval_steps_", "best_iteration_", "best_score_"):
+            self.__dict__.pop(stale, None)
+        if monitor is not None:
+            self.evals_result_ = history
+            self.eval_steps_ = list(monitor.steps)
+            self.best_iteration_, self.best_score_ = monitor.best(self.fit_result_)
+        return self
+
+    def _eval_metrics(self) -> tuple:
+        """The metrics recorded on eval sets: MAP (what early stopping watches, as the command
+        line's --patience) and the estimator's scoring_metric."""
+        return tuple(dict.fromkeys(("map", self.scoring_metric)))
+
+    def _plan(self, valid: bool, query_weights: bool, iterations: int | None = None) -> training.Plan:
+        """This estimator's solver and options, checked (messages worded for its style);
+        iterations: instead of the parameter's (partial_fit: the run's steps in all)."""
         solver, params, stochastic = self._options()
+        if iterations is not None:
+            stochastic = dict(stochastic, iterations=iterations)
         return training.plan(solver, params, stochastic, self._kernel(), query_weights, valid, self._option_style)
 
     def fit_dataset(self, ds, *, valid=None, query_weights=None, log: Log | None = None, progress=None,
                     warn: Callable[[str], None] | None = None, facts: dict | None = None,
-                    run_facts: dict | None = None) -> "_Trainable":
+                    run_facts: dict | None = None, w0=None, monitor=None, patience=None,
+                    run=None, iterations=None) -> "_Trainable":
         """Fit on a rankkit Dataset: what ``fit`` runs after checking its arrays, and what `rankkit
         train` runs after reading its files (rankkit.training.fit_dataset). `facts` and
         `run_facts`: what the command line records in the model header of the files (names,
@@ -386,10 +519,10 @@ class _Trainable(Ranker):
         with a ConvergenceWarning worded for Python."""
         for stale in ("train_auc_", "factors_"):  # attributes only some fits set: never left from an earlier fit
             self.__dict__.pop(stale, None)
-        p = self._plan(valid is not None, query_weights is not None)
+        p = self._plan(valid is not None, query_weights is not None, iterations)
         model, result = training.fit_dataset(p, ds, valid=valid, query_weights=query_weights, log=log,
                                              progress=progress, warn=warn or _convergence_warning(4), facts=facts,
-                                             run_facts=run_facts)
+                                             run_facts=run_facts, w0=w0, monitor=monitor, patience=patience, run=run)
         set_fitted_state(self, model, result, ds.n_pairs, ds.n_queries)
         if "train_auc" in model.header:
             self.train_auc_ = model.header["train_auc"]
@@ -407,6 +540,145 @@ def _convergence_warning(stacklevel: int) -> Callable[[str], None]:
     return warn
 
 
+def _n_rows(X) -> int | None:
+    shape = getattr(X, "shape", None)
+    if shape is not None and len(shape) >= 1:
+        return int(shape[0])
+    try:
+        return len(X)
+    except TypeError:
+        return None
+
+
+def _needs_queries(scorer) -> bool:
+    """Whether a scorer of scikit-learn's model selection scores per query (so needs the query ids
+    at score time): the estimators' own score, a rankkit scorer, or a dict holding one."""
+    from rankkit.scoring import RankingScorer
+
+    if isinstance(scorer, RankingScorer) or type(scorer).__name__ == "_PassthroughScorer":
+        return True
+    inner = getattr(scorer, "_scorers", None)
+    if isinstance(inner, dict):
+        return any(_needs_queries(s) for s in inner.values())
+    return False
+
+
+def _refuse_unrouted_search(est, queries_given: bool, method: str) -> None:
+    """Fail loudly, before training, when scikit-learn's model selection (GridSearchCV,
+    cross_val_score, ...) passes qid= or group= to fit without metadata routing: it would then
+    score without the queries, and every score would be NaN (scikit-learn turns the scorer's error
+    into error_score). The fit raises instead; every fit of the search does, so the search raises
+    "All the N fits failed" with this message (at once with error_score="raise")."""
+    if not queries_given or "sklearn" not in sys.modules:
+        return
+    frame = sys._getframe(2)
+    for _ in range(16):
+        if frame is None:
+            return
+        if frame.f_code.co_name == "_fit_and_score" and \
+                frame.f_globals.get("__name__") == "sklearn.model_selection._validation":
+            break
+        frame = frame.f_back
+    else:
+        return
+    from sklearn import get_config
+
+    if get_config().get("enable_metadata_routing", False) or not _needs_queries(frame.f_locals.get("scorer")):
+        return
+    raise UsageError(
+        f"{type(est).__name__}.{method} got the queries (qid= or group=) from scikit-learn's model selection without "
+        "metadata routing: it would then score every split without them, and every score would be NaN. Enable "
+        "routing, sklearn.set_config(enable_metadata_routing=True), and pass qid= (a query id per row; the "
+        "estimators and rankkit.make_scorer ask for it), or give X as a data frame with a 'qid' column")
+
+
+class _Monitor:
+    """The eval sets of a fit: monitor(step, w) records each set's metrics (evals_result_) and
+    returns the first set's first metric (MAP), which early stopping watches."""
+
+    def __init__(self, sets, history, metrics, convention):
+        self.sets, self.history, self.metrics = sets, history, metrics
+        self.kwargs = {} if convention is None else {"convention": convention}
+        self.steps: list[int] = []
+
+    def __call__(self, step: int, w) -> float:
+        from rankkit.metrics import evaluate as metric_means
+        from rankkit.sparse import csr_matvec
+
+        self.steps.append(int(step))
+        first = None
+        for name, ds in self.sets:
+            v = w if w.shape[0] >= ds.n_features else np.r_[w, np.zeros(ds.n_features - w.shape[0])]
+            scores = csr_matvec(ds.data, ds.indices, ds.indptr, v, np.empty(ds.n_rows))
+            values = metric_means(ds.y, scores, ds.qptr, self.metrics, **self.kwargs)
+            for m in self.metrics:
+                self.history[name][m].append(float(values[m]))
+            if first is None:
+                first = float(values[self.metrics[0]])
+        return first
+
+    def best(self, result) -> tuple[int, dict]:
+        """(best_iteration_, best_score_): the step of the best first-set MAP (the model's own step
+        when early stopping kept the best) and every set's metrics there."""
+        name0 = self.sets[0][0]
+        values = self.history[name0][self.metrics[0]]
+        if not values:
+            return 0, {}
+        step = result.detail.get("best_iteration") if result.detail else None
+        k = self.steps.index(step) if step in self.steps else int(np.argmax(values))
+        return self.steps[k], {name: {m: h[m][k] for m in self.metrics} for name, h in self.history.items()}
+
+
+def _is_arrays(v) -> bool:
+    """A list of arrays (one per eval set), rather than one array."""
+    return isinstance(v, (list, tuple)) and len(v) > 0 and all(
+        hasattr(e, "__len__") and not isinstance(e, (str, bytes)) for e in v)
+
+
+def _eval_sets(eval_set, eval_qid, eval_group, est) -> list:
+    """[(name, Dataset)] of fit's eval_set, with LightGBM's and XGBoost's forms: a list of (X, y)
+    pairs (or one pair), eval_qid / eval_group lists (or one array for one set); a data frame X
+    may carry its qid column. Names valid_0, valid_1, ... (LightGBM's)."""
+    if eval_set is None:
+        if eval_qid is not None or eval_group is not None:
+            raise UsageError("eval_qid and eval_group go with eval_set")
+        return []
+    if not est._iterative:
+        raise UsageError(f"{type(est).__name__} is solved exactly (no iterations to watch or stop early): eval_set is "
+                         "for the iterative estimators, rankkit.SGDRanker and rankkit.FactorizedRankSVM. To choose C on "
+                         "validation queries, use rankkit.regularization_path or GridSearchCV with qid=")
+    if est.kernel is not None:
+        raise UsageError("eval_set is not available with kernel=: the validation scores would need the kernel map of "
+                         "each eval set at every step")
+    if isinstance(eval_set, tuple) and len(eval_set) == 2 and not isinstance(eval_set[0], (tuple, list)):
+        eval_set = [eval_set]
+    sets = list(eval_set)
+    for k, pair in enumerate(sets):
+        if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+            raise UsageError(f"eval_set must be a list of (X, y) pairs; entry {k} is not a pair")
+
+    def per_set(v, name):
+        if v is None:
+            return [None] * len(sets)
+        if not _is_arrays(v):
+            v = [v]
+        v = list(v)
+        if len(v) != len(sets):
+            raise UsageError(f"{name} must have one entry per eval_set pair ({len(sets)}), got {len(v)}")
+        return v
+
+    qids, groups = per_set(eval_qid, "eval_qid"), per_set(eval_group, "eval_group")
+    out = []
+    for k, ((Xv, yv), qv, gv) in enumerate(zip(sets, qids, groups)):
+        Xv, column = est._features(Xv)
+        if qv is None and gv is None:
+            qv = column
+        if qv is None and gv is None:
+            raise UsageError(f"eval_set[{k}] needs its queries: eval_qid=[qid, ...] or eval_group=[group, ...]")
+        out.append((f"valid_{k}", as_dataset(Xv, yv, qv, gv, name=f"eval_set[{k}] X")))
+    return out
+
+
 def set_fitted_state(est, model, result, n_pairs: int, n_queries: int) -> None:
     """The learned attributes of a fitted estimator (model_, n_iter_, objective_, ...) from a model
     and the result of its fit."""
@@ -415,7 +687,7 @@ def set_fitted_state(est, model, result, n_pairs: int, n_queries: int) -> None:
     est.n_iter_ = int(result.iterations)
     est.objective_ = float(result.objective)
     est.converged_ = bool(result.converged)
-    est.stop_reason_ = result.message
+    est.stop_reason_ = training.stop_words(result, "python")
     est.n_pairs_ = int(n_pairs)
     est.n_queries_ = int(n_queries)
     est.n_violated_pairs_ = int(result.n_active)
@@ -461,18 +733,29 @@ class RankSVM(_Trainable):
         (newton-pairs).
 {_KERNEL_DOC}    seed : int, default 0
         Seed of the landmark choice.
+    warm_start : bool, default False
+        Start the next ``fit`` from this fit's weights (linear models): the same optimum, fewer
+        Newton steps when C or the data changed a little.
     threads : int, optional
         Numba threads while fitting and predicting; results do not depend on it.
     verbose : bool, default False
         Progress on standard error.
     scoring_metric : str, default "ndcg@10"
         The metric of ``score``.
-    scoring_convention : str, default "letor4"
-        The metric convention of ``score`` (see ``rankkit eval --help``).
+    scoring_convention : str, optional
+        The metric convention of ``score`` (see ``rankkit eval --help``); default: that of
+        ``rankkit.evaluate``.
 
     Attributes
     ----------
     coef_ : ndarray of shape (n_features_in_,)
+    intercept_ : float
+        0.0: a ranking does not change when a constant is added to every score.
+    feature_importances_ : ndarray of shape (n_features_in_,)
+        ``|coef_|``; comparable across features only on features of comparable scale.
+    feature_names_in_ : ndarray of str
+        The column names of a data frame X (only then); ``predict`` checks them.
+    n_features_in_ : int
     n_iter_ : int
     objective_ : float
         The objective at the solution.
@@ -499,8 +782,9 @@ class RankSVM(_Trainable):
     def __init__(self, C: float = DEFAULT_C, loss: str | None = None, solver: str | None = None, tol: float | None = None,
                  max_iter: int | None = None, query_norm: bool = False, rescale: str | None = None,
                  delta: str | None = None, kernel: str | None = None, gamma: float | None = None, degree: int = 3,
-                 coef0: float = 0.0, landmarks: int | None = None, seed: int = 0, threads: int | None = None,
-                 verbose: bool = False, scoring_metric: str = "ndcg@10", scoring_convention: str = "letor4"):
+                 coef0: float = 0.0, landmarks: int | None = None, seed: int = 0, warm_start: bool = False,
+                 threads: int | None = None, verbose: bool = False, scoring_metric: str = "ndcg@10",
+                 scoring_convention: str | None = None):
         self.C = C
         self.loss = loss
         self.solver = solver
@@ -515,12 +799,14 @@ class RankSVM(_Trainable):
         self.coef0 = coef0
         self.landmarks = landmarks
         self.seed = seed
+        self.warm_start = warm_start
         self.threads = threads
         self.verbose = verbose
         self.scoring_metric = scoring_metric
         self.scoring_convention = scoring_convention
 
     def _options(self):
+        _flag(self.warm_start, "warm_start")
         if self.solver is not None and self.solver in SOLVERS and (SOLVERS[self.solver].stochastic
                                                                    or SOLVERS[self.solver].factorized):
             other = "SGDRanker(learner=...)" if SOLVERS[self.solver].stochastic else "FactorizedRankSVM"
@@ -605,8 +891,10 @@ class SGDRanker(_Trainable):
     learner : str, default "pegasos"
         pegasos, sgd, pa, romma, logreg, margin-perceptron (sofia-ml's), pair-sgd, query-sgd
         (Chapelle & Keerthi's Algorithms 2 and 3).
-    lambda_ : float, optional
-        Regularisation of lambda/2 ||w||^2 + mean loss over pairs (default 0.1).
+    alpha : float, optional
+        Regularisation: lambda of sofia-ml's lambda/2 ||w||^2 + mean loss over pairs (default 0.1;
+        ``rankkit train --lambda``; scikit-learn's SGD calls the same weight alpha). Formerly
+        ``lambda_``, still accepted with a FutureWarning.
     iterations : int, optional
         Number of steps (default 100000, as in the paper).
     eta : {"pegasos", "basic", "constant"}, optional
@@ -621,15 +909,28 @@ class SGDRanker(_Trainable):
         pa's aggressiveness; pair-sgd / query-sgd's C (default 1).
     loss : str, optional
         The learner's loss (each learner has one).
-{_KERNEL_DOC}    seed : int, default 0
+{_KERNEL_DOC}    patience : int, optional
+        With ``eval_set``: stop when the first eval set's MAP has not improved for this many
+        checkpoints (steps 100, 200, 500, 1000, 2000, ...), keeping the best weights (early
+        stopping; ``best_iteration_``).
+    seed : int, default 0
         Seed of every random choice: the same seed gives the same weights.
+    warm_start : bool, default False
+        Start the next ``fit`` from this fit's weights (a new run of the schedule from there;
+        ``partial_fit`` continues the same run instead).
     threads, verbose, scoring_metric, scoring_convention
         As for `RankSVM`.
 
     Attributes
     ----------
-    coef_, n_iter_, objective_, converged_, n_pairs_, model_
+    coef_, intercept_, feature_importances_, feature_names_in_, n_iter_, objective_, converged_, n_pairs_, model_
         As for `RankSVM` (``converged_`` is False: a fixed number of steps).
+    evals_result_ : dict
+        With ``eval_set``: ``{"valid_0": {"map": [...], "ndcg@10": [...]}, ...}``, one value per
+        checkpoint (the steps are ``eval_steps_``).
+    best_iteration_ : int
+        With ``eval_set``: the step at which the first eval set's MAP was best (with
+        ``patience``, the model is the one of that step).
 
     Examples
     --------
@@ -641,14 +942,27 @@ class SGDRanker(_Trainable):
     (2000, True)
     """.replace("{_KERNEL_DOC}", _KERNEL_DOC)
 
-    def __init__(self, learner: str = "pegasos", lambda_: float | None = None, iterations: int | None = None,
+    _iterative = True
+
+    def __init__(self, learner: str = "pegasos", alpha: float | None = None, iterations: int | None = None,
                  eta: str | None = None, eta0: float | None = None, batch_size: int | None = None,
                  sampler: str | None = None, C: float | None = None, loss: str | None = None,
                  kernel: str | None = None, gamma: float | None = None, degree: int = 3, coef0: float = 0.0,
-                 landmarks: int | None = None, seed: int = 0, threads: int | None = None, verbose: bool = False,
-                 scoring_metric: str = "ndcg@10", scoring_convention: str = "letor4"):
+                 landmarks: int | None = None, patience: int | None = None, seed: int = 0, warm_start: bool = False,
+                 threads: int | None = None, verbose: bool = False, scoring_metric: str = "ndcg@10",
+                 scoring_convention: str | None = None, **deprecated):
+        if "lambda_" in deprecated:  # its former name: a trailing underscore marks fitted attributes in scikit-learn
+            warnings.warn("SGDRanker(lambda_=...) is deprecated: the parameter is now alpha (scikit-learn's name of "
+                          "the same lambda/2 ||w||^2 weight; lambda_ made check_is_fitted take an unfitted "
+                          "SGDRanker for a fitted one)", FutureWarning, stacklevel=2)
+            value = deprecated.pop("lambda_")
+            if alpha is not None and value is not None:
+                raise UsageError("give alpha, not both alpha and lambda_ (its former name)")
+            alpha = value if alpha is None else alpha
+        if deprecated:
+            raise TypeError(f"SGDRanker got an unexpected keyword argument {next(iter(deprecated))!r}")
         self.learner = learner
-        self.lambda_ = lambda_
+        self.alpha = alpha
         self.iterations = iterations
         self.eta = eta
         self.eta0 = eta0
@@ -661,13 +975,88 @@ class SGDRanker(_Trainable):
         self.degree = degree
         self.coef0 = coef0
         self.landmarks = landmarks
+        self.patience = patience
         self.seed = seed
+        self.warm_start = warm_start
         self.threads = threads
         self.verbose = verbose
         self.scoring_metric = scoring_metric
         self.scoring_convention = scoring_convention
 
+    def set_params(self, **params: Any) -> "SGDRanker":
+        if "lambda_" in params:
+            warnings.warn("lambda_ is deprecated: the parameter is now alpha", FutureWarning, stacklevel=2)
+            params["alpha"] = params.pop("lambda_")
+        return super().set_params(**params)
+
+    @property
+    def lambda_(self):
+        """Deprecated: the parameter alpha (read-only alias)."""
+        warnings.warn("lambda_ is deprecated: the parameter is now alpha", FutureWarning, stacklevel=2)
+        return self.alpha
+
+    def partial_fit(self, X, y, qid=None, group=None, eval_set=None, eval_qid=None, eval_group=None) -> "SGDRanker":
+        """Run ``iterations`` more steps of the same stochastic run, on the same data.
+
+        After k calls the model is the one ``fit`` gives with k x ``iterations`` steps and the same
+        seed, bit for bit (the same pairs drawn, the same learning rates, the same roundings). The
+        run continues from its last checkpoint of the schedule (100, 200, 500, 1000, ... steps):
+        the steps since that checkpoint are drawn again, so a call costs its own steps plus at
+        most those of one segment. pair-sgd and query-sgd, whose runs are one random stream, run
+        from the start at each call. The data and the parameters (but ``iterations``, ``threads``,
+        ``verbose``) must stay the same: a changed one is a UsageError (start again with ``fit``,
+        or ``fit`` with ``warm_start=True`` to start a new run from the current weights). With
+        ``eval_set``, ``evals_result_`` grows by the checkpoints of each call (no early stopping).
+
+        Parameters
+        ----------
+        X, y, qid, group, eval_set, eval_qid, eval_group
+            As for ``fit``.
+
+        Returns
+        -------
+        self
+        """
+        import hashlib
+
+        from rankkit.solvers.sgd import DEFAULT_ITERATIONS
+
+        X, ds = self._training_data(X, y, qid, group, "partial_fit")
+        digest = hashlib.sha256()
+        for a in (ds.data, ds.indices, ds.indptr, ds.y, ds.qptr):
+            digest.update(np.ascontiguousarray(a).tobytes())
+        key = (ds.n_rows, ds.n_features, digest.hexdigest())
+        fixed = {k: v for k, v in self.get_params().items()
+                 if k not in ("iterations", "threads", "verbose", "scoring_metric", "scoring_convention", "patience")}
+        prev = self.__dict__.get("_run") if getattr(self, "model_", None) is not None else None
+        if prev is not None and prev["data"] != key:
+            raise UsageError("partial_fit continues one stochastic run on the same data, and X, y or the queries "
+                             "changed: call fit to start a new run (warm_start=True starts it from these weights)")
+        if prev is not None and prev["params"] != fixed:
+            changed = sorted(k for k in fixed if fixed[k] != prev["params"].get(k))
+            raise UsageError(f"partial_fit continues one stochastic run, and {', '.join(changed)} changed since it "
+                             "started: call fit to start a new run")
+        state = prev["state"] if prev is not None else None
+        done = state.done if state is not None else 0
+        _count_or_none(self.iterations, "iterations")
+        total = done + int(self.iterations or DEFAULT_ITERATIONS)
+        sets = _eval_sets(eval_set, eval_qid, eval_group, self)
+        before = (self.__dict__.get("evals_result_"), self.__dict__.get("eval_steps_")) if prev is not None else None
+        run = {"state": state}
+        with Threads(self.threads):
+            self._fit_checked(ds, sets, None, None, warn=_convergence_warning(6), run=run, iterations=total,
+                              patience=None)
+        self._run = {"state": run["state"], "data": key, "params": fixed}
+        if before is not None and before[0] is not None and sets and set(before[0]) == set(self.evals_result_):
+            for name, metrics in self.evals_result_.items():
+                for m in metrics:
+                    metrics[m] = before[0][name].get(m, []) + metrics[m]
+            self.eval_steps_ = list(before[1] or []) + self.eval_steps_
+        return self
+
     def _options(self):
+        _flag(self.warm_start, "warm_start")
+        _count_or_none(self.patience, "patience")
         spec = SOLVERS.get(self.learner)
         if spec is None or not spec.stochastic:
             known = [n for n, s in SOLVERS.items() if s.stochastic]
@@ -675,7 +1064,7 @@ class SGDRanker(_Trainable):
         _choice(self.eta, "eta", ("pegasos", "basic", "constant"))
         _choice(self.sampler, "sampler", ("uniform", "indexed", "query-norm", "roc", "stream"))
         params = {"C": _positive_or_none(self.C, "C"), "loss": self.loss}
-        stochastic = {"lam": _nonnegative_or_none(self.lambda_, "lambda_"),
+        stochastic = {"lam": _nonnegative_or_none(self.alpha, "alpha"),
                       "iterations": _count_or_none(self.iterations, "iterations"), "eta": self.eta,
                       "eta0": _positive_or_none(self.eta0, "eta0"),
                       "batch_size": _count_or_none(self.batch_size, "batch_size"),
@@ -701,15 +1090,19 @@ class FactorizedRankSVM(_Trainable):
     init_scale : float, optional
         Standard deviation of the random initial factors (default 0.01).
     patience : int, optional
-        With ``eval_set``: stop when its MAP has not improved for this many iterations.
+        With ``eval_set``: stop when the first eval set's MAP has not improved for this many
+        iterations, keeping the best factors (early stopping; ``best_iteration_``).
 {_KERNEL_DOC}    seed : int, default 0
     threads, verbose, scoring_metric, scoring_convention
-        As for `RankSVM`.
+        As for `RankSVM`. (No ``warm_start``: the variables are one latent vector per training
+        document, not the weights.)
 
     Attributes
     ----------
-    coef_, n_iter_, objective_, converged_, n_pairs_, model_
+    coef_, intercept_, feature_importances_, feature_names_in_, n_iter_, objective_, converged_, n_pairs_, model_
         As for `RankSVM`.
+    evals_result_, best_iteration_
+        As for `SGDRanker`, one value per iteration.
     factors_ : ndarray of shape (n_training_documents, K)
         The latent vectors V.
 
@@ -728,7 +1121,7 @@ class FactorizedRankSVM(_Trainable):
                  init_scale: float | None = None, patience: int | None = None, kernel: str | None = None,
                  gamma: float | None = None, degree: int = 3, coef0: float = 0.0, landmarks: int | None = None,
                  seed: int = 0, threads: int | None = None, verbose: bool = False, scoring_metric: str = "ndcg@10",
-                 scoring_convention: str = "letor4"):
+                 scoring_convention: str | None = None):
         self.K = K
         self.C = C
         self.loss = loss
@@ -756,6 +1149,8 @@ class FactorizedRankSVM(_Trainable):
                       "init_scale": _positive_or_none(self.init_scale, "init_scale"),
                       "patience": _count_or_none(self.patience, "patience"), "seed": _seed(self.seed)}
         return "factorized", params, stochastic
+
+    _iterative = True
 
 
 # -- parameter checks (in fit, as scikit-learn does) --------------------------------------------------
@@ -791,6 +1186,12 @@ def _count_or_none(v, name: str):
     if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
         raise UsageError(f"{name} must be an integer >= 1, not {v!r}")
     return int(v)
+
+
+def _flag(v, name: str) -> bool:
+    if not isinstance(v, (bool, np.bool_)):
+        raise UsageError(f"{name} must be True or False, not {v!r}")
+    return bool(v)
 
 
 def _seed(v) -> int:
@@ -876,7 +1277,7 @@ def load_model(path: str | os.PathLike, model_format: str | None = None) -> Rank
         elif spec.stochastic:
             args = {k: p[k] for k in ("iterations", "sampler", "loss", "seed") if k in p}
             if "lambda" in p:
-                args["lambda_"] = p["lambda"]
+                args["alpha"] = p["lambda"]
             for k in ("eta", "eta0", "batch_size", "C"):
                 if k in p:
                     args[k] = p[k]

@@ -26,6 +26,7 @@ from rankkit.errors import UsageError
 from rankkit.feature_maps import choose_landmarks, fit_map, make_kernel, mapped_dataset
 from rankkit.io.model import Model
 from rankkit.metrics import per_query
+from rankkit.resources import check_fit
 from rankkit.scoring import model_scores
 from rankkit.solvers import SolverSpec
 from rankkit.solvers.base import FitResult, Log
@@ -126,14 +127,22 @@ def plan(solver: str | None, params: dict, stochastic: dict | None = None, kerne
 # -- fitting ----------------------------------------------------------------------------------------
 def fit_dataset(p: Plan, ds: Dataset, *, valid: Dataset | None = None, query_weights: np.ndarray | None = None,
                 log: Log | None = None, progress=None, warn: Callable[[str], None] | None = None,
-                facts: dict | None = None, run_facts: dict | None = None) -> tuple[Model, FitResult]:
+                facts: dict | None = None, run_facts: dict | None = None, w0: np.ndarray | None = None,
+                monitor: Callable | None = None, patience: int | None = None,
+                run: dict | None = None) -> tuple[Model, FitResult]:
     """Fit the plan on `ds`: the model (its header from model_header) and the solver's result.
 
     valid: validation data (stochastic and factorized solvers). query_weights: one per query.
     progress(total, label): a progress display for the stochastic solvers. warn(words): called
     when the fit stops before its stopping rule, with the words of the plan's style. facts: what
     the face knows of the training files (names, checksums, index base), recorded before the
-    counts; run_facts: recorded last (the reading time)."""
+    counts; run_facts: recorded last (the reading time). The Python estimators' extras: w0, the
+    starting weights (warm_start; linear models); monitor(step, w) -> float, called with the
+    weights (over ds's columns) at each iteration of factorized and each checkpoint of the
+    stochastic learners (eval_set), its value their early-stopping metric, with `patience`
+    (stochastic learners: checkpoints); run, a dict whose "state" is a stochastic run to continue
+    (rankkit.solvers.sgd.RunState, None: a new one), replaced by the run's state at its end.
+    Size parameters that cannot fit in memory are refused first (rankkit.resources)."""
     kwargs = dict(p.kwargs)
     spec = p.spec
     if spec.stochastic and kwargs.get("sampler") == "stream":
@@ -152,12 +161,35 @@ def fit_dataset(p: Plan, ds: Dataset, *, valid: Dataset | None = None, query_wei
             kwargs["valid"] = kwargs["valid"].take_columns(used)
         if used is not None and log:
             log(f"training on the {used.shape[0]} feature indices that occur (of {ds.n_features}); sparse model")
+    check_fit(spec, kwargs, ds.n_rows, ds.n_features, p.kernel, p.style)
+    if monitor is not None and used is not None:  # the caller scores with weights over ds's columns
+        inner, n_total = monitor, ds.n_features
+
+        def monitor(step, w):
+            full = np.zeros(n_total)
+            full[used] = w
+            return inner(step, full)
+    if w0 is not None and used is not None:
+        w0 = np.asarray(w0, dtype=np.float64)[used]
+    if monitor is not None and spec.factorized:
+        kwargs["monitor"] = monitor
     model_solver = spec.load()(**kwargs)
     if p.kernel is not None:  # non-linear: the linear solver on the kernel map (Chapelle & Keerthi Sect. 6.3)
         fit_ds, kmap = _kernel_map(ds, p.kernel, log)
-    if spec.stochastic or spec.factorized:
+    if spec.stochastic and (run is not None or monitor is not None):
         bar = progress(model_solver.iterations, spec.name) if progress else None
-        result = model_solver.fit(fit_ds, log=log, progress=bar)
+        result, state = model_solver.resume(fit_ds, (run or {}).get("state"), log=log, progress=bar, monitor=monitor,
+                                            patience=patience)
+        if run is not None:
+            run["state"] = state
+    elif spec.stochastic or spec.factorized:
+        bar = progress(model_solver.iterations, spec.name) if progress else None
+        if w0 is not None and spec.stochastic:
+            result = model_solver.fit(fit_ds, w0=w0, log=log, progress=bar)
+        else:
+            result = model_solver.fit(fit_ds, log=log, progress=bar)
+    elif w0 is not None:
+        result = model_solver.fit(fit_ds, w0=w0, log=log)
     else:
         result = model_solver.fit(fit_ds, log=log)
     if needs_warning(result) and warn is not None:

@@ -213,7 +213,7 @@ CASES = [
     ("rescale margin", rankkit.RankSVM, {"C": 0.01, "rescale": "margin"}, ["-C", "0.01", "--rescale", "margin"]),
     ("rbf landmarks", rankkit.RankSVM, {"C": 0.1, "kernel": "rbf", "landmarks": 60, "seed": 3},
      ["-C", "0.1", "--kernel", "rbf", "--landmarks", "60", "--seed", "3"]),
-    ("pegasos", rankkit.SGDRanker, {"iterations": 5000, "seed": 7, "lambda_": 0.01},
+    ("pegasos", rankkit.SGDRanker, {"iterations": 5000, "seed": 7, "alpha": 0.01},
      ["--solver", "pegasos", "--iterations", "5000", "--seed", "7", "--lambda", "0.01"]),
     ("pa indexed", rankkit.SGDRanker, {"learner": "pa", "C": 0.1, "iterations": 3000, "sampler": "indexed"},
      ["--solver", "pa", "-C", "0.1", "--iterations", "3000", "--sampler", "indexed"]),
@@ -353,7 +353,7 @@ def test_params_clone_and_repr(cls, sample):
 def test_parameter_errors_name_the_parameter(sample):
     X, y, qid = sample[:3]
     cases = [
-        (rankkit.SGDRanker(learner="pa", lambda_=0.1), "lambda_ is not a parameter of solver 'pa'"),
+        (rankkit.SGDRanker(learner="pa", alpha=0.1), "alpha is not a parameter of solver 'pa'"),
         (rankkit.SGDRanker(learner="nope"), "learner must be one of"),
         (rankkit.RankSVM(C=-1), "C must be > 0"),
         (rankkit.RankSVM(solver="bundle", loss="squared-hinge"), "solver 'bundle' does not offer loss"),
@@ -391,7 +391,7 @@ def test_parameter_errors_name_the_parameter(sample):
     with pytest.warns(rankkit.ConvergenceWarning, match="at max_iter 1 "):
         rankkit.RankSVM(C=10.0, max_iter=1).fit(X, y, qid=qid)
     fitted = rankkit.RankSVM(C=0.01).fit(X, y, qid=qid)
-    with pytest.raises(UsageError, match="set_score_request"):
+    with pytest.raises(UsageError, match="needs the queries.*enable_metadata_routing"):
         fitted.score(X, y)
     with pytest.raises(UsageError, match="X has 5 features"):  # dense X: scikit-learn's rule
         fitted.predict(X.toarray()[:, :5])

@@ -113,7 +113,7 @@ def test_model_header_order():
      "diverged: objective 9 after 5 steps is above 1 at the start (the step size is too large for this data: use a "
      "larger --lambda, or --eta basic with a smaller --eta0)",
      "diverged: objective 9 after 5 steps is above 1 at the start (the step size is too large for this data: use a "
-     "larger lambda_, or eta basic with a smaller eta0)"),
+     "larger alpha, or eta basic with a smaller eta0)"),
     ("diverged", {"objective": 9.0, "iterations": 5, "start": 1.0, "remedy": "lower_C"},
      "diverged: objective 9 after 5 steps is above 1 at the start (the step size is too large for this data: "
      "lower -C)",
@@ -148,7 +148,8 @@ def test_python_warning_names_python_parameters_and_points_at_the_caller():
     assert len(found) == 1
     assert str(found[0].message).startswith("stopped at max_iter 2 with relative duality gap")
     assert found[0].filename == __file__
-    assert ranker.stop_reason_.startswith("stopped at --max-iter 2 ")  # the model records the CLI's words
+    assert ranker.stop_reason_.startswith("stopped at max_iter 2 ")  # the estimator's words are Python's (issue 24)
+    assert ranker.model_.header["stop_reason"].startswith("stopped at --max-iter 2 ")  # the model records the CLI's
 
 
 # -- imports ----------------------------------------------------------------------------------------

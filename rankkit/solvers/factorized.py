@@ -157,7 +157,7 @@ class FactorizedRankSVM:
 
     def __init__(self, C: float = 1.0, K: int = DEFAULT_K, iterations: int | None = None, eta: str = "constant",
                  eta0: float | None = None, seed: int = 0, init_scale: float = DEFAULT_INIT_SCALE, loss: str = "hinge",
-                 valid: Dataset | None = None, patience: int | None = None, **ignored):
+                 valid: Dataset | None = None, patience: int | None = None, monitor=None, **ignored):
         if loss not in ("hinge", "squared-hinge"):
             raise UsageError(f"--solver factorized offers the hinge and squared-hinge losses, not {loss}")
         if eta not in ("constant", "basic"):
@@ -167,6 +167,9 @@ class FactorizedRankSVM:
         self.eta, self.eta0 = eta, DEFAULT_ETA0 if eta0 is None else float(eta0)
         self.seed, self.init_scale = int(seed), float(init_scale)
         self.valid, self.patience = valid, patience
+        # monitor(iteration, w) -> float: the Python estimators' eval sets (recorded there); its value
+        # replaces the validation MAP for early stopping
+        self.monitor = monitor
         self.factors: np.ndarray | None = None
         if self.K < 1:
             raise UsageError("-K must be at least 1")
@@ -208,8 +211,8 @@ class FactorizedRankSVM:
         stop, detail, converged = "", {}, False
         for it in range(1, self.iterations + 1):
             line = f"iter {it:5d}  J {J:.10e}  |grad| {np.linalg.norm(G):.3e}"
-            if self.valid is not None:
-                m = self._valid_metric(w)
+            if self.valid is not None or self.monitor is not None:
+                m = self.monitor(it, w) if self.monitor is not None else self._valid_metric(w)
                 line += f"  valid map {m:.4f}"
                 if best is None or m > best[0]:
                     best, stale = (m, it, V.copy()), 0
@@ -220,7 +223,7 @@ class FactorizedRankSVM:
                 log(line + f"  step {self._eta(it) * 0.5 ** halvings:.3g}  {time.perf_counter() - t0:.3f}s")
             if progress:
                 progress(it, self.iterations)
-            if self.patience is not None and self.valid is not None and stale >= self.patience:
+            if self.patience is not None and best is not None and stale >= self.patience:
                 stop, detail, converged = "early_stop", {"patience": self.patience}, True
                 break
             while True:

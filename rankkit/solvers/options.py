@@ -3,7 +3,7 @@
 One table (SOLVER_OPTIONS) serves the command line and the Python estimators: an option given that
 the chosen solver does not use is an error, never silently ignored and never written into a model.
 Messages name the option as the caller knows it: `-C`, `--lambda` on the command line (CLI_NAMES);
-`C`, `lambda_` in Python (PYTHON_NAMES).
+`C`, `alpha` in Python (PYTHON_NAMES).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ CLI_NAMES = {"C": "-C", "tol": "--tol", "max_iter": "--max-iter", "query_norm": 
              "sampler": "--sampler", "valid_file": "--valid", "K": "-K", "init_scale": "--init-scale",
              "patience": "--patience", "save_factors": "--save-factors"}
 PYTHON_NAMES = {"C": "C", "tol": "tol", "max_iter": "max_iter", "query_norm": "query_norm",
-                "query_weights": "query_weight", "rescale": "rescale", "lam": "lambda_", "iterations": "iterations",
+                "query_weights": "sample_weight", "rescale": "rescale", "lam": "alpha", "iterations": "iterations",
                 "eta": "eta", "eta0": "eta0", "batch_size": "batch_size", "sampler": "sampler",
                 "valid_file": "eval_set", "K": "K", "init_scale": "init_scale", "patience": "patience",
                 "save_factors": "save_factors"}
@@ -164,6 +164,10 @@ def stop_message(stop: str, detail: dict, style: str = "cli") -> str:
     elif stop == "early_stop":  # factorized, with a validation set
         text = (f"early stopping: validation MAP did not improve for {d['patience']} iterations "
                 f"({names['patience']})")
+    elif stop == "early_stop_checkpoints":  # the stochastic learners watched on an eval set (Python's resume)
+        text = (f"early stopping: the first eval set's metric did not improve for {d['patience']} checkpoints "
+                f"({names['patience']}); kept the best, {d['best_value']:.4f} at step {d['best_iteration']} "
+                f"(stopped at step {d['iterations']})")
     elif stop == "no_descent":
         text = (f"no step along the gradient decreases the objective at iteration {d['iteration']} "
                 "(numerical precision reached)")

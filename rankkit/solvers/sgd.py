@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -51,6 +52,28 @@ def checkpoints(iterations: int) -> list[int]:
         base *= 10
     out.append(iterations)
     return out
+
+
+def is_checkpoint(step: int) -> bool:
+    """step is one of the schedule's fixed checkpoints 100, 200, 500, 1000, 2000, 5000, ..."""
+    if step < 100:
+        return False
+    while step % 10 == 0 and step >= 1000:
+        step //= 10
+    return step in (100, 200, 500)
+
+
+@dataclass
+class RunState:
+    """Where a stochastic run stands (StochasticRankSVM.resume): the steps done; the last fixed
+    checkpoint passed (its step, the index of the segment that starts there, w there); the
+    objective at w = 0 (the divergence test compares with it)."""
+
+    done: int
+    anchor: int
+    k: int
+    w_anchor: np.ndarray
+    f_start: float
 
 
 def _segment_seed(seed: int, k: int) -> int:
@@ -160,6 +183,74 @@ class StochasticRankSVM:
                 if progress:
                     progress(done, self.iterations)
             return self._result(ds, w, t0, f_start)
+
+    # -- continuing a run (SGDRanker.partial_fit) and watching it (eval_set): a hook beside fit ----------
+    def resume(self, ds: Dataset, state: "RunState | None" = None, log: Log | None = None, progress=None,
+               monitor=None, patience: int | None = None) -> tuple[FitResult, "RunState"]:
+        """Run up to self.iterations steps in all, from `state` (None: from w = 0), exactly as one
+        fit(ds) with self.iterations would: the same segments, seeds and roundings. `state` holds w
+        at the last checkpoint of the schedule (100, 200, 500, 1000, ...) the run passed; the steps
+        since then are run again from there (w between checkpoints is in the kernel's scaled form,
+        and a segment's random stream cannot be entered in the middle), so a continuation costs at
+        most the steps of one segment more. monitor(step, w) -> float or None is called at each
+        checkpoint and at the end; with `patience`, the run stops when the value has not improved
+        for that many checkpoints, and w is the best one seen (early stopping).
+        pair-sgd and query-sgd run from the start each time (their schedules are one stream)."""
+        if self.learner in ("pair-sgd", "query-sgd"):
+            result = self.fit(ds, log=log, progress=progress)
+            if monitor is not None:
+                monitor(self.iterations, result.w)
+            return result, RunState(self.iterations, 0, 0, np.zeros(ds.n_features), float("nan"))
+        self._check(ds)
+        check_magnitude(ds, *self._magnitude_scale(ds))
+        t0 = time.perf_counter()
+        index = K.build_index(ds.y, ds.qptr)
+        if state is not None and (state.w_anchor.shape[0] != ds.n_features or state.done > self.iterations):
+            raise UsageError("the run to continue has another number of features, or more steps than asked")
+        best = None  # (value, step, w) for early stopping
+        stale = 0
+        stop_early = False
+        with quiet_fp():
+            if state is None:
+                w_anchor, anchor, k0 = np.zeros(ds.n_features), 0, 0
+                f_start = self._objective(ds, w_anchor)[0]
+            else:
+                w_anchor, anchor, k0, f_start = state.w_anchor.copy(), state.anchor, state.k, state.f_start
+            w = w_anchor.copy()
+            done, k = anchor, k0
+            for cp in checkpoints(self.iterations):
+                if cp <= anchor:
+                    continue
+                loss = self._segment(ds, index, w, cp - done, done, _segment_seed(self.seed, k))
+                done = cp
+                if is_checkpoint(cp):  # a segment of the schedule completed: the next run starts here
+                    anchor, k, w_anchor = cp, k + 1, w.copy()
+                if state is not None and cp <= state.done:
+                    continue  # a step already reported by the run continued
+                if log:
+                    log(self._progress_line(cp, loss, w, t0))
+                if progress:
+                    progress(done, self.iterations)
+                if monitor is not None:
+                    value = monitor(cp, w)
+                    if patience is not None and value is not None:
+                        if best is None or value > best[0]:
+                            best, stale = (value, cp, w.copy()), 0
+                        else:
+                            stale += 1
+                            if stale >= patience:
+                                stop_early = True
+                                break
+            if stop_early and best is not None:
+                result = self._result(ds, best[2], t0, f_start)
+                result.iterations = done
+                result.stop, result.converged, result.fixed_budget = "early_stop_checkpoints", True, False
+                result.detail = {"patience": patience, "best_iteration": best[1], "best_value": best[0],
+                                 "iterations": done}
+                result.message = stop_message(result.stop, result.detail)
+            else:
+                result = self._result(ds, w, t0, f_start)
+        return result, RunState(done, anchor, k, w_anchor, f_start)
 
     def _progress_line(self, it, loss, w, t0):
         line = f"iter {it:>10d}  sampled-pair hinge {loss:.6f}"
