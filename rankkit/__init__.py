@@ -22,6 +22,8 @@ _EXPORTS = {
     "FactorizedRankSVM": "rankkit.estimators",
     "Ranker": "rankkit.estimators",
     "load_model": "rankkit.estimators",
+    "make_scorer": "rankkit.scoring",
+    "get_scorer": "rankkit.scoring",
     "ConvergenceWarning": "rankkit.estimators",
     "load_svmlight_file": "rankkit.datasets",
     "load_svmlight_files": "rankkit.datasets",
@@ -45,6 +47,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time the names come from
     from rankkit.errors import DataError, ModelError, RankkitError, UsageError
     from rankkit.estimators import ConvergenceWarning, FactorizedRankSVM, Ranker, RankSVM, SGDRanker, load_model
     from rankkit.evaluation import compare, evaluate
+    from rankkit.scoring import get_scorer, make_scorer
     from rankkit.paths.select import RegularizationPath, regularization_path
 
 

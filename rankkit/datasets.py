@@ -446,6 +446,12 @@ def dump_svmlight_file(
 
 
 # -- arrays -> the Dataset the solvers work on ---------------------------------------------------------
+class NotANumberError(DataError, TypeError):
+    """An entry of an array that is not a number (pandas' NA, None, a string, an object): a
+    DataError naming the row, hence a ValueError as every input error of rankkit, and also the
+    TypeError numpy raises for it."""
+
+
 def _bad_entry(values, name: str, what: str, integer: bool = False) -> DataError:
     """The error for the first entry of `values` that is not a finite number (an integer when
     `integer`): pandas' NA, None, a string, nan... naming the 1-based row (and the column of a
@@ -457,9 +463,9 @@ def _bad_entry(values, name: str, what: str, integer: bool = False) -> DataError
         where = f" (column {col})" if obj.ndim == 2 else ""
         try:
             x = float(v)
-        except (TypeError, ValueError):
-            return DataError(f"<{name}>", f"{what} {v!r}{where} is not a number (a missing value? rankkit has no "
-                             "missing-value rule: impute or drop it)", row)
+        except (TypeError, ValueError) as exc:
+            return NotANumberError(f"<{name}>", f"{what} {v!r}{where} is not a number ({exc}; a missing value? "
+                                   "rankkit has no missing-value rule: impute or drop it)", row)
         if not np.isfinite(x) or (integer and x != round(x)):
             return DataError(f"<{name}>", f"{what} {v!r}{where} is not {'an integer' if integer else 'finite'}", row)
     return DataError(f"<{name}>", f"{what}s must be numbers")
@@ -468,12 +474,17 @@ def _bad_entry(values, name: str, what: str, integer: bool = False) -> DataError
 def as_numbers(values, name: str, what: str, dtype=np.float64) -> np.ndarray:
     """values as a numeric array: anything that is not a number (pandas' NA, None, a string) is a
     DataError naming the row, never numpy's TypeError; complex numbers are a UsageError."""
-    kind = np.dtype(values.dtype).kind if hasattr(values, "dtype") and not hasattr(values, "columns") else None
+    kind = None
+    if hasattr(values, "dtype") and not hasattr(values, "columns"):
+        try:
+            kind = np.dtype(values.dtype).kind
+        except TypeError:  # an extension type (pandas' Int64, Float64): not complex
+            kind = "O"
     if kind == "c" or (kind is None and not hasattr(values, "columns") and np.iscomplexobj(values)):
-        raise UsageError(f"{name}: complex data is not supported (features and labels are real numbers)")
+        raise UsageError(f"{name}: Complex data not supported (features and labels are real numbers)")
     if hasattr(values, "columns") and any(np.dtype(t).kind == "c" for t in getattr(values, "dtypes", [])
                                           if isinstance(t, np.dtype)):
-        raise UsageError(f"{name}: complex data is not supported (features and labels are real numbers)")
+        raise UsageError(f"{name}: Complex data not supported (features and labels are real numbers)")
     try:
         return np.asarray(values, dtype=dtype)
     except (TypeError, ValueError, OverflowError):
@@ -539,7 +550,7 @@ def _csr(X, name: str):
         if X.format == "csr":
             _check_csr_arrays(X, name)
         if np.dtype(X.dtype).kind == "c":
-            raise UsageError(f"{name}: complex data is not supported (the features are real numbers)")
+            raise UsageError(f"{name}: Complex data not supported (the features are real numbers)")
         try:
             Xc = sp.csr_matrix(X)
         except (RuntimeError, ValueError, IndexError, TypeError) as exc:
@@ -549,11 +560,11 @@ def _csr(X, name: str):
         arr = as_numbers(X, name, "feature value")
         if arr.ndim != 2:
             raise UsageError(f"{name} must be 2-dimensional (documents x features), got shape {arr.shape}"
-                             + (": reshape your data with X.reshape(-1, 1) for one feature, or X.reshape(1, -1) "
+                             + (": Reshape your data with X.reshape(-1, 1) for one feature, or X.reshape(1, -1) "
                                 "for one document" if arr.ndim == 1 else ""))
         Xc = sp.csr_matrix(arr)
     if Xc.shape[1] == 0 and Xc.shape[0] > 0:
-        raise UsageError(f"{name} has 0 features (shape {Xc.shape}): a ranker needs at least 1")
+        raise UsageError(f"{name} has 0 feature(s) (shape=({Xc.shape[0]}, 0)) while a minimum of 1 is required.")
     if not Xc.has_canonical_format:
         Xc = Xc.copy()
         Xc.sum_duplicates()

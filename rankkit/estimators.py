@@ -50,7 +50,8 @@ from rankkit.solvers import SOLVERS
 from rankkit.solvers.base import DEFAULT_C
 from rankkit.solvers.options import check_dask
 
-__all__ = ["Ranker", "RankSVM", "SGDRanker", "FactorizedRankSVM", "load_model", "ConvergenceWarning"]
+__all__ = ["Ranker", "RankSVM", "SGDRanker", "FactorizedRankSVM", "load_model", "ConvergenceWarning",
+           "FeatureScaleWarning"]
 
 Log = Callable[[str], None]
 
@@ -113,7 +114,7 @@ class Ranker:
                         "score": ("qid", "group", "sample_weight")}
     # what metadata routing passes without being asked (set_fit_request(qid=False) turns it off): the
     # query ids, which every ranking fit and score needs
-    _default_requests = {"fit": {"qid": True}, "partial_fit": {"qid": True}, "score": {"qid": True}}
+    _default_requests = {m: {"qid": True, "group": True} for m in ("fit", "partial_fit", "score")}
     scoring_metric = "ndcg@10"
     scoring_convention = None
 
@@ -310,9 +311,9 @@ class Ranker:
         if getattr(X, "shape", (1,))[0] == 0:
             return np.zeros(0)
         if not sp.issparse(X) and np.ndim(X) == 2 and np.shape(X)[1] != self.n_features_in_:
-            raise UsageError(f"X has {np.shape(X)[1]} features, but this {type(self).__name__} was fitted on "
-                             f"{self.n_features_in_} (a sparse X may have fewer or more columns: the missing ones "
-                             "are zeros, the extra ones are ignored, as rankkit predict does)")
+            raise UsageError(f"X has {np.shape(X)[1]} features, but {type(self).__name__} is expecting "
+                             f"{self.n_features_in_} features as input (a sparse X may have fewer or more columns: the "
+                             "missing ones are zeros, the extra ones are ignored, as rankkit predict does)")
         ds = as_dataset(X, name="X")
         with Threads(getattr(self, "threads", None)):
             scores = model_scores(self.model_, ds)[0]
@@ -373,6 +374,7 @@ class _Trainable(Ranker):
 
     _option_style = "python"  # the command line sets "cli": its messages name --flags
     _iterative = False  # takes eval_set (a validation history, early stopping)
+    _scale_hint = False  # warns about features of very different scales (the exact solvers' conjugate gradient)
 
     # subclasses: the solver and its options as the command line's (params, stochastic) dicts
     def _options(self) -> tuple[str | None, dict, dict]:
@@ -425,6 +427,8 @@ class _Trainable(Ranker):
         self
         """
         X, ds = self._training_data(X, y, qid, group, "fit")
+        if self._scale_hint:
+            _warn_scales(ds, type(self).__name__)
         weights = self._weights(ds, sample_weight, query_weight)
         sets = _eval_sets(eval_set, eval_qid, eval_group, self)
         w0 = self._warm_start_weights(ds)
@@ -446,6 +450,9 @@ class _Trainable(Ranker):
                              "pass group=[len(X)]")
         _refuse_unrouted_search(self, qid_column is None and (qid is not None or group is not None), method)
         n = _n_rows(X)
+        if n == 1:
+            raise UsageError(f"X has 1 sample (n_samples = 1): {type(self).__name__} learns from pairs of documents "
+                             "of one query with different labels")
         if group is not None and qid is None and n is not None:
             sizes = np.asarray(group)
             if sizes.ndim == 1 and sizes.dtype.kind in "iuf" and sizes.size and int(np.sum(sizes)) != n:
@@ -481,19 +488,29 @@ class _Trainable(Ranker):
         if sets:
             history = {name: {m: [] for m in self._eval_metrics()} for name, _ in sets}
             monitor = _Monitor(sets, history, self._eval_metrics(), self.scoring_convention)
-        if run is None:
-            self.__dict__.pop("_run", None)  # fit starts a new run: partial_fit continues this one
+        self.__dict__.pop("_run", None)
+        if run is None and self._records_run and w0 is None:
+            run = {"state": None}  # fit starts a new run, which partial_fit may continue
         self.fit_dataset(ds, valid=sets[0][1] if sets else None, query_weights=weights,
                          log=verbose_log(self.verbose), warn=warn, w0=w0, monitor=monitor,
                          patience=getattr(self, "patience", None) if patience == "own" else patience, run=run,
                          iterations=iterations)
         for stale in ("evals_result_", "eval_steps_", "best_iteration_", "best_score_"):
             self.__dict__.pop(stale, None)
+        if run is not None and run.get("state") is not None:
+            self._run = {"state": run["state"], "data": _run_key(ds), "params": self._run_params()}
         if monitor is not None:
             self.evals_result_ = history
             self.eval_steps_ = list(monitor.steps)
             self.best_iteration_, self.best_score_ = monitor.best(self.fit_result_)
         return self
+
+    _records_run = False  # fit keeps its stochastic run's state (SGDRanker.partial_fit continues it)
+
+    def _run_params(self) -> dict:
+        """The parameters a continued run must keep."""
+        return {k: v for k, v in self.get_params().items()
+                if k not in ("iterations", "threads", "verbose", "scoring_metric", "scoring_convention", "patience")}
 
     def _eval_metrics(self) -> tuple:
         """The metrics recorded on eval sets: MAP (what early stopping watches, as the command
@@ -538,6 +555,46 @@ def _convergence_warning(stacklevel: int) -> Callable[[str], None]:
         warnings.warn(words, ConvergenceWarning, stacklevel=stacklevel)
 
     return warn
+
+
+class FeatureScaleWarning(UserWarning):
+    """The features of X have very different scales: the exact solvers get slow (many conjugate-
+    gradient iterations) until the features are standardised."""
+
+
+SCALE_RATIO_WARNING = 1e4  # largest / smallest per-column max |x| above which fit warns
+SCALE_SAMPLE = 1 << 20  # values looked at (a regular sample of the stored values beyond this)
+
+
+def _warn_scales(ds, owner: str) -> None:
+    """Warn when the columns' largest |x| span more than SCALE_RATIO_WARNING (the MSLR sample's
+    raw features span 7e8: 49,477 CG iterations instead of a few hundred once standardised)."""
+    if ds.data.size == 0:
+        return
+    step = max(1, ds.data.size // SCALE_SAMPLE)
+    values, cols = np.abs(ds.data[::step]), ds.indices[::step]
+    order = np.argsort(cols, kind="stable")
+    cols, values = cols[order], values[order]
+    starts = np.flatnonzero(np.r_[True, cols[1:] != cols[:-1]])
+    top = np.maximum.reduceat(values, starts)
+    top = top[top > 0]
+    if top.size < 2 or top.max() <= SCALE_RATIO_WARNING * top.min():
+        return
+    warnings.warn(f"the columns of X have very different scales (their largest |value| goes from {top.min():.3g} to "
+                  f"{top.max():.3g}): the {owner}'s conjugate-gradient steps get slow (tens of thousands of "
+                  "iterations) on such data; standardise the features first, e.g. "
+                  "make_pipeline(StandardScaler(with_mean=False), ...) or MaxAbsScaler", FeatureScaleWarning,
+                  stacklevel=3)
+
+
+def _run_key(ds) -> tuple:
+    """What identifies the training data of a stochastic run (partial_fit continues it only on the same)."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    for a in (ds.data, ds.indices, ds.indptr, ds.y, ds.qptr):
+        digest.update(np.ascontiguousarray(a).tobytes())
+    return ds.n_rows, ds.n_features, digest.hexdigest()
 
 
 def _n_rows(X) -> int | None:
@@ -805,6 +862,8 @@ class RankSVM(_Trainable):
         self.scoring_metric = scoring_metric
         self.scoring_convention = scoring_convention
 
+    _scale_hint = True
+
     def _options(self):
         _flag(self.warm_start, "warm_start")
         if self.solver is not None and self.solver in SOLVERS and (SOLVERS[self.solver].stochastic
@@ -883,7 +942,25 @@ class RankSVM(_Trainable):
                                     warn=_convergence_warning(6))
 
 
-class SGDRanker(_Trainable):
+class _RenamedParameters(type):
+    """SGDRanker(lambda_=...) still works, with a FutureWarning: the parameter is now alpha. (A
+    trailing underscore marks fitted attributes in scikit-learn, so lambda_ made check_is_fitted
+    take an unfitted SGDRanker for a fitted one.) The old name is rewritten before __init__, so
+    the signature scikit-learn inspects has only the new one."""
+
+    def __call__(cls, *args, **kwargs):
+        if "lambda_" in kwargs:
+            warnings.warn(f"{cls.__name__}(lambda_=...) is deprecated: the parameter is now alpha (scikit-learn's "
+                          "name of the same lambda/2 ||w||^2 weight)", FutureWarning, stacklevel=2)
+            value = kwargs.pop("lambda_")
+            if kwargs.get("alpha") is not None and value is not None:
+                raise UsageError("give alpha, not both alpha and lambda_ (its former name)")
+            if kwargs.get("alpha") is None:
+                kwargs["alpha"] = value
+        return super().__call__(*args, **kwargs)
+
+
+class SGDRanker(_Trainable, metaclass=_RenamedParameters):
     __doc__ = """Stochastic pairwise learners (Sculley's sofia-ml family) on sampled preference pairs.
 
     Parameters
@@ -917,7 +994,8 @@ class SGDRanker(_Trainable):
         Seed of every random choice: the same seed gives the same weights.
     warm_start : bool, default False
         Start the next ``fit`` from this fit's weights (a new run of the schedule from there;
-        ``partial_fit`` continues the same run instead).
+        ``partial_fit`` continues the same run instead). Not with sgd, pegasos or logreg under eta
+        "pegasos", whose first step 1/(alpha t) sets w to 0 (a UsageError says so).
     threads, verbose, scoring_metric, scoring_convention
         As for `RankSVM`.
 
@@ -943,6 +1021,7 @@ class SGDRanker(_Trainable):
     """.replace("{_KERNEL_DOC}", _KERNEL_DOC)
 
     _iterative = True
+    _records_run = True
 
     def __init__(self, learner: str = "pegasos", alpha: float | None = None, iterations: int | None = None,
                  eta: str | None = None, eta0: float | None = None, batch_size: int | None = None,
@@ -950,17 +1029,7 @@ class SGDRanker(_Trainable):
                  kernel: str | None = None, gamma: float | None = None, degree: int = 3, coef0: float = 0.0,
                  landmarks: int | None = None, patience: int | None = None, seed: int = 0, warm_start: bool = False,
                  threads: int | None = None, verbose: bool = False, scoring_metric: str = "ndcg@10",
-                 scoring_convention: str | None = None, **deprecated):
-        if "lambda_" in deprecated:  # its former name: a trailing underscore marks fitted attributes in scikit-learn
-            warnings.warn("SGDRanker(lambda_=...) is deprecated: the parameter is now alpha (scikit-learn's name of "
-                          "the same lambda/2 ||w||^2 weight; lambda_ made check_is_fitted take an unfitted "
-                          "SGDRanker for a fitted one)", FutureWarning, stacklevel=2)
-            value = deprecated.pop("lambda_")
-            if alpha is not None and value is not None:
-                raise UsageError("give alpha, not both alpha and lambda_ (its former name)")
-            alpha = value if alpha is None else alpha
-        if deprecated:
-            raise TypeError(f"SGDRanker got an unexpected keyword argument {next(iter(deprecated))!r}")
+                 scoring_convention: str | None = None):
         self.learner = learner
         self.alpha = alpha
         self.iterations = iterations
@@ -1017,18 +1086,14 @@ class SGDRanker(_Trainable):
         -------
         self
         """
-        import hashlib
-
         from rankkit.solvers.sgd import DEFAULT_ITERATIONS
 
         X, ds = self._training_data(X, y, qid, group, "partial_fit")
-        digest = hashlib.sha256()
-        for a in (ds.data, ds.indices, ds.indptr, ds.y, ds.qptr):
-            digest.update(np.ascontiguousarray(a).tobytes())
-        key = (ds.n_rows, ds.n_features, digest.hexdigest())
-        fixed = {k: v for k, v in self.get_params().items()
-                 if k not in ("iterations", "threads", "verbose", "scoring_metric", "scoring_convention", "patience")}
+        key, fixed = _run_key(ds), self._run_params()
         prev = self.__dict__.get("_run") if getattr(self, "model_", None) is not None else None
+        if prev is not None and ds.n_features != prev["data"][1]:
+            raise UsageError(f"X has {ds.n_features} features, but {type(self).__name__} is expecting "
+                             f"{prev['data'][1]} features as input (partial_fit continues a run on the same data)")
         if prev is not None and prev["data"] != key:
             raise UsageError("partial_fit continues one stochastic run on the same data, and X, y or the queries "
                              "changed: call fit to start a new run (warm_start=True starts it from these weights)")
@@ -1042,11 +1107,9 @@ class SGDRanker(_Trainable):
         total = done + int(self.iterations or DEFAULT_ITERATIONS)
         sets = _eval_sets(eval_set, eval_qid, eval_group, self)
         before = (self.__dict__.get("evals_result_"), self.__dict__.get("eval_steps_")) if prev is not None else None
-        run = {"state": state}
         with Threads(self.threads):
-            self._fit_checked(ds, sets, None, None, warn=_convergence_warning(6), run=run, iterations=total,
-                              patience=None)
-        self._run = {"state": run["state"], "data": key, "params": fixed}
+            self._fit_checked(ds, sets, None, None, warn=_convergence_warning(6), run={"state": state},
+                              iterations=total, patience=None)
         if before is not None and before[0] is not None and sets and set(before[0]) == set(self.evals_result_):
             for name, metrics in self.evals_result_.items():
                 for m in metrics:
@@ -1055,7 +1118,11 @@ class SGDRanker(_Trainable):
         return self
 
     def _options(self):
-        _flag(self.warm_start, "warm_start")
+        if _flag(self.warm_start, "warm_start") and self.learner in ("sgd", "pegasos", "logreg") and \
+                self.eta in (None, "pegasos"):
+            raise UsageError(f"warm_start with learner '{self.learner}' and eta 'pegasos': its first step, "
+                             "1/(alpha t) at t = 1, shrinks w to 0 and forgets the starting weights; use "
+                             "partial_fit to continue a run, or eta='basic' or 'constant'")
         _count_or_none(self.patience, "patience")
         spec = SOLVERS.get(self.learner)
         if spec is None or not spec.stochastic:
@@ -1302,3 +1369,7 @@ def load_model(path: str | os.PathLike, model_format: str | None = None) -> Rank
             est.stop_reason_ = str(h["stop_reason"])
     est.model_ = model
     return est
+
+
+SGDRanker.__signature__ = inspect.signature(SGDRanker.__init__).replace(
+    parameters=list(inspect.signature(SGDRanker.__init__).parameters.values())[1:])

@@ -179,7 +179,7 @@ def fit_dataset(p: Plan, ds: Dataset, *, valid: Dataset | None = None, query_wei
     if spec.stochastic and (run is not None or monitor is not None):
         bar = progress(model_solver.iterations, spec.name) if progress else None
         result, state = model_solver.resume(fit_ds, (run or {}).get("state"), log=log, progress=bar, monitor=monitor,
-                                            patience=patience)
+                                            patience=patience, w0=w0)
         if run is not None:
             run["state"] = state
     elif spec.stochastic or spec.factorized:

@@ -21,6 +21,7 @@ from rankkit.errors import UsageError
 from rankkit.estimators import Ranker, RankSVM, Threads, set_fitted_state, verbose_log
 from rankkit.io.model import Model
 from rankkit.paths.grid import choose_method, exact_path_points, grid_path
+from rankkit.resources import check_memory
 from rankkit.solvers.base import FitResult
 
 __all__ = ["RegularizationPath", "regularization_path"]
@@ -85,7 +86,8 @@ class RegularizationPath:
 
 
 def path_on_datasets(train_ds, valid_ds, method: str | None = None, metric: str = "ndcg@10", select: str = "best",
-                     n_points: int = 30, ratio: float = 1e7, exact: dict | None = None, log=None, progress=None):
+                     n_points: int = 30, ratio: float = 1e7, exact: dict | None = None, log=None, progress=None,
+                     style: str = "cli"):
     """(PathResult, raw exact-path result or None, notes, method) on rankkit Datasets. method None
     chooses: exact for small problems, grid otherwise. progress(total, label): the exact path's
     progress display (rankkit.paths.grid.exact_path_points)."""
@@ -94,6 +96,10 @@ def path_on_datasets(train_ds, valid_ds, method: str | None = None, metric: str 
     if method not in (None, "grid", "exact"):
         raise UsageError(f"method must be 'grid', 'exact' or None, not {method!r}")
     method = method or choose_method(train_ds)
+    if method == "grid":  # the path keeps each point's weights and validation values (rankkit.resources)
+        check_memory("n_points", n_points, 8.0 * n_points * (train_ds.n_features + valid_ds.n_queries + 16),
+                     f"the path's points ({train_ds.n_features} weights and {valid_ds.n_queries} validation values "
+                     "each)", style)
     exact = dict(exact or {})
     raw = None
     if method == "exact":
@@ -184,7 +190,7 @@ def regularization_path(X, y, X_valid, y_valid, *, qid=None, group=None, qid_val
     with Threads(threads):
         result, raw, notes, method = path_on_datasets(train_ds, valid_ds, method, metric, select, n_points, ratio,
                                                       exact if (method == "exact" or kernel != "linear") else None,
-                                                      log=verbose_log(verbose))
+                                                      log=verbose_log(verbose), style="python")
     facts = {"n_queries": train_ds.n_queries, "n_documents": train_ds.n_rows, "n_pairs": train_ds.n_pairs,
              "n_features": train_ds.n_features, "method": method}
     model = chosen_model(result, method, raw, train_ds.csr() if kernel != "linear" else None, facts, kernel,

@@ -186,7 +186,7 @@ class StochasticRankSVM:
 
     # -- continuing a run (SGDRanker.partial_fit) and watching it (eval_set): a hook beside fit ----------
     def resume(self, ds: Dataset, state: "RunState | None" = None, log: Log | None = None, progress=None,
-               monitor=None, patience: int | None = None) -> tuple[FitResult, "RunState"]:
+               monitor=None, patience: int | None = None, w0: np.ndarray | None = None) -> tuple[FitResult, "RunState"]:
         """Run up to self.iterations steps in all, from `state` (None: from w = 0), exactly as one
         fit(ds) with self.iterations would: the same segments, seeds and roundings. `state` holds w
         at the last checkpoint of the schedule (100, 200, 500, 1000, ...) the run passed; the steps
@@ -195,9 +195,10 @@ class StochasticRankSVM:
         most the steps of one segment more. monitor(step, w) -> float or None is called at each
         checkpoint and at the end; with `patience`, the run stops when the value has not improved
         for that many checkpoints, and w is the best one seen (early stopping).
-        pair-sgd and query-sgd run from the start each time (their schedules are one stream)."""
+        pair-sgd and query-sgd run from the start each time (their schedules are one stream). w0: the
+        start of a new run (state None), as fit's."""
         if self.learner in ("pair-sgd", "query-sgd"):
-            result = self.fit(ds, log=log, progress=progress)
+            result = self.fit(ds, w0=w0 if state is None else None, log=log, progress=progress)
             if monitor is not None:
                 monitor(self.iterations, result.w)
             return result, RunState(self.iterations, 0, 0, np.zeros(ds.n_features), float("nan"))
@@ -212,7 +213,7 @@ class StochasticRankSVM:
         stop_early = False
         with quiet_fp():
             if state is None:
-                w_anchor, anchor, k0 = np.zeros(ds.n_features), 0, 0
+                w_anchor, anchor, k0 = np.zeros(ds.n_features) if w0 is None else np.array(w0, dtype=np.float64), 0, 0
                 f_start = self._objective(ds, w_anchor)[0]
             else:
                 w_anchor, anchor, k0, f_start = state.w_anchor.copy(), state.anchor, state.k, state.f_start
