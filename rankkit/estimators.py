@@ -48,7 +48,7 @@ from rankkit.io.svmlight import read_svmlight
 from rankkit.scoring import model_scores
 from rankkit.solvers import SOLVERS
 from rankkit.solvers.base import DEFAULT_C
-from rankkit.solvers.options import check_dask
+from rankkit.solvers.options import SOLVER_OPTIONS, check_dask
 
 __all__ = ["Ranker", "RankSVM", "SGDRanker", "FactorizedRankSVM", "load_model", "ConvergenceWarning",
            "FeatureScaleWarning"]
@@ -707,6 +707,12 @@ def _eval_sets(eval_set, eval_qid, eval_group, est) -> list:
     if est.kernel is not None:
         raise UsageError("eval_set is not available with kernel=: the validation scores would need the kernel map of "
                          "each eval set at every step")
+    learner = getattr(est, "learner", None)
+    if learner is not None and learner in SOLVER_OPTIONS and "valid_file" not in SOLVER_OPTIONS[learner]:
+        takes = [n for n, opts in SOLVER_OPTIONS.items() if "valid_file" in opts and SOLVERS[n].stochastic]
+        raise UsageError(f"SGDRanker(learner={learner!r}) takes no eval_set (its run is one stream of query steps "
+                         f"with no checkpoints to watch): the learners that do are {', '.join(takes)}; or use "
+                         "rankkit.FactorizedRankSVM")
     if isinstance(eval_set, tuple) and len(eval_set) == 2 and not isinstance(eval_set[0], (tuple, list)):
         eval_set = [eval_set]
     sets = list(eval_set)

@@ -197,6 +197,8 @@ def test_ranksvm_eval_set_names_the_classes_to_use(data):
     X, y, q, Xv, yv, qv = data[:6]
     with pytest.raises(UsageError, match="rankkit.SGDRanker and rankkit.FactorizedRankSVM"):
         rankkit.RankSVM().fit(X, y, qid=q, eval_set=[(Xv, yv)], eval_qid=[qv])
+    with pytest.raises(UsageError, match=r"learner='query-sgd'\) takes no eval_set.*pegasos"):
+        rankkit.SGDRanker(learner="query-sgd").fit(X, y, qid=q, eval_set=[(Xv, yv)], eval_qid=[qv])
 
 
 # -- 3. weights ---------------------------------------------------------------------------------------------
