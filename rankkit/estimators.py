@@ -497,7 +497,7 @@ class _Trainable(Ranker):
                          iterations=iterations)
         for stale in ("evals_result_", "eval_steps_", "best_iteration_", "best_score_"):
             self.__dict__.pop(stale, None)
-        if run is not None and run.get("state") is not None:
+        if run is not None and run.get("state") is not None:  # a RunState, or the steps of a plain fit
             self._run = {"state": run["state"], "data": _run_key(ds), "params": self._run_params()}
         if monitor is not None:
             self.evals_result_ = history
@@ -1077,7 +1077,8 @@ class SGDRanker(_Trainable, metaclass=_RenamedParameters):
         seed, bit for bit (the same pairs drawn, the same learning rates, the same roundings). The
         run continues from its last checkpoint of the schedule (100, 200, 500, 1000, ... steps):
         the steps since that checkpoint are drawn again, so a call costs its own steps plus at
-        most those of one segment. pair-sgd and query-sgd, whose runs are one random stream, run
+        most those of one segment (the first call after ``fit``, which runs the command line's
+        code and keeps no checkpoint, runs the fit's steps again). pair-sgd and query-sgd, whose runs are one random stream, run
         from the start at each call. The data and the parameters (but ``iterations``, ``threads``,
         ``verbose``) must stay the same: a changed one is a UsageError (start again with ``fit``,
         or ``fit`` with ``warm_start=True`` to start a new run from the current weights). With
@@ -1108,7 +1109,7 @@ class SGDRanker(_Trainable, metaclass=_RenamedParameters):
             raise UsageError(f"partial_fit continues one stochastic run, and {', '.join(changed)} changed since it "
                              "started: call fit to start a new run")
         state = prev["state"] if prev is not None else None
-        done = state.done if state is not None else 0
+        done = 0 if state is None else int(state) if isinstance(state, (int, np.integer)) else state.done
         _count_or_none(self.iterations, "iterations")
         total = done + int(self.iterations or DEFAULT_ITERATIONS)
         sets = _eval_sets(eval_set, eval_qid, eval_group, self)

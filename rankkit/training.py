@@ -176,7 +176,7 @@ def fit_dataset(p: Plan, ds: Dataset, *, valid: Dataset | None = None, query_wei
     model_solver = spec.load()(**kwargs)
     if p.kernel is not None:  # non-linear: the linear solver on the kernel map (Chapelle & Keerthi Sect. 6.3)
         fit_ds, kmap = _kernel_map(ds, p.kernel, log)
-    if spec.stochastic and (run is not None or monitor is not None):
+    if spec.stochastic and (monitor is not None or (run is not None and run.get("state") is not None)):
         bar = progress(model_solver.iterations, spec.name) if progress else None
         result, state = model_solver.resume(fit_ds, (run or {}).get("state"), log=log, progress=bar, monitor=monitor,
                                             patience=patience, w0=w0)
@@ -188,6 +188,8 @@ def fit_dataset(p: Plan, ds: Dataset, *, valid: Dataset | None = None, query_wei
             result = model_solver.fit(fit_ds, w0=w0, log=log, progress=bar)
         else:
             result = model_solver.fit(fit_ds, log=log, progress=bar)
+        if run is not None and spec.stochastic and w0 is None:
+            run["state"] = result.iterations  # a run from w = 0 of that many steps: resume continues it
     elif w0 is not None:
         result = model_solver.fit(fit_ds, w0=w0, log=log)
     else:

@@ -196,7 +196,10 @@ class StochasticRankSVM:
         checkpoint and at the end; with `patience`, the run stops when the value has not improved
         for that many checkpoints, and w is the best one seen (early stopping).
         pair-sgd and query-sgd run from the start each time (their schedules are one stream). w0: the
-        start of a new run (state None), as fit's."""
+        start of a new run (state None), as fit's. state may be an int: the steps of a run fit(ds)
+        made from w = 0 (it kept no checkpoint: it is run again from the start)."""
+        if isinstance(state, (int, np.integer)):
+            state = RunState(int(state), 0, 0, np.zeros(ds.n_features), float("nan"))
         if self.learner in ("pair-sgd", "query-sgd"):
             result = self.fit(ds, w0=w0 if state is None else None, log=log, progress=progress)
             if monitor is not None:
@@ -217,6 +220,8 @@ class StochasticRankSVM:
                 f_start = self._objective(ds, w_anchor)[0]
             else:
                 w_anchor, anchor, k0, f_start = state.w_anchor.copy(), state.anchor, state.k, state.f_start
+                if f_start != f_start:  # not known yet (a run of fit): the objective at its start
+                    f_start = self._objective(ds, w_anchor)[0]
             w = w_anchor.copy()
             done, k = anchor, k0
             for cp in checkpoints(self.iterations):
