@@ -610,20 +610,33 @@ def as_dataset(X, y=None, qid=None, group=None, *, name: str = "X") -> Dataset:
 
 
 def as_qid(qid) -> np.ndarray:
-    """Query ids as int64: pandas' nullable integers, floats that are integers; a missing or
-    non-integer id (NA, None, nan, 1.5, a string) is a DataError naming the row."""
-    q = np.asarray(qid) if not hasattr(qid, "to_numpy") else qid.to_numpy(dtype=object)
+    """Query ids as int64 (exactly: ids above 2^53 are kept): numpy integers, pandas' nullable
+    integers, Python ints, floats that are integers; a missing or non-integer id (NA, None, nan,
+    1.5, a string) is a DataError naming the row."""
+    try:
+        q = np.asarray(qid)
+    except (TypeError, ValueError):
+        q = np.asarray(qid, dtype=object)
     if q.dtype.kind in "iu":
         return q
     if q.dtype.kind == "c":
         raise UsageError("qid must be integers, not complex numbers")
+    if q.dtype.kind == "O":
+        values = q.ravel().tolist()
+        if all(isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)) for v in values):
+            try:
+                return np.array(values, dtype=np.int64).reshape(q.shape)
+            except OverflowError:
+                raise UsageError("qid must fit in 64-bit integers") from None
     try:
         f = np.asarray(q, dtype=np.float64)
     except (TypeError, ValueError):
         raise _bad_entry(q, "qid", "qid", integer=True) from None
     bad = np.flatnonzero(~np.isfinite(f) | (f != np.round(f)))
     if bad.size:
-        raise DataError("<qid>", f"qid {q.ravel()[bad[0]]!r} is not an integer (a missing query id?)", int(bad[0]) + 1)
+        v = f.ravel()[bad[0]]
+        what = "is missing (NA or NaN)" if np.isnan(v) else f"{float(v)!r} is not an integer"
+        raise DataError("<qid>", f"qid {what}: every row needs its query's integer id", int(bad[0]) + 1)
     return f.astype(np.int64)
 
 

@@ -378,12 +378,12 @@ def test_input_errors_are_value_errors_naming_the_row(data):
     X, y, q = data[:3]
     q_obj = q.astype(object)
     q_obj[4] = None
-    with pytest.raises(ValueError, match="qid None") as info:
+    with pytest.raises(ValueError, match="qid is missing") as info:
         rankkit.RankSVM().fit(X, y, qid=q_obj)
     assert info.value.line == 5 and isinstance(info.value, DataError)
     q_nan = q.astype(float)
     q_nan[7] = np.nan
-    with pytest.raises(DataError, match="not an integer") as info:
+    with pytest.raises(DataError, match="qid is missing") as info:
         rankkit.RankSVM().fit(X, y, qid=q_nan)
     assert info.value.line == 8
     bad = X.copy()
