@@ -55,6 +55,8 @@ def test_grid_search_the_lightgbm_way_raises_on_the_first_fit_never_nan_scores(s
     training instead, so the search raises, naming routing and the qid column."""
     pytest.importorskip("sklearn")
     from sklearn.model_selection import GridSearchCV, GroupKFold, cross_val_score
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import MaxAbsScaler
 
     X, y, q = small
     with pytest.raises(UsageError, match="without metadata routing.*enable_metadata_routing=True"):
@@ -66,6 +68,17 @@ def test_grid_search_the_lightgbm_way_raises_on_the_first_fit_never_nan_scores(s
         with pytest.raises(ValueError, match="without metadata routing"):
             cross_val_score(rankkit.SGDRanker(iterations=200), X, y, groups=q, cv=GroupKFold(n_splits=3),
                             params={"qid": q})
+        with pytest.raises(ValueError, match="without metadata routing"):  # a ranking scorer, unrouted
+            GridSearchCV(rankkit.RankSVM(), GRID, cv=GroupKFold(n_splits=3),
+                         scoring=rankkit.make_scorer("map")).fit(X, y, groups=q, qid=q)
+        with pytest.raises(ValueError, match="without metadata routing"):  # in a Pipeline (step__param)
+            GridSearchCV(make_pipeline(MaxAbsScaler(), rankkit.RankSVM()), {"ranksvm__C": GRID["C"]},
+                         cv=GroupKFold(n_splits=3)).fit(X, y, groups=q, ranksvm__qid=q)
+    # cross_val_predict scores nothing: qid split with X is all it needs, and it works unrouted
+    from sklearn.model_selection import cross_val_predict
+
+    pred = cross_val_predict(rankkit.RankSVM(C=0.1), X, y, groups=q, cv=GroupKFold(n_splits=3), params={"qid": q})
+    assert pred.shape == (X.shape[0],) and np.all(np.isfinite(pred))
 
 
 def test_grid_search_with_routing_needs_no_set_fit_request(small):
