@@ -165,9 +165,9 @@ def stop_message(stop: str, detail: dict, style: str = "cli") -> str:
         text = (f"early stopping: validation MAP did not improve for {d['patience']} iterations "
                 f"({names['patience']})")
     elif stop == "early_stop_checkpoints":  # the stochastic learners watched on an eval set (Python's resume)
-        text = (f"early stopping: the first eval set's metric did not improve for {d['patience']} checkpoints "
-                f"({names['patience']}); kept the best, {d['best_value']:.4f} at step {d['best_iteration']} "
-                f"(stopped at step {d['iterations']})")
+        text = (f"early stopping: the first eval set's MAP did not improve for {d['patience']} checkpoints "
+                f"(patience={d['patience']}, a Python parameter); kept the best, {d['best_value']:.4f} at step "
+                f"{d['best_iteration']} (stopped at step {d['iterations']})")
     elif stop == "no_descent":
         text = (f"no step along the gradient decreases the objective at iteration {d['iteration']} "
                 "(numerical precision reached)")
