@@ -702,8 +702,8 @@ def _eval_sets(eval_set, eval_qid, eval_group, est) -> list:
         return []
     if not est._iterative:
         raise UsageError(f"{type(est).__name__} is solved exactly (no iterations to watch or stop early): eval_set is "
-                         "for the iterative estimators, rankkit.SGDRanker and rankkit.FactorizedRankSVM. To choose C on "
-                         "validation queries, use rankkit.regularization_path or GridSearchCV with qid=")
+                         "for the iterative estimators, rankkit.SGDRanker and rankkit.FactorizedRankSVM. To choose "
+                         "C on validation queries, use rankkit.regularization_path or GridSearchCV with qid=")
     if est.kernel is not None:
         raise UsageError("eval_set is not available with kernel=: the validation scores would need the kernel map of "
                          "each eval set at every step")
@@ -1070,7 +1070,8 @@ class SGDRanker(_Trainable, metaclass=_RenamedParameters):
         warnings.warn("lambda_ is deprecated: the parameter is now alpha", FutureWarning, stacklevel=2)
         return self.alpha
 
-    def partial_fit(self, X, y, qid=None, group=None, eval_set=None, eval_qid=None, eval_group=None) -> "SGDRanker":
+    def partial_fit(self, X, y, qid=None, group=None, eval_set=None, eval_qid=None,
+                    eval_group=None) -> "SGDRanker":
         """Run ``iterations`` more steps of the same stochastic run, on the same data.
 
         After k calls the model is the one ``fit`` gives with k x ``iterations`` steps and the same
@@ -1078,11 +1079,12 @@ class SGDRanker(_Trainable, metaclass=_RenamedParameters):
         run continues from its last checkpoint of the schedule (100, 200, 500, 1000, ... steps):
         the steps since that checkpoint are drawn again, so a call costs its own steps plus at
         most those of one segment (the first call after ``fit``, which runs the command line's
-        code and keeps no checkpoint, runs the fit's steps again). pair-sgd and query-sgd, whose runs are one random stream, run
-        from the start at each call. The data and the parameters (but ``iterations``, ``threads``,
-        ``verbose``) must stay the same: a changed one is a UsageError (start again with ``fit``,
-        or ``fit`` with ``warm_start=True`` to start a new run from the current weights). With
-        ``eval_set``, ``evals_result_`` grows by the checkpoints of each call (no early stopping).
+        code and keeps no checkpoint, runs the fit's steps again). pair-sgd and query-sgd, whose
+        runs are one random stream, run from the start at each call. The data and the parameters
+        (but ``iterations``, ``threads``, ``verbose``, the scoring ones) must stay the same: a
+        changed one is a UsageError (start again with ``fit``, or ``fit`` with ``warm_start=True``
+        to start a new run from the current weights). With ``eval_set``, ``evals_result_`` grows
+        by the checkpoints of each call (no early stopping).
 
         Parameters
         ----------

@@ -547,7 +547,7 @@ def test_import_rankkit_is_light():
         rankkit.no_such_name
 
 
-@pytest.mark.parametrize("module", ["rankkit.datasets", "rankkit.estimators", "rankkit.evaluation",
+@pytest.mark.parametrize("module", ["rankkit.datasets", "rankkit.estimators", "rankkit.evaluation", "rankkit.scoring",
                                     "rankkit.paths.select"])
 def test_docstring_examples_run(module, monkeypatch):
     import importlib

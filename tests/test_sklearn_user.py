@@ -148,7 +148,8 @@ def test_ranking_scorers_in_grid_search(small):
     train, test = next(GroupKFold(n_splits=3).split(X, y, groups=q))
     fold = rankkit.RankSVM(C=GRID["C"][0]).fit(X[train], y[train], qid=q[train])
     for name, metric, conv in (("ndcg@10", "ndcg@10", "exp"), ("map", "map", "trec")):
-        expected = rankkit.evaluate(y[test], fold.predict(X[test]), qid=q[test], metrics=metric, convention=conv)[metric]
+        scores = fold.predict(X[test])
+        expected = rankkit.evaluate(y[test], scores, qid=q[test], metrics=metric, convention=conv)[metric]
         assert search.cv_results_[f"split0_test_{name}"][0] == expected
     assert search.best_params_["C"] in GRID["C"]
     with pytest.raises(UsageError):
@@ -159,7 +160,8 @@ def test_scorer_without_sklearn_and_without_queries_raises(data):
     X, y, q = data[:3]
     est = rankkit.RankSVM(C=0.1).fit(X, y, qid=q)
     scorer = rankkit.make_scorer("map", convention="trec")
-    assert scorer(est, X, y, qid=q) == rankkit.evaluate(y, est.predict(X), qid=q, metrics="map", convention="trec")["map"]
+    expected = rankkit.evaluate(y, est.predict(X), qid=q, metrics="map", convention="trec")["map"]
+    assert scorer(est, X, y, qid=q) == expected
     assert est.score(X, y, qid=q) == rankkit.evaluate(y, est.predict(X), qid=q, metrics="ndcg@10")["ndcg@10"]
     with pytest.raises(UsageError, match="needs the queries"):
         scorer(est, X, y)
