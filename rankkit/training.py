@@ -239,6 +239,7 @@ def fit_stream(p: Plan, path: str, *, index_base: int, train_file: str, log: Log
     """--sampler stream: the plan's stochastic solver over `path` in two streaming passes, never
     holding the file (rankkit.solvers.stream); the model, and a FitResult with no objective (it
     would need a third pass)."""
+    check_fit(p.spec, p.kwargs, 0, 0, None, p.style)  # --batch-size: before the two passes allocate
     model_solver = p.solver()
     w, facts = train_stream(path, model_solver, zero_based=index_base == 0, log=log, groups=groups)
     result = FitResult(w=w, objective=float("nan"), iterations=model_solver.iterations, converged=False, message="",

@@ -444,6 +444,8 @@ def test_huge_sizes_are_refused_by_the_command_line_with_its_option_names(tmp_pa
     assert not (tmp_path / "m").exists()
     for args, flag in ((["train", SAMPLE_TRAIN, tmp_path / "m", "--solver", "pegasos", "--batch-size",
                          "1000000000000"], "--batch-size 1000000000000"),
+                       (["train", SAMPLE_TRAIN, tmp_path / "m", "--solver", "pegasos", "--sampler", "stream",
+                         "--batch-size", "1000000000000"], "--batch-size 1000000000000"),
                        (["path", SAMPLE_TRAIN, SAMPLE_VALI, "--method", "grid", "--n-points", "1000000000"],
                         "--n-points 1000000000")):
         res = CliRunner().invoke(cli, [str(a) for a in args])  # (in this process: the message, not the exit)
