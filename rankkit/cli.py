@@ -643,23 +643,13 @@ def path_(dask, train_file, valid_file, out_model, table, plot, method, graph, k
 
 
 # -- exit statuses and signals -----------------------------------------------------------------
-_SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP")
-_received: list[int] = []
-
-
-def _on_signal(signum, frame):
-    """SIGINT, SIGTERM, SIGHUP: unwind as an exception, so that every atomic write removes its
-    temporary file and no half-written output is left; later signals wait for that to finish."""
-    from rankkit.errors import Interrupted
-
-    if _received:
-        return
-    _received.append(signum)
-    raise Interrupted(signum)
+_SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP")  # each raises errors.Interrupted (rankkit.interrupts)
 
 
 def _install_signal_handlers() -> None:
     import signal
+
+    from rankkit import interrupts
 
     for name in _SIGNALS:
         sig = getattr(signal, name, None)
@@ -668,7 +658,7 @@ def _install_signal_handlers() -> None:
         try:
             if signal.getsignal(sig) is signal.SIG_IGN:  # nohup, or a background job: keep ignoring
                 continue
-            signal.signal(sig, _on_signal)
+            signal.signal(sig, interrupts.on_signal)
         except (ValueError, OSError):  # not the main thread (rankkit.cli.main called from a thread)
             return
 
@@ -690,10 +680,10 @@ def _ignore_signals() -> None:
 def _interrupted_exit() -> None:
     import signal
 
-    _ignore_signals()
-    signum = _received[0]
-    from rankkit import console
+    from rankkit import console, interrupts
 
+    _ignore_signals()
+    signum = interrupts.received()
     console.say(f"rankkit: interrupted by {signal.Signals(signum).name}")
     sys.exit(128 + signum)
 
@@ -713,7 +703,9 @@ def main(argv=None) -> None:
     except BaseException as exc:
         # A signal can surface as any exception (numba reports one raised during a kernel call as
         # SystemError): whatever unwound, the run was interrupted.
-        if _received:
+        from rankkit import interrupts
+
+        if interrupts.received() is not None:
             _interrupted_exit()
         _fail(exc)
     _ignore_signals()  # done: the outputs are complete, and exit 0 says so

@@ -240,6 +240,54 @@ def test_sigterm_while_writing_scores_leaves_no_temp_file(tmp_path, primed):
     assert not (tmp_path / "s.txt").exists() and no_temp_files(tmp_path)
 
 
+AT_MKSTEMP = """
+import os, signal, tempfile
+_real = tempfile.mkstemp
+def _mkstemp(*a, **k):
+    made = _real(*a, **k)
+    os.kill(os.getpid(), signal.{sig})  # the file exists; atomic_open does not hold its name yet
+    return made
+tempfile.mkstemp = _mkstemp
+"""
+
+
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGINT"])
+def test_a_signal_just_after_the_temporary_file_is_made_leaves_nothing(tmp_path, primed, sig):
+    """Before: 8 of 64 targeted trials left an empty `.m.txt.XXXX.tmp` that no later run removed."""
+    old = primed["model"].read_bytes()
+    (tmp_path / "m.txt").write_bytes(old)
+    proc = run(["train", SAMPLE_TRAIN, "m.txt", "-C", "3"], tmp_path, primed["env"], inject=AT_MKSTEMP.format(sig=sig))
+    assert proc.returncode == 128 + getattr(signal, sig) and proc.stderr == f"rankkit: interrupted by {sig}\n".encode()
+    assert (tmp_path / "m.txt").read_bytes() == old
+    assert no_temp_files(tmp_path)
+
+
+def test_a_killed_runs_temporary_file_is_removed_by_the_next_write_of_that_file(tmp_path, primed):
+    """SIGKILL (timeout -s KILL, the out-of-memory killer) runs no handler: the next run writing the
+    same file removes the temporary files of writers that are gone, on this host; never those of a
+    running process, of another host (a shared directory) or of another file."""
+    from rankkit.io.atomic import _host_tag
+
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead = int(gone.stdout)
+    names = {"dead": f".m.txt.~{dead}-{_host_tag()}.abc123_x.tmp", "alive": f".m.txt.~{os.getpid()}-{_host_tag()}.abc123_y.tmp",
+             "other_host": f".m.txt.~{dead}-000000.abc123_z.tmp", "other_file": f".s.txt.~{dead}-{_host_tag()}.abc123_w.tmp"}
+    for name in names.values():
+        (tmp_path / name).write_bytes(b"")
+    proc = run(["train", SAMPLE_TRAIN, "m.txt", "-C", "0.01"], tmp_path, primed["env"])
+    assert proc.returncode == 0, proc.stderr
+    left = {n for n in os.listdir(tmp_path) if n.endswith(".tmp")}
+    assert left == {names["alive"], names["other_host"], names["other_file"]}
+
+
+def test_an_output_name_ending_in_a_slash_is_refused(tmp_path):
+    """`rankkit train DATA newdir/` wrote a regular file called `newdir`."""
+    for out in ("newdir/", "newdir/."):
+        proc = run(["train", SAMPLE_TRAIN, out, "-C", "0.01"], tmp_path)
+        assert_one_line_error(proc, f"cannot write '{out}'", "names a directory")
+        assert os.listdir(tmp_path) == []
+
+
 def test_ignored_sighup_stays_ignored(tmp_path, primed):
     """Under nohup SIGHUP is ignored: rankkit keeps it so (the run completes)."""
     inject = "import signal; signal.signal(signal.SIGHUP, signal.SIG_IGN)\n" + AT_FSYNC.format(sig="SIGHUP")
