@@ -696,6 +696,11 @@ def main(argv=None) -> None:
     console.guard_standard_fds()
     _install_signal_handlers()
     try:
+        os.getcwd()
+    except OSError:  # deleted under the shell that started us: no relative path can be resolved
+        console.say("rankkit: error: the working directory no longer exists (cd to an existing one)")
+        sys.exit(EXIT_USAGE)
+    try:
         cli.main(args=argv, prog_name="rankkit", standalone_mode=False)
     except click.exceptions.Exit as exc:
         _ignore_signals()

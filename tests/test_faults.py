@@ -288,6 +288,25 @@ def test_an_output_name_ending_in_a_slash_is_refused(tmp_path):
         assert os.listdir(tmp_path) == []
 
 
+@pytest.mark.parametrize("args", [["train", "-", "m.txt", "-C", "0.01"], ["predict", SAMPLE_TEST, "-", "s.txt"],
+                                  ["eval", SAMPLE_TEST, "-"]])
+def test_dash_with_standard_input_closed(tmp_path, args):
+    """`<&-` (a cron line, a daemon): was `internal error: AttributeError: 'NoneType' object has no
+    attribute 'buffer'`."""
+    proc = run(args, tmp_path, stdin=None, preexec_fn=lambda: os.close(0))
+    assert_one_line_error(proc, "cannot read standard input ('-'): it is closed")
+    assert os.listdir(tmp_path) == []
+
+
+def test_working_directory_deleted(tmp_path):
+    """Was `internal error: FileNotFoundError`."""
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    proc = run(["train", SAMPLE_TRAIN, "m.txt", "-C", "0.01"], gone, preexec_fn=lambda: os.rmdir(gone))
+    assert_one_line_error(proc, "the working directory no longer exists")
+    assert os.listdir(tmp_path) == []
+
+
 def test_ignored_sighup_stays_ignored(tmp_path, primed):
     """Under nohup SIGHUP is ignored: rankkit keeps it so (the run completes)."""
     inject = "import signal; signal.signal(signal.SIGHUP, signal.SIG_IGN)\n" + AT_FSYNC.format(sig="SIGHUP")

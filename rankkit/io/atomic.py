@@ -34,6 +34,15 @@ def _umask() -> int:
     return mask
 
 
+def _resolved(path: str, real: bool = True) -> str:
+    """The absolute (real) path; a UsageError when a relative path cannot be resolved because the
+    working directory was deleted under the run."""
+    try:
+        return os.path.realpath(path) if real else os.path.abspath(path)
+    except FileNotFoundError:
+        raise UsageError(f"cannot write '{path}': the working directory no longer exists") from None
+
+
 def _check_names_a_file(path: str) -> None:
     """`model/` or `out/.` names a directory, never a file: refused, rather than writing a file
     called `model` (or into an existing directory, which is already refused as a directory)."""
@@ -51,7 +60,7 @@ def check_writable(path: str) -> None:
     if path == "-" or _is_stream(path):
         return
     _check_names_a_file(path)
-    target = os.path.abspath(path)
+    target = _resolved(path, real=False)
     if os.path.isdir(target):
         raise UsageError(f"cannot write '{path}': it is a directory")
     directory = os.path.dirname(target)
@@ -73,7 +82,7 @@ def _same_file(a: str, b: str) -> bool:
     try:
         return os.path.samefile(a, b)
     except OSError:  # one does not exist yet: the same path, spelled two ways?
-        return os.path.realpath(a) == os.path.realpath(b)
+        return _resolved(a) == _resolved(b)
 
 
 _DATA_LINE = re.compile(rb"^\s*\S+\s+(qid:\S+\s+)?[0-9]+:\S")
@@ -137,7 +146,7 @@ def check_output(path, inputs=(), kind: str = "file", outputs=()) -> None:
         if other is not None and other != "-" and _same_file(path, other):
             raise UsageError(f"refusing to write '{path}': it is also the output '{other}' (each output needs its own file)")
     check_writable(path)
-    target = os.path.realpath(path)
+    target = _resolved(path)
     if os.path.isfile(target) and os.path.getsize(target) > 0:
         holds = _holds(target)
         what = {"model": "a model", "scores": "scores"}.get(kind, "this output")
@@ -246,7 +255,7 @@ def atomic_open(path: str, binary: bool = False):
         return
     if not _is_stream(path):
         _check_names_a_file(path)
-    target = os.path.realpath(path)  # write through symlinks: replace the file, not the link
+    target = _resolved(path)  # write through symlinks: replace the file, not the link
     if os.path.isdir(target):
         raise UsageError(f"cannot write '{path}': it is a directory")
     if _is_stream(path):

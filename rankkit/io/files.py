@@ -100,6 +100,15 @@ def input_error(path, exc: BaseException) -> DataError:
     return DataError(name, f"cannot read ({exc.__class__.__name__}: {exc})")
 
 
+def stdin_buffer():
+    """Standard input as a binary stream, for `-`; a UsageError when it is closed (a cron line with
+    `<&-`, a daemon), rather than an internal error."""
+    stream = getattr(sys.stdin, "buffer", None)
+    if stream is None:
+        raise UsageError("cannot read standard input ('-'): it is closed")
+    return stream
+
+
 def _open_url(path: str):
     """A binary file object for a URL (decompressed by extension), through fsspec."""
     try:
@@ -115,7 +124,7 @@ def iter_blocks(path, block_bytes: int = BLOCK_BYTES):
     before = None
     try:
         if path == "-":
-            fh = sys.stdin.buffer
+            fh = stdin_buffer()
             opened = False
         elif is_url(path):
             fh = _open_url(path)

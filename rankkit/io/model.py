@@ -46,13 +46,13 @@ import gzip
 import hashlib
 import math
 import re
-import sys
 import zlib
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from rankkit.errors import ModelError
+from rankkit.io.files import stdin_buffer
 from rankkit.io.atomic import atomic_open
 from rankkit.io.text import printable
 
@@ -219,7 +219,7 @@ def model_name(path: str) -> str:
 def read_model_bytes(path: str) -> bytes:
     """The bytes of a model file: `-` is standard input, a `.gz` name is gunzipped."""
     if path == "-":
-        return sys.stdin.buffer.read()
+        return stdin_buffer().read()
     try:
         if str(path).endswith(".gz"):
             try:
