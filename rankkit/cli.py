@@ -695,6 +695,13 @@ def main(argv=None) -> None:
     threads.pause_gc()  # perf: off during the start, back on later (rankkit/threads.py)
     console.guard_standard_fds()
     _install_signal_handlers()
+    from rankkit import limits
+
+    try:
+        limits.prepare()  # before numpy is imported
+    except RankkitError as exc:
+        console.say(f"rankkit: error: {exc}")
+        sys.exit(exc.exit_code)
     try:
         os.getcwd()
     except OSError:  # deleted under the shell that started us: no relative path can be resolved
@@ -748,9 +755,12 @@ def _fail(exc: BaseException) -> None:
     if isinstance(exc, BrokenPipeError):  # `rankkit predict ... | head`: not an error; silence the final flush
         console.silence_stdout()
         sys.exit(0)
-    if isinstance(exc, MemoryError):
-        console.say("rankkit: error: out of memory")
-        sys.exit(EXIT_FAILURE)
+    from rankkit import limits
+
+    short = limits.out_of_memory(exc)  # exit 3, whichever allocation failed
+    if short is not None:
+        console.say(f"rankkit: error: {short}")
+        sys.exit(short.exit_code)
     if not isinstance(exc, Exception) or os.environ.get("RANKKIT_DEBUG"):
         raise exc
     # a bug: one line, the traceback only on request

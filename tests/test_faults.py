@@ -565,3 +565,72 @@ def test_path_summary_into_head_still_writes_its_files(tmp_path, primed):
     assert proc.stdout.count(b"\n") == 1
     assert len((tmp_path / "t.tsv").read_text().splitlines()) == 1 + 4
     assert sorted(os.listdir(tmp_path / "m")) == sorted(f"Fold{k}.C{c}.model" for k in (1, 2) for c in ("0.01", "0.1"))
+
+
+# -- memory: exit 3, one line, whichever allocation fails ------------------------------------------
+@pytest.mark.parametrize("args", [["train", "/dev/zero", "m.txt"], ["predict", "/dev/zero", "MODEL", "s.txt"],
+                                  ["predict", SAMPLE_TEST, "/dev/zero", "s.txt"], ["eval", SAMPLE_TEST, "/dev/zero"]])
+def test_dev_zero_as_any_input_is_refused_at_its_first_block(tmp_path, primed, args):
+    """`train /dev/zero M` read until memory ran out: every text input is refused at its first NUL."""
+    args = [primed["model"] if a == "MODEL" else a for a in args]
+    proc = run(args, tmp_path, primed["env"])
+    assert_one_line_error(proc, "/dev/zero:1: binary data, not")
+    assert os.listdir(tmp_path) == []
+
+
+def test_an_address_space_limit_too_small_to_start_is_exit_3(tmp_path):
+    import resource
+
+    limit = 100 << 20
+    proc = run(["train", SAMPLE_TRAIN, "m.txt"], tmp_path,
+               preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (limit, limit)))
+    err = proc.stderr.decode()
+    assert proc.returncode == 3 and err.count("\n") == 1, err
+    assert err.startswith("rankkit: error: out of memory: the address-space limit (ulimit -v) of 100 MB"), err
+    assert os.listdir(tmp_path) == []
+
+
+def test_memory_error_mid_train_is_exit_3_and_keeps_the_old_model(tmp_path, primed):
+    old = primed["model"].read_bytes()
+    (tmp_path / "m.txt").write_bytes(old)
+    inject = ("import rankkit.solvers.newton as newton\n"
+              "def _cg(*a, **k):\n    raise MemoryError()\n"
+              "newton.conjugate_gradient = _cg\n")
+    proc = run(["train", SAMPLE_TRAIN, "m.txt", "-C", "3"], tmp_path, primed["env"], inject=inject)
+    err = proc.stderr.decode()
+    assert proc.returncode == 3 and err.count("\n") == 1 and err.startswith("rankkit: error: out of memory: "), err
+    assert (tmp_path / "m.txt").read_bytes() == old and no_temp_files(tmp_path)
+
+
+def test_out_of_memory_mapping(monkeypatch):
+    import errno
+
+    from rankkit import limits
+    from rankkit.errors import EXIT_RESOURCES, ResourceError
+
+    assert limits.out_of_memory(MemoryError()).exit_code == EXIT_RESOURCES
+    assert limits.out_of_memory(OSError(errno.ENOMEM, "Cannot allocate memory")) is not None
+    llvm = OSError("Could not find/load shared object file 'libllvmlite.so' from resource location")
+    monkeypatch.setattr(limits, "address_limit", lambda: 300 << 20)
+    assert "llvmlite" in str(limits.out_of_memory(llvm))
+    monkeypatch.setattr(limits, "address_limit", lambda: None)  # no limit: a broken install, a bug to report
+    assert limits.out_of_memory(llvm) is None
+    assert limits.out_of_memory(ValueError("x")) is None
+    assert isinstance(ResourceError("x"), MemoryError)
+
+
+def test_an_endless_stream_is_stopped_before_it_takes_the_machines_memory(monkeypatch):
+    """`yes '1 qid:1 1:1' | rankkit train - M` would grow until the out-of-memory killer ended some
+    process: reading stops at nine tenths of the memory available at the start."""
+    import io
+
+    from rankkit import limits
+    from rankkit.errors import ResourceError
+    from rankkit.io.files import read_bytes
+
+    monkeypatch.setattr(limits, "available", lambda: 10 << 20)
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"1 qid:1 1:1\n" * (2 << 20))))
+    with pytest.raises(ResourceError, match=r"out of memory: <stdin> is larger than nine tenths"):
+        read_bytes("-")
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"1 qid:1 1:1\n" * 1000)))
+    assert read_bytes("-").size == 12000
