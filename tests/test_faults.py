@@ -574,7 +574,7 @@ def test_dev_zero_as_any_input_is_refused_at_its_first_block(tmp_path, primed, a
     """`train /dev/zero M` read until memory ran out: every text input is refused at its first NUL."""
     args = [primed["model"] if a == "MODEL" else a for a in args]
     proc = run(args, tmp_path, primed["env"])
-    assert_one_line_error(proc, "/dev/zero:1: binary data, not")
+    assert_one_line_error(proc, "/dev/zero:1: ", "binary data")
     assert os.listdir(tmp_path) == []
 
 

@@ -249,7 +249,7 @@ def _text_blocks(fh, name: str, block: int = 1 << 22) -> bytes:
             return b"".join(parts)
         nul = chunk.find(b"\0")
         if nul >= 0:
-            raise ModelError(name, "binary data, not a model (a NUL byte)", lines + chunk.count(b"\n", 0, nul))
+            raise ModelError(name, "not a rankkit model file (nor another tool's): binary data, a NUL byte", lines + chunk.count(b"\n", 0, nul))
         lines += chunk.count(b"\n")
         parts.append(chunk)
 
