@@ -13,6 +13,7 @@ import os
 import shutil
 import signal
 import subprocess
+import time
 import sys
 from pathlib import Path
 
@@ -634,3 +635,57 @@ def test_an_endless_stream_is_stopped_before_it_takes_the_machines_memory(monkey
         read_bytes("-")
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"1 qid:1 1:1\n" * 1000)))
     assert read_bytes("-").size == 12000
+
+
+def _children(pid: int) -> list[int]:
+    kids = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat", "rb") as fh:
+                    stat = fh.read()
+            except OSError:
+                continue
+            if int(stat.rsplit(b")", 1)[1].split()[1]) == pid:
+                kids.append(int(entry))
+    return kids
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            return fh.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads the process table from /proc (Linux)")
+def test_sigkill_of_path_jobs_leaves_no_worker_holding_its_pipes(tmp_path, primed):
+    """SIGKILL of `path --folds DIR --jobs 2` (timeout -s KILL, systemd, the OOM killer) orphaned both
+    workers and the resource tracker for 13 minutes, holding the parent's stdout and stderr, so a
+    `communicate()` on them hung. Now every child ends and the pipes close within seconds."""
+    folds = _folds(tmp_path)
+    proc = subprocess.Popen([sys.executable, "-m", "rankkit", "path", "--folds", str(folds), "--method", "grid",
+                             "--n-points", "60", "--jobs", "2", "--threads", "1"], cwd=tmp_path, env=primed["env"],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 120
+        kids: set[int] = set()
+        while time.monotonic() < deadline and proc.poll() is None:
+            kids |= set(_children(proc.pid))
+            if len(kids) >= 3:  # two workers and the resource tracker
+                break
+            time.sleep(0.05)
+        assert proc.poll() is None and len(kids) >= 2, (proc.returncode, kids)
+        time.sleep(0.3)  # the workers are importing or inside their first fold
+        kids |= set(_children(proc.pid))
+        proc.kill()
+        out, err = proc.communicate(timeout=60)  # hung forever before: the workers held the pipes
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and any(_alive(k) for k in kids):
+            time.sleep(0.1)
+        assert not [k for k in kids if _alive(k)], "children of the killed run still alive"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
