@@ -13,7 +13,12 @@ import sys
 from rankkit.errors import ResourceError
 
 MB = 1 << 20
-START_BYTES = 160 * MB  # address space for Python, click, numpy (one OpenBLAS thread) and a small run
+# The address space a small run needs: Python, numpy with one OpenBLAS thread, numba's compiler
+# library and its threads (a `train` of the bundled sample peaks at ~480 MB of virtual memory).
+# Below it, the failures are other programs' exits that rankkit cannot catch (OpenBLAS's "Memory
+# allocation still failed" and status 1, LLVM's "Unable to allocate section memory" and an abort),
+# so a smaller `ulimit -v` is refused at once.
+START_BYTES = 512 * MB
 
 
 def address_limit() -> int | None:
@@ -68,7 +73,7 @@ def prepare() -> None:
         os.environ["OPENBLAS_NUM_THREADS"] = "1"
     if limit < START_BYTES:
         raise ResourceError(f"out of memory: the address-space limit (ulimit -v) of {_mb(limit)} is below the "
-                            f"{_mb(START_BYTES)} rankkit needs to start")
+                            f"{_mb(START_BYTES)} rankkit needs (numpy, OpenBLAS and numba's compiler map it)")
 
 
 def out_of_memory(exc: BaseException) -> ResourceError | None:
@@ -80,6 +85,9 @@ def out_of_memory(exc: BaseException) -> ResourceError | None:
     elif isinstance(exc, OSError) and "llvmlite" in str(exc) and address_limit() is not None:
         # numba's compiler library cannot be mapped under the limit (numba words it as a missing file)
         what = "numba's compiler (llvmlite) could not be loaded into the address space left"
+    elif isinstance(exc, ImportError) and address_limit() is not None and any(
+            t in str(exc) for t in ("failed to map segment", "cannot allocate memory", "Cannot allocate memory")):
+        what = f"a compiled module could not be loaded into the address space left ({exc.name or 'a library'})"
     else:
         return None
     detail = limits_text()

@@ -587,7 +587,8 @@ def test_an_address_space_limit_too_small_to_start_is_exit_3(tmp_path):
                preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (limit, limit)))
     err = proc.stderr.decode()
     assert proc.returncode == 3 and err.count("\n") == 1, err
-    assert err.startswith("rankkit: error: out of memory: the address-space limit (ulimit -v) of 100 MB"), err
+    assert err.startswith("rankkit: error: out of memory: the address-space limit (ulimit -v) of 100 MB is below the "
+                          "512 MB rankkit needs"), err
     assert os.listdir(tmp_path) == []
 
 
