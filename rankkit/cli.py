@@ -337,7 +337,7 @@ def train(files, dask, solver, C, tol, max_iter, loss, query_norm, query_weights
         commands.train_parts(
             train_files, model_file, dask=dask, solver=solver,
             params={"C": C, "tol": tol, "max_iter": max_iter, "loss": loss, "query_norm": query_norm,
-                    **({"rescale": rescale, "delta": delta or "gain"} if rescale else {})},
+                    **({"rescale": rescale, "delta": "gain" if delta is None else delta} if rescale else {})},
             stochastic={"lam": lam, "iterations": iterations, "eta": eta, "eta0": eta0, "batch_size": batch_size,
                         "seed": seed, "K": K, "init_scale": init_scale, "patience": patience},
             query_weights_file=query_weights, zero_based=zero_based, unsupported=given,
@@ -348,7 +348,7 @@ def train(files, dask, solver, C, tol, max_iter, loss, query_norm, query_weights
         model_file,
         solver=solver,
         params={"C": C, "tol": tol, "max_iter": max_iter, "loss": loss, "query_norm": query_norm,
-                **({"rescale": rescale, "delta": delta or "gain"} if rescale else {})},
+                **({"rescale": rescale, "delta": "gain" if delta is None else delta} if rescale else {})},
         stochastic={"lam": lam, "iterations": iterations, "eta": eta, "eta0": eta0, "batch_size": batch_size,
                     "sampler": sampler, "seed": seed, "valid_file": valid_file, "K": K, "init_scale": init_scale,
                     "patience": patience, "save_factors": save_factors},
