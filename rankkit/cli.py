@@ -337,7 +337,7 @@ def train(files, dask, solver, C, tol, max_iter, loss, query_norm, query_weights
         commands.train_parts(
             train_files, model_file, dask=dask, solver=solver,
             params={"C": C, "tol": tol, "max_iter": max_iter, "loss": loss, "query_norm": query_norm,
-                    **({"rescale": rescale, "delta": delta or "gain"} if rescale else {})},
+                    **({"rescale": rescale, "delta": "gain" if delta is None else delta} if rescale else {})},
             stochastic={"lam": lam, "iterations": iterations, "eta": eta, "eta0": eta0, "batch_size": batch_size,
                         "seed": seed, "K": K, "init_scale": init_scale, "patience": patience},
             query_weights_file=query_weights, zero_based=zero_based, unsupported=given,
@@ -348,7 +348,7 @@ def train(files, dask, solver, C, tol, max_iter, loss, query_norm, query_weights
         model_file,
         solver=solver,
         params={"C": C, "tol": tol, "max_iter": max_iter, "loss": loss, "query_norm": query_norm,
-                **({"rescale": rescale, "delta": delta or "gain"} if rescale else {})},
+                **({"rescale": rescale, "delta": "gain" if delta is None else delta} if rescale else {})},
         stochastic={"lam": lam, "iterations": iterations, "eta": eta, "eta0": eta0, "batch_size": batch_size,
                     "sampler": sampler, "seed": seed, "valid_file": valid_file, "K": K, "init_scale": init_scale,
                     "patience": patience, "save_factors": save_factors},
@@ -643,23 +643,13 @@ def path_(dask, train_file, valid_file, out_model, table, plot, method, graph, k
 
 
 # -- exit statuses and signals -----------------------------------------------------------------
-_SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP")
-_received: list[int] = []
-
-
-def _on_signal(signum, frame):
-    """SIGINT, SIGTERM, SIGHUP: unwind as an exception, so that every atomic write removes its
-    temporary file and no half-written output is left; later signals wait for that to finish."""
-    from rankkit.errors import Interrupted
-
-    if _received:
-        return
-    _received.append(signum)
-    raise Interrupted(signum)
+_SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP")  # each raises errors.Interrupted (rankkit.interrupts)
 
 
 def _install_signal_handlers() -> None:
     import signal
+
+    from rankkit import interrupts
 
     for name in _SIGNALS:
         sig = getattr(signal, name, None)
@@ -668,7 +658,7 @@ def _install_signal_handlers() -> None:
         try:
             if signal.getsignal(sig) is signal.SIG_IGN:  # nohup, or a background job: keep ignoring
                 continue
-            signal.signal(sig, _on_signal)
+            signal.signal(sig, interrupts.on_signal)
         except (ValueError, OSError):  # not the main thread (rankkit.cli.main called from a thread)
             return
 
@@ -690,10 +680,10 @@ def _ignore_signals() -> None:
 def _interrupted_exit() -> None:
     import signal
 
-    _ignore_signals()
-    signum = _received[0]
-    from rankkit import console
+    from rankkit import console, interrupts
 
+    _ignore_signals()
+    signum = interrupts.received()
     console.say(f"rankkit: interrupted by {signal.Signals(signum).name}")
     sys.exit(128 + signum)
 
@@ -705,6 +695,18 @@ def main(argv=None) -> None:
     threads.pause_gc()  # perf: off during the start, back on later (rankkit/threads.py)
     console.guard_standard_fds()
     _install_signal_handlers()
+    from rankkit import limits
+
+    try:
+        limits.prepare()  # before numpy is imported
+    except RankkitError as exc:
+        console.say(f"rankkit: error: {exc}")
+        sys.exit(exc.exit_code)
+    try:
+        os.getcwd()
+    except OSError:  # deleted under the shell that started us: no relative path can be resolved
+        console.say("rankkit: error: the working directory no longer exists (cd to an existing one)")
+        sys.exit(EXIT_USAGE)
     try:
         cli.main(args=argv, prog_name="rankkit", standalone_mode=False)
     except click.exceptions.Exit as exc:
@@ -713,7 +715,9 @@ def main(argv=None) -> None:
     except BaseException as exc:
         # A signal can surface as any exception (numba reports one raised during a kernel call as
         # SystemError): whatever unwound, the run was interrupted.
-        if _received:
+        from rankkit import interrupts
+
+        if interrupts.received() is not None:
             _interrupted_exit()
         _fail(exc)
     _ignore_signals()  # done: the outputs are complete, and exit 0 says so
@@ -751,9 +755,12 @@ def _fail(exc: BaseException) -> None:
     if isinstance(exc, BrokenPipeError):  # `rankkit predict ... | head`: not an error; silence the final flush
         console.silence_stdout()
         sys.exit(0)
-    if isinstance(exc, MemoryError):
-        console.say("rankkit: error: out of memory")
-        sys.exit(EXIT_FAILURE)
+    from rankkit import limits
+
+    short = limits.out_of_memory(exc)  # exit 3, whichever allocation failed
+    if short is not None:
+        console.say(f"rankkit: error: {short}")
+        sys.exit(short.exit_code)
     if not isinstance(exc, Exception) or os.environ.get("RANKKIT_DEBUG"):
         raise exc
     # a bug: one line, the traceback only on request

@@ -9,6 +9,7 @@ from __future__ import annotations
 EXIT_OK = 0
 EXIT_FAILURE = 1  # an unexpected internal error (a bug): the CLI still prints one line
 EXIT_USAGE = 2  # bad options, bad data, bad model file: the user's input is wrong
+EXIT_RESOURCES = 3  # the run could not get the memory it needs (rankkit.limits): nothing was written
 
 
 class RankkitError(Exception):
@@ -37,6 +38,13 @@ class DataError(RankkitError, ValueError):
 
     def __reduce__(self):  # picklable, so that an error in a worker process (path --jobs) reaches the CLI intact
         return (type(self), (self.path, self.message, self.line))
+
+
+class ResourceError(RankkitError, MemoryError):
+    """The run could not get the memory it needs (an allocation failed, an address-space limit).
+    A MemoryError, so Python code that catches those catches it; the CLI exits 3."""
+
+    exit_code = EXIT_RESOURCES
 
 
 class ModelError(DataError):

@@ -55,7 +55,8 @@ class MercerKernel:
             Ab = A[s : s + _ROWS_PER_BLOCK]
             G = np.asarray((Ab @ Bt).todense())
             if self.name == "poly":
-                G = (self.gamma * G + self.coef0) ** self.degree
+                with np.errstate(over="ignore", under="ignore"):  # judged by fit_map (finite, not all 0)
+                    G = (self.gamma * G + self.coef0) ** self.degree
             elif self.name == "rbf":
                 na = np.asarray(Ab.multiply(Ab).sum(axis=1)).ravel()
                 G = np.exp(-self.gamma * np.maximum(na[:, None] + nb[None, :] - 2.0 * G, 0.0))
@@ -97,11 +98,25 @@ class KernelMap:
 def fit_map(X, kernel: MercerKernel, landmark_rows: np.ndarray) -> KernelMap:
     L = X[landmark_rows]
     Kmm = kernel.matrix(L, L)
+    if not np.all(np.isfinite(Kmm)):
+        raise UsageError(f"the {kernel.name} kernel overflows on the landmarks ({_described(kernel)} gives "
+                         "values beyond a double): lower the degree or gamma")
     lam, U = np.linalg.eigh((Kmm + Kmm.T) / 2.0)
     keep = lam > EIG_RTOL * max(lam.max(initial=0.0), 1e-300)
     if not np.any(keep):
-        raise UsageError("the kernel matrix of the landmarks is zero (all landmark rows are empty?)")
+        if L.nnz == 0 or not np.any(L.data):
+            raise UsageError("the kernel matrix of the landmarks is zero: every landmark row is empty")
+        raise UsageError(f"the kernel matrix of the landmarks is zero although the landmarks are not: "
+                         f"{_described(kernel)} underflows to 0; lower the degree or raise gamma or coef0")
     return KernelMap(kernel, L, U[:, keep] / np.sqrt(lam[keep]))
+
+
+def _described(kernel: MercerKernel) -> str:
+    if kernel.name == "poly":
+        return f"(gamma x.z + coef0)^degree with gamma={kernel.gamma:g}, coef0={kernel.coef0:g}, degree={kernel.degree}"
+    if kernel.name == "rbf":
+        return f"exp(-gamma |x-z|^2) with gamma={kernel.gamma:g}"
+    return "x.z"
 
 
 def mapped_dataset(ds: Dataset, Phi: np.ndarray) -> Dataset:

@@ -13,6 +13,7 @@ import os
 import shutil
 import signal
 import subprocess
+import time
 import sys
 from pathlib import Path
 
@@ -238,6 +239,73 @@ def test_sigterm_while_writing_scores_leaves_no_temp_file(tmp_path, primed):
                inject=AT_FSYNC.format(sig="SIGTERM"))
     assert proc.returncode == 143 and proc.stderr == b"rankkit: interrupted by SIGTERM\n"
     assert not (tmp_path / "s.txt").exists() and no_temp_files(tmp_path)
+
+
+AT_MKSTEMP = """
+import os, signal, tempfile
+_real = tempfile.mkstemp
+def _mkstemp(*a, **k):
+    made = _real(*a, **k)
+    os.kill(os.getpid(), signal.{sig})  # the file exists; atomic_open does not hold its name yet
+    return made
+tempfile.mkstemp = _mkstemp
+"""
+
+
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGINT"])
+def test_a_signal_just_after_the_temporary_file_is_made_leaves_nothing(tmp_path, primed, sig):
+    """Before: 8 of 64 targeted trials left an empty `.m.txt.XXXX.tmp` that no later run removed."""
+    old = primed["model"].read_bytes()
+    (tmp_path / "m.txt").write_bytes(old)
+    proc = run(["train", SAMPLE_TRAIN, "m.txt", "-C", "3"], tmp_path, primed["env"], inject=AT_MKSTEMP.format(sig=sig))
+    assert proc.returncode == 128 + getattr(signal, sig) and proc.stderr == f"rankkit: interrupted by {sig}\n".encode()
+    assert (tmp_path / "m.txt").read_bytes() == old
+    assert no_temp_files(tmp_path)
+
+
+def test_a_killed_runs_temporary_file_is_removed_by_the_next_write_of_that_file(tmp_path, primed):
+    """SIGKILL (timeout -s KILL, the out-of-memory killer) runs no handler: the next run writing the
+    same file removes the temporary files of writers that are gone, on this host; never those of a
+    running process, of another host (a shared directory) or of another file."""
+    from rankkit.io.atomic import _host_tag
+
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead = int(gone.stdout)
+    names = {"dead": f".m.txt.~{dead}-{_host_tag()}.abc123_x.tmp", "alive": f".m.txt.~{os.getpid()}-{_host_tag()}.abc123_y.tmp",
+             "other_host": f".m.txt.~{dead}-000000.abc123_z.tmp", "other_file": f".s.txt.~{dead}-{_host_tag()}.abc123_w.tmp"}
+    for name in names.values():
+        (tmp_path / name).write_bytes(b"")
+    proc = run(["train", SAMPLE_TRAIN, "m.txt", "-C", "0.01"], tmp_path, primed["env"])
+    assert proc.returncode == 0, proc.stderr
+    left = {n for n in os.listdir(tmp_path) if n.endswith(".tmp")}
+    assert left == {names["alive"], names["other_host"], names["other_file"]}
+
+
+def test_an_output_name_ending_in_a_slash_is_refused(tmp_path):
+    """`rankkit train DATA newdir/` wrote a regular file called `newdir`."""
+    for out in ("newdir/", "newdir/."):
+        proc = run(["train", SAMPLE_TRAIN, out, "-C", "0.01"], tmp_path)
+        assert_one_line_error(proc, f"cannot write '{out}'", "names a directory")
+        assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize("args", [["train", "-", "m.txt", "-C", "0.01"], ["predict", SAMPLE_TEST, "-", "s.txt"],
+                                  ["eval", SAMPLE_TEST, "-"]])
+def test_dash_with_standard_input_closed(tmp_path, args):
+    """`<&-` (a cron line, a daemon): was `internal error: AttributeError: 'NoneType' object has no
+    attribute 'buffer'`."""
+    proc = run(args, tmp_path, stdin=None, preexec_fn=lambda: os.close(0))
+    assert_one_line_error(proc, "cannot read standard input ('-'): it is closed")
+    assert os.listdir(tmp_path) == []
+
+
+def test_working_directory_deleted(tmp_path):
+    """Was `internal error: FileNotFoundError`."""
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    proc = run(["train", SAMPLE_TRAIN, "m.txt", "-C", "0.01"], gone, preexec_fn=lambda: os.rmdir(gone))
+    assert_one_line_error(proc, "the working directory no longer exists")
+    assert os.listdir(tmp_path) == []
 
 
 def test_ignored_sighup_stays_ignored(tmp_path, primed):
@@ -498,3 +566,127 @@ def test_path_summary_into_head_still_writes_its_files(tmp_path, primed):
     assert proc.stdout.count(b"\n") == 1
     assert len((tmp_path / "t.tsv").read_text().splitlines()) == 1 + 4
     assert sorted(os.listdir(tmp_path / "m")) == sorted(f"Fold{k}.C{c}.model" for k in (1, 2) for c in ("0.01", "0.1"))
+
+
+# -- memory: exit 3, one line, whichever allocation fails ------------------------------------------
+@pytest.mark.parametrize("args", [["train", "/dev/zero", "m.txt"], ["predict", "/dev/zero", "MODEL", "s.txt"],
+                                  ["predict", SAMPLE_TEST, "/dev/zero", "s.txt"], ["eval", SAMPLE_TEST, "/dev/zero"]])
+def test_dev_zero_as_any_input_is_refused_at_its_first_block(tmp_path, primed, args):
+    """`train /dev/zero M` read until memory ran out: every text input is refused at its first NUL."""
+    args = [primed["model"] if a == "MODEL" else a for a in args]
+    proc = run(args, tmp_path, primed["env"])
+    assert_one_line_error(proc, "/dev/zero:1: ", "binary data")
+    assert os.listdir(tmp_path) == []
+
+
+def test_an_address_space_limit_too_small_to_start_is_exit_3(tmp_path):
+    import resource
+
+    limit = 100 << 20
+    proc = run(["train", SAMPLE_TRAIN, "m.txt"], tmp_path,
+               preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (limit, limit)))
+    err = proc.stderr.decode()
+    assert proc.returncode == 3 and err.count("\n") == 1, err
+    assert err.startswith("rankkit: error: out of memory: the address-space limit (ulimit -v) of 100 MB is below the "
+                          "512 MB rankkit needs"), err
+    assert os.listdir(tmp_path) == []
+
+
+def test_memory_error_mid_train_is_exit_3_and_keeps_the_old_model(tmp_path, primed):
+    old = primed["model"].read_bytes()
+    (tmp_path / "m.txt").write_bytes(old)
+    inject = ("import rankkit.solvers.newton as newton\n"
+              "def _cg(*a, **k):\n    raise MemoryError()\n"
+              "newton.conjugate_gradient = _cg\n")
+    proc = run(["train", SAMPLE_TRAIN, "m.txt", "-C", "3"], tmp_path, primed["env"], inject=inject)
+    err = proc.stderr.decode()
+    assert proc.returncode == 3 and err.count("\n") == 1 and err.startswith("rankkit: error: out of memory: "), err
+    assert (tmp_path / "m.txt").read_bytes() == old and no_temp_files(tmp_path)
+
+
+def test_out_of_memory_mapping(monkeypatch):
+    import errno
+
+    from rankkit import limits
+    from rankkit.errors import EXIT_RESOURCES, ResourceError
+
+    assert limits.out_of_memory(MemoryError()).exit_code == EXIT_RESOURCES
+    assert limits.out_of_memory(OSError(errno.ENOMEM, "Cannot allocate memory")) is not None
+    llvm = OSError("Could not find/load shared object file 'libllvmlite.so' from resource location")
+    monkeypatch.setattr(limits, "address_limit", lambda: 300 << 20)
+    assert "llvmlite" in str(limits.out_of_memory(llvm))
+    monkeypatch.setattr(limits, "address_limit", lambda: None)  # no limit: a broken install, a bug to report
+    assert limits.out_of_memory(llvm) is None
+    assert limits.out_of_memory(ValueError("x")) is None
+    assert isinstance(ResourceError("x"), MemoryError)
+
+
+def test_an_endless_stream_is_stopped_before_it_takes_the_machines_memory(monkeypatch):
+    """`yes '1 qid:1 1:1' | rankkit train - M` would grow until the out-of-memory killer ended some
+    process: reading stops at nine tenths of the memory available at the start."""
+    import io
+
+    from rankkit import limits
+    from rankkit.errors import ResourceError
+    from rankkit.io.files import read_bytes
+
+    monkeypatch.setattr(limits, "available", lambda: 10 << 20)
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"1 qid:1 1:1\n" * (2 << 20))))
+    with pytest.raises(ResourceError, match=r"out of memory: <stdin> is larger than nine tenths"):
+        read_bytes("-")
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"1 qid:1 1:1\n" * 1000)))
+    assert read_bytes("-").size == 12000
+
+
+def _children(pid: int) -> list[int]:
+    kids = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat", "rb") as fh:
+                    stat = fh.read()
+            except OSError:
+                continue
+            if int(stat.rsplit(b")", 1)[1].split()[1]) == pid:
+                kids.append(int(entry))
+    return kids
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            return fh.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads the process table from /proc (Linux)")
+def test_sigkill_of_path_jobs_leaves_no_worker_holding_its_pipes(tmp_path, primed):
+    """SIGKILL of `path --folds DIR --jobs 2` (timeout -s KILL, systemd, the OOM killer) orphaned both
+    workers and the resource tracker for 13 minutes, holding the parent's stdout and stderr, so a
+    `communicate()` on them hung. Now every child ends and the pipes close within seconds."""
+    folds = _folds(tmp_path)
+    proc = subprocess.Popen([sys.executable, "-m", "rankkit", "path", "--folds", str(folds), "--method", "grid",
+                             "--n-points", "60", "--jobs", "2", "--threads", "1"], cwd=tmp_path, env=primed["env"],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 120
+        kids: set[int] = set()
+        while time.monotonic() < deadline and proc.poll() is None:
+            kids |= set(_children(proc.pid))
+            if len(kids) >= 3:  # two workers and the resource tracker
+                break
+            time.sleep(0.05)
+        assert proc.poll() is None and len(kids) >= 2, (proc.returncode, kids)
+        time.sleep(0.3)  # the workers are importing or inside their first fold
+        kids |= set(_children(proc.pid))
+        proc.kill()
+        out, err = proc.communicate(timeout=60)  # hung forever before: the workers held the pipes
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and any(_alive(k) for k in kids):
+            time.sleep(0.1)
+        assert not [k for k in kids if _alive(k)], "children of the killed run still alive"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

@@ -116,8 +116,11 @@ def _set(k, text):
 
 
 def _cut(n):
+    """Whole lines missing at the end (the file still ends with a newline; `n` counts the empty
+    string after the last newline)."""
     def edit(lines):
         del lines[-n:]
+        lines.append("")
     return edit
 
 
@@ -139,6 +142,7 @@ DAMAGED = [
     ("svm_rank.model", _cut(6), "svm_rank", r"truncated svm_rank/SVMlight model: no 'highest feature index' line \(line 8\)"),
     ("sofia-ml.model", _set(0, "0 0.5 abc"), "sofia-ml", r":1: weight 2 'abc' is not a finite number"),
     ("sofia-ml.model", _set(0, "0 0.5 1e39"), "sofia-ml", r":1: a weight overflows a C float"),
+    ("svm_rank.model", _set(11, "1 1:0.5 3:0.1"), "svm_rank", r":12: support vector line without its closing '#'"),
 ]
 
 
@@ -149,6 +153,29 @@ def test_damaged_models_name_file_and_line(tmp_path, name, edit, fmt, message):
         load_model(str(path), fmt)
     assert str(info.value).startswith(str(path))
     assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("name, fmt", [("liblinear-ranksvm.model", "liblinear"), ("liblinear-svr-bias.model", "liblinear"),
+                                       ("svm_rank.model", "svm_rank"), ("svmlight-rank.model", "svm_rank"),
+                                       ("svmlight-classify.model", "svm_rank"), ("sofia-ml.model", "sofia-ml"),
+                                       ("rankkit.model", "rankkit")])
+def test_every_truncation_of_a_model_is_refused(tmp_path, name, fmt):
+    """A model cut anywhere (a full disk, an interrupted copy) is refused by every reader, never
+    scored with the weights that happen to be left: each strict prefix of the file, byte by byte
+    (the two large files: every 11th byte, and every byte of the end)."""
+    raw = (FOREIGN / name).read_bytes()
+    path = tmp_path / "cut.model"
+    scored = []
+    cuts = range(1, len(raw)) if len(raw) <= 1200 else [*range(1, len(raw) - 300, 11), *range(len(raw) - 300, len(raw))]
+    for k in cuts:
+        path.write_bytes(raw[:k])
+        try:
+            load_model(str(path), fmt)
+        except ModelError as exc:
+            assert str(exc).startswith(str(path)) and "\n" not in str(exc)
+        else:
+            scored.append(k)
+    assert scored == [], f"{name}: prefixes of {scored[:5]}... bytes (of {len(raw)}) were read as models"
 
 
 def test_wrong_model_format_named(tmp_path):

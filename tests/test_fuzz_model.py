@@ -18,6 +18,7 @@ RANKKIT_FUZZ_CASES sets the number of cases per file (default: a few seconds in 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -144,3 +145,39 @@ def test_mutated_format_1_models(tmp_path, originals, kind):
             pytest.fail(f"seed {SEED} {kind} format 1 case {case}: {type(exc).__name__}: {exc} ({mutated[:200]!r})")
         assert not model.verified
         _check_structure(model)
+
+
+FOREIGN_FIXTURES = {"liblinear-ranksvm.model": "liblinear", "liblinear-svr-bias.model": "liblinear",
+                    "svm_rank.model": "svm_rank", "svmlight-rank.model": "svm_rank", "sofia-ml.model": "sofia-ml"}
+
+
+@pytest.mark.fuzz
+@pytest.mark.parametrize("name", sorted(FOREIGN_FIXTURES))
+def test_mutated_foreign_models(tmp_path, name):
+    """The models of svm_rank, SVMlight, liblinear and sofia-ml, made by the tools themselves, with
+    the same mutations: read with the format named and with the format detected, each is a one-line
+    ModelError naming the file, or a model whose weights and constant are finite (these formats carry
+    no checksum, so a changed digit can be read as another weight); a mutation that cuts the file
+    short is always refused. Never another exception."""
+    from rankkit.io.foreign_models import ForeignModel, load_model
+
+    data = (Path(__file__).parent / "data" / "foreign" / name).read_bytes()
+    rng = np.random.default_rng([SEED, 100 + sorted(FOREIGN_FIXTURES).index(name)])
+    path = tmp_path / "m.model"
+    cases = max(50, CASES // 3)
+    for case in range(cases):
+        mutated = mutate(data, rng)
+        _put(path, mutated)
+        for fmt in (FOREIGN_FIXTURES[name], None):
+            try:
+                model = load_model(str(path), fmt)
+            except ModelError as exc:
+                assert "\n" not in str(exc) and str(exc).startswith(str(path)), (case, str(exc))
+                continue
+            except Exception as exc:  # noqa: BLE001 - the point of the test
+                pytest.fail(f"seed {SEED} {name} case {case} ({fmt}): {type(exc).__name__}: {exc} "
+                            f"(mutated {mutated[:200]!r})")
+            assert not (len(mutated) < len(data) and data.startswith(mutated)), f"case {case}: a cut file was read"
+            assert np.all(np.isfinite(model.weights)), (case, fmt)
+            if isinstance(model, ForeignModel):
+                assert np.isfinite(model.constant), (case, fmt)

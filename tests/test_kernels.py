@@ -90,3 +90,18 @@ def test_cli_kernel_train_and_predict(tmp_path):
     assert "kernel rbf" in text and "landmarks 300" in text
     pred = rankkit("predict", SAMPLE_TEST, "k.txt", cwd=tmp_path)
     assert pred.returncode == 0 and len(pred.stdout.split()) == len(SAMPLE_TEST.read_text().splitlines())
+
+
+def test_a_poly_kernel_that_underflows_or_overflows_says_so():
+    """`--kernel poly --degree 1000000` was blamed on empty landmark rows."""
+    import scipy.sparse as sp
+
+    X = sp.csr_matrix(np.array([[0.5, 0.2], [0.1, 0.9], [0.3, 0.3]]))
+    rows = np.arange(3)
+    with pytest.raises(UsageError, match=r"underflows to 0; lower the degree"):
+        fit_map(X, make_kernel("poly", 2, 0.5, 1_000_000, 0.0), rows)
+    with pytest.raises(UsageError, match=r"poly kernel overflows on the landmarks"):
+        fit_map(X, make_kernel("poly", 2, 100.0, 1001, 1.0), rows)
+    with pytest.raises(UsageError, match=r"every landmark row is empty"):
+        fit_map(sp.csr_matrix((3, 2)), make_kernel("poly", 2, 0.5, 3, 0.0), rows)
+    fit_map(X, make_kernel("poly", 2, 0.5, 3, 1.0), rows)  # a usual kernel still fits

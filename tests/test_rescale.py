@@ -88,6 +88,29 @@ def test_delta_validation():
         label_values(make_dataset(seed=6, n_labels=4), "0,1,2")
     with pytest.raises(UsageError, match="newton-pairs"):
         NewtonRankSVM(rescale="slack", delta="swap").fit(ds)
+    with pytest.raises(UsageError, match="is not gain"):
+        label_values(ds, "")
+    with pytest.raises(UsageError, match="--delta value 1e.300 is too large"):
+        label_values(ds, "0,1,1e300")
+
+
+def test_a_label_whose_gain_overflows_is_named_not_the_features():
+    """Label 1e308 with --rescale slack leaked numpy's RuntimeWarning, then blamed the features
+    ("largest feature value is 1")."""
+    import warnings
+
+    from rankkit.errors import DataError
+
+    ds = make_dataset(seed=6, n_labels=3)
+    y = ds.y.copy()
+    y[5] = 1e308
+    big = ds.with_changes(y=y, line=np.arange(1, ds.n_rows + 1, dtype=np.int64))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for spec in ("gain", "swap"):
+            with pytest.raises(DataError, match=r":6: label 1e\+308: its gain 2\^label - 1 is too large"):
+                pair_deltas(big, np.array([5]), np.array([0]), np.array([0]), spec) if spec == "swap" else \
+                    label_values(big, spec)
 
 
 def test_cli_rescale(tmp_path):

@@ -13,7 +13,7 @@ from typing import Callable
 
 import numpy as np
 
-from rankkit import console, threads
+from rankkit import console, processes, threads
 from rankkit.app.report import aligned
 from rankkit.app.train import train
 from rankkit.distributed.path import path_one
@@ -60,6 +60,7 @@ def _path_one(train_file, valid_file, test_file, method, metric, select, n_point
 
 
 def _worker_init(n_threads: int) -> None:
+    processes.die_with_parent()  # SIGKILL of the parent must not leave workers holding its stdout
     threads.apply(max(1, n_threads))
 
 

@@ -15,12 +15,15 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import hashlib
 import os
 import re
+import socket
 import sys
 import tempfile
+import time
 
-from rankkit import console
+from rankkit import console, interrupts
 from rankkit.errors import UsageError
 from rankkit.io.files import COMPRESSED
 
@@ -31,12 +34,33 @@ def _umask() -> int:
     return mask
 
 
+def _resolved(path: str, real: bool = True) -> str:
+    """The absolute (real) path; a UsageError when a relative path cannot be resolved because the
+    working directory was deleted under the run."""
+    try:
+        return os.path.realpath(path) if real else os.path.abspath(path)
+    except FileNotFoundError:
+        raise UsageError(f"cannot write '{path}': the working directory no longer exists") from None
+
+
+def _check_names_a_file(path: str) -> None:
+    """`model/` or `out/.` names a directory, never a file: refused, rather than writing a file
+    called `model` (or into an existing directory, which is already refused as a directory)."""
+    if os.path.isdir(path):
+        raise UsageError(f"cannot write '{path}': it is a directory")
+    seps = (os.sep, os.altsep) if os.altsep else (os.sep,)
+    if path.endswith(seps) or os.path.basename(path) in (".", ".."):
+        raise UsageError(f"cannot write '{path}': the name ends with '{path[-1]}', so it names a directory "
+                         "(which does not exist), not a file")
+
+
 def check_writable(path: str) -> None:
     """Raise the UsageError atomic_open(path) would raise for a missing or unwritable directory,
     before a long computation whose result would then be lost."""
     if path == "-" or _is_stream(path):
         return
-    target = os.path.abspath(path)
+    _check_names_a_file(path)
+    target = _resolved(path, real=False)
     if os.path.isdir(target):
         raise UsageError(f"cannot write '{path}': it is a directory")
     directory = os.path.dirname(target)
@@ -58,7 +82,7 @@ def _same_file(a: str, b: str) -> bool:
     try:
         return os.path.samefile(a, b)
     except OSError:  # one does not exist yet: the same path, spelled two ways?
-        return os.path.realpath(a) == os.path.realpath(b)
+        return _resolved(a) == _resolved(b)
 
 
 _DATA_LINE = re.compile(rb"^\s*\S+\s+(qid:\S+\s+)?[0-9]+:\S")
@@ -122,7 +146,7 @@ def check_output(path, inputs=(), kind: str = "file", outputs=()) -> None:
         if other is not None and other != "-" and _same_file(path, other):
             raise UsageError(f"refusing to write '{path}': it is also the output '{other}' (each output needs its own file)")
     check_writable(path)
-    target = os.path.realpath(path)
+    target = _resolved(path)
     if os.path.isfile(target) and os.path.getsize(target) > 0:
         holds = _holds(target)
         what = {"model": "a model", "scores": "scores"}.get(kind, "this output")
@@ -164,13 +188,74 @@ def _keep_mode_and_owner(tmp: str, target: str) -> None:
                 raise
 
 
+# -- temporary files ---------------------------------------------------------------------------
+# A temporary file is named `.NAME.~PID-HOST.XXXXXXXX.tmp`: the writing process and (a short hash of)
+# its host. A run killed where no handler runs (SIGKILL: `timeout -s KILL`, the out-of-memory killer,
+# a power cut) leaves its temporary file; the next write of the same NAME removes those whose writer
+# is gone (same host, pid no longer running). Temporary files of other hosts (a shared NFS
+# directory) and of running processes are never touched.
+def _host_tag() -> str:
+    return hashlib.sha1(socket.gethostname().encode("utf-8", "surrogateescape")).hexdigest()[:6]
+
+
+def _temp_prefix(base: str) -> str:
+    return f".{base}.~{os.getpid()}-{_host_tag()}."
+
+
+_TEMP = re.compile(r"~([0-9]+)-([0-9a-f]{6})\.[^.]+\.tmp\Z")
+_LEGACY_TEMP = re.compile(r"[A-Za-z0-9_]{8}\.tmp\Z")  # `.NAME.XXXXXXXX.tmp` of earlier versions (no pid)
+_LEGACY_AGE = 24 * 3600  # seconds: such a file untouched for a day belongs to no running write
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, OSError):
+        return True  # someone else's process (or cannot tell): keep its file
+    return True
+
+
+def remove_stale_temporaries(directory: str, base: str) -> list[str]:
+    """Remove the temporary files of earlier writes of `directory/base` whose writer is gone; returns
+    their names. Never raises: a directory that cannot be listed simply keeps its files."""
+    prefix = f".{base}."
+    removed = []
+    try:
+        names = [n for n in os.listdir(directory or ".") if n.startswith(prefix) and n.endswith(".tmp")]
+    except OSError:
+        return removed
+    host = _host_tag()
+    now = time.time()
+    for name in names:
+        rest = name[len(prefix):]
+        full = os.path.join(directory, name)
+        m = _TEMP.match(rest)
+        try:
+            if m is not None:
+                if m.group(2) != host or int(m.group(1)) == os.getpid() or _alive(int(m.group(1))):
+                    continue
+            elif not (_LEGACY_TEMP.match(rest) and now - os.lstat(full).st_mtime > _LEGACY_AGE):
+                continue
+            if not os.path.isfile(full) or os.path.islink(full):
+                continue
+            os.unlink(full)
+            removed.append(name)
+        except OSError:
+            continue
+    return removed
+
+
 @contextlib.contextmanager
 def atomic_open(path: str, binary: bool = False):
     if path == "-":
         with _stdout(binary) as stream:
             yield stream
         return
-    target = os.path.realpath(path)  # write through symlinks: replace the file, not the link
+    if not _is_stream(path):
+        _check_names_a_file(path)
+    target = _resolved(path)  # write through symlinks: replace the file, not the link
     if os.path.isdir(target):
         raise UsageError(f"cannot write '{path}': it is a directory")
     if _is_stream(path):
@@ -186,24 +271,42 @@ def atomic_open(path: str, binary: bool = False):
             raise UsageError(f"cannot write '{path}': {exc.strerror or exc}") from None
         return
     directory = os.path.dirname(target)
+    base = os.path.basename(target)
+    remove_stale_temporaries(directory, base)
+    # A signal (the CLI's handler raises) waits while the temporary file is created, until the `try`
+    # that removes it holds its name: landing in between, it would leave the file behind.
+    interrupts.hold()
+    held = True
+    fd = tmp = None
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(target)}.", suffix=".tmp", dir=directory)
-    except FileNotFoundError:
-        raise UsageError(f"cannot write '{path}': directory '{directory}' does not exist") from None
-    except PermissionError:
-        raise UsageError(f"cannot write '{path}': permission denied") from None
-    except OSError as exc:
-        raise UsageError(f"cannot write '{path}': {exc.strerror or exc}") from None
-    try:
-        with os.fdopen(fd, "wb" if binary else "w", encoding=None if binary else "utf-8", newline=None if binary else "\n") as fh:
+        try:
+            fd, tmp = tempfile.mkstemp(prefix=_temp_prefix(base), suffix=".tmp", dir=directory)
+        except FileNotFoundError:
+            raise UsageError(f"cannot write '{path}': directory '{directory}' does not exist") from None
+        except PermissionError:
+            raise UsageError(f"cannot write '{path}': permission denied") from None
+        except OSError as exc:
+            raise UsageError(f"cannot write '{path}': {exc.strerror or exc}") from None
+        held = False
+        interrupts.release()  # a signal that arrived meanwhile is raised here, inside the `try`
+        fh = os.fdopen(fd, "wb" if binary else "w", encoding=None if binary else "utf-8", newline=None if binary else "\n")
+        fd = None
+        with fh:
             yield fh
             fh.flush()
             os.fsync(fh.fileno())
         _keep_mode_and_owner(tmp, target)
         os.replace(tmp, target)
     except BaseException as exc:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
+        if fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+        if held:
+            held = False
+            interrupts.release()  # a held signal is raised now: the files are already cleaned up
         if isinstance(exc, OSError):  # disk full, quota, read-only file system: one line, old file kept
             raise UsageError(f"cannot write '{path}': {exc.strerror or exc} (any previous file is unchanged)") from None
         raise

@@ -25,7 +25,8 @@ import zlib
 
 import numpy as np
 
-from rankkit.errors import DataError, UsageError
+from rankkit import limits
+from rankkit.errors import DataError, ResourceError, UsageError
 
 # compressed formats by file extension: (name, opener, magic bytes at the start of such a file)
 COMPRESSED = {
@@ -100,6 +101,15 @@ def input_error(path, exc: BaseException) -> DataError:
     return DataError(name, f"cannot read ({exc.__class__.__name__}: {exc})")
 
 
+def stdin_buffer():
+    """Standard input as a binary stream, for `-`; a UsageError when it is closed (a cron line with
+    `<&-`, a daemon), rather than an internal error."""
+    stream = getattr(sys.stdin, "buffer", None)
+    if stream is None:
+        raise UsageError("cannot read standard input ('-'): it is closed")
+    return stream
+
+
 def _open_url(path: str):
     """A binary file object for a URL (decompressed by extension), through fsspec."""
     try:
@@ -115,7 +125,7 @@ def iter_blocks(path, block_bytes: int = BLOCK_BYTES):
     before = None
     try:
         if path == "-":
-            fh = sys.stdin.buffer
+            fh = stdin_buffer()
             opened = False
         elif is_url(path):
             fh = _open_url(path)
@@ -125,11 +135,22 @@ def iter_blocks(path, block_bytes: int = BLOCK_BYTES):
             fh = fmt[1](path, "rb") if fmt is not None else open(path, "rb")
             opened = True
             before = _identity(path)
+        # A stream without an end known in advance (stdin, a pipe, a device, a decompressed or remote
+        # file) is checked block by block for NUL bytes, which no text input holds: `/dev/zero` or a
+        # binary file is refused at its first block instead of read until memory runs out.
+        scan = before is None or compression(path) is not None
+        lines = 1
         try:
             while True:
                 block = fh.read(block_bytes)
                 if not block:
                     break
+                if scan:
+                    nul = block.find(b"\0")
+                    if nul >= 0:
+                        raise DataError(display_name(path), "binary data, not text (a NUL byte)",
+                                        lines + block.count(b"\n", 0, nul))
+                    lines += block.count(b"\n")
                 yield block
         finally:
             if opened:
@@ -157,12 +178,12 @@ def read_bytes(path) -> np.ndarray:
     mapped file that another process truncates kills the reader with SIGBUS); a file whose size
     changes while it is read is an error, as is any unreadable or corrupt (compressed) input."""
     if path == "-" or is_url(path) or compression(path) is not None:
-        return _join_blocks(iter_blocks(path))
+        return _join_blocks(iter_blocks(path), display_name(path))
     try:
         with open(path, "rb", buffering=0) as fh:
             st = os.fstat(fh.fileno())
             if not stat.S_ISREG(st.st_mode):  # a pipe, e.g. `<(zcat train.txt.gz)`
-                return _join_blocks(iter_blocks(path))
+                return _join_blocks(iter_blocks(path), display_name(path))
             return _read_regular(fh, st.st_size, display_name(path))
     except (OSError, EOFError) as exc:
         raise input_error(path, exc) from None
@@ -184,10 +205,21 @@ def _read_regular(fh, size: int, name: str) -> np.ndarray:
     return buf
 
 
-def _join_blocks(blocks) -> np.ndarray:
+def _join_blocks(blocks, name: str = "<input>") -> np.ndarray:
     """All blocks as one writable uint8 array (the same array type as a read buffer, so the
-    kernel is compiled once)."""
+    kernel is compiled once). A stream of unknown length (`yes | rankkit train - M`) is stopped
+    with a ResourceError before it holds nine tenths of the memory the machine had available at
+    the start, rather than left to grow until the out-of-memory killer ends some process."""
+    budget = limits.available()
+    if budget is not None:
+        budget = int(budget * 0.9)
+    limit = limits.address_limit()
+    if limit is not None:
+        budget = limit if budget is None else min(budget, limit)
     out = bytearray()
     for block in blocks:
         out += block
+        if budget is not None and len(out) > budget:
+            raise ResourceError(f"out of memory: {name} is larger than nine tenths of the memory this machine had "
+                                f"available ({limits.limits_text()}; {len(out) >> 20:,} MB read): is it endless?")
     return np.frombuffer(out, dtype=np.uint8)

@@ -132,6 +132,11 @@ def parse_foreign(name: str, raw: bytes, fmt: str) -> ForeignModel:
         raise ModelError(name, f"not a {TOOL[fmt]} model (bytes that are not text)", line) from None
     if not text.strip():
         raise ModelError(name, f"is empty, not a {TOOL[fmt]} model")
+    if not text.endswith("\n"):
+        # Every tool ends every line of its model with a newline; a file whose last line has none
+        # was cut (a full disk, a copy interrupted), possibly mid-number: its weights would be wrong.
+        raise ModelError(name, f"truncated {TOOL[fmt]} model: the last line does not end with a newline, as every "
+                         f"line {TOOL[fmt]} writes does (cut mid-line?)", text.count("\n") + 1)
     lines = [ln.rstrip("\r") for ln in text.split("\n")]
     if lines[-1] == "":
         lines.pop()
@@ -201,6 +206,8 @@ def _read_svmlight(name: str, lines: list[str]) -> ForeignModel:
     vals: list[float] = []
     for k, line in enumerate(body):
         at = 12 + k
+        if "#" not in line:  # SVMlight ends every support vector with '#' (and its comment, if any)
+            raise ModelError(name, "support vector line without its closing '#' (truncated or damaged model)", at)
         tokens = line.split("#", 1)[0].split()
         if not tokens:
             raise ModelError(name, "empty support vector line (expected 'alpha index:value ... #')", at)

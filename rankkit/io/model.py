@@ -46,13 +46,13 @@ import gzip
 import hashlib
 import math
 import re
-import sys
 import zlib
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from rankkit.errors import ModelError
+from rankkit.io.files import stdin_buffer
 from rankkit.io.atomic import atomic_open
 from rankkit.io.text import printable
 
@@ -217,24 +217,41 @@ def model_name(path: str) -> str:
 
 
 def read_model_bytes(path: str) -> bytes:
-    """The bytes of a model file: `-` is standard input, a `.gz` name is gunzipped."""
+    """The bytes of a model file: `-` is standard input, a `.gz` name is gunzipped. Read in blocks,
+    refused at the first NUL byte (every model format is text): `/dev/zero` or a binary file given
+    as the model is a ModelError, never read until memory runs out."""
+    name = model_name(path)
     if path == "-":
-        return sys.stdin.buffer.read()
+        return _text_blocks(stdin_buffer(), name)
     try:
         if str(path).endswith(".gz"):
             try:
                 with gzip.open(path, "rb") as fh:
-                    return fh.read()
+                    return _text_blocks(fh, name)
             except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
                 raise ModelError(path, f"damaged gzip file ({exc})") from None
         with open(path, "rb") as fh:
-            return fh.read()
+            return _text_blocks(fh, name)
     except FileNotFoundError:
         raise ModelError(path, "no such model file") from None
     except IsADirectoryError:
         raise ModelError(path, "is a directory, not a model file") from None
     except OSError as exc:
         raise ModelError(path, f"cannot read ({exc.strerror})") from None
+
+
+def _text_blocks(fh, name: str, block: int = 1 << 22) -> bytes:
+    parts = []
+    lines = 1
+    while True:
+        chunk = fh.read(block)
+        if not chunk:
+            return b"".join(parts)
+        nul = chunk.find(b"\0")
+        if nul >= 0:
+            raise ModelError(name, "not a rankkit model file (nor another tool's): binary data, a NUL byte", lines + chunk.count(b"\n", 0, nul))
+        lines += chunk.count(b"\n")
+        parts.append(chunk)
 
 
 _read_bytes = read_model_bytes

@@ -1,0 +1,53 @@
+"""How SIGINT, SIGTERM and SIGHUP stop a run: the CLI installs `on_signal`, which raises
+errors.Interrupted in the main thread, so that every `finally` and atomic write cleans up and the
+CLI exits 128 + signal. Later signals wait for that clean-up to finish.
+
+`hold()` / `release()` bracket the few steps where an exception would leave something behind that
+nothing could clean (a temporary file created but not yet named in the `try` that removes it): a
+signal arriving meanwhile is recorded, and `release()` raises it. Imports nothing above errors."""
+
+from __future__ import annotations
+
+import threading
+
+from rankkit.errors import Interrupted
+
+_received: list[int] = []  # the first signal, once one arrived
+_deferred: list[int] = []  # a signal that arrived while held, raised by release()
+_holding = 0
+
+
+def on_signal(signum, frame) -> None:
+    """The handler the CLI installs for SIGINT, SIGTERM and SIGHUP (runs in the main thread)."""
+    if _received:
+        return
+    _received.append(signum)
+    if _holding:
+        _deferred.append(signum)
+        return
+    raise Interrupted(signum)
+
+
+def received() -> int | None:
+    """The signal that asked the run to stop, or None."""
+    return _received[0] if _received else None
+
+
+def _main_thread() -> bool:  # the handler runs there only: a hold elsewhere would delay it for nothing
+    return threading.current_thread() is threading.main_thread()
+
+
+def hold() -> None:
+    global _holding
+    if _main_thread():
+        _holding += 1
+
+
+def release() -> None:
+    """End one hold(); with no hold left, raise the signal that arrived meanwhile, if any."""
+    global _holding
+    if not _main_thread():
+        return
+    _holding = max(0, _holding - 1)
+    if _holding == 0 and _deferred:
+        raise Interrupted(_deferred.pop())
