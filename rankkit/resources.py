@@ -8,7 +8,9 @@ limit and RLIMIT_AS) and raises a UsageError naming the parameter as the caller 
 the command line, `K` in Python) before anything is allocated. The estimates are lower bounds of
 what the code allocates (the arrays the parameter multiplies), so a refusal is never wrong.
 
-Imports nothing from rankkit but its errors and the option names.
+The memory figures are rankkit.limits' (what a run that runs out of memory reports, exit 3): this
+module refuses a parameter before that can happen (a UsageError, exit 2). Imports nothing from
+rankkit but errors, limits and the option names.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 import os
 
 from rankkit.errors import UsageError
+from rankkit.limits import address_limit, available
 
 __all__ = ["available_memory", "check_memory", "fit_bytes", "check_fit", "format_bytes"]
 
@@ -29,17 +32,6 @@ def _option_name(key: str, style: str) -> str:
 
     table = CLI_NAMES if style == "cli" else PYTHON_NAMES
     return _NAMES["cli" if style == "cli" else "python"].get(key) or table.get(key, key)
-
-
-def _meminfo_available() -> int | None:
-    try:
-        with open("/proc/meminfo", "rb") as fh:
-            for line in fh:
-                if line.startswith(b"MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        return None
-    return None
 
 
 def _cgroup_limit() -> int | None:
@@ -59,22 +51,10 @@ def _cgroup_limit() -> int | None:
     return None
 
 
-def _rlimit() -> int | None:
-    try:
-        import resource
-    except ImportError:  # not on POSIX
-        return None
-    try:
-        soft, _ = resource.getrlimit(resource.RLIMIT_AS)
-    except (ValueError, OSError):
-        return None
-    return None if soft == resource.RLIM_INFINITY or soft < 0 else int(soft)
-
-
 def available_memory() -> int | None:
     """Bytes this process may still allocate, as far as the system says (None: unknown).
     RANKKIT_MEMORY_LIMIT (bytes) lowers it (tests, shared machines)."""
-    candidates = [v for v in (_meminfo_available(), _cgroup_limit(), _rlimit()) if v is not None]
+    candidates = [v for v in (available(), _cgroup_limit(), address_limit()) if v is not None]
     if not candidates:
         try:
             candidates.append(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
