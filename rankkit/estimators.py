@@ -655,7 +655,9 @@ class _Monitor:
 
     def __init__(self, sets, history, metrics, convention):
         self.sets, self.history, self.metrics = sets, history, metrics
-        self.kwargs = {} if convention is None else {"convention": convention}
+        if convention is None:  # rankkit.evaluate's default, whatever it is (score and the scorers use it)
+            convention = inspect.signature(evaluate).parameters["convention"].default
+        self.kwargs = {"convention": convention}
         self.steps: list[int] = []
 
     def __call__(self, step: int, w) -> float:

@@ -178,7 +178,7 @@ def test_eval_set_lists_record_history_and_do_not_change_the_model(data):
     assert set(est.evals_result_["valid_0"]) == {"map", "ndcg@10"}
     assert est.eval_steps_ == [100, 200, 500, 1000, 2000]
     assert len(est.evals_result_["valid_1"]["map"]) == 5
-    last = rankkit.evaluate(yt, est.predict(Xt), qid=qt, metrics=("map", "ndcg@10"))
+    last = rankkit.evaluate(yt, est.predict(Xt), qid=qt, metrics=("map", "ndcg@10"))  # the same default convention
     assert est.evals_result_["valid_1"]["map"][-1] == pytest.approx(last["map"], abs=1e-12)
     assert est.best_iteration_ in est.eval_steps_
     k = est.eval_steps_.index(est.best_iteration_)
@@ -195,14 +195,15 @@ def test_eval_set_lists_record_history_and_do_not_change_the_model(data):
 
 def test_early_stopping_keeps_the_best_model(data):
     X, y, q, Xv, yv, qv = data[:6]
-    sgd = rankkit.SGDRanker(iterations=50_000, seed=1, patience=2).fit(X, y, qid=q, eval_set=[(Xv, yv)],
-                                                                       eval_qid=[qv])
+    # (an explicit convention: the run stops where MAP under it stops improving, whatever evaluate's default)
+    sgd = rankkit.SGDRanker(iterations=50_000, seed=1, patience=2, scoring_convention="letor4")
+    sgd.fit(X, y, qid=q, eval_set=[(Xv, yv)], eval_qid=[qv])
     assert sgd.n_iter_ < 50_000 and "patience" in sgd.stop_reason_ and "--patience" not in sgd.stop_reason_
-    best = rankkit.evaluate(yv, sgd.predict(Xv), qid=qv, metrics="map")["map"]
+    best = rankkit.evaluate(yv, sgd.predict(Xv), qid=qv, metrics="map", convention="letor4")["map"]
     assert best == pytest.approx(max(sgd.evals_result_["valid_0"]["map"]), abs=1e-12)
     assert best == pytest.approx(sgd.best_score_["valid_0"]["map"], abs=1e-12)
-    fact = rankkit.FactorizedRankSVM(K=2, iterations=300, patience=3, eta0=1e-2).fit(X, y, qid=q, eval_set=[(Xv, yv)],
-                                                                                    eval_qid=[qv])
+    fact = rankkit.FactorizedRankSVM(K=2, iterations=300, patience=3, eta0=1e-2, scoring_convention="letor4")
+    fact.fit(X, y, qid=q, eval_set=[(Xv, yv)], eval_qid=[qv])
     assert fact.stop_reason_.startswith("early stopping") and "(patience)" in fact.stop_reason_
     assert "--patience" not in fact.stop_reason_
     assert fact.best_iteration_ <= fact.n_iter_ and len(fact.evals_result_["valid_0"]["map"]) == fact.n_iter_
