@@ -14,7 +14,7 @@ import numpy as np
 from rankkit import metrics as M
 from rankkit import training
 from rankkit.app.report import docids, format_label, print_evaluation, short_query_notes
-from rankkit.distributed.cluster import ClusterError, cluster_failures, connect, describe_failure, is_cluster_failure
+from rankkit.distributed.cluster import cluster_failures, connect, watch
 from rankkit.distributed.newton import fit_newton
 from rankkit.distributed.parts import concatenate, expand_parts, joined_name
 from rankkit.distributed.worker import apply_threads, read_part
@@ -148,21 +148,10 @@ def _write_score_lines(fh, scores) -> None:
 
 def _ordered(client, fn, items, *args):
     """fn(item, *args) on the cluster for every item; yields the results in item order, each
-    released once read (the client holds one part's result at a time)."""
-    futures = [client.submit(fn, it, *args, pure=False) for it in items]
-    try:
-        for f in futures:
-            try:
-                out = f.result()
-            except Exception as exc:
-                if isinstance(exc, (DataError, UsageError)) or not is_cluster_failure(exc):
-                    raise
-                raise ClusterError(f"the Dask cluster failed during the run ({describe_failure(exc)}); no output written") from None
-            f.release()
-            yield out
-    finally:
-        for f in futures:
-            f.release()
+    released once read (the client holds one part's result at a time). Bounded waits, tasks
+    submitted again when their workers are lost (rankkit.distributed.cluster.Watch)."""
+    items = list(items)
+    yield from watch(client).ordered(lambda k, live: client.submit(fn, items[k], *args, pure=False), len(items))
 
 
 def predict_parts(patterns, model_file, out_file=None, out_dir=None, dask=None, zero_based=None, fmt="scores",
