@@ -24,6 +24,7 @@ opened itself, and dropped without -v: a cluster failure is one line on stderr.
 from __future__ import annotations
 
 import contextlib
+import gc
 import logging
 import os
 import re
@@ -100,7 +101,8 @@ class _Route(logging.Handler):
         if self.log is None or record.levelno < logging.WARNING:
             return
         try:
-            text = " ".join(record.getMessage().split())
+            lines = record.getMessage().strip().splitlines() or [""]
+            text = " ".join(lines[0].split())  # the first line only: no traceback
             self.log(f"dask {record.levelname.lower()} ({record.name}): {text[:300]}")
         except Exception:  # a log line must never end the run
             pass
@@ -109,10 +111,26 @@ class _Route(logging.Handler):
 _DASK_LOGGERS = ("distributed", "tornado", "asyncio", "bokeh")
 
 
+class _DropDaskLeftovers(logging.Filter):
+    """asyncio's "Task exception was never retrieved" for a task of Dask's client, logged when the
+    task is collected, which may be after the run (at exit): Dask's internals, never the user's."""
+
+    def filter(self, record):
+        exc = record.exc_info[1] if record.exc_info else None
+        if exc is not None and type(exc).__module__.startswith(("distributed", "tornado")):
+            return False
+        return "site-packages/distributed/" not in str(getattr(record, "msg", ""))
+
+
+_LEFTOVERS = _DropDaskLeftovers()
+
+
 @contextlib.contextmanager
 def quiet_dask(log=None):
     """Dask's logging routed to `log` (or dropped) and its warnings silenced, restored on exit."""
     handler = _Route(log)
+    if _LEFTOVERS not in logging.getLogger("asyncio").filters:
+        logging.getLogger("asyncio").addFilter(_LEFTOVERS)
     saved = []
     names = set(_DASK_LOGGERS) | {n for n in logging.root.manager.loggerDict if n.startswith(_DASK_LOGGERS)}
     for name in sorted(names):
@@ -126,6 +144,9 @@ def quiet_dask(log=None):
             warnings.filterwarnings("ignore", category=ResourceWarning)
             yield
     finally:
+        # Dask's abandoned asyncio tasks ("Task exception was never retrieved") are logged when they
+        # are collected: collect them here, while the records still go to -v's log
+        gc.collect()
         for lg, handlers, propagate in saved:
             lg.handlers, lg.propagate = handlers, propagate
 

@@ -245,7 +245,7 @@ class Problem:
         """Free the parts on every worker (a lost connection is not an error here)."""
         try:
             if self.client.status == "running":
-                self.client.run(W.release, self.fit_id, wait=False)  # never waits on a lost cluster
+                self.client.run(W.release_soon, self.fit_id, wait=False)  # never waits on a lost cluster
         except Exception:
             pass
 

@@ -306,6 +306,12 @@ def release(fit_id: str) -> int:
     return len(keys)
 
 
+async def release_soon(fit_id: str) -> int:
+    """release() as a coroutine: what Client.run(..., wait=False) needs (the client does not wait
+    on a cluster that may be lost)."""
+    return release(fit_id)
+
+
 def set_threads(n: int) -> int:
     """The number of kernel threads of this worker's tasks (run on every worker with client.run).
     Set for the worker process (rankkit.threads.apply); each task applies it again
@@ -321,3 +327,8 @@ def apply_threads() -> None:
     if _THREADS is not None:
         if threads.explicit() != _THREADS:
             threads.apply(_THREADS)
+
+
+def held_parts() -> int:
+    """How many parts this process holds (of every fit): what a test or an operator asks a worker."""
+    return len(_STATE)
