@@ -2,8 +2,8 @@
 
 In-process (a LocalCluster of threads: the same tasks, reductions and state handling as with
 processes) for the numerical claims; a real `dask scheduler` + `dask worker` pair on 127.0.0.1 for
-the command line; worker processes killed mid-fit and a scheduler lost mid-fit under the `slow`
-marker (make test-all). Every cluster is bounded in time and torn down.
+the command line; worker processes killed mid-fit under the `slow` marker (make test-all); the
+real processes killed at chosen points are tests/test_distributed_kills.py. Every cluster is bounded in time and torn down.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from tests.test_cli import _env, assert_one_line_error, rankkit  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "data" / "sample.train.txt"
+QUIET = {"dashboard": False, "dashboard_address": "127.0.0.1:0"}  # no HTTP server on 8787 (and no warning)
 RTOL = 1e-10  # the objective of the distributed fit against the single-process one
 
 
@@ -64,7 +65,7 @@ def parts(tmp_path_factory):
 @pytest.fixture(scope="module")
 def client():
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None,
-                                  silence_logs=50) as cluster, distributed.Client(cluster) as c:
+                                  scheduler_kwargs=QUIET, silence_logs=50) as cluster, distributed.Client(cluster) as c:
         yield c
 
 
@@ -298,40 +299,11 @@ def test_predict_and_eval_over_parts(parts, client, tmp_path):
 
 
 @pytest.mark.slow
-def test_scheduler_lost_mid_fit(parts, tmp_path):
-    """The scheduler killed during training: one line, exit 2, no model."""
-    paths, _ = parts
-    with scheduler_and_workers(tmp_path) as (address, procs):
-        env = _env()
-        env["RANKKIT_DASK_TIMEOUT"] = "3"
-        proc = subprocess.Popen([sys.executable, "-m", "rankkit", "train", *paths, "m.model", "-C", "1", "--tol", "1e-12",
-                                 "--dask", address, "-v"], cwd=tmp_path, env=env, stdin=subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        try:
-            lines = []
-            for raw in proc.stderr:
-                lines.append(raw.decode())
-                if raw.startswith(b"iter   1"):
-                    os.killpg(procs[0].pid, signal.SIGKILL)
-                    break
-            rest = proc.communicate(timeout=120)[1].decode()
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-        err = "".join(lines) + rest
-    assert proc.returncode == 2, err
-    assert "Traceback" not in err
-    last = err.strip().splitlines()[-1]
-    assert last.startswith("rankkit: error: the Dask cluster failed during the run") and "no output written" in last, err
-    assert not (tmp_path / "m.model").exists()
-
-
-@pytest.mark.slow
 def test_worker_killed_mid_fit(parts, tmp_path):
     """A worker process killed by SIGKILL in the middle of a fit: its parts are read again on the
     other worker, and the model has the same bytes as an undisturbed fit."""
     paths, _ = parts
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, scheduler_kwargs=QUIET,
                                   silence_logs=50, env={"NUMBA_NUM_THREADS": "1"}) as cluster, \
             distributed.Client(cluster) as c:
         ref = fit_newton(paths, c, C=0.01, loss="logistic")[0].w.tobytes()
@@ -417,3 +389,53 @@ def test_python_api_fit_parts_on_a_client_equals_one_process(parts, client):
         rankkit.RankSVM(loss="hinge").fit_parts(paths, client=client)
     with pytest.raises(rankkit.UsageError, match="solver 'newton'"):
         rankkit.RankSVM(solver="newton-pairs").fit_parts(paths, client=client)
+
+
+def test_python_predict_and_evaluate_over_parts(parts, client, tmp_path):
+    """rankkit.predict_parts / rankkit.evaluate_parts: on a cluster and in this process, the scores
+    of the estimator on the concatenated file and rankkit.evaluate's metrics, bit for bit."""
+    import rankkit
+
+    paths, _ = parts
+    X, y, qid = rankkit.load_svmlight_file(str(SAMPLE), query_id=True)
+    ranker = rankkit.RankSVM(C=0.01).fit(X, y, qid=qid)
+    one = ranker.predict(X)
+    for c in (client, None):
+        scores = rankkit.predict_parts(ranker, str(Path(paths[0]).parent / "part-*.txt"), client=c)
+        assert scores.tobytes() == one.tobytes()
+        means, each = rankkit.evaluate_parts(paths, scores, client=c, metrics=("ndcg@10", "map"), per_query=True)
+        ref, ref_each = rankkit.evaluate(y, one, qid=qid, metrics=("ndcg@10", "map"), per_query=True)
+        assert means == ref
+        assert each["qid"].tolist() == ref_each["qid"].tolist()
+        np.testing.assert_array_equal(each["map"], ref_each["map"])
+    ranker.save(str(tmp_path / "m.model"))
+    np.savetxt(tmp_path / "s.txt", one, fmt="%.17g")
+    assert rankkit.predict_parts(str(tmp_path / "m.model"), paths, client=client).tobytes() == one.tobytes()
+    assert rankkit.evaluate_parts(paths, str(tmp_path / "s.txt"), client=client, metrics="map") == \
+        rankkit.evaluate(y, one, qid=qid, metrics="map")
+    assert issubclass(rankkit.ClusterError, rankkit.RankkitError)
+    with pytest.raises(rankkit.ClusterError, match="not a scheduler address"):
+        rankkit.predict_parts(ranker, paths, client="nowhere")
+
+
+def test_eval_several_scores_files_over_parts_and_stdin_refused(parts, client, tmp_path):
+    """`eval PARTS... A.scores B.scores --dask`: two systems side by side with the paired test, as
+    one-process `eval DATA A B` (the SCORES files told from the parts by their content), never
+    A.scores read as a part; `train - M --dask`: refused in one line before any cluster starts."""
+    from rankkit import commands
+
+    paths, _ = parts
+    model = tmp_path / "m.model"
+    commands.train(str(SAMPLE), str(model), solver="newton", params={"C": 0.01}, warn=lambda m: None)
+    commands.predict(str(SAMPLE), str(model), str(tmp_path / "a.scores"))
+    rng = np.random.default_rng(0)
+    np.savetxt(tmp_path / "b.scores", rng.normal(size=sum(1 for _ in SAMPLE.open("rb"))), fmt="%.17g")
+    shown, shown1 = [], []
+    a, b = str(tmp_path / "a.scores"), str(tmp_path / "b.scores")
+    commands.eval_parts([*paths, a], b, dask=client, metrics=("ndcg@10", "map"), fmt="json", echo=shown.append,
+                        permutations=500)
+    commands.evaluate((str(SAMPLE), a, b), metrics=("ndcg@10", "map"), fmt="json", echo=shown1.append,
+                      permutations=500)
+    assert json.loads("\n".join(shown)) == json.loads("\n".join(shown1))
+    proc = rankkit("train", "-", "m.model", "--dask", "tcp://127.0.0.1:9", cwd=tmp_path, stdin=SAMPLE.read_bytes())
+    assert_one_line_error(proc, "standard input (-) cannot be a part with --dask")

@@ -65,6 +65,7 @@ def parts(tmp_path_factory):
 def reference(parts):
     """The weights of an undisturbed fit (in-process cluster: the same bytes for any workers)."""
     with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None,
+                                  scheduler_kwargs={"dashboard": False, "dashboard_address": "127.0.0.1:0"},
                                   silence_logs=50) as lc, distributed.Client(lc) as c:
         return fit_newton(parts, c, C=1.0, tol=1e-12)[0].w.tobytes()
 

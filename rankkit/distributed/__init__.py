@@ -7,6 +7,10 @@ training). Dask is imported only when a function here runs (`pip install 'rankki
     rankkit/distributed/path.py      the warm-started grid of C on a cluster
     rankkit/distributed/parts.py     several parts in one process (no Dask): joined as if concatenated
     rankkit/distributed/commands.py  the CLI's use cases over parts (train, predict, eval)
+
+Python: fit_newton (and RankSVM.fit_parts), predict_parts and evaluate_parts (also rankkit.predict_parts,
+rankkit.evaluate_parts); every cluster failure is a rankkit.ClusterError (exit status 2 on the CLI).
+SGDRanker has no fit on a cluster: see README, Distributed training, "Not supported".
 """
 
 from __future__ import annotations
@@ -41,4 +45,42 @@ def fit_newton(parts, client, *, C: float = 1.0, loss: str = "squared-hinge", to
                delta=delta, query_weights=query_weights, zero_based=zero_based, log=log, w0=w0)
 
 
-__all__ = ["fit_newton"]
+def predict_parts(model, parts, client=None, *, zero_based=None):
+    """Scores of every document of `parts` under `model`, as `rankkit predict PARTS... --dask`.
+
+    model: a fitted rankkit estimator, a model (rankkit.load_model) or a model file's path.
+    parts: a path or glob, or a sequence of them (globs expanded here, sorted).
+    client: a dask.distributed.Client, an address ('tcp://host:8786', 'local[:N]'), or None (the
+        parts read here, one at a time).
+    zero_based: the parts' feature indices start at 0 (default: as the model says).
+
+    Returns one float64 array: the parts' documents in part order, each part's in file order
+    (the bytes `rankkit predict` writes for the concatenated file, as numbers). The client holds
+    all the scores: for more documents than fit, write them per part with `rankkit predict
+    PARTS... --out-dir DIR --dask`. Raises DataError (the part and line), ModelError,
+    UsageError, ClusterError."""
+    from rankkit.distributed.commands import score_parts
+
+    return score_parts(parts, model, dask=client, zero_based=zero_based)
+
+
+def evaluate_parts(parts, scores, client=None, *, metrics=("ndcg@10", "map"), convention: str = "letor4",
+                   per_query: bool = False, empty_query=None, zero_based: bool = False):
+    """Ranking metrics of `scores` against the labels of `parts`, as `rankkit eval PARTS... SCORES
+    --dask` and rankkit.evaluate on the same data in one file compute them.
+
+    scores: the scores of every document of the parts in part order (an array, as predict_parts
+        returns it), or a SCORES file's path.
+    metrics, convention, per_query, empty_query: as rankkit.evaluate.
+    client: a dask.distributed.Client, an address, or None (the parts read here, one at a time).
+
+    Returns {metric: mean over the queries}; with per_query, also {"qid": int64[n_queries],
+    metric: float64[n_queries]} (the parts' queries in part order). A query in two parts is a
+    DataError naming both."""
+    from rankkit.distributed.commands import evaluate_over_parts
+
+    return evaluate_over_parts(parts, scores, dask=client, metrics=metrics, convention=convention,
+                               per_query=per_query, empty_query=empty_query, zero_based=zero_based)
+
+
+__all__ = ["fit_newton", "predict_parts", "evaluate_parts"]
