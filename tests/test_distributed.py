@@ -439,3 +439,23 @@ def test_eval_several_scores_files_over_parts_and_stdin_refused(parts, client, t
     assert json.loads("\n".join(shown)) == json.loads("\n".join(shown1))
     proc = rankkit("train", "-", "m.model", "--dask", "tcp://127.0.0.1:9", cwd=tmp_path, stdin=SAMPLE.read_bytes())
     assert_one_line_error(proc, "standard input (-) cannot be a part with --dask")
+
+
+def test_parts_joined_in_place_equal_the_copying_join(parts, tmp_path):
+    """concatenate(consume=True) (what `train PARTS...` runs in one process: the first part's arrays
+    grown in place, each later part copied in and freed) gives the arrays of the copying join,
+    also when one part needs int32 column indices and the others fit uint16."""
+    paths, _ = parts
+    wide = tmp_path / "wide.txt"
+    wide.write_bytes(b"2 qid:900001 3:1 70000:0.5\n0 qid:900001 1:1\n1 qid:900002 2:1 # docid = x\n0 qid:900002 4:2\n")
+    for files in (paths, [*paths, str(wide)]):
+        ref = concatenate([read_svmlight(p, narrow_indices=True) for p in files])
+        held = [read_svmlight(p, narrow_indices=True) for p in files]
+        got = concatenate(held, consume=True)
+        assert held == []
+        for name in ("data", "indptr", "y", "qid", "qptr"):
+            a, b = getattr(got, name), getattr(ref, name)
+            assert a.dtype == b.dtype and a.tobytes() == b.tobytes(), name
+        np.testing.assert_array_equal(got.indices, ref.indices)  # kept narrow (uint16) while every part is
+        assert got.indices.dtype == (np.int32 if files[-1] == str(wide) else np.uint16)
+        assert (got.n_features, got.source, got.n_pairs) == (ref.n_features, ref.source, ref.n_pairs)

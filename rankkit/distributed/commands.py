@@ -105,13 +105,13 @@ def _train_joined(parts, model_file, solver, params, stochastic, query_weights_f
     if plan.spec.factorized:
         raise UsageError("--solver factorized trains on one file (its factors are per training document)")
     datasets, shas, nbytes = [], [], 0
-    for p in parts:  # each part read as `rankkit train` reads a file (its group file too), hashed as it streams
-        digest = FileDigest()
-        datasets.append(read_svmlight(p, zero_based, digest=digest))
+    for p in parts:  # each part read as `rankkit train` reads a file (its group file, narrow column indices for
+        digest = FileDigest()  # the exact linear solvers), hashed as it streams
+        datasets.append(read_svmlight(p, zero_based, digest=digest, narrow_indices=plan.narrow_indices))
         shas.append((p, digest.hexdigest()))
         nbytes += digest.nbytes
-    ds = concatenate(datasets)
-    del datasets
+    group_files = [ds.group_file for ds in datasets if ds.group_file is not None]
+    ds = concatenate(datasets, consume=True)  # grown in place: the data plus one part at the peak, not twice the data
     if log:
         log(f"read {len(parts)} parts: {ds.n_rows} documents, {ds.n_queries} queries, {ds.n_pairs} pairs, "
             f"{ds.n_features} features in {time.perf_counter() - t0:.3f}s")
@@ -120,6 +120,8 @@ def _train_joined(parts, model_file, solver, params, stochastic, query_weights_f
     if query_weights_file is not None:
         weights = weights_for(ds, read_query_weights(query_weights_file), query_weights_file)
     facts = {"query_weights_file": display_name(query_weights_file)} if query_weights_file is not None else {}
+    if group_files:  # the group files that numbered the parts' queries, as on a cluster
+        facts["group_file"] = joined_name(group_files)
     facts.update({"index_base": 0 if zero_based else 1, "group_queries": False, "auc": False,
                   "train_file": joined_name(parts), "train_file_bytes": nbytes, "parts_sha256": _parts_sha(shas),
                   "parts": len(parts), "workers": 1})
