@@ -459,3 +459,16 @@ def test_parts_joined_in_place_equal_the_copying_join(parts, tmp_path):
         np.testing.assert_array_equal(got.indices, ref.indices)  # kept narrow (uint16) while every part is
         assert got.indices.dtype == (np.int32 if files[-1] == str(wide) else np.uint16)
         assert (got.n_features, got.source, got.n_pairs) == (ref.n_features, ref.source, ref.n_pairs)
+
+
+def test_a_part_a_worker_cannot_see_names_the_worker(parts, client, tmp_path):
+    """A relative part is made absolute on the client; a part missing where the worker looks is
+    one DataError naming the path, the worker and its host."""
+    paths, _ = parts
+    missing = tmp_path / "gone" / "part-9.txt"
+    with pytest.raises(DataError, match=re.escape(f"{missing}: no such file on the Dask worker ") + r"\S+ \(host "):
+        fit_newton([paths[0], str(missing)], client)
+    import rankkit
+
+    with pytest.raises(DataError, match="no such file on the Dask worker"):
+        rankkit.predict_parts(rankkit.RankSVM(C=0.01).fit_parts(paths[:1]), [str(missing)], client=client)
