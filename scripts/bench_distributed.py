@@ -47,7 +47,7 @@ if mode == "one":
     from rankkit.distributed.parts import concatenate
     from rankkit.io.svmlight import read_svmlight
     from rankkit.solvers.newton import NewtonRankSVM
-    ds = concatenate([read_svmlight(f) for f in files])
+    ds = concatenate([read_svmlight(f, narrow_indices=True) for f in files], consume=True)  # as `rankkit train PARTS`
     t_read = time.perf_counter() - t0
     res = NewtonRankSVM(C=C).fit(ds)
     out = dict(read=t_read, fit=res.train_time, iterations=res.iterations, objective=res.objective,
@@ -166,6 +166,7 @@ def main(argv=None):
         write_report(args, rows)
         return
     rows = []
+    args.load = [os.getloadavg()[0]]  # other jobs on the machine: the times are only as good as this
     for size in args.sizes.split(","):
         files = ensure_parts(size)
         run("one", args.C, 1, files[:1])  # warm the numba cache (compiling is not what is measured)
@@ -174,6 +175,7 @@ def main(argv=None):
         print(size, json.dumps(one), json.dumps(dist), sep="\n", flush=True)
         rows.append((size, one, dist))
     cli = {size: cli_rows(size, args.C, args.workers) for size in args.sizes.split(",") if size == "1m"}
+    args.load.append(os.getloadavg()[0])
     write_report(args, rows, cli)
 
 
@@ -209,7 +211,9 @@ def write_report(args, rows, cli=None):
         "features, 100 documents per query), each cut into 8 parts of whole queries; a LocalCluster of "
         f"{args.workers} worker processes (one kernel thread each) against one process (all cores) on the same "
         "parts. **This machine has 2 cores shared with other jobs while these numbers were taken: the times are "
-        "noisy (tens of percent between runs); the counts (iterations, rounds, bytes) are exact.**\n",
+        "noisy (tens of percent between runs); the counts (iterations, rounds, bytes) are exact.**"
+        + (f" Load average (1 min) at the start and the end of this run: {args.load[0]:.1f}, {args.load[-1]:.1f}."
+           if getattr(args, "load", None) else "") + "\n",
         "| file | run | wall (s) | read (s) | fit (s) | Newton iterations | time / iteration (s) | rounds / iteration "
         "| bytes moved / iteration | communication / round (ms) | client peak RSS (MB) | worker peak RSS (MB) |",
         "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",

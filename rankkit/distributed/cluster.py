@@ -263,6 +263,7 @@ class Watch:
         self.down_since = None  # the scheduler out of reach since
         self.resubmits = 0
         self.ids: dict = {}
+        self._live: list | None = None  # the live workers at the last look
 
     def live(self) -> list[str]:
         """The workers alive now, sorted; waits (bounded) while there is none or the scheduler is out of reach."""
@@ -282,11 +283,12 @@ class Watch:
         cluster that had none), so a fit goes on with the workers there are."""
         again = 0
         while True:
-            live = self.live()
+            live = self._live or self.live()  # the workers seen last (no request per round), or asked again
             futures = submit(live)
             try:
                 return self._wait(futures, self.placed(live))
             except _Again:
+                self._live = None
                 self.resubmits += 1
                 again += 1
                 if again > MAX_RESUBMITS:
@@ -302,7 +304,7 @@ class Watch:
         """submit_one(k, live workers) -> a future, for k in 0..n-1, all submitted at once; yields
         the results in order, each released once read (the caller holds one at a time). The tasks
         not yet read are submitted again when the cluster changes under them."""
-        live = self.live()
+        live = self._live or self.live()
         futures = [submit_one(k, live) for k in range(n)]
         placed = self.placed(live)
         again = 0
@@ -313,6 +315,7 @@ class Watch:
                         (out,) = self._wait([futures[k]], placed)
                         break
                     except _Again:
+                        self._live = None
                         again += 1
                         if again > MAX_RESUBMITS:
                             raise ClusterError(f"{self.where}: tasks were submitted {MAX_RESUBMITS} times and lost "
@@ -396,6 +399,7 @@ class Watch:
                 live = sorted(info)
             except Exception:
                 live = None
+        self._live = live or None
         if live is None:  # the scheduler out of reach
             if self.down_since is None:
                 self.down_since = now
