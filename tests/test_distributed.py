@@ -472,3 +472,31 @@ def test_a_part_a_worker_cannot_see_names_the_worker(parts, client, tmp_path):
 
     with pytest.raises(DataError, match="no such file on the Dask worker"):
         rankkit.predict_parts(rankkit.RankSVM(C=0.01).fit_parts(paths[:1]), [str(missing)], client=client)
+
+
+def test_predict_out_dir_is_all_or_nothing(parts, client, tmp_path, monkeypatch):
+    """predict PARTS --out-dir: a run that fails at the third part leaves no score file (and no
+    staged one); the earlier files of a previous run are left as they were."""
+    from rankkit import commands
+    from rankkit.distributed import commands as DC
+
+    paths, _ = parts
+    model = tmp_path / "m.model"
+    commands.train(str(SAMPLE), str(model), solver="newton", params={"C": 0.01}, warn=lambda m: None)
+    out = tmp_path / "per"
+    out.mkdir()
+    (out / "part-0.txt.scores").write_text("old\n")
+    real = DC._score_part
+    seen = []
+
+    def failing(path, *args):  # in-process workers share this module
+        seen.append(path)
+        if path.endswith("part-2.txt"):
+            raise DataError(path, "made to fail")
+        return real(path, *args)
+
+    monkeypatch.setattr(DC, "_score_part", failing)
+    with pytest.raises(DataError, match="made to fail"):
+        commands.predict_parts(paths, str(model), out_dir=str(out), dask=client)
+    assert sorted(p.name for p in out.iterdir()) == ["part-0.txt.scores"]
+    assert (out / "part-0.txt.scores").read_text() == "old\n"

@@ -196,11 +196,22 @@ def predict_parts(patterns, model_file, out_file=None, out_dir=None, dask=None, 
                 for scores in results:
                     _write_score_lines(fh, scores)
                     n += scores.shape[0]
-        else:
-            for o, scores in zip(outs, results):
-                with atomic_open(o) as fh:
-                    _write_score_lines(fh, scores)
-                n += scores.shape[0]
+        else:  # all or nothing: each part's file staged complete, all put in place only once every part is
+            staged = []
+            try:
+                for o, scores in zip(outs, results):
+                    stage = os.path.join(os.path.dirname(o) or ".", f".{os.path.basename(o)}.rankkit-staged")
+                    staged.append(stage)
+                    with atomic_open(stage) as fh:
+                        _write_score_lines(fh, scores)
+                    n += scores.shape[0]
+            except BaseException:
+                for stage in staged:
+                    with contextlib.suppress(OSError):
+                        os.unlink(stage)
+                raise
+            for stage, o in zip(staged, outs):
+                os.replace(stage, o)
     if log:
         log(f"scored {n} documents in {len(parts)} parts with {model_file} in {time.perf_counter() - t0:.3f}s")
 
