@@ -247,6 +247,7 @@ def scheduler_and_workers(tmp_path, n_workers=1, nanny=False):
             p.wait(timeout=30)
 
 
+@pytest.mark.slow  # make test keeps the cheaper real-process cases of tests/test_distributed_kills.py
 def test_cli_on_a_real_scheduler_and_worker(parts, client, tmp_path):
     """train, predict and eval with --dask tcp://127.0.0.1:PORT: the same model bytes as the
     in-process cluster, the same scores as one process, all header facts true."""
