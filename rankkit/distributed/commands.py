@@ -31,7 +31,6 @@ from rankkit.scoring import model_scores
 from rankkit.solvers.options import CLI_NAMES, check_dask
 from rankkit.evaluation import summarize
 from rankkit.io.files import iter_blocks
-from rankkit.commands import is_pattern
 
 
 def _parts_sha(facts) -> str:
@@ -243,7 +242,7 @@ def _count_part(path, zero_based):
 def looks_like_scores(path: str) -> bool:
     """A file whose first line is one number (a SCORES file), not a line of SVMlight data (which
     always has a `qid:` or `index:value` field)."""
-    if is_pattern(path) or path == "-":
+    if path == "-" or not os.path.isfile(path):  # a glob, a URL, standard input: PARTS, never SCORES
         return False
     blocks = iter_blocks(path, 1 << 16)
     try:
