@@ -557,7 +557,7 @@ def eval_(files, dask, metrics, convention, empty_query, fmt, per_query, test_na
             raise click.UsageError(f"{given[0]} is not offered with --dask", ctx=click.get_current_context())
         commands.eval_parts(files[:-1], files[-1], dask=dask, metrics=metrics or None, convention=convention,
                             empty_query=empty_query, fmt=fmt, per_query=per_query, zero_based=zero_based, echo=_echo,
-                            log=_say if verbose else None)
+                            log=_say if verbose else None, test=test_name, permutations=permutations, seed=seed)
         return
     commands.evaluate(
         files,

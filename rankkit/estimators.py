@@ -938,7 +938,7 @@ class RankSVM(_Trainable):
         return self
 
     def _fit_joined(self, paths, zero_based, query_weights):
-        ds = concatenate([read_svmlight(p, zero_based=zero_based) for p in paths])
+        ds = concatenate([read_svmlight(p, zero_based=zero_based) for p in paths], consume=True)  # grown in place
         weights = None
         if query_weights is not None:
             is_file = isinstance(query_weights, (str, os.PathLike))

@@ -6,6 +6,9 @@ queries); each cut into 8 parts of whole queries.
 
     python scripts/bench_distributed.py [--workers 2] [--sizes 200k,1m] [--C 1e-3] [--out FILE]
 
+Then, on the 1M-document file, the command line in the same run: `rankkit train FILE`, `rankkit
+train PARTS` (one process) and `rankkit train PARTS --dask local:2`: wall time and peak RSS.
+
 Reports, per file: wall time (reading included), time per Newton iteration, rounds (f/g, Hv and
 line-search steps: each one round trip to every part), bytes moved per iteration (numpy payloads
 of the partial sums and of the points sent; Dask's own message framing not included), the part of
@@ -44,7 +47,7 @@ if mode == "one":
     from rankkit.distributed.parts import concatenate
     from rankkit.io.svmlight import read_svmlight
     from rankkit.solvers.newton import NewtonRankSVM
-    ds = concatenate([read_svmlight(f) for f in files])
+    ds = concatenate([read_svmlight(f, narrow_indices=True) for f in files], consume=True)  # as `rankkit train PARTS`
     t_read = time.perf_counter() - t0
     res = NewtonRankSVM(C=C).fit(ds)
     out = dict(read=t_read, fit=res.train_time, iterations=res.iterations, objective=res.objective,
@@ -95,6 +98,49 @@ def ensure_parts(size: str) -> list[str]:
     return [str(p) for p in paths]
 
 
+MEASURE = r"""
+import json, resource, subprocess, sys, time
+t0 = time.perf_counter()
+p = subprocess.run(sys.argv[1:], capture_output=True, text=True)
+print(json.dumps({"rc": p.returncode, "wall": time.perf_counter() - t0, "stderr": p.stderr[-2000:],
+                  "peak_rss_kb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}))
+"""
+
+
+def cli_run(args, C) -> dict:
+    """`rankkit train ARGS -C C` in a fresh process: wall time and the peak RSS of rankkit's
+    process (RUSAGE_CHILDREN of a wrapper that runs only it: the largest of its processes, so with
+    --dask local:N a worker's or the client's, whichever is larger)."""
+    out = BENCH / "bench-cli.model"
+    cmd = [sys.executable, "-c", MEASURE, sys.executable, "-m", "rankkit", "train", *args, str(out), "-C", repr(C)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=3600, cwd=ROOT)
+    res = json.loads(proc.stdout.strip().splitlines()[-1])
+    if res["rc"] != 0:
+        raise SystemExit(f"rankkit train {' '.join(args)} failed:\n{res['stderr']}")
+    from rankkit.io.model import read_model
+
+    m = read_model(str(out))
+    res.update(objective=float(m.header["objective"]), weights=m.weights.tobytes().hex()[:16] + "...",
+               weights_bytes=m.weights.tobytes())
+    out.unlink()
+    return res
+
+
+def cli_rows(size, C, workers) -> list:
+    """The command line on one file, on its parts in one process, and on its parts with --dask
+    local:WORKERS: wall time and peak RSS, in this run."""
+    whole = BENCH / ("letor.txt" if size == "200k" else "letor1m.txt")
+    pattern = str(BENCH / f"parts-{size}" / "part-*.txt")
+    rows = []
+    for label, args in (("one file, one process", [str(whole)]),
+                        (f"{N_PARTS} parts, one process", [pattern]),
+                        (f"{N_PARTS} parts, --dask local:{workers}", [pattern, "--dask", f"local:{workers}"])):
+        res = cli_run(args, C)
+        print("cli", size, label, json.dumps({k: v for k, v in res.items() if k != "weights_bytes"}), flush=True)
+        rows.append((label, res))
+    return rows
+
+
 def run(mode, C, workers, files) -> dict:
     env = dict(os.environ, RANKKIT_ROOT=str(ROOT))
     proc = subprocess.run([sys.executable, "-c", CHILD, mode, repr(C), str(workers), *files], env=env,
@@ -114,12 +160,13 @@ def main(argv=None):
     ap.add_argument("--from-log", default=None, help="write the report from a previous run's printed results")
     args = ap.parse_args(argv)
     if args.from_log:  # the lines this script printed: size, one-process JSON, distributed JSON
-        text = [ln for ln in Path(args.from_log).read_text().splitlines() if ln.strip()]
+        text = [ln for ln in Path(args.from_log).read_text().splitlines() if ln.strip() and not ln.startswith("cli ")]
         rows = [(text[i], json.loads(text[i + 1]), json.loads(text[i + 2])) for i in range(0, len(text) - 2, 3)
                 if text[i] in SIZES]
         write_report(args, rows)
         return
     rows = []
+    args.load = [os.getloadavg()[0]]  # other jobs on the machine: the times are only as good as this
     for size in args.sizes.split(","):
         files = ensure_parts(size)
         run("one", args.C, 1, files[:1])  # warm the numba cache (compiling is not what is measured)
@@ -127,10 +174,36 @@ def main(argv=None):
         dist = run("dask", args.C, args.workers, files)
         print(size, json.dumps(one), json.dumps(dist), sep="\n", flush=True)
         rows.append((size, one, dist))
-    write_report(args, rows)
+    cli = {size: cli_rows(size, args.C, args.workers) for size in args.sizes.split(",") if size == "1m"}
+    args.load.append(os.getloadavg()[0])
+    write_report(args, rows, cli)
 
 
-def write_report(args, rows):
+def cli_report(args, cli) -> list:
+    """The command line's table: one file against its parts, in one process and on a LocalCluster."""
+    lines = []
+    for size, runs in cli.items():
+        base = runs[0][1]
+        lines += [
+            f"### `rankkit train` on the {size}-document file: one process against {args.workers} workers\n",
+            f"The same run: `rankkit train FILE M -C {args.C:g}`, `rankkit train 'parts-{size}/part-*.txt' M` (no "
+            f"--dask: the parts read and joined in this process) and the same with `--dask local:{args.workers}` "
+            "(the cluster started and stopped by rankkit: its start is in the wall time). Peak RSS: the largest "
+            "process of the run (for --dask, the largest of the client and its workers; each worker holds "
+            "half the data).\n",
+            "| run | wall (s) | wall / one file | peak RSS (MB) | peak RSS / one file | objective | weights as one file |",
+            "|---|---:|---:|---:|---:|---:|---|",
+        ]
+        for label, r in runs:
+            same = "same bytes" if r["weights_bytes"] == base["weights_bytes"] else (
+                f"rel. objective diff {abs(r['objective'] - base['objective']) / abs(base['objective']):.1e}")
+            lines.append(f"| {label} | {r['wall']:.1f} | {r['wall'] / base['wall']:.2f} | {r['peak_rss_kb'] / 1024:.0f} | "
+                         f"{r['peak_rss_kb'] / base['peak_rss_kb']:.2f} | {r['objective']:.12g} | {same} |")
+        lines.append("")
+    return lines
+
+
+def write_report(args, rows, cli=None):
     lines = [
         "## Distributed training (Dask): measured\n",
         f"{dt.date.today().isoformat()}, {machine()}. `python scripts/bench_distributed.py --workers {args.workers}` "
@@ -138,7 +211,9 @@ def write_report(args, rows):
         "features, 100 documents per query), each cut into 8 parts of whole queries; a LocalCluster of "
         f"{args.workers} worker processes (one kernel thread each) against one process (all cores) on the same "
         "parts. **This machine has 2 cores shared with other jobs while these numbers were taken: the times are "
-        "noisy (tens of percent between runs); the counts (iterations, rounds, bytes) are exact.**\n",
+        "noisy (tens of percent between runs); the counts (iterations, rounds, bytes) are exact.**"
+        + (f" Load average (1 min) at the start and the end of this run: {args.load[0]:.1f}, {args.load[-1]:.1f}."
+           if getattr(args, "load", None) else "") + "\n",
         "| file | run | wall (s) | read (s) | fit (s) | Newton iterations | time / iteration (s) | rounds / iteration "
         "| bytes moved / iteration | communication / round (ms) | client peak RSS (MB) | worker peak RSS (MB) |",
         "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
@@ -159,14 +234,16 @@ def write_report(args, rows):
                  "Communication / round: the wall time of a round on the client minus the busiest worker's compute "
                  "(Dask's scheduling and messages, the client's loop). Bytes moved: the numpy payloads, points and "
                  "directions out (one d-vector per part) and partial sums back (one d-vector or three numbers per part).\n")
+    per_round = " and ".join(f"{1000 * d['communication_seconds'] / max(d['rounds'], 1):.0f} ms" for _, _, d in rows)
     lines.append("What the table shows for the overhead: the bytes moved per iteration do not depend on the number of "
-                 "documents (a few d-vectors per part and round), and the communication per round stays in the same "
-                 "tens of milliseconds from 200k to 1M documents; on this loaded 2-core machine it is dominated by "
-                 "the scheduler and the client competing with the workers for the cores.\n")
+                 "documents (a few d-vectors per part and round), and the communication per round stays of the same order "
+                 f"({per_round} per round for the files above, in that order); on this loaded 2-core machine it "
+                 "is dominated by the scheduler and the client competing with the workers for the cores.\n")
     lines.append("Objectives: " + "; ".join(
         f"{size}: one process {one['objective']:.12g}, distributed {dist['objective']:.12g} "
         f"(relative difference {abs(one['objective'] - dist['objective']) / abs(one['objective']):.1e})"
         for size, one, dist in rows) + ".\n")
+    lines += cli_report(args, cli or {})
     Path(args.out).write_text("\n".join(lines) + "\n" + projection(rows))
     print(f"wrote {args.out}")
 

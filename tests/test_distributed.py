@@ -2,8 +2,8 @@
 
 In-process (a LocalCluster of threads: the same tasks, reductions and state handling as with
 processes) for the numerical claims; a real `dask scheduler` + `dask worker` pair on 127.0.0.1 for
-the command line; worker processes killed mid-fit and a scheduler lost mid-fit under the `slow`
-marker (make test-all). Every cluster is bounded in time and torn down.
+the command line; worker processes killed mid-fit under the `slow` marker (make test-all); the
+real processes killed at chosen points are tests/test_distributed_kills.py. Every cluster is bounded in time and torn down.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from tests.test_cli import _env, assert_one_line_error, rankkit  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "data" / "sample.train.txt"
+QUIET = {"dashboard": False, "dashboard_address": "127.0.0.1:0"}  # no HTTP server on 8787 (and no warning)
 RTOL = 1e-10  # the objective of the distributed fit against the single-process one
 
 
@@ -64,7 +65,7 @@ def parts(tmp_path_factory):
 @pytest.fixture(scope="module")
 def client():
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None,
-                                  silence_logs=50) as cluster, distributed.Client(cluster) as c:
+                                  scheduler_kwargs=QUIET, silence_logs=50) as cluster, distributed.Client(cluster) as c:
         yield c
 
 
@@ -246,6 +247,7 @@ def scheduler_and_workers(tmp_path, n_workers=1, nanny=False):
             p.wait(timeout=30)
 
 
+@pytest.mark.slow  # make test keeps the cheaper real-process cases of tests/test_distributed_kills.py
 def test_cli_on_a_real_scheduler_and_worker(parts, client, tmp_path):
     """train, predict and eval with --dask tcp://127.0.0.1:PORT: the same model bytes as the
     in-process cluster, the same scores as one process, all header facts true."""
@@ -298,40 +300,11 @@ def test_predict_and_eval_over_parts(parts, client, tmp_path):
 
 
 @pytest.mark.slow
-def test_scheduler_lost_mid_fit(parts, tmp_path):
-    """The scheduler killed during training: one line, exit 2, no model."""
-    paths, _ = parts
-    with scheduler_and_workers(tmp_path) as (address, procs):
-        env = _env()
-        env["RANKKIT_DASK_TIMEOUT"] = "3"
-        proc = subprocess.Popen([sys.executable, "-m", "rankkit", "train", *paths, "m.model", "-C", "1", "--tol", "1e-12",
-                                 "--dask", address, "-v"], cwd=tmp_path, env=env, stdin=subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        try:
-            lines = []
-            for raw in proc.stderr:
-                lines.append(raw.decode())
-                if raw.startswith(b"iter   1"):
-                    os.killpg(procs[0].pid, signal.SIGKILL)
-                    break
-            rest = proc.communicate(timeout=120)[1].decode()
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-        err = "".join(lines) + rest
-    assert proc.returncode == 2, err
-    assert "Traceback" not in err
-    last = err.strip().splitlines()[-1]
-    assert last.startswith("rankkit: error: the Dask cluster failed during the run") and "no output written" in last, err
-    assert not (tmp_path / "m.model").exists()
-
-
-@pytest.mark.slow
 def test_worker_killed_mid_fit(parts, tmp_path):
     """A worker process killed by SIGKILL in the middle of a fit: its parts are read again on the
     other worker, and the model has the same bytes as an undisturbed fit."""
     paths, _ = parts
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, scheduler_kwargs=QUIET,
                                   silence_logs=50, env={"NUMBA_NUM_THREADS": "1"}) as cluster, \
             distributed.Client(cluster) as c:
         ref = fit_newton(paths, c, C=0.01, loss="logistic")[0].w.tobytes()
@@ -417,3 +390,114 @@ def test_python_api_fit_parts_on_a_client_equals_one_process(parts, client):
         rankkit.RankSVM(loss="hinge").fit_parts(paths, client=client)
     with pytest.raises(rankkit.UsageError, match="solver 'newton'"):
         rankkit.RankSVM(solver="newton-pairs").fit_parts(paths, client=client)
+
+
+def test_python_predict_and_evaluate_over_parts(parts, client, tmp_path):
+    """rankkit.predict_parts / rankkit.evaluate_parts: on a cluster and in this process, the scores
+    of the estimator on the concatenated file and rankkit.evaluate's metrics, bit for bit."""
+    import rankkit
+
+    paths, _ = parts
+    X, y, qid = rankkit.load_svmlight_file(str(SAMPLE), query_id=True)
+    ranker = rankkit.RankSVM(C=0.01).fit(X, y, qid=qid)
+    one = ranker.predict(X)
+    for c in (client, None):
+        scores = rankkit.predict_parts(ranker, str(Path(paths[0]).parent / "part-*.txt"), client=c)
+        assert scores.tobytes() == one.tobytes()
+        means, each = rankkit.evaluate_parts(paths, scores, client=c, metrics=("ndcg@10", "map"), per_query=True)
+        ref, ref_each = rankkit.evaluate(y, one, qid=qid, metrics=("ndcg@10", "map"), per_query=True)
+        assert means == ref
+        assert each["qid"].tolist() == ref_each["qid"].tolist()
+        np.testing.assert_array_equal(each["map"], ref_each["map"])
+    ranker.save(str(tmp_path / "m.model"))
+    np.savetxt(tmp_path / "s.txt", one, fmt="%.17g")
+    assert rankkit.predict_parts(str(tmp_path / "m.model"), paths, client=client).tobytes() == one.tobytes()
+    assert rankkit.evaluate_parts(paths, str(tmp_path / "s.txt"), client=client, metrics="map") == \
+        rankkit.evaluate(y, one, qid=qid, metrics="map")
+    assert issubclass(rankkit.ClusterError, rankkit.RankkitError)
+    with pytest.raises(rankkit.ClusterError, match="not a scheduler address"):
+        rankkit.predict_parts(ranker, paths, client="nowhere")
+
+
+def test_eval_several_scores_files_over_parts_and_stdin_refused(parts, client, tmp_path):
+    """`eval PARTS... A.scores B.scores --dask`: two systems side by side with the paired test, as
+    one-process `eval DATA A B` (the SCORES files told from the parts by their content), never
+    A.scores read as a part; `train - M --dask`: refused in one line before any cluster starts."""
+    from rankkit import commands
+
+    paths, _ = parts
+    model = tmp_path / "m.model"
+    commands.train(str(SAMPLE), str(model), solver="newton", params={"C": 0.01}, warn=lambda m: None)
+    commands.predict(str(SAMPLE), str(model), str(tmp_path / "a.scores"))
+    rng = np.random.default_rng(0)
+    np.savetxt(tmp_path / "b.scores", rng.normal(size=sum(1 for _ in SAMPLE.open("rb"))), fmt="%.17g")
+    shown, shown1 = [], []
+    a, b = str(tmp_path / "a.scores"), str(tmp_path / "b.scores")
+    commands.eval_parts([*paths, a], b, dask=client, metrics=("ndcg@10", "map"), fmt="json", echo=shown.append,
+                        permutations=500)
+    commands.evaluate((str(SAMPLE), a, b), metrics=("ndcg@10", "map"), fmt="json", echo=shown1.append,
+                      permutations=500)
+    assert json.loads("\n".join(shown)) == json.loads("\n".join(shown1))
+    proc = rankkit("train", "-", "m.model", "--dask", "tcp://127.0.0.1:9", cwd=tmp_path, stdin=SAMPLE.read_bytes())
+    assert_one_line_error(proc, "standard input (-) cannot be a part with --dask")
+
+
+def test_parts_joined_in_place_equal_the_copying_join(parts, tmp_path):
+    """concatenate(consume=True) (what `train PARTS...` runs in one process: the first part's arrays
+    grown in place, each later part copied in and freed) gives the arrays of the copying join,
+    also when one part needs int32 column indices and the others fit uint16."""
+    paths, _ = parts
+    wide = tmp_path / "wide.txt"
+    wide.write_bytes(b"2 qid:900001 3:1 70000:0.5\n0 qid:900001 1:1\n1 qid:900002 2:1 # docid = x\n0 qid:900002 4:2\n")
+    for files in (paths, [*paths, str(wide)]):
+        ref = concatenate([read_svmlight(p, narrow_indices=True) for p in files])
+        held = [read_svmlight(p, narrow_indices=True) for p in files]
+        got = concatenate(held, consume=True)
+        assert held == []
+        for name in ("data", "indptr", "y", "qid", "qptr"):
+            a, b = getattr(got, name), getattr(ref, name)
+            assert a.dtype == b.dtype and a.tobytes() == b.tobytes(), name
+        np.testing.assert_array_equal(got.indices, ref.indices)  # kept narrow (uint16) while every part is
+        assert got.indices.dtype == (np.int32 if files[-1] == str(wide) else np.uint16)
+        assert (got.n_features, got.source, got.n_pairs) == (ref.n_features, ref.source, ref.n_pairs)
+
+
+def test_a_part_a_worker_cannot_see_names_the_worker(parts, client, tmp_path):
+    """A relative part is made absolute on the client; a part missing where the worker looks is
+    one DataError naming the path, the worker and its host."""
+    paths, _ = parts
+    missing = tmp_path / "gone" / "part-9.txt"
+    with pytest.raises(DataError, match=re.escape(f"{missing}: no such file on the Dask worker ") + r"\S+ \(host "):
+        fit_newton([paths[0], str(missing)], client)
+    import rankkit
+
+    with pytest.raises(DataError, match="no such file on the Dask worker"):
+        rankkit.predict_parts(rankkit.RankSVM(C=0.01).fit_parts(paths[:1]), [str(missing)], client=client)
+
+
+def test_predict_out_dir_is_all_or_nothing(parts, client, tmp_path, monkeypatch):
+    """predict PARTS --out-dir: a run that fails at the third part leaves no score file (and no
+    staged one); the earlier files of a previous run are left as they were."""
+    from rankkit import commands
+    from rankkit.distributed import commands as DC
+
+    paths, _ = parts
+    model = tmp_path / "m.model"
+    commands.train(str(SAMPLE), str(model), solver="newton", params={"C": 0.01}, warn=lambda m: None)
+    out = tmp_path / "per"
+    out.mkdir()
+    (out / "part-0.txt.scores").write_text("old\n")
+    real = DC._score_part
+    seen = []
+
+    def failing(path, *args):  # in-process workers share this module
+        seen.append(path)
+        if path.endswith("part-2.txt"):
+            raise DataError(path, "made to fail")
+        return real(path, *args)
+
+    monkeypatch.setattr(DC, "_score_part", failing)
+    with pytest.raises(DataError, match="made to fail"):
+        commands.predict_parts(paths, str(model), out_dir=str(out), dask=client)
+    assert sorted(p.name for p in out.iterdir()) == ["part-0.txt.scores"]
+    assert (out / "part-0.txt.scores").read_text() == "old\n"

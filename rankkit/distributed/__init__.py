@@ -7,6 +7,10 @@ training). Dask is imported only when a function here runs (`pip install 'rankki
     rankkit/distributed/path.py      the warm-started grid of C on a cluster
     rankkit/distributed/parts.py     several parts in one process (no Dask): joined as if concatenated
     rankkit/distributed/commands.py  the CLI's use cases over parts (train, predict, eval)
+
+Python: fit_newton (and RankSVM.fit_parts), predict_parts and evaluate_parts (also rankkit.predict_parts,
+rankkit.evaluate_parts); every cluster failure is a rankkit.ClusterError (exit status 2 on the CLI).
+SGDRanker has no fit on a cluster: see README, Distributed training, "Not supported".
 """
 
 from __future__ import annotations
@@ -41,4 +45,91 @@ def fit_newton(parts, client, *, C: float = 1.0, loss: str = "squared-hinge", to
                delta=delta, query_weights=query_weights, zero_based=zero_based, log=log, w0=w0)
 
 
-__all__ = ["fit_newton"]
+def predict_parts(model, parts, client=None, *, zero_based=None):
+    """Scores of every document of `parts` under `model`, as ``rankkit predict PARTS... --dask``.
+
+    Parameters
+    ----------
+    model : Ranker, model or str
+        A fitted rankkit estimator, a model (``rankkit.load_model``) or a model file's path.
+    parts : str or sequence of str
+        Paths or globs (expanded here, sorted) of SVMlight/LETOR files; on a cluster, paths the
+        workers can read (made absolute here) or URLs that fsspec reads.
+    client : dask.distributed.Client or str, optional
+        A Client (used as it is), an address ``tcp://host:8786`` or ``local[:N]``; None reads
+        the parts in this process, one at a time.
+    zero_based : bool, optional
+        The parts' feature indices start at 0 (default: as the model says).
+
+    Returns
+    -------
+    ndarray of float64, shape (n_documents,)
+        The parts' documents in part order, each part's in file order: what ``rankkit predict``
+        writes for the concatenated file. The client holds them all; for more documents than fit
+        here, ``rankkit predict PARTS... --out-dir DIR --dask`` writes one file per part.
+
+    Raises
+    ------
+    rankkit.DataError, rankkit.ModelError, rankkit.UsageError, rankkit.ClusterError
+
+    Examples
+    --------
+    >>> import rankkit
+    >>> ranker = rankkit.RankSVM(C=0.01).fit_parts(["data/sample.train.txt"])
+    >>> scores = rankkit.predict_parts(ranker, ["data/sample.vali.txt", "data/sample.test.txt"])
+    >>> scores.shape
+    (1283,)
+    >>> scores = rankkit.predict_parts(ranker, "data/sample.*.txt", client="local:2")  # doctest: +SKIP
+    """
+    from rankkit.distributed.commands import score_parts
+
+    return score_parts(parts, model, dask=client, zero_based=zero_based)
+
+
+def evaluate_parts(parts, scores, client=None, *, metrics=("ndcg@10", "map"), convention: str = "letor4",
+                   per_query: bool = False, empty_query=None, zero_based: bool = False):
+    """Ranking metrics of `scores` against the labels of `parts`, as ``rankkit eval PARTS... SCORES
+    --dask`` and ``rankkit.evaluate`` on the same data in one file compute them.
+
+    Parameters
+    ----------
+    parts : str or sequence of str
+        Paths or globs of SVMlight/LETOR files, each holding whole queries (a query in two parts
+        is a DataError naming both).
+    scores : array-like of float or str
+        The score of every document of the parts in part order (as ``predict_parts`` returns
+        them), or a SCORES file's path.
+    client : dask.distributed.Client or str, optional
+        As in ``predict_parts``; None computes in this process, one part at a time.
+    metrics, convention, per_query, empty_query
+        As in ``rankkit.evaluate``.
+    zero_based : bool, default False
+        The parts' feature indices start at 0.
+
+    Returns
+    -------
+    dict
+        ``{metric: mean over the queries}``.
+    dict, only with ``per_query=True``
+        ``{"qid": int64[n_queries], metric: float64[n_queries], ...}``, the parts' queries in part order.
+
+    Raises
+    ------
+    rankkit.DataError, rankkit.UsageError, rankkit.ClusterError
+
+    Examples
+    --------
+    >>> import rankkit
+    >>> ranker = rankkit.RankSVM(C=0.01).fit_parts(["data/sample.train.txt"])
+    >>> parts = ["data/sample.vali.txt", "data/sample.test.txt"]
+    >>> means = rankkit.evaluate_parts(parts, rankkit.predict_parts(ranker, parts), metrics="map")
+    >>> sorted(means)
+    ['map']
+    """
+    from rankkit.distributed.commands import evaluate_over_parts
+
+    return evaluate_over_parts(parts, scores, dask=client, metrics=metrics, convention=convention,
+                               per_query=per_query, empty_query=empty_query, zero_based=zero_based)
+
+
+__all__ = ["fit_newton", "predict_parts", "evaluate_parts"]

@@ -5,6 +5,7 @@ fitted and described by rankkit.training, the tables shown by rankkit.app.report
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import time
@@ -14,7 +15,7 @@ import numpy as np
 from rankkit import metrics as M
 from rankkit import training
 from rankkit.app.report import docids, format_label, print_evaluation, short_query_notes
-from rankkit.distributed.cluster import ClusterError, cluster_failures, connect, describe_failure, is_cluster_failure
+from rankkit.distributed.cluster import cluster_failures, connect, watch
 from rankkit.distributed.newton import fit_newton
 from rankkit.distributed.parts import concatenate, expand_parts, joined_name
 from rankkit.distributed.worker import apply_threads, read_part
@@ -28,6 +29,8 @@ from rankkit.io.svmlight import FileDigest, display_name, read_svmlight
 from rankkit.io.trec import lexicographic_rank
 from rankkit.scoring import model_scores
 from rankkit.solvers.options import CLI_NAMES, check_dask
+from rankkit.evaluation import summarize
+from rankkit.io.files import iter_blocks
 
 
 def _parts_sha(facts) -> str:
@@ -57,6 +60,7 @@ def train_parts(patterns, model_file, dask=None, solver=None, params=None, query
     stochastic = {k: v for k, v in (stochastic or {}).items() if v is not None}
     if dask is None:
         return _train_joined(parts, model_file, solver, params, stochastic, query_weights_file, zero_based, log, warn, t0)
+    _no_stdin(parts)
     for key in STOCHASTIC_KEYS:
         if key in stochastic:
             raise UsageError(f"{CLI_NAMES[key]} is not offered with --dask (it trains --solver newton)")
@@ -100,13 +104,13 @@ def _train_joined(parts, model_file, solver, params, stochastic, query_weights_f
     if plan.spec.factorized:
         raise UsageError("--solver factorized trains on one file (its factors are per training document)")
     datasets, shas, nbytes = [], [], 0
-    for p in parts:  # each part read as `rankkit train` reads a file (its group file too), hashed as it streams
-        digest = FileDigest()
-        datasets.append(read_svmlight(p, zero_based, digest=digest))
+    for p in parts:  # each part read as `rankkit train` reads a file (its group file, narrow column indices for
+        digest = FileDigest()  # the exact linear solvers), hashed as it streams
+        datasets.append(read_svmlight(p, zero_based, digest=digest, narrow_indices=plan.narrow_indices))
         shas.append((p, digest.hexdigest()))
         nbytes += digest.nbytes
-    ds = concatenate(datasets)
-    del datasets
+    group_files = [ds.group_file for ds in datasets if ds.group_file is not None]
+    ds = concatenate(datasets, consume=True)  # grown in place: the data plus one part at the peak, not twice the data
     if log:
         log(f"read {len(parts)} parts: {ds.n_rows} documents, {ds.n_queries} queries, {ds.n_pairs} pairs, "
             f"{ds.n_features} features in {time.perf_counter() - t0:.3f}s")
@@ -115,6 +119,8 @@ def _train_joined(parts, model_file, solver, params, stochastic, query_weights_f
     if query_weights_file is not None:
         weights = weights_for(ds, read_query_weights(query_weights_file), query_weights_file)
     facts = {"query_weights_file": display_name(query_weights_file)} if query_weights_file is not None else {}
+    if group_files:  # the group files that numbered the parts' queries, as on a cluster
+        facts["group_file"] = joined_name(group_files)
     facts.update({"index_base": 0 if zero_based else 1, "group_queries": False, "auc": False,
                   "train_file": joined_name(parts), "train_file_bytes": nbytes, "parts_sha256": _parts_sha(shas),
                   "parts": len(parts), "workers": 1})
@@ -148,21 +154,10 @@ def _write_score_lines(fh, scores) -> None:
 
 def _ordered(client, fn, items, *args):
     """fn(item, *args) on the cluster for every item; yields the results in item order, each
-    released once read (the client holds one part's result at a time)."""
-    futures = [client.submit(fn, it, *args, pure=False) for it in items]
-    try:
-        for f in futures:
-            try:
-                out = f.result()
-            except Exception as exc:
-                if isinstance(exc, (DataError, UsageError)) or not is_cluster_failure(exc):
-                    raise
-                raise ClusterError(f"the Dask cluster failed during the run ({describe_failure(exc)}); no output written") from None
-            f.release()
-            yield out
-    finally:
-        for f in futures:
-            f.release()
+    released once read (the client holds one part's result at a time). Bounded waits, tasks
+    submitted again when their workers are lost (rankkit.distributed.cluster.Watch)."""
+    items = list(items)
+    yield from watch(client).ordered(lambda k, live: client.submit(fn, items[k], *args, pure=False), len(items))
 
 
 def predict_parts(patterns, model_file, out_file=None, out_dir=None, dask=None, zero_based=None, fmt="scores",
@@ -174,6 +169,7 @@ def predict_parts(patterns, model_file, out_file=None, out_dir=None, dask=None, 
     if (out_file is None) == (out_dir is None):
         raise UsageError("give OUT (one file, in part order) or --out-dir DIR (one file per part), not both")
     parts = expand_parts(patterns)
+    _no_stdin(parts)
     outs = []
     if out_dir is not None:
         if not os.path.isdir(out_dir):
@@ -199,29 +195,43 @@ def predict_parts(patterns, model_file, out_file=None, out_dir=None, dask=None, 
                 for scores in results:
                     _write_score_lines(fh, scores)
                     n += scores.shape[0]
-        else:
-            for o, scores in zip(outs, results):
-                with atomic_open(o) as fh:
-                    _write_score_lines(fh, scores)
-                n += scores.shape[0]
+        else:  # all or nothing: each part's file staged complete, all put in place only once every part is
+            staged = []
+            try:
+                for o, scores in zip(outs, results):
+                    stage = os.path.join(os.path.dirname(o) or ".", f".{os.path.basename(o)}.rankkit-staged")
+                    staged.append(stage)
+                    with atomic_open(stage) as fh:
+                        _write_score_lines(fh, scores)
+                    n += scores.shape[0]
+            except BaseException:
+                for stage in staged:
+                    with contextlib.suppress(OSError):
+                        os.unlink(stage)
+                raise
+            for stage, o in zip(staged, outs):
+                os.replace(stage, o)
     if log:
         log(f"scored {n} documents in {len(parts)} parts with {model_file} in {time.perf_counter() - t0:.3f}s")
 
 
 def _eval_part(item, names, convention, empty_query, zero_based):
-    """On a worker: the per-query metric table of one part under its slice of the scores."""
+    """On a worker: the per-query metric tables of one part, one per system (its slice of each
+    SCORES file)."""
     apply_threads()
-    path, scores = item
+    path, slices = item
     ds = read_part(path, zero_based=zero_based)
-    if scores.shape[0] != ds.n_rows:
-        return ("count", ds.n_rows)
     tiebreak = lexicographic_rank(docids(ds)) if convention == "trec" else None
-    try:
-        table = M.per_query_table(names, ds.y, scores, ds.qptr, convention, tiebreak=tiebreak, empty_query=empty_query)
-    except M.GainOverflow as exc:
-        raise DataError(display_name(path), f"label '{format_label(exc.label)}' {exc.reason}", int(ds.line[exc.row])) from None
+    tables = []
+    for scores in slices:
+        try:
+            tables.append(M.per_query_table(names, ds.y, scores, ds.qptr, convention, tiebreak=tiebreak,
+                                            empty_query=empty_query))
+        except M.GainOverflow as exc:
+            raise DataError(display_name(path), f"label '{format_label(exc.label)}' {exc.reason}",
+                            int(ds.line[exc.row])) from None
     qids = [str(q) for q in ds.qid[ds.qptr[:-1]].tolist()] if ds.has_qid else ["1"]
-    return qids, table, ds.n_rows, np.diff(ds.qptr)
+    return qids, tables, ds.n_rows, np.diff(ds.qptr)
 
 
 def _count_part(path, zero_based):
@@ -229,26 +239,88 @@ def _count_part(path, zero_based):
     return read_part(path, zero_based=zero_based).n_rows
 
 
+def looks_like_scores(path: str) -> bool:
+    """A file whose first line is one number (a SCORES file), not a line of SVMlight data (which
+    always has a `qid:` or `index:value` field)."""
+    if path == "-" or not os.path.isfile(path):  # a glob, a URL, standard input: PARTS, never SCORES
+        return False
+    blocks = iter_blocks(path, 1 << 16)
+    try:
+        head = next(blocks, b"")
+    except (DataError, ValueError, OSError):
+        return False
+    finally:
+        blocks.close()
+    for line in bytes(head).splitlines()[:-1] or bytes(head).splitlines():
+        fields = line.split()
+        if fields:
+            try:
+                float(fields[0])
+            except ValueError:
+                return False
+            return len(fields) == 1
+    return False
+
+
+def split_scores(patterns, scores_file) -> tuple[list, list]:
+    """`eval PARTS... SCORES... --dask`: (PARTS, SCORES files). The last argument is SCORES; the
+    arguments before it that are SCORES files too (by their content: one number per line) are
+    the other systems, compared with the first; at least one PART is left."""
+    patterns = [str(p) for p in patterns]
+    scores = [scores_file] if isinstance(scores_file, (str, os.PathLike)) else [str(s) for s in scores_file]
+    while len(patterns) > 1 and looks_like_scores(patterns[-1]):
+        scores.insert(0, patterns.pop())
+    if not patterns:
+        raise UsageError("eval --dask needs PARTS... SCORES...")
+    if looks_like_scores(patterns[-1]):
+        raise UsageError(f"{patterns[-1]} holds scores, not data: eval --dask needs PARTS... before the SCORES files")
+    return patterns, [str(s) for s in scores]
+
+
 def eval_parts(patterns, scores_file, dask=None, metrics=None, convention="letor4", empty_query=None, fmt="table",
-               per_query=False, zero_based=False, echo=print, log=None):
-    """`rankkit eval PARTS... SCORES --dask`: SCORES holds the scores of all the parts in part
-    order (as `predict PARTS... --dask` writes it); the metrics are computed on the workers, per
-    part, and averaged here over all the queries. A query in two parts is an error."""
+               per_query=False, zero_based=False, echo=print, log=None, test="randomization", permutations=10_000,
+               seed=0):
+    """`rankkit eval PARTS... SCORES... --dask`: each SCORES file holds the scores of all the parts
+    in part order (as `predict PARTS... --dask` writes it); the metrics are computed on the workers,
+    per part, and averaged here over all the queries; several SCORES files are compared side by
+    side with the paired test of one-process `rankkit eval` (test, permutations, seed). SCORES
+    files given among the PARTS are recognised by their content (split_scores). A query in two
+    parts is an error."""
     names = tuple(metrics) if metrics else M.DEFAULT_METRICS
     for m in names:
         M.parse_metric(m)
+    patterns, scores_files = split_scores(patterns, scores_file)
     parts = expand_parts(patterns)
-    scores = read_scores(scores_file)
+    _no_stdin(parts)
+    all_scores = [read_scores(f) for f in scores_files]
+    qids, tables, n_rows, lengths = _eval_tables(parts, all_scores, scores_files, dask, names, convention, empty_query,
+                                                 zero_based, log)
+    systems = [(display_name(f), qids, tables[i]) for i, f in enumerate(scores_files)]
+    means, pvalues = summarize(systems, names, test, permutations, seed)
+    header = f"convention {convention}: {M.describe(convention)}"
+    if len(systems) > 1:
+        what = f"{permutations} permutations, seed {seed}" if test == "randomization" else "two-sided"
+        header += f"\nsignificance: paired {test} test ({what}) of each system against {systems[0][0]}"
+    described = f"{len(qids)} queries, {n_rows} documents in {len(parts)} parts ({parts[0]} ...)"
+    described += short_query_notes(names, convention, np.concatenate(lengths))
+    print_evaluation(echo, fmt, names, systems, means, pvalues, per_query, header, described, convention)
+    return means[0] if len(means) == 1 else means
+
+
+def _eval_tables(parts, all_scores, scores_names, dask, names, convention, empty_query, zero_based, log):
+    """The per-query tables of each system over the parts: (query ids as text, [{metric: values}
+    per system], documents, documents per query). On the cluster, or here (dask None)."""
     qids, lengths, tables, n_rows = [], [], [], 0
-    with connect(dask, log=log) as client, cluster_failures():
-        counts = list(_ordered(client, _count_part, parts, zero_based))
+    with _mapper(dask, log) as each:
+        counts = list(each(_count_part, parts, zero_based))
         total = sum(counts)
-        if scores.shape[0] != total:
-            raise DataError(display_name(scores_file), f"has {scores.shape[0]} scores but the {len(parts)} parts have "
-                            f"{total} documents")
+        for f, scores in zip(scores_names, all_scores):
+            if scores.shape[0] != total:
+                raise DataError(display_name(f), f"has {scores.shape[0]} scores but the {len(parts)} parts have "
+                                f"{total} documents")
         starts = np.cumsum([0] + counts)
-        items = [(p, scores[starts[k]:starts[k + 1]]) for k, p in enumerate(parts)]
-        for out in _ordered(client, _eval_part, items, names, convention, empty_query, zero_based):
+        items = [(p, [s[starts[k]:starts[k + 1]] for s in all_scores]) for k, p in enumerate(parts)]
+        for out in each(_eval_part, items, names, convention, empty_query, zero_based):
             q, table, n, ln = out
             qids.extend(q)
             tables.append(table)
@@ -261,11 +333,67 @@ def eval_parts(patterns, scores_file, dask=None, metrics=None, convention="letor
             raise DataError(display_name(parts[k]), f"qid {q} is also in the part {parts[seen[q]]}: a query split "
                             "across parts (each query must be whole in one part)")
         seen[q] = k
-    table = {m: np.concatenate([t[m] for t in tables]) for m in names}
-    systems = [(display_name(scores_file), qids, table)]
-    means = [{m: float(np.nanmean(table[m])) if np.any(~np.isnan(table[m])) else float("nan") for m in names}]
-    header = f"convention {convention}: {M.describe(convention)}"
-    described = f"{len(qids)} queries, {n_rows} documents in {len(parts)} parts ({parts[0]} ...)"
-    described += short_query_notes(names, convention, np.concatenate(lengths))
-    print_evaluation(echo, fmt, names, systems, means, [None], per_query, header, described, convention)
-    return means[0]
+    merged = [{m: np.concatenate([t[i][m] for t in tables]) for m in names} for i in range(len(all_scores))]
+    return qids, merged, n_rows, lengths
+
+
+@contextlib.contextmanager
+def _mapper(dask, log):
+    """each(fn, items, *args): fn(item, *args) for every item, in item order: on the cluster
+    (`dask` an address or Client), or in this process one item at a time (dask None)."""
+    if dask is None:
+        yield lambda fn, items, *args: (fn(it, *args) for it in items)
+        return
+    with connect(dask, log=log) as client, cluster_failures():
+        yield lambda fn, items, *args: _ordered(client, fn, items, *args)
+
+
+def score_parts(patterns, model, dask=None, zero_based=None, log=None) -> np.ndarray:
+    """The Python face of `predict PARTS... --dask`: the scores of every document of the parts in
+    part order (each part's documents in file order), as one array. `model`: a fitted estimator,
+    a Model (or a foreign model), or a model file's path."""
+    parts = expand_parts([patterns] if isinstance(patterns, (str, os.PathLike)) else patterns)
+    if dask is not None:
+        _no_stdin(parts)
+    model = getattr(model, "model_", model)
+    if isinstance(model, (str, os.PathLike)):
+        model = load_model(os.fspath(model))
+    if not hasattr(model, "n_features"):
+        raise UsageError(f"model: a fitted rankkit estimator, a model or a model file's path, not {type(model).__name__}")
+    if isinstance(model, ForeignModel) and zero_based:
+        raise UsageError(f"zero_based: a {model.format} model numbers features from 1, like {model.format} itself")
+    base0 = model.zero_based if zero_based is None else zero_based
+    with _mapper(dask, log) as each:
+        out = list(each(_score_part, parts, model, base0))
+    return np.concatenate(out) if out else np.zeros(0)
+
+
+def evaluate_over_parts(patterns, scores, dask=None, metrics=None, convention="letor4", per_query=False,
+                        empty_query=None, zero_based=False, log=None):
+    """The Python face of `eval PARTS... SCORES --dask`: {metric: mean over the queries} (and,
+    with per_query, {"qid": ..., metric: per-query values}) of `scores` (an array of every
+    document's score in part order, or a SCORES file's path) against the parts' labels, as
+    rankkit.evaluate computes them on the same data in one file."""
+    names = (metrics,) if isinstance(metrics, str) else (tuple(metrics) if metrics else M.DEFAULT_METRICS)
+    for m in names:
+        M.parse_metric(m)
+    parts = expand_parts([patterns] if isinstance(patterns, (str, os.PathLike)) else patterns)
+    if dask is not None:
+        _no_stdin(parts)
+    if isinstance(scores, (str, os.PathLike)):
+        label, values = display_name(os.fspath(scores)), read_scores(os.fspath(scores))
+    else:
+        label, values = "scores", np.asarray(scores, dtype=np.float64).ravel()
+    qids, tables, _, _ = _eval_tables(parts, [values], [label], dask, names, convention, empty_query, zero_based, log)
+    (means,), _ = summarize([(label, qids, tables[0])], names)
+    if not per_query:
+        return means
+    each = {"qid": np.array([int(q) for q in qids], dtype=np.int64), **tables[0]}
+    return means, each
+
+
+def _no_stdin(parts) -> None:
+    """Standard input cannot be a part on a cluster: refused before any cluster is started."""
+    if "-" in parts:
+        raise UsageError("standard input (-) cannot be a part with --dask (the workers cannot read it): "
+                         "give a file or URL the workers can read")

@@ -28,7 +28,7 @@ from dataclasses import replace
 import numpy as np
 
 from rankkit.distributed import worker as W
-from rankkit.distributed.cluster import ClusterError, cluster_failures, connect, describe_failure, is_cluster_failure, workers
+from rankkit.distributed.cluster import ClusterError, cluster_failures, connect, watch, workers
 from rankkit.distributed.parts import expand_parts
 from rankkit.errors import DataError, UsageError
 from rankkit.io.svmlight import display_name
@@ -55,7 +55,8 @@ class Problem:
             raise UsageError("no parts to train on")
         self.fit_id = uuid.uuid4().hex
         self.specs = [W.PartSpec(self.fit_id, k, p, bool(zero_based)) for k, p in enumerate(self.parts)]
-        live = workers(client)
+        self.watch = watch(client)  # every wait bounded (rankkit.distributed.cluster.Watch)
+        live = self.watch.live() if client.status == "running" else workers(client)
         if not live:
             raise ClusterError("the Dask cluster has no worker")
         self.where = [live[k % len(live)] for k in range(len(self.parts))]
@@ -66,6 +67,7 @@ class Problem:
         self.bytes_out = 0  # back from the workers (partial sums)
         self.compute = 0.0  # critical path of the rounds: the busiest worker's compute
         self.wall = 0.0  # wall time of the rounds on the client
+        self._submits = 0  # tasks submitted (a suffix making every task key new)
         self._keys = 0  # names of the points (w) and directions (d) whose state the workers cache
         t0 = time.perf_counter()
         self._load()
@@ -74,18 +76,30 @@ class Problem:
         self.loaded = (self.rounds, self.compute, self.wall, self.bytes_in + self.bytes_out)  # the fits' figures start here
 
     # -- rounds -------------------------------------------------------------------------------
+    def _place(self, live) -> None:
+        """Parts whose worker is gone go to the live workers, round-robin in part order."""
+        alive = set(live)
+        for k in range(len(self.where)):
+            if self.where[k] not in alive:
+                self.where[k] = live[k % len(live)]
+
+    def _submit(self, fn, k, *args, key=None):
+        self._submits += 1
+        return self.client.submit(fn, self.specs[k], *args, workers=[self.where[k]], allow_other_workers=True,
+                                  pure=False, key=f"{key}-{self._submits}" if key else None)
+
     def _round(self, fn, *args, sent_bytes=0):
-        """One task per part, results in part order. Returns the results."""
+        """One task per part, results in part order. Returns the results. A round whose workers
+        change under it is submitted again (rankkit.distributed.cluster.Watch): the same results."""
         t0 = time.perf_counter()
-        futures = [self.client.submit(fn, spec, *args, key=f"rankkit-{fn.__name__}-{self.fit_id[:8]}-{self.rounds}-{k}",
-                                      workers=[self.where[k]], allow_other_workers=True, pure=False)
-                   for k, spec in enumerate(self.specs)]
+        tag = f"rankkit-{fn.__name__}-{self.fit_id[:8]}-{self.rounds}"
+
+        def submit(live):
+            self._place(live)
+            return [self._submit(fn, k, *args, key=f"{tag}-{k}") for k in range(len(self.specs))]
+
         self.rounds += 1
-        try:
-            outs = [self._result(f) for f in futures]
-        finally:
-            for f in futures:
-                f.release()
+        outs = self.watch.gather(submit)
         per_worker: dict = {}
         results = []
         for k, (res, seconds, addr, rebuilt) in enumerate(outs):
@@ -104,23 +118,14 @@ class Problem:
         self.bytes_out += sum(_nbytes(r) for r in results)
         return results
 
-    def _result(self, future):
-        """A future's result; a cluster failure becomes one ClusterError line, a RankkitError
-        raised on a worker (bad data in a part) stays itself."""
-        try:
-            return future.result()
-        except Exception as exc:
-            if isinstance(exc, (DataError, UsageError)) or not is_cluster_failure(exc):
-                raise
-            raise ClusterError(f"the Dask cluster failed during the run ({describe_failure(exc)}); no output written") from None
-
     def _call(self, fn, k, *args):
-        """fn(spec_k, *args) once, on part k's worker."""
-        f = self.client.submit(fn, self.specs[k], *args, workers=[self.where[k]], allow_other_workers=True, pure=False)
-        try:
-            return self._result(f)
-        finally:
-            f.release()
+        """fn(spec_k, *args) once, on part k's worker (a RankkitError raised there stays itself)."""
+
+        def submit(live):
+            self._place(live)
+            return [self._submit(fn, k, *args)]
+
+        return self.watch.gather(submit)[0]
 
     # -- loading and the checks a single process makes on the whole file ----------------------------
     def _load(self):
@@ -151,34 +156,28 @@ class Problem:
         if len(self.specs) == 1:
             return
         c = self.client
-        level = [c.submit(W.part_qids, spec, workers=[self.where[k]], allow_other_workers=True, pure=False)
-                 for k, spec in enumerate(self.specs)]
-        held = list(level)
-        while len(level) > 1:
-            nxt = [c.submit(W.merge_qids, level[i], level[i + 1], pure=False) for i in range(0, len(level) - 1, 2)]
-            if len(level) % 2:
-                nxt.append(level[-1])
-            held.extend(nxt)
-            level = nxt
-        try:
+
+        def submit(live):  # the whole tree, again if a worker is lost under it
+            self._place(live)
+            level = [self._submit(W.part_qids, k) for k in range(len(self.specs))]
+            held = list(level)
+            while len(level) > 1:
+                nxt = [c.submit(W.merge_qids, level[i], level[i + 1], pure=False) for i in range(0, len(level) - 1, 2)]
+                if len(level) % 2:
+                    nxt.append(level[-1])
+                held.extend(nxt)
+                level = nxt
             top = c.submit(_finding, level[0], pure=False)
-            found = self._result(top)
-            top.release()
-        finally:
-            for f in held:
+            for f in held:  # the scheduler keeps what `top` needs
                 f.release()
+            return [top]
+
+        found = self.watch.gather(submit)[0]
         if found is not None:
             _, q, a, b = found
-            line = self._call_plain(W.first_line_of_qid, b, q)
+            line = self._call(W.first_line_of_qid, b, q)
             raise DataError(self.parts[b], f"qid {q} is also in the part {self.parts[a]}: a query split across parts "
                             "(each query must be whole in one part)", line)
-
-    def _call_plain(self, fn, k, *args):
-        f = self.client.submit(fn, self.specs[k], *args, workers=[self.where[k]], allow_other_workers=True, pure=False)
-        try:
-            return self._result(f)
-        finally:
-            f.release()
 
     def _setup(self, loss, query_norm, rescale, delta, query_weights):
         loss = check_dask(None, loss)
@@ -203,7 +202,7 @@ class Problem:
         scale = C * max(self.n_pairs, 1)
         if not math.isfinite(big) or scale * big * big * max(self.n_features, 1) > MAGNITUDE_LIMIT:
             k = int(np.argmax([f["max_abs"] for f in self.facts]))
-            self._call_plain(W.check_magnitude, k, scale, f"-C {C:g}", "C x pairs", self.n_features)
+            self._call(W.check_magnitude, k, scale, f"-C {C:g}", "C x pairs", self.n_features)
 
     # -- the objective as partial sums -------------------------------------------------------------
     def fg(self, key, w):
@@ -245,7 +244,8 @@ class Problem:
     def close(self):
         """Free the parts on every worker (a lost connection is not an error here)."""
         try:
-            self.client.run(W.release, self.fit_id)
+            if self.client.status == "running":
+                self.client.run(W.release_soon, self.fit_id, wait=False)  # never waits on a lost cluster
         except Exception:
             pass
 

@@ -58,12 +58,19 @@ def shareable_qids(ds: Dataset) -> np.ndarray:
     return np.unique(ds.qid[ds.qptr[:-1]])
 
 
-def concatenate(datasets: list[Dataset]) -> Dataset:
+def concatenate(datasets: list[Dataset], consume: bool = False) -> Dataset:
     """One dataset holding the parts' rows in part order (queries stay contiguous). Line numbers
-    are dropped when there are several parts: a line number alone would not say which file."""
+    are dropped when there are several parts: a line number alone would not say which file.
+
+    consume: the list is the only holder of the parts (it is emptied): the first part's arrays
+    grow in place to the whole (a realloc, which moves pages rather than copying them) and each
+    later part is copied in and freed at once, so the peak is the data plus one part, not twice
+    the data (`rankkit train PARTS...` in one process)."""
     if len(datasets) == 1:
-        return datasets[0]
+        return datasets.pop() if consume else datasets[0]
     check_split(datasets)
+    if consume:
+        return _join_in_place(datasets)
     offsets = np.cumsum([0] + [ds.nnz for ds in datasets[:-1]])
     row_offsets = np.cumsum([0] + [ds.n_rows for ds in datasets[:-1]])
     indptr = np.concatenate([datasets[0].indptr[:1]] + [ds.indptr[1:] + o for ds, o in zip(datasets, offsets)])
@@ -84,6 +91,75 @@ def concatenate(datasets: list[Dataset]) -> Dataset:
         has_qid=True,
         labelled=labelled,
     )
+    return out.validate()
+
+
+def _grown(a: np.ndarray, n: int) -> np.ndarray:
+    """`a` (held by nothing else: the caller's reference is its last) with room for n items: a
+    realloc, which on Linux moves a large array's pages rather than copying them (numpy fills the
+    new tail with zeros, so only the tail's pages are new)."""
+    if a.base is None and a.flags.owndata and a.flags.c_contiguous:
+        a.resize((n,) + a.shape[1:], refcheck=False)
+        return a
+    out = np.empty((n,) + a.shape[1:], dtype=a.dtype)  # a view: copied once
+    out[:a.shape[0]] = a
+    return out
+
+
+def _trim() -> None:
+    """Give the heap's free pages back to the system (glibc's malloc_trim): arrays under malloc's
+    mmap threshold (which rises to the size of the last large array freed) come from the heap,
+    whose freed middle pages otherwise stay counted in the process's memory, part after part."""
+    global _MALLOC_TRIM
+    if _MALLOC_TRIM is None:
+        try:
+            import ctypes
+
+            _MALLOC_TRIM = ctypes.CDLL("libc.so.6").malloc_trim
+        except (OSError, AttributeError):  # not glibc: nothing to do
+            _MALLOC_TRIM = False
+    if _MALLOC_TRIM:
+        _MALLOC_TRIM(0)
+
+
+_MALLOC_TRIM = None
+
+
+def _join_in_place(datasets: list[Dataset]) -> Dataset:
+    """concatenate(consume=True): each later part appended to the first part's arrays, which grow
+    by that part's size only, then freed, so the peak is the joined data plus one part."""
+    sources = [ds.source for ds in datasets]
+    n_features = max(ds.n_features for ds in datasets)
+    wide = any(ds.indices.dtype != datasets[0].indices.dtype for ds in datasets)  # uint16 and int32 parts: int32
+    labelled = None
+    if any(ds.labelled is not None for ds in datasets):
+        labelled = np.concatenate([np.ones(ds.n_rows, bool) if ds.labelled is None else ds.labelled for ds in datasets])
+    first = datasets[0]
+    datasets[0] = None
+    row, nz, q = first.n_rows, first.nnz, first.n_queries
+    arrays = {"data": first.data, "indices": first.indices.astype(np.int32) if wide else first.indices,
+              "indptr": first.indptr, "y": first.y, "qid": first.qid, "qptr": first.qptr}
+    del first
+    for k in range(1, len(datasets)):
+        ds = datasets[k]
+        datasets[k] = None
+        n_rows, nnz, n_queries = ds.n_rows, ds.nnz, ds.n_queries
+        part = {"data": ds.data, "indices": ds.indices, "indptr": ds.indptr[1:] + nz, "y": ds.y, "qid": ds.qid,
+                "qptr": ds.qptr[1:] + row}
+        del ds
+        at = {"data": nz, "indices": nz, "indptr": row + 1, "y": row, "qid": row, "qptr": q + 1}
+        for key, start in at.items():  # field by field: the peak is the joined data plus one field of one part
+            piece = part.pop(key)
+            a = arrays.pop(key)  # the dict's reference was the last one besides `a`
+            a = _grown(a, start + piece.shape[0])
+            a[start:] = piece
+            arrays[key] = a
+            del a, piece
+        row, nz, q = row + n_rows, nz + nnz, q + n_queries
+        _trim()
+    datasets.clear()
+    out = Dataset(n_features=n_features, source=joined_name(sources), line=None, has_qid=True, labelled=labelled,
+                  **arrays)
     return out.validate()
 
 

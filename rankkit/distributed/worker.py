@@ -96,13 +96,29 @@ def _read(spec: PartSpec):
     """The part as one process reads the file (errors: `part:line: message`), and the SHA-256 and
     size of its (decompressed) bytes, recorded in the model."""
     digest = FileDigest()
+    _visible_here(spec.path)
     ds = read_svmlight(spec.path, spec.zero_based, groups=spec.group_file, digest=digest)
     return ds, digest.hexdigest(), digest.nbytes
+
+
+def _visible_here(path: str) -> None:
+    """A part this worker cannot see: a DataError naming the worker and its host (the path is
+    absolute, the client's; the workers must see the same file system)."""
+    if is_url(path) or os.path.exists(path):
+        return
+    where = _address()
+    if where.startswith("pid:"):  # not on a worker (predict_parts without a client): the reader's own words
+        return
+    import socket
+
+    raise DataError(display_name(path), f"no such file on the Dask worker {where} (host {socket.gethostname()}, "
+                    f"working directory {os.getcwd()}): the workers must see the parts at the path the client gives")
 
 
 def read_part(path: str, zero_based: bool = False, labels_optional: bool = False, group_file: str | None = "auto"):
     """A part as a Dataset (predict and eval over parts): opened as one process opens a file."""
     _readable_on_a_worker(path)
+    _visible_here(path)
     return read_svmlight(path, zero_based, labels_optional=labels_optional, groups=group_file)
 
 
@@ -306,6 +322,12 @@ def release(fit_id: str) -> int:
     return len(keys)
 
 
+async def release_soon(fit_id: str) -> int:
+    """release() as a coroutine: what Client.run(..., wait=False) needs (the client does not wait
+    on a cluster that may be lost)."""
+    return release(fit_id)
+
+
 def set_threads(n: int) -> int:
     """The number of kernel threads of this worker's tasks (run on every worker with client.run).
     Set for the worker process (rankkit.threads.apply); each task applies it again
@@ -321,3 +343,8 @@ def apply_threads() -> None:
     if _THREADS is not None:
         if threads.explicit() != _THREADS:
             threads.apply(_THREADS)
+
+
+def held_parts() -> int:
+    """How many parts this process holds (of every fit): what a test or an operator asks a worker."""
+    return len(_STATE)
