@@ -175,6 +175,13 @@ class _progress_bar:
             self.bar.__exit__(None, None, None)
 
 
+def _given(param: str) -> bool:
+    """The option was given on the command line (not left at its default)."""
+    from click.core import ParameterSource
+
+    return click.get_current_context().get_parameter_source(param) is not ParameterSource.DEFAULT
+
+
 def _use_threads(n: int | None) -> None:
     threads.apply(n)  # perf: the default is the free usable cores (rankkit/threads.py)
 
@@ -487,8 +494,8 @@ def convert(in_file, out_file, to, model_format, verbose):
     type=click.Choice(CONVENTION_NAMES),
     default=DEFAULT_CONVENTION,
     show_default=True,
-    help="Whose numbers to reproduce: letor4 / letor3 (official LETOR scripts), mslr, trec "
-    "(trec_eval), exp (RankLib / LightGBM / XGBoost). See the README.",
+    help="Whose numbers to reproduce: trec (trec_eval, pytrec_eval, ranx, scikit-learn), letor4 / letor3 "
+    "(official LETOR scripts), mslr, exp (RankLib / LightGBM / XGBoost). See the README.",
 )
 @click.option(
     "--empty-query",
@@ -575,13 +582,15 @@ def eval_(files, dask, metrics, convention, empty_query, fmt, per_query, test_na
         group_file=group_file,
         echo=_echo,
         log=_say if verbose else None,
+        convention_named=_given("convention"),
+        warn=_warn,
     )
 
 
 # -- path -------------------------------------------------------------------------------------
 @cli.command(name="path", context_settings=CONTEXT)
-@click.argument("train_file", metavar="[TRAIN", required=False)
-@click.argument("valid_file", metavar="VALID]", required=False)
+@click.argument("train_file", metavar="[TRAIN VALID | --folds DIR]", required=False)
+@click.argument("valid_file", metavar="", required=False)
 @click.option("--out-model", type=click.Path(dir_okay=False), default=None, help="Write the chosen model here.")
 @click.option("--table", type=click.Path(dir_okay=False), default=None,
               help="Write every point of the path as TSV (C, lambda, iterations, objective, loss, active set, metric).")
@@ -602,8 +611,11 @@ def eval_(files, dask, metrics, convention, empty_query, fmt, per_query, test_na
               help="--method exact: stop at this lambda = 1/C. [default: 1e-6 * the first breakpoint]")
 @click.option("--max-events", type=click.IntRange(min=1), default=None,
               help="--method exact: stop after this many events (with a warning). [default: max(10000, 4 x pairs)]")
-@click.option("-m", "--metric", default="ndcg@10", show_default=True,
-              help="Validation metric (any of rankkit eval's), LETOR 4.0 convention.")
+@click.option("-m", "--metric", "metrics", multiple=True,
+              help="Validation metric (any of rankkit eval's), repeatable: the first chooses C, all are reported. "
+              "[default: ndcg@10]")
+@click.option("--convention", type=click.Choice(CONVENTION_NAMES), default=DEFAULT_CONVENTION, show_default=True,
+              help="How the metrics are graded (as rankkit eval --convention).")
 @click.option("--select", type=click.Choice(["best", "1se"]), default="best", show_default=True,
               help="best: the highest validation metric; 1se: the smallest C within one standard error of it.")
 @click.option("--n-points", type=click.IntRange(min=2), default=30, show_default=True, help="Values of C on the grid.")
@@ -626,14 +638,26 @@ def eval_(files, dask, metrics, convention, empty_query, fmt, per_query, test_na
 @_threads
 @_verbose
 def path_(dask, train_file, valid_file, out_model, table, plot, method, graph, kernel, gamma, degree, coef0, lambda_min,
-          max_events, metric, select, n_points, ratio, folds, jobs, Cs, out_dir, zero_based, group_queries, group_file,
-          threads, verbose):
+          max_events, metrics, convention, select, n_points, ratio, folds, jobs, Cs, out_dir, zero_based, group_queries,
+          group_file, threads, verbose):
     """Regularisation path and model selection: train along a range of C, evaluate each point on
-    VALID, pick C (best or one-standard-error rule) and optionally save the chosen model."""
+    VALID, pick C (best or one-standard-error rule) and optionally save the chosen model.
+
+    \b
+    rankkit path TRAIN VALID [--out-model M]    one path, C chosen on VALID
+    rankkit path --folds DIR                     a path per FoldK of a LETOR directory
+    rankkit path --folds DIR -C c1 -C c2 ...     every fold trained at fixed values of C
+
+    With --folds, the grid path is the code `rankkit experiment DIR --solver newton` runs (same
+    choices and numbers for the same --n-points, --ratio, -m, --convention, --select); experiment
+    also writes the chosen models, test scores, tables and a significance test.
+    """
     from rankkit import commands
 
     _use_threads(threads)
+    metric = tuple(metrics) if metrics else ("ndcg@10",)
     commands.path(train_file, valid_file, out_model=out_model, table=table, plot=plot, method=method, metric=metric,
+                  convention=convention,
                   select=select, n_points=n_points, ratio=ratio, folds=folds, jobs=jobs, zero_based=zero_based,
                   group_queries=group_queries, group_file=group_file, log=_say if verbose else None,
                   echo=_echo_summary,

@@ -33,6 +33,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from rankkit import console, threads, training
+from rankkit.config import DEFAULT_CONVENTION
 from rankkit.datasets import as_dataset, per_query_weights
 from rankkit.distributed.parts import concatenate, expand_parts
 from rankkit.distributed import fit_newton  # dask itself is imported only when it runs
@@ -110,7 +111,7 @@ class Ranker:
     _metadata_params = {"fit": ("qid", "group", "query_weight", "eval_set", "eval_qid", "eval_group"),
                         "score": ("qid", "group", "sample_weight")}
     scoring_metric = "ndcg@10"
-    scoring_convention = "letor4"
+    scoring_convention = DEFAULT_CONVENTION
 
     # -- scikit-learn's parameter protocol ---------------------------------------------------------------
     @classmethod
@@ -254,7 +255,7 @@ class Ranker:
 
     def score(self, X, y, qid=None, group=None, sample_weight=None) -> float:
         """Mean ``scoring_metric`` (NDCG@10) over the queries, under ``scoring_convention``
-        (LETOR 4.0's rules by default, as ``rankkit eval``). Needs the queries: ``qid`` or ``group``.
+        (trec_eval's rules by default, as ``rankkit eval``). Needs the queries: ``qid`` or ``group``.
 
         In scikit-learn's model selection, enable metadata routing and ask for the query ids:
         ``sklearn.set_config(enable_metadata_routing=True)``,
@@ -467,7 +468,7 @@ class RankSVM(_Trainable):
         Progress on standard error.
     scoring_metric : str, default "ndcg@10"
         The metric of ``score``.
-    scoring_convention : str, default "letor4"
+    scoring_convention : str, default "trec" (rankkit.config.DEFAULT_CONVENTION, trec_eval's numbers)
         The metric convention of ``score`` (see ``rankkit eval --help``).
 
     Attributes
@@ -500,7 +501,7 @@ class RankSVM(_Trainable):
                  max_iter: int | None = None, query_norm: bool = False, rescale: str | None = None,
                  delta: str | None = None, kernel: str | None = None, gamma: float | None = None, degree: int = 3,
                  coef0: float = 0.0, landmarks: int | None = None, seed: int = 0, threads: int | None = None,
-                 verbose: bool = False, scoring_metric: str = "ndcg@10", scoring_convention: str = "letor4"):
+                 verbose: bool = False, scoring_metric: str = "ndcg@10", scoring_convention: str = DEFAULT_CONVENTION):
         self.C = C
         self.loss = loss
         self.solver = solver
@@ -646,7 +647,7 @@ class SGDRanker(_Trainable):
                  sampler: str | None = None, C: float | None = None, loss: str | None = None,
                  kernel: str | None = None, gamma: float | None = None, degree: int = 3, coef0: float = 0.0,
                  landmarks: int | None = None, seed: int = 0, threads: int | None = None, verbose: bool = False,
-                 scoring_metric: str = "ndcg@10", scoring_convention: str = "letor4"):
+                 scoring_metric: str = "ndcg@10", scoring_convention: str = DEFAULT_CONVENTION):
         self.learner = learner
         self.lambda_ = lambda_
         self.iterations = iterations
@@ -728,7 +729,7 @@ class FactorizedRankSVM(_Trainable):
                  init_scale: float | None = None, patience: int | None = None, kernel: str | None = None,
                  gamma: float | None = None, degree: int = 3, coef0: float = 0.0, landmarks: int | None = None,
                  seed: int = 0, threads: int | None = None, verbose: bool = False, scoring_metric: str = "ndcg@10",
-                 scoring_convention: str = "letor4"):
+                 scoring_convention: str = DEFAULT_CONVENTION):
         self.K = K
         self.C = C
         self.loss = loss

@@ -5,7 +5,7 @@
 
 The command line's eval reads files, then calls `summarize` (as `compare` does) and formats the
 result: one code path. Metric names and conventions are those of ``rankkit eval --help``
-(``ndcg@10``, ``map``, ``p@5``, ``err@10``, ...; conventions letor4 (default), letor3, trec, exp).
+(``ndcg@10``, ``map``, ``p@5``, ``err@10``, ...; conventions trec (the default: trec_eval's numbers), letor4, letor3, mslr, exp).
 """
 
 from __future__ import annotations
@@ -17,10 +17,11 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from rankkit import stats
+from rankkit.config import DEFAULT_CONVENTION
 from rankkit.data import query_offsets
 from rankkit.errors import UsageError
 from rankkit.io.trec import lexicographic_rank
-from rankkit.metrics import parse_metric, per_query_table
+from rankkit.metrics import gradable_labels, parse_metric, per_query_table, ungradable
 
 __all__ = ["evaluate", "compare"]
 
@@ -37,12 +38,37 @@ def _offsets(n: int, qid, group, what: str) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _check_grades(labels: np.ndarray, convention: str) -> None:
-    """The LETOR scripts' conventions grade labels 0, 1, 2 only: say so when the data has others
-    (MSLR's 0-4), rather than silently counting them as not relevant."""
-    if convention in ("letor4", "letor3") and labels.size and (labels.max() > 2 or labels.min() < 0):
-        warnings.warn(f"convention {convention!r} grades the labels 0, 1, 2 (any other label counts 0, not "
-                      f"relevant), and these labels go from {labels.min():g} to {labels.max():g}: "
-                      "convention='exp' or 'trec' grades every label 2^label - 1", UserWarning, stacklevel=3)
+    """A convention with a gain table (letor4, letor3: labels 0, 1, 2; mslr: 0..4) grades no other
+    label: asked for by name, say so once (the LETOR scripts would count them as 0, not relevant)."""
+    row = ungradable(convention, labels)
+    if row is not None:
+        warnings.warn(f"convention {convention!r} grades the labels {gradable_labels(convention)} only (any other "
+                      f"label counts 0, not relevant), and y[{row}] is {labels[row]:g}: the default convention "
+                      f"{DEFAULT_CONVENTION!r} or 'exp' grades every label", UserWarning, stacklevel=3)
+
+
+def dataset_docids(ds) -> list[str]:
+    """The `# docid = X` of each row of a Dataset, or its line number where the line had none."""
+    return [d if d is not None else str(line) for d, line in zip(ds.docids(), ds.line.tolist())]
+
+
+def dataset_tiebreak(ds, convention: str):
+    """The tiebreak `rankkit eval` uses on a data file: trec_eval's (docid descending) under the
+    trec convention, file order otherwise (None)."""
+    return lexicographic_rank(dataset_docids(ds)) if getattr(convention, "name", convention) == "trec" else None
+
+
+def dataset_table(names: Sequence[str], ds, scores, convention: str = DEFAULT_CONVENTION, *, tiebreak=None,
+                  empty_query=None) -> dict[str, np.ndarray]:
+    """{metric: float64[queries]} of one scores vector (in file order) against a Dataset, exactly as
+    `rankkit eval DATA SCORES` computes it (the same tiebreak, the same row order). tiebreak: from
+    dataset_tiebreak(ds, convention), passed in when one Dataset is scored many times."""
+    if tiebreak is None:
+        tiebreak = dataset_tiebreak(ds, convention)
+    scores = np.asarray(scores, dtype=np.float64)
+    if ds.order is not None:
+        scores = scores[ds.order]
+    return per_query_table(list(names), ds.y, scores, ds.qptr, convention, tiebreak=tiebreak, empty_query=empty_query)
 
 
 def _vector(values, n: int | None, what: str) -> np.ndarray:
@@ -63,7 +89,7 @@ def _tiebreak(docids, n: int):
     return lexicographic_rank(ids)
 
 
-def query_table(names: Sequence[str], y, scores, qptr, convention: str = "letor4", *, tiebreak=None, judged=None,
+def query_table(names: Sequence[str], y, scores, qptr, convention: str = DEFAULT_CONVENTION, *, tiebreak=None, judged=None,
                 empty_query=None) -> dict[str, np.ndarray]:
     """{metric: float64[queries]} (NaN: a query the empty-query rule skips)."""
     return per_query_table(list(names), y, scores, qptr, convention, tiebreak=tiebreak, judged=judged,
@@ -102,7 +128,7 @@ def summarize(systems: list, names: Sequence[str], test: str = "randomization", 
 
 
 def evaluate(y, scores, qid=None, group=None, metrics: Sequence[str] | str = DEFAULT_METRICS,
-             convention: str = "letor4", per_query: bool = False, *, empty_query: str | None = None,
+             convention: str = DEFAULT_CONVENTION, per_query: bool = False, *, empty_query: str | None = None,
              docids: Sequence[str] | None = None) -> Any:
     """Mean of each ranking metric over the queries, as ``rankkit eval`` computes it.
 
@@ -181,7 +207,7 @@ def evaluate(y, scores, qid=None, group=None, metrics: Sequence[str] | str = DEF
 
 
 def compare(y, systems: Mapping[str, Any] | Sequence[Any], qid=None, group=None,
-            metrics: Sequence[str] | str = DEFAULT_METRICS, convention: str = "letor4", *,
+            metrics: Sequence[str] | str = DEFAULT_METRICS, convention: str = DEFAULT_CONVENTION, *,
             test: str = "randomization", permutations: int = 10_000, seed: int = 0, empty_query: str | None = None,
             docids: Sequence[str] | None = None) -> list[dict]:
     """Several rankers' scores on the same documents, each tested against the first.

@@ -13,6 +13,7 @@ import numpy as np
 
 from rankkit import metrics as M
 from rankkit import training
+from rankkit.config import DEFAULT_CONVENTION
 from rankkit.app.report import docids, format_label, print_evaluation, short_query_notes
 from rankkit.distributed.cluster import ClusterError, cluster_failures, connect, describe_failure, is_cluster_failure
 from rankkit.distributed.newton import fit_newton
@@ -229,7 +230,7 @@ def _count_part(path, zero_based):
     return read_part(path, zero_based=zero_based).n_rows
 
 
-def eval_parts(patterns, scores_file, dask=None, metrics=None, convention="letor4", empty_query=None, fmt="table",
+def eval_parts(patterns, scores_file, dask=None, metrics=None, convention=DEFAULT_CONVENTION, empty_query=None, fmt="table",
                per_query=False, zero_based=False, echo=print, log=None):
     """`rankkit eval PARTS... SCORES --dask`: SCORES holds the scores of all the parts in part
     order (as `predict PARTS... --dask` writes it); the metrics are computed on the workers, per
