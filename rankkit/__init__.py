@@ -32,6 +32,7 @@ _EXPORTS = {
     "compare": "rankkit.evaluation",
     "regularization_path": "rankkit.paths.select",
     "RegularizationPath": "rankkit.paths.select",
+    "experiment": "rankkit.experiments",
     "RankkitError": "rankkit.errors",
     "DataError": "rankkit.errors",
     "ModelError": "rankkit.errors",
@@ -45,6 +46,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time the names come from
     from rankkit.errors import DataError, ModelError, RankkitError, UsageError
     from rankkit.estimators import ConvergenceWarning, FactorizedRankSVM, Ranker, RankSVM, SGDRanker, load_model
     from rankkit.evaluation import compare, evaluate
+    from rankkit.experiments import experiment
     from rankkit.paths.select import RegularizationPath, regularization_path
 
 

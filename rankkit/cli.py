@@ -666,6 +666,86 @@ def path_(dask, train_file, valid_file, out_model, table, plot, method, graph, k
                    progress=_progress_bar if (not verbose and sys.stderr.isatty()) else None, Cs=Cs, out_dir=out_dir)
 
 
+# -- experiment -------------------------------------------------------------------------------
+@cli.command(name="experiment", context_settings=CONTEXT)
+@click.argument("directory", metavar="[DIR]", required=False, type=click.Path(file_okay=False, exists=True))
+@click.option("--fold", "fold_triples", nargs=3, multiple=True, metavar="TRAIN VALID TEST",
+              help="A fold given by its files (repeatable), instead of DIR.")
+@click.option("--solver", "solvers", type=click.Choice(list(SOLVERS)), multiple=True,
+              help="A solver to run (repeatable); the first is the baseline of the significance tests. "
+              "[default: newton]")
+@click.option("-m", "--metric", "metrics", multiple=True,
+              help="Metric (any of rankkit eval's), repeatable: the first chooses on vali, all are reported. "
+              "[default: ndcg@10 map]")
+@click.option("--convention", type=click.Choice(CONVENTION_NAMES), default=DEFAULT_CONVENTION, show_default=True,
+              help="How the metrics are graded (as rankkit eval --convention).")
+@click.option("--select", type=click.Choice(["best", "1se"]), default="best", show_default=True,
+              help="best: the highest vali metric; 1se: the most regularised point within one standard error of it.")
+@click.option("--grid", "grid_specs", multiple=True, metavar="SOLVER:PARAM=V1,V2,...",
+              help="Replace a solver's default grid along PARAM (C, lambda, K or gamma; repeatable, several PARAMs "
+              "make a product), e.g. pegasos:lambda=1e-2,1e-3,1e-4.")
+@click.option("--n-points", type=click.IntRange(min=1), default=30, show_default=True,
+              help="Points of the default C path (exact solvers, as rankkit path) and lambda grid (stochastic).")
+@click.option("--ratio", type=_Finite(min=1, min_open=True), default=1e7, show_default=True,
+              help="C_max / C_min of the default C path.")
+@click.option("--kernel", type=click.Choice(["rbf", "poly"]), default=None,
+              help="Kernel RankSVM for the exact solvers: the grid is gamma x C (see README).")
+@click.option("--landmarks", type=click.IntRange(min=1), default=None,
+              help="--kernel: Nystrom landmarks (drawn with --seed). [default: every training document, up to 4000]")
+@click.option("--degree", type=click.IntRange(min=1), default=3, show_default=True, help="--kernel poly: degree.")
+@click.option("--coef0", type=_Finite(), default=0.0, help="--kernel poly: coef0. [default: 0]")
+@click.option("--iterations", type=click.IntRange(min=1), default=None,
+              help="Stochastic and factorized solvers: steps. [default: the solver's, as rankkit train]")
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Seed of every random choice (stochastic solvers, landmarks, the randomization test).")
+@click.option("--out-dir", type=click.Path(file_okay=False), default=None,
+              help="Where OUT/FoldK/SOLVER.model, .test.scores, .vali.tsv and OUT/results.json, results.tsv, "
+              "results.txt and SOLVER.vali.svg go (created). A re-run reuses the folds whose inputs and settings "
+              "are unchanged. [default: write nothing, print the table]")
+@click.option("--no-resume", is_flag=True, help="Refit every fold even where OUT holds matching results.")
+@click.option("--format", "fmt", type=click.Choice(["table", "tsv", "json"]), default="table", show_default=True,
+              help="What stdout shows: aligned text, results.tsv or results.json.")
+@click.option("--test", "test_name", type=click.Choice(SIGNIFICANCE_TESTS), default="randomization",
+              show_default=True, help="Paired significance test of each solver against the first.")
+@click.option("--permutations", type=click.IntRange(min=100), default=DEFAULT_PERMUTATIONS, show_default=True,
+              help="Permutations of the randomization test.")
+@click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Folds run side by side (each on one kernel thread); the results do not depend on it.")
+@click.option("--zero-based", is_flag=True, help="Feature indices start at 0.")
+@click.option("--group-queries", is_flag=True,
+              help="Gather the documents of a qid that appears in several places of a file (default: an error).")
+@_threads
+@_verbose
+def experiment_(directory, fold_triples, solvers, metrics, convention, select, grid_specs, n_points, ratio, kernel,
+                landmarks, degree, coef0, iterations, seed, out_dir, no_resume, fmt, test_name, permutations, jobs,
+                zero_based, group_queries, threads, verbose):
+    """The LETOR protocol in one command: on each fold, every --solver over its grid, the choice on
+    vali by the first -m, the chosen model scored on test; a table per fold and the mean over the
+    folds, and a paired significance test of each solver against the first over all test queries.
+
+    \b
+    rankkit experiment MQ2008 --solver newton --solver pegasos -m map -m ndcg@10 --out-dir out
+    rankkit experiment --fold tr1 va1 te1 --fold tr2 va2 te2 --grid pegasos:lambda=1e-3,1e-4 ...
+
+    Default grids: C along a warm-started path for newton, newton-pairs, bundle (rankkit path's);
+    lambda 1e-1..1e-6 for the stochastic solvers; K x C for factorized; gamma x C with --kernel.
+    """
+    from rankkit import commands
+
+    _use_threads(threads)
+    kernel_opts = None
+    if kernel is not None:
+        kernel_opts = {"name": kernel, "degree": degree, "coef0": coef0, "landmarks": landmarks}
+    elif landmarks is not None or _given("degree") or _given("coef0"):
+        raise click.UsageError("--landmarks, --degree and --coef0 go with --kernel", ctx=click.get_current_context())
+    commands.experiment(directory, fold_triples, solvers=solvers or ("newton",), metrics=metrics,
+                        convention=convention, select=select, grid_specs=grid_specs, n_points=n_points, ratio=ratio,
+                        kernel=kernel_opts, iterations=iterations, seed=seed, out_dir=out_dir, jobs=jobs,
+                        test=test_name, permutations=permutations, zero_based=zero_based,
+                        group_queries=group_queries, fmt=fmt, echo=_echo_summary, log=_say if verbose else None,
+                        progress=_progress_bar if (not verbose and sys.stderr.isatty()) else None, warn=_warn)
+
+
 # -- exit statuses and signals -----------------------------------------------------------------
 _SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP")
 _received: list[int] = []
