@@ -344,8 +344,9 @@ def _run_fold(fold: Fold, data, solvers, grids, names, convention, select, kerne
     records = {}
     test_tiebreak = dataset_tiebreak(test, convention)
     for solver in solvers:
-        digest = hashlib.sha256(json.dumps({"inputs": digests, "settings": settings_digest, "solver": solver},
-                                           sort_keys=True).encode()).hexdigest()
+        mine = {k: v for k, v in settings_digest.items() if k != "grids"}  # another solver's grid is not ours
+        digest = hashlib.sha256(json.dumps({"inputs": digests, "settings": mine, "solver": solver,
+                                            "grid": grids.get(solver)}, sort_keys=True).encode()).hexdigest()
         points = _points(solver, grids[solver] if solver in grids else
                          default_grid(solver, train, *settings_digest["grid_size"], kernel=kernel and kernel["name"]))
         files = {"model": f"{solver}.model", "test_scores": f"{solver}.test.scores", "vali_table": f"{solver}.vali.tsv"}
