@@ -144,9 +144,10 @@ def evaluate(y, scores, qid=None, group=None, metrics: Sequence[str] | str = DEF
         Documents per query, in order (LightGBM's convention). One of qid and group is needed.
     metrics : str or sequence of str, default ("ndcg@10", "map")
         Names as in ``rankkit eval --help``: ndcg, ndcg@k, map, p@k, mrr, err@k, auc, ...
-    convention : str, default "letor4"
-        How ties, short queries and queries without relevant documents count: letor4 (the LETOR
-        4.0 evaluation script), letor3, trec (trec_eval; ties broken by ``docids``), exp.
+    convention : str, default "trec"
+        How gains, ties, short queries and queries without relevant documents count: trec
+        (trec_eval, pytrec_eval, ranx, scikit-learn's ndcg_score; ties broken by ``docids``), or by
+        name letor4 (the LETOR 4.0 evaluation script), letor3, mslr, exp (LightGBM, RankLib).
     per_query : bool, default False
         Also return each query's value.
     empty_query : {None, "0", "1", "skip"}, optional
@@ -165,7 +166,8 @@ def evaluate(y, scores, qid=None, group=None, metrics: Sequence[str] | str = DEF
     Warns
     -----
     UserWarning
-        Labels outside 0, 1, 2 under the LETOR conventions, which count them as not relevant.
+        Labels a convention asked for by name cannot grade (letor4 and letor3: other than 0, 1,
+        2; mslr: other than 0..4), which it counts as 0, not relevant.
 
     Raises
     ------
@@ -177,14 +179,14 @@ def evaluate(y, scores, qid=None, group=None, metrics: Sequence[str] | str = DEF
     >>> import rankkit
     >>> y = [2, 1, 0, 1, 0]
     >>> scores = [0.9, 0.5, 0.1, 0.2, 0.4]
-    >>> rankkit.evaluate(y, scores, qid=[1, 1, 1, 2, 2], metrics=("ndcg@3", "map"))  # LETOR 4.0's rules
-    {'ndcg@3': 0.5, 'map': 0.75}
-    >>> rankkit.evaluate(y, scores, qid=[1, 1, 1, 2, 2], metrics=("ndcg@3", "map"), convention="exp")
+    >>> rankkit.evaluate(y, scores, qid=[1, 1, 1, 2, 2], metrics=("ndcg@3", "map"))  # trec_eval's numbers
     {'ndcg@3': 0.8154648767857288, 'map': 0.75}
+    >>> rankkit.evaluate(y, scores, qid=[1, 1, 1, 2, 2], metrics=("ndcg@3", "map"), convention="letor4")
+    {'ndcg@3': 0.5, 'map': 0.75}
 
-    Query 2 has 2 documents: under LETOR 4.0's rules its NDCG@3 is 0 (a query shorter than k
-    scores 0) and its top two ranks share the discount 1; ``convention="exp"`` is the textbook
-    NDCG over the query's own length.
+    Query 2 has 2 documents: the default (trec_eval's, and pytrec_eval's, ranx's, scikit-learn's
+    ndcg_score) is NDCG over the query's own length; under the LETOR 4.0 script's rules its NDCG@3
+    is 0 (a query shorter than k scores 0) and its top two ranks share the discount 1.
     >>> means, each = rankkit.evaluate(y, [0.9, 0.5, 0.1, 0.2, 0.4], group=[3, 2], metrics="map", per_query=True)
     >>> each["map"].tolist()
     [1.0, 0.5]

@@ -81,7 +81,7 @@ def test_trec_run_against_qrels_equals_data_and_scores(runs):
 
 def test_two_systems_side_by_side_with_p_values(runs):
     out = _json(rankkit("eval", SAMPLE_TEST, "a.scores", "b.scores", "a.scores", "--format", "json", cwd=runs))
-    assert out["convention"] == "letor4"
+    assert out["convention"] == "trec"  # the default: trec_eval's
     first, second, third = out["systems"]
     assert [s["name"] for s in out["systems"]] == ["a.scores", "b.scores", "a.scores"]
     assert "p_value" not in first and set(second["p_value"]) == set(second["mean"])
