@@ -86,6 +86,11 @@ class _Finite(click.FloatRange):
 
     name = "float"
 
+    def _describe_range(self) -> str:
+        if self.min is None and self.max is None:
+            return "finite"
+        return super()._describe_range()
+
     def convert(self, value, param, ctx):
         import math
 
@@ -98,15 +103,8 @@ class _Finite(click.FloatRange):
 @click.group(context_settings=CONTEXT)
 @click.version_option(__version__, prog_name="rankkit")
 def cli():
-    """Learning to rank on SVMlight/LETOR files.
-
-    \b
-    rankkit train TRAIN MODEL          fit a ranker (primal Newton RankSVM by default)
-    rankkit predict DATA MODEL [OUT]   one score per line, in input order
-    rankkit convert IN OUT --to FMT    a model as an svm_rank, liblinear or sofia-ml model (or back)
-    rankkit eval DATA SCORES...        NDCG, MAP, ERR, ... in the LETOR, TREC or LightGBM conventions
-    rankkit path TRAIN VALID           regularisation path: C picked on a validation set
-    """
+    """Learning to rank on SVMlight/LETOR files. `rankkit COMMAND --help` gives each command's
+    options; the README has worked examples."""
 
 
 # -- shared options ---------------------------------------------------------------------------
@@ -119,12 +117,12 @@ def _group_file(ctx, param, value):
     return os.path.join(".", value) if value == "auto" else value
 
 
-def _reader_options(f):
+def _reader_options(f, writes_scores: bool = False):
     f = click.option(
         "--group-queries",
         is_flag=True,
         help="Gather the documents of a qid that appears in several places of the file "
-        "(default: that is an error). Scores are still written in input order.",
+        "(default: that is an error)." + (" Scores are still written in input order." if writes_scores else ""),
     )(f)
     f = click.option(
         "--group",
@@ -137,6 +135,10 @@ def _reader_options(f):
         "file, if there is one; 'none': ignore it]",
     )(f)
     return f
+
+
+def _scores_reader_options(f):
+    return _reader_options(f, writes_scores=True)
 
 
 def _verbose(f):
@@ -199,14 +201,15 @@ def _dask_option(f):
 
 
 # -- train ------------------------------------------------------------------------------------
-@cli.command(context_settings=CONTEXT)
+@cli.command(context_settings=CONTEXT, short_help="TRAIN MODEL: fit a ranker (primal Newton RankSVM by default).")
 @click.argument("files", metavar="TRAIN [TRAIN ...] MODEL", nargs=-1, required=True)
 @click.option(
     "--solver",
     type=click.Choice(list(SOLVERS)),
     default=None,
-    help="; ".join(f"{s.name}: {s.summary}" for s in SOLVERS.values())
-    + f". [default: {DEFAULT_SOLVER}, or the solver of --loss when {DEFAULT_SOLVER} does not offer it]",
+    metavar="NAME",
+    help=f"The solver: see the table above (rankkit/solvers/__init__.py has each one's summary). [default: "
+    f"{DEFAULT_SOLVER}, or the solver of --loss when {DEFAULT_SOLVER} does not offer it]",
 )
 @click.option(
     "-C",
@@ -283,7 +286,8 @@ def _dask_option(f):
               "sampler, sofia-ml's), query-norm (every query equally likely), roc (one query, AUC), stream (two "
               "passes over the file without holding it: for files larger than memory). [default: uniform]")
 @click.option("--valid", "valid_file", type=click.Path(dir_okay=False), default=None,
-              help="Stochastic solvers: validation file whose MAP and NDCG@10 -v prints at each checkpoint.")
+              help="Stochastic and factorized solvers: validation file whose MAP and NDCG@10 -v prints at each "
+              "checkpoint (factorized: also --patience's early stopping).")
 @click.option("-K", "K", type=click.IntRange(min=1), default=None,
               help="--solver factorized: latent dimension of the pair multipliers <v_i, v_j>. [default: 10]")
 @click.option("--init-scale", type=_Finite(min=0, min_open=True), default=None,
@@ -322,6 +326,21 @@ def train(files, dask, solver, C, tol, max_iter, loss, query_norm, query_weights
           iterations, eta, eta0, batch_size, sampler, valid_file, K, init_scale, patience, save_factors, kernel, gamma,
           degree, coef0, landmarks, seed, auc, zero_based, group_queries, group_file, threads, verbose):
     """Fit a ranker on TRAIN (SVMlight/LETOR; .gz/.bz2/.xz or - for stdin) and write MODEL.
+
+    \b
+    --solver      what it fits                                     its options
+    newton        RankSVM by primal truncated Newton, O(nnz +      -C --loss --tol --max-iter
+                  n log n) per step (Chapelle & Keerthi; default)  --query-norm --rescale
+    newton-pairs  the same on the explicit pair list: per-pair     as newton
+                  costs (--delta swap), exact logistic loss
+    bundle        hinge loss (svm_rank's objective), bundle method -C --tol --max-iter
+    factorized    Factorized Ranking SVM (Zhang et al. 2015)       -K -C --iterations --valid
+    sgd pegasos   stochastic steps on sampled pairs (sofia-ml)     --lambda --iterations --eta
+    logreg margin-perceptron                                       --sampler --batch-size
+    pa romma      passive-aggressive (-C caps the step), ROMMA     --iterations --sampler
+    pair-sgd      Chapelle & Keerthi's SGD on pairs / whole        -C --iterations
+    query-sgd     queries, squared hinge, step 1/t
+    Any exact solver also takes --kernel rbf|poly (kernel RankSVM).
 
     MODEL is written atomically: a cron job reading it never sees half a file, and a failed run
     leaves the previous MODEL in place. Several TRAIN files (or quoted globs) are parts, each
@@ -373,7 +392,7 @@ def train(files, dask, solver, C, tol, max_iter, loss, query_norm, query_weights
 
 
 # -- predict ----------------------------------------------------------------------------------
-@cli.command(context_settings=CONTEXT)
+@cli.command(context_settings=CONTEXT, short_help="DATA MODEL [OUT]: one score per line, in input order (or a TREC run).")
 @click.argument("files", metavar="DATA MODEL [OUT]", nargs=-1, required=True)
 @click.option(
     "--zero-based/--one-based",
@@ -399,8 +418,9 @@ def train(files, dask, solver, C, tol, max_iter, loss, query_norm, query_weights
 )
 @_dask_option
 @click.option("--out-dir", type=click.Path(file_okay=False), default=None,
-              help="With parts (PARTS... MODEL --out-dir DIR): one score file per part, DIR/PART.scores.")
-@_reader_options
+              help="With parts (PARTS... MODEL --out-dir DIR): one score file per part, DIR/PART.scores (DIR is "
+              "created).")
+@_scores_reader_options
 @_threads
 @_verbose
 @_quiet_broken_pipe
@@ -426,6 +446,7 @@ def predict(files, dask, out_dir, fmt, tag, zero_based, group_queries, group_fil
             raise click.UsageError("predict --dask needs PARTS... MODEL " + ("" if out_dir else "OUT"),
                                    ctx=click.get_current_context())
         if out_dir is not None:
+            os.makedirs(out_dir, exist_ok=True)  # as path and experiment: --out-dir is created
             parts, model_file, out_file = files[:-1], files[-1], None
         else:
             parts, model_file, out_file = files[:-2], files[-2], files[-1]
@@ -455,7 +476,7 @@ def predict(files, dask, out_dir, fmt, tag, zero_based, group_queries, group_fil
 
 
 # -- convert ----------------------------------------------------------------------------------
-@cli.command(context_settings=CONTEXT)
+@cli.command(context_settings=CONTEXT, short_help="IN OUT --to FMT: a model as an svm_rank, liblinear or sofia-ml model (or back).")
 @click.argument("in_file", metavar="IN")
 @click.argument("out_file", metavar="OUT")
 @click.option("--to", "to", type=click.Choice(MODEL_FORMATS), required=True, help="Format of OUT.")
@@ -479,7 +500,7 @@ def convert(in_file, out_file, to, model_format, verbose):
 
 
 # -- eval -------------------------------------------------------------------------------------
-@cli.command(name="eval", context_settings=CONTEXT)
+@cli.command(name="eval", context_settings=CONTEXT, short_help="DATA SCORES...: NDCG, MAP, ERR, ... graded as trec_eval (or LETOR, LightGBM) grades them, with significance tests.")
 @click.argument("files", metavar="DATA SCORES [SCORES ...]", nargs=-1, required=True)
 @click.option(
     "-m",
@@ -588,7 +609,7 @@ def eval_(files, dask, metrics, convention, empty_query, fmt, per_query, test_na
 
 
 # -- path -------------------------------------------------------------------------------------
-@cli.command(name="path", context_settings=CONTEXT)
+@cli.command(name="path", context_settings=CONTEXT, short_help="TRAIN VALID | --folds DIR: C chosen on validation data along a regularisation path.")
 @click.argument("train_file", metavar="[TRAIN VALID | --folds DIR]", required=False)
 @click.argument("valid_file", metavar="", required=False)
 @click.option("--out-model", type=click.Path(dir_okay=False), default=None, help="Write the chosen model here.")
@@ -667,7 +688,7 @@ def path_(dask, train_file, valid_file, out_model, table, plot, method, graph, k
 
 
 # -- experiment -------------------------------------------------------------------------------
-@cli.command(name="experiment", context_settings=CONTEXT)
+@cli.command(name="experiment", context_settings=CONTEXT, short_help="DIR | --fold TRAIN VALID TEST: solvers x folds, choices on vali, a test table with significance tests.")
 @click.argument("directory", metavar="[DIR]", required=False, type=click.Path(file_okay=False, exists=True))
 @click.option("--fold", "fold_triples", nargs=3, multiple=True, metavar="TRAIN VALID TEST",
               help="A fold given by its files (repeatable), instead of DIR.")
@@ -743,6 +764,7 @@ def experiment_(directory, fold_triples, solvers, metrics, convention, select, g
                         kernel=kernel_opts, iterations=iterations, seed=seed, out_dir=out_dir, jobs=jobs,
                         test=test_name, permutations=permutations, zero_based=zero_based,
                         group_queries=group_queries, fmt=fmt, echo=_echo_summary, log=_say if verbose else None,
+                        resume=not no_resume,
                         progress=_progress_bar if (not verbose and sys.stderr.isatty()) else None, warn=_warn)
 
 

@@ -82,7 +82,9 @@ def _against_qrels(files, qrels, names, convention, empty_query, say):
             f"documents, {judged[1].shape[0]} judged documents, convention {convention}")
         if skipped_queries(run, judgements):
             skipped.append(f"{display_name(run_path)}: {len(skipped_queries(run, judgements))}")
-    described = f"{len(systems[0][1])} queries of {display_name(files[0])} judged in {display_name(qrels)}"
+    n_judged = len(systems[0][1])
+    described = (f"{n_judged} {'query' if n_judged == 1 else 'queries'} of {display_name(files[0])} judged in "
+                 f"{display_name(qrels)}")
     if skipped:
         described += "; run queries without judgements (ignored, as trec_eval does): " + ", ".join(skipped)
     query_sets = [set(q) for _, q, _ in systems]
@@ -144,6 +146,7 @@ def _against_data(files, names, convention, empty_query, zero_based, group_queri
         systems.append((display_name(path), qids, table))
         say(f"evaluated {display_name(path)}: {len(names)} metrics over {ds.n_queries} queries, convention "
             f"{convention}" + (" (score ties by docid, descending)" if tiebreak is not None else ""))
-    described = f"{ds.n_queries} queries, {ds.n_rows} documents in {display_name(data_file)}"
+    described = (f"{ds.n_queries} {'query' if ds.n_queries == 1 else 'queries'}, {ds.n_rows} "
+                 f"{'document' if ds.n_rows == 1 else 'documents'} in {display_name(data_file)}")
     described += short_query_notes(names, convention, np.diff(ds.qptr))
     return systems, described

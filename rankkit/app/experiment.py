@@ -29,7 +29,7 @@ def parse_grid(specs) -> dict:
 def experiment(directory=None, fold_triples=(), solvers=("newton",), metrics=(), convention=None, select="best",
                grid_specs=(), n_points=30, ratio=1e7, kernel=None, iterations=None, seed=0, out_dir=None, jobs=1,
                test="randomization", permutations=10_000, zero_based=False, group_queries=False, fmt="table",
-               echo=print, log=None, progress=None, warn=None):
+               echo=print, log=None, progress=None, warn=None, resume=True):
     """`rankkit experiment DIR` or `--fold TRAIN VALID TEST ...`."""
     if (directory is None) == (not fold_triples):
         raise UsageError("give a LETOR directory (Fold1..FoldK) or --fold TRAIN VALID TEST triples, one of the two")
@@ -39,7 +39,7 @@ def experiment(directory=None, fold_triples=(), solvers=("newton",), metrics=(),
     results = run(folds, solvers or ("newton",), metrics or None, select=select, grids=parse_grid(grid_specs),
                   n_points=n_points, ratio=ratio, kernel=kernel, iterations=iterations, seed=seed, out_dir=out_dir,
                   jobs=jobs, test=test, permutations=permutations, zero_based=zero_based, group_queries=group_queries,
-                  log=log, progress=progress, warn=warn, **kwargs)
+                  resume=resume, log=log, progress=progress, warn=warn, **kwargs)
     if fmt == "json":
         echo(json.dumps(results, allow_nan=False))
     elif fmt == "tsv":

@@ -452,5 +452,5 @@ def write_fixed_c_table(path: str, rows: list[dict], metric: str) -> None:
     with atomic_open(path) as fh:
         fh.write(f"fold\tC\tmodel\titerations\tobjective\tconverged\tvalid_{metric}\ttest_{metric}\tseconds\n")
         for r in rows:
-            fh.write(f"{r['fold']}\t{r['C']:.17g}\t{r['model']}\t{r['iterations']}\t{r['objective']:.17g}\t"
+            fh.write(f"{r['fold']}\t{r['C']!r}\t{r['model']}\t{r['iterations']}\t{r['objective']:.17g}\t"
                      f"{int(r['converged'])}\t{r['vali']:.6f}\t{r['test']:.6f}\t{r['seconds']:.4f}\n")
