@@ -108,6 +108,8 @@ def find_peers(folder: str | None) -> dict:
     cands = {
         "liblinear": [os.environ.get("RANKKIT_LIBLINEAR")] + ([os.path.join(folder, p) for p in (
             "liblinear/train", "liblinear-ranksvm/train")] if folder else []),
+        "liblinear_predict": [os.environ.get("RANKKIT_LIBLINEAR_PREDICT")] + ([os.path.join(folder, p) for p in (
+            "liblinear/predict", "liblinear-ranksvm/predict")] if folder else []),
         "sofia": [os.environ.get("RANKKIT_SOFIA")] + ([os.path.join(folder, p) for p in (
             "sofia/sofia-ml", "sofia-ml/sofia-ml", "sofia/src/sofia-ml", "sofia-ml/src/sofia-ml")] if folder else []),
     }
@@ -426,6 +428,57 @@ def bench_folds(rep: Report, peers, repeat, tmp):
     rep.data["folds"] = {"rankkit": rk, "liblinear": ll}
 
 
+def bench_experiment(rep: Report, peers, repeat, tmp):
+    """Issue 22's goal: MQ2008, 5 folds x a 10-point C grid (50 Newton fits, each scored on vali, then
+    the chosen models on test) in one `rankkit experiment`, against liblinear-ranksvm's 50 separate
+    `train -s 8` runs at the same values of C plus 5 `predict` runs on test."""
+    root = SHARED / "MQ2008"
+    if not (root / "Fold1" / "train.txt").exists():
+        rep.add("### Experiment: MQ2008 not found under ../shared/data: skipped\n")
+        return
+    out = Path(tmp) / "experiment"
+    cmd = rankkit_cmd("experiment", root, "--solver", "newton", "-m", "map", "--n-points", "10", "--out-dir", out,
+                      "--no-resume")
+    rk = best([cmd], repeat)
+    results = json.loads((out / "results.json").read_text())
+    grids, chosen = {}, {}
+    for k in range(1, 6):  # the same values of C, read back from the experiment's vali tables
+        rows = [line.split("\t") for line in (out / f"Fold{k}" / "newton.vali.tsv").read_text().splitlines()]
+        col = rows[0].index("C")
+        grids[k] = [r[col] for r in rows[1:]]
+        chosen[k] = repr(results["solvers"][0]["folds"][k - 1]["chosen"]["C"])
+    ll = None
+    if peers["liblinear"] and peers.get("liblinear_predict"):
+        runs = []
+        for _ in range(repeat):
+            total = 0.0
+            for k in range(1, 6):
+                fold = root / f"Fold{k}"
+                for i, C in enumerate(grids[k]):
+                    total += timed([[peers["liblinear"], "-s", "8", "-c", C, str(fold / "train.txt"),
+                                     f"{tmp}/ll{k}.{i}.model"]])[0]
+                i = grids[k].index(chosen[k])
+                total += timed([[peers["liblinear_predict"], str(fold / "test.txt"), f"{tmp}/ll{k}.{i}.model",
+                                 f"{tmp}/ll{k}.scores"]])[0]
+            runs.append(total)
+        ll = min(runs)
+    mean = results["solvers"][0]["mean"]["test"]["map"]
+    rep.add("### The LETOR protocol in one command: MQ2008, 5 folds x 10 values of C\n",
+            "- rankkit: `rankkit experiment MQ2008 --solver newton -m map --n-points 10 --out-dir D --no-resume` "
+            "(50 warm-started Newton fits, each scored on vali; the chosen model of each fold written and scored "
+            f"on test; mean test MAP {mean:.4f})",
+            "- liblinear-ranksvm: `train -s 8 -c C FoldK/train.txt MODEL` at the same 10 values of C per fold (50 "
+            "runs, one after the other), then `predict FoldK/test.txt MODEL OUT` with each fold's chosen C (5 runs); "
+            "no validation scoring\n",
+            f"rankkit {rk[0]:.2f} s ({rk[2]:.0f} MB peak)" + (
+                f", liblinear-ranksvm {ll:.2f} s: **{rk[0] / ll:.2f}x** (goal <= 0.5x)\n" if ll else
+                ", liblinear-ranksvm (train and predict) not found\n"))
+    rep.rows.append(("experiment: 5 MQ2008 folds x 10 C", f"{rk[0]:.2f} s",
+                     f"50 liblinear-ranksvm trains + 5 predicts {ll:.2f} s" if ll else "liblinear-ranksvm: not found",
+                     ratio(rk[0], ll)))
+    rep.data["experiment"] = {"rankkit": rk, "liblinear": ll, "mean_test_map": mean}
+
+
 BUSY_LOOP = "import time\nt = time.monotonic()\nwhile time.monotonic() - t < 600: pass\n"
 
 
@@ -498,7 +551,7 @@ def bench_cold(rep: Report, peers, repeat, tmp):
 
 SECTIONS = {"train": bench_train_big, "concurrent": bench_concurrent, "pegasos": bench_pegasos,
             "small": bench_small, "folds": bench_folds, "busy": bench_busy, "cold": bench_cold,
-            "reader": bench_reader}
+            "reader": bench_reader, "experiment": bench_experiment}
 
 
 def kernels_used() -> str:

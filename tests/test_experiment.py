@@ -214,3 +214,34 @@ def test_mq2008_newton_and_pegasos(tmp_path):
     eval_files([str(cat), str(tmp_path / "newton"), str(tmp_path / "pegasos")], metrics=("map", "ndcg@10"),
                echo=shown.append, fmt="json")
     assert json.loads(shown[0])["systems"][1]["p_value"] == pegasos["p_value"]
+
+
+def test_path_folds_is_consistent_with_experiment(tmp_path):
+    """`rankkit path --folds DIR --method grid` and `rankkit experiment DIR --solver newton`: the same
+    choices and numbers for the same grid, metrics and convention (several -m: the first chooses)."""
+    from rankkit.app.path import path
+
+    for k, (tr, va, te) in enumerate(FOLDS):
+        d = tmp_path / "set" / f"Fold{k + 1}"
+        d.mkdir(parents=True)
+        for name, src in (("train.txt", tr), ("vali.txt", va), ("test.txt", te)):
+            (d / name).write_bytes(Path(src).read_bytes())
+    shown = []
+    outs = path(folds=str(tmp_path / "set"), method="grid", metric=("map", "ndcg@10"), n_points=4, echo=shown.append)
+    res = rankkit.experiment(str(tmp_path / "set"), metrics=("map", "ndcg@10"), n_points=4)
+    for (result, test_value, _), fr in zip(outs, res["solvers"][0]["folds"]):
+        assert fr["chosen"] == {"C": result.best.C}
+        assert fr["valid"] == {m: result.best.metrics[m] for m in ("map", "ndcg@10")}
+        assert fr["test"] == test_value
+    assert "valid map" in shown[2] and "test ndcg@10" in shown[2] and "convention trec" in shown[1]
+
+
+def test_path_reports_every_metric_and_takes_a_convention(tmp_path):
+    proc = run_cli("path", TRAIN, VALI, "--method", "grid", "--n-points", "3", "-m", "map", "-m", "ndcg@10",
+                   "--convention", "letor4", "--table", "t.tsv", cwd=tmp_path)
+    out = proc.stdout.decode()
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert "selection best by validation map" in out and "convention letor4" in out
+    assert "valid map" in out and "valid ndcg@10" in out
+    head = (tmp_path / "t.tsv").read_text().splitlines()[0].split("\t")
+    assert "valid_map" in head and "valid_ndcg@10" in head
