@@ -241,11 +241,15 @@ def _fit_grid(solver, points, train, valid, names, convention, select, kernel, i
                  "valid": {m: q.metrics[m] for m in names}, "valid_se": q.metric_se}
                 for pt, q in zip(points, res.points)]
         return res.chosen, rows, model, notes
-    models, path_points, rows = [], [], []
+    models, path_points, rows, warned = [], [], [], []
     for k, pt in enumerate(points):
         params, stochastic, kmap = _settings(solver, pt, kernel, iterations, seed)
         p = training.plan(solver, params, stochastic, kmap)
-        model, result = training.fit_dataset(p, train)
+        said: list = []
+        model, result = training.fit_dataset(p, train, warn=said.append)
+        warned.append(said[0] if said else None)
+        if said and log:
+            log(f"point {k + 1:3d}/{len(points)}  {_label(pt)}: {said[0]}")
         scores = model_scores(model, valid)[0]
         table = per_query_table(list(names), valid.y, scores, valid.qptr, convention, tiebreak=tiebreak)
         m, se = mean_se(table[metric])
@@ -259,6 +263,12 @@ def _fit_grid(solver, points, train, valid, names, convention, select, kernel, i
             log(f"point {k + 1:3d}/{len(points)}  {_label(pt)}  valid {metric} {m:.4f}")
         tick()
     chosen = select_point(path_points, select, valid=valid, notes=notes, metric=metric)
+    if warned[chosen]:
+        notes.append(f"the chosen point ({_label(points[chosen])}): {warned[chosen]}")
+    others = sum(1 for i, w in enumerate(warned) if w and i != chosen)
+    if others:
+        notes.append(f"{others} other grid point{'s' if others > 1 else ''} of {len(points)} stopped before the "
+                     "solver's stopping rule was met (-v names them)")
     model = models[chosen]
     model.header["chosen_on"] = (f"{display_name(valid.source)} by {metric} ({select}), point {chosen + 1} of "
                                  f"{len(points)}")
