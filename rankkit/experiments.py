@@ -71,6 +71,7 @@ from rankkit.solvers import SOLVERS
 __all__ = ["experiment", "Fold", "letor_folds", "default_grid", "GRID_PARAMETERS", "RESULTS_VERSION"]
 
 RESULTS_VERSION = 1  # the shape of results.json (README: rankkit experiment)
+_RECORD_VERSION = 2  # what a FoldK/SOLVER.done.json holds and how grids are made: a change refits
 DEFAULT_METRICS = ("ndcg@10", "map")
 DEFAULT_SOLVERS = ("newton",)
 LAMBDA_GRID = (1e-1, 1e-6)  # stochastic solvers: from, to (log-spaced, n_points values)
@@ -164,6 +165,14 @@ def default_grid(solver: str, train: Dataset, n_points: int = DEFAULT_N_POINTS, 
     if kind == "kernel":
         return {"C": list(KERNEL_C), "gamma": [g / max(train.n_features, 1) for g in KERNEL_GAMMA]}
     return {}
+
+
+def _grid_for(solver: str, train: Dataset, grids: dict, n_points: int, ratio: float, kernel: dict | None) -> dict:
+    """The solver's default grid with the parameters `grids` names replaced (a parameter the
+    solver does not take is refused by training.plan, before any reading)."""
+    values = default_grid(solver, train, n_points, ratio, kernel and kernel["name"])
+    values.update(grids.get(solver, {}))
+    return values
 
 
 def _points(solver: str, values: dict) -> list[dict]:
@@ -355,10 +364,9 @@ def _run_fold(fold: Fold, data, solvers, grids, names, convention, select, kerne
     test_tiebreak = dataset_tiebreak(test, convention)
     for solver in solvers:
         mine = {k: v for k, v in settings_digest.items() if k != "grids"}  # another solver's grid is not ours
-        digest = hashlib.sha256(json.dumps({"inputs": digests, "settings": mine, "solver": solver,
+        digest = hashlib.sha256(json.dumps({"record": _RECORD_VERSION, "inputs": digests, "settings": mine, "solver": solver,
                                             "grid": grids.get(solver)}, sort_keys=True).encode()).hexdigest()
-        points = _points(solver, grids[solver] if solver in grids else
-                         default_grid(solver, train, *settings_digest["grid_size"], kernel=kernel and kernel["name"]))
+        points = _points(solver, _grid_for(solver, train, grids, *settings_digest["grid_size"], kernel))
         files = {"model": f"{solver}.model", "test_scores": f"{solver}.test.scores", "vali_table": f"{solver}.vali.tsv"}
         record_path = os.path.join(fold_dir, f"{solver}.done.json") if fold_dir else None
         if record_path and reuse:
@@ -499,7 +507,10 @@ def experiment(folds, solvers=DEFAULT_SOLVERS, metrics=DEFAULT_METRICS, *, conve
         _points(s, g)  # checked before any reading
     for s in solvers:
         _kind(s, kernel and kernel.get("name"))
-        params, stochastic, kmap = _settings(s, {}, kernel, iterations, seed)
+        probe = _points(s, grids[s])[0] if s in grids else {}
+        if "gamma" in probe and kernel is None:
+            raise UsageError(f"--grid {s}:gamma needs --kernel")
+        params, stochastic, kmap = _settings(s, probe, kernel, iterations, seed)
         training.plan(s, params, stochastic, kmap)  # an option the solver does not take: now
     inputs = tuple(p for f in folds for p in (f.train, f.valid, f.test))
     if out_dir is not None:
@@ -523,9 +534,7 @@ def experiment(folds, solvers=DEFAULT_SOLVERS, metrics=DEFAULT_METRICS, *, conve
 
     # read every fold first: bad input anywhere is reported before anything is written
     data = _for_each_fold(lambda f, lg: _read_fold(f, zero_based, group_queries, narrow), folds, jobs, None)
-    sizes = [len(_points(s, grids[s] if s in grids else default_grid(s, d[0], n_points, ratio,
-                                                                     kernel and kernel["name"])))
-             for d in data for s in solvers]
+    sizes = [len(_points(s, _grid_for(s, d[0], grids, n_points, ratio, kernel))) for d in data for s in solvers]
     total = sum(sizes)
     lock = threading.Lock()
     done = [0]
