@@ -48,8 +48,10 @@ def _check_grades(labels: np.ndarray, convention: str) -> None:
 
 
 def dataset_docids(ds) -> list[str]:
-    """The `# docid = X` of each row of a Dataset, or its line number where the line had none."""
-    return [d if d is not None else str(line) for d, line in zip(ds.docids(), ds.line.tolist())]
+    """The `# docid = X` of each row of a Dataset, or its line number where the line had none (its
+    1-based row for data made from arrays, which has no lines)."""
+    lines = ds.line.tolist() if ds.line is not None else range(1, ds.n_rows + 1)
+    return [d if d is not None else str(line) for d, line in zip(ds.docids(), lines)]
 
 
 def dataset_tiebreak(ds, convention: str):

@@ -463,29 +463,60 @@ def experiment(folds, solvers=DEFAULT_SOLVERS, metrics=DEFAULT_METRICS, *, conve
                permutations: int = DEFAULT_PERMUTATIONS, zero_based: bool = False, group_queries: bool = False,
                resume: bool = True, log=None, progress=None, warn=None) -> dict:
     """The LETOR protocol: per fold, each solver's grid chosen on vali by the first metric, the
-    choice scored on test; a paired test of each solver against the first over all test queries.
+    choice scored on test; a paired test of each solver against the first over all test queries
+    (``rankkit experiment``).
 
     Parameters
     ----------
-    folds : a LETOR directory (Fold1..FoldK with train/vali/test.txt, .gz too, group files
-        honoured) or a list of (train, valid, test) paths
-    solvers : names from the registry (rankkit train --solver); the first is the baseline
-    metrics : names as in rankkit eval; the first chooses, all are reported
-    convention : how the metrics are graded (trec_eval's by default)
-    select : "best" or "1se" (the most regularised point within one standard error of the best)
-    grids : {solver: {"C" | "lambda" | "K" | "gamma": values}} replacing a solver's default grid
-    n_points, ratio : size and span of the default C path (as rankkit path) and lambda grid
-    kernel : {"name": "rbf" | "poly", "degree", "coef0", "landmarks"} for the exact solvers
-    iterations, seed : of the stochastic and factorized solvers
-    out_dir : where the models, scores, tables and results go (None: nothing is written)
-    jobs : folds run side by side (threads); the results do not depend on it
-    test, permutations : the paired significance test (rankkit eval --test, --permutations)
-    resume : reuse the outputs of an earlier run with the same inputs and settings
-    log(line), progress(done, total, info), warn(line) : -v lines, a progress display, warnings
+    folds : str or list of (str, str, str)
+        A LETOR directory (Fold1..FoldK with train/vali/test.txt, .gz too, group files honoured)
+        or a list of (train, valid, test) paths (named Fold1, Fold2, ...).
+    solvers : sequence of str, default ("newton",)
+        Names from the registry (``rankkit train --solver``); the first is the baseline.
+    metrics : sequence of str, default ("ndcg@10", "map")
+        Names as in ``rankkit eval``; the first chooses, all are reported.
+    convention : str, default "trec"
+        How the metrics are graded (trec_eval's by default).
+    select : {"best", "1se"}
+        The best point, or the most regularised point within one standard error of it.
+    grids : dict, optional
+        ``{solver: {"C" | "lambda" | "K" | "gamma": values}}`` replacing a solver's default grid
+        along the parameters named.
+    n_points, ratio : int, float
+        Size and span of the default C path (as ``rankkit path``) and size of the lambda grid.
+    kernel : dict, optional
+        ``{"name": "rbf" | "poly", "degree", "coef0", "landmarks"}`` for the exact solvers.
+    iterations, seed : int
+        Of the stochastic and factorized solvers (seed: also landmarks and the randomization test).
+    out_dir : str, optional
+        Where the models, scores, tables and results go (None: nothing is written).
+    jobs : int, default 1
+        Folds run side by side (threads); the results do not depend on it.
+    test, permutations : str, int
+        The paired significance test (``rankkit eval --test``, ``--permutations``).
+    resume : bool, default True
+        Reuse the outputs in out_dir of an earlier run with the same inputs and settings.
+    log, progress, warn : callables, optional
+        ``log(line)``: -v lines; ``progress(total, label)``: a progress display factory;
+        ``warn(line)``: remarks about the choices.
 
     Returns
     -------
-    dict : the content of out_dir/results.json (README: rankkit experiment).
+    dict
+        The content of out_dir/results.json (README: rankkit experiment), plain data.
+
+    Examples
+    --------
+    >>> import os, tempfile, rankkit
+    >>> d = tempfile.mkdtemp()
+    >>> for name, qids in (("train", (1, 2, 3)), ("vali", (4, 5)), ("test", (6, 7))):
+    ...     with open(os.path.join(d, name + ".txt"), "w") as fh:
+    ...         for q in qids:
+    ...             _ = fh.write(f"2 qid:{q} 1:1 2:0.{q}\\n1 qid:{q} 1:0.5 2:0.2\\n0 qid:{q} 1:0.1 2:0.{9 - q}\\n")
+    >>> files = [os.path.join(d, n + ".txt") for n in ("train", "vali", "test")]
+    >>> out = rankkit.experiment([files], metrics=("map",), n_points=3)
+    >>> out["convention"], [f["test"]["map"] for f in out["solvers"][0]["folds"]]
+    ('trec', [1.0])
     """
     folds = as_folds(folds)
     solvers = list(dict.fromkeys(solvers))

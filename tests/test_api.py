@@ -551,7 +551,7 @@ def test_import_rankkit_is_light():
 
 
 @pytest.mark.parametrize("module", ["rankkit.datasets", "rankkit.estimators", "rankkit.evaluation",
-                                    "rankkit.paths.select"])
+                                    "rankkit.paths.select", "rankkit.experiments"])
 def test_docstring_examples_run(module, monkeypatch):
     import importlib
 
