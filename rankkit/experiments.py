@@ -62,7 +62,7 @@ from rankkit.io.groups import find_group_file
 from rankkit.io.model import Model, write_model
 from rankkit.io.output import write_scores
 from rankkit.io.svmlight import read_svmlight
-from rankkit.metrics import describe, parse_metric, per_query_table
+from rankkit.metrics import describe, gradable_labels, parse_metric, per_query_table, ungradable
 from rankkit.paths.grid import (DEFAULT_N_POINTS, DEFAULT_RATIO, PathPoint, fold_dirs, grid, mean_se, path_over,
                                 reported_metrics, select_point)
 from rankkit.scoring import model_scores
@@ -418,6 +418,20 @@ def _read_fold(fold: Fold, zero_based: bool, group_queries: bool, narrow: bool):
     return train, valid, test, _inputs_digest(fold)
 
 
+def _say_ungradable(folds, data, convention: str, warn) -> None:
+    """One warning for the first label the convention (asked for by name: the default grades every
+    label) cannot grade, in the vali or test files: it counts as 0, not relevant (`rankkit eval`'s rule)."""
+    for f, (_, valid, test, _) in zip(folds, data):
+        for path, ds in ((f.valid, valid), (f.test, test)):
+            row = ungradable(convention, ds.y)
+            if row is not None:
+                if warn:
+                    warn(f"{display_name(path)}:{int(ds.line[row])}: label '{ds.y[row]:g}' cannot be graded by "
+                         f"--convention {convention}, which grades the labels {gradable_labels(convention)} only: "
+                         "it and every other such label count as 0, not relevant")
+                return
+
+
 def _for_each_fold(fn, folds, jobs: int, log):
     """fn(fold, log) for every fold, `jobs` at a time on threads (kernels single-threaded each);
     results and log lines in fold order. A failure stops the other folds at their next kernel call."""
@@ -565,6 +579,7 @@ def experiment(folds, solvers=DEFAULT_SOLVERS, metrics=DEFAULT_METRICS, *, conve
 
     # read every fold first: bad input anywhere is reported before anything is written
     data = _for_each_fold(lambda f, lg: _read_fold(f, zero_based, group_queries, narrow), folds, jobs, None)
+    _say_ungradable(folds, data, convention, warn)
     sizes = [len(_points(s, _grid_for(s, d[0], grids, n_points, ratio, kernel))) for d in data for s in solvers]
     total = sum(sizes)
     lock = threading.Lock()

@@ -23,7 +23,7 @@ from rankkit.io.model import write_model
 from rankkit.io.svmlight import display_name, read_svmlight
 from rankkit.config import DEFAULT_CONVENTION
 from rankkit.evaluation import dataset_tiebreak
-from rankkit.metrics import describe, parse_metric, per_query_table
+from rankkit.metrics import describe, gradable_labels, parse_metric, per_query_table, ungradable
 from rankkit.paths.grid import (fixed_c_folds, fixed_c_model_name, fold_dirs, mean_se, reported_metrics,
                                 validation_table, write_exact_table, write_fixed_c_table, write_table)
 from rankkit.paths.select import chosen_model, path_on_datasets
@@ -44,6 +44,11 @@ def _path_one(train_file, valid_file, test_file, method, metric, select, n_point
     train_ds = read_svmlight(train_file, zero_based=zero_based, group_queries=group_queries, groups=group_file, log=log,
                              narrow_indices=method != "exact")
     valid_ds = read_svmlight(valid_file, zero_based=zero_based, group_queries=group_queries, log=log)
+    row = ungradable(convention, valid_ds.y)
+    if row is not None:  # asked for by name (the default grades every label): one warning, as eval
+        console.warn(f"{display_name(valid_file)}:{int(valid_ds.line[row])}: label '{valid_ds.y[row]:g}' cannot be "
+                     f"graded by --convention {convention}, which grades the labels {gradable_labels(convention)} "
+                     "only: it and every other such label count as 0, not relevant")
     result, raw, notes, method = path_on_datasets(train_ds, valid_ds, method, metric, select, n_points, ratio, exact,
                                                   log=log, progress=progress, convention=convention, metrics=names)
     test_value = None
