@@ -245,3 +245,10 @@ def test_path_reports_every_metric_and_takes_a_convention(tmp_path):
     assert "valid map" in out and "valid ndcg@10" in out
     head = (tmp_path / "t.tsv").read_text().splitlines()[0].split("\t")
     assert "valid_map" in head and "valid_ndcg@10" in head
+
+
+def test_cli_is_quiet_without_a_terminal_and_prints_results_json(tmp_path):
+    proc = run_cli("experiment", "--fold", TRAIN, VALI, TEST, "--n-points", "2", "-m", "map", "--out-dir", "o",
+                   "--format", "json", cwd=tmp_path)
+    assert proc.returncode == 0 and proc.stderr == b"", proc.stderr.decode()
+    assert json.loads(proc.stdout) == json.loads((tmp_path / "o" / "results.json").read_text())
