@@ -34,6 +34,7 @@ _EXPORTS = {
     "compare": "rankkit.evaluation",
     "regularization_path": "rankkit.paths.select",
     "RegularizationPath": "rankkit.paths.select",
+    "experiment": "rankkit.experiments",
     "RankkitError": "rankkit.errors",
     "DataError": "rankkit.errors",
     "ModelError": "rankkit.errors",
@@ -53,6 +54,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time the names come from
     from rankkit.estimators import ConvergenceWarning, FactorizedRankSVM, Ranker, RankSVM, SGDRanker, load_model
     from rankkit.evaluation import compare, evaluate
     from rankkit.scoring import get_scorer, make_scorer
+    from rankkit.experiments import experiment
     from rankkit.paths.select import RegularizationPath, regularization_path
 
 

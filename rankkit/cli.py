@@ -86,6 +86,11 @@ class _Finite(click.FloatRange):
 
     name = "float"
 
+    def _describe_range(self) -> str:
+        if self.min is None and self.max is None:
+            return "finite"
+        return super()._describe_range()
+
     def convert(self, value, param, ctx):
         import math
 
@@ -98,15 +103,8 @@ class _Finite(click.FloatRange):
 @click.group(context_settings=CONTEXT)
 @click.version_option(__version__, prog_name="rankkit")
 def cli():
-    """Learning to rank on SVMlight/LETOR files.
-
-    \b
-    rankkit train TRAIN MODEL          fit a ranker (primal Newton RankSVM by default)
-    rankkit predict DATA MODEL [OUT]   one score per line, in input order
-    rankkit convert IN OUT --to FMT    a model as an svm_rank, liblinear or sofia-ml model (or back)
-    rankkit eval DATA SCORES...        NDCG, MAP, ERR, ... in the LETOR, TREC or LightGBM conventions
-    rankkit path TRAIN VALID           regularisation path: C picked on a validation set
-    """
+    """Learning to rank on SVMlight/LETOR files. `rankkit COMMAND --help` gives each command's
+    options; the README has worked examples."""
 
 
 # -- shared options ---------------------------------------------------------------------------
@@ -119,12 +117,12 @@ def _group_file(ctx, param, value):
     return os.path.join(".", value) if value == "auto" else value
 
 
-def _reader_options(f):
+def _reader_options(f, writes_scores: bool = False):
     f = click.option(
         "--group-queries",
         is_flag=True,
         help="Gather the documents of a qid that appears in several places of the file "
-        "(default: that is an error). Scores are still written in input order.",
+        "(default: that is an error)." + (" Scores are still written in input order." if writes_scores else ""),
     )(f)
     f = click.option(
         "--group",
@@ -137,6 +135,10 @@ def _reader_options(f):
         "file, if there is one; 'none': ignore it]",
     )(f)
     return f
+
+
+def _scores_reader_options(f):
+    return _reader_options(f, writes_scores=True)
 
 
 def _verbose(f):
@@ -175,6 +177,13 @@ class _progress_bar:
             self.bar.__exit__(None, None, None)
 
 
+def _given(param: str) -> bool:
+    """The option was given on the command line (not left at its default)."""
+    from click.core import ParameterSource
+
+    return click.get_current_context().get_parameter_source(param) is not ParameterSource.DEFAULT
+
+
 def _use_threads(n: int | None) -> None:
     threads.apply(n)  # perf: the default is the free usable cores (rankkit/threads.py)
 
@@ -192,14 +201,15 @@ def _dask_option(f):
 
 
 # -- train ------------------------------------------------------------------------------------
-@cli.command(context_settings=CONTEXT)
+@cli.command(context_settings=CONTEXT, short_help="TRAIN MODEL: fit a ranker (primal Newton RankSVM by default).")
 @click.argument("files", metavar="TRAIN [TRAIN ...] MODEL", nargs=-1, required=True)
 @click.option(
     "--solver",
     type=click.Choice(list(SOLVERS)),
     default=None,
-    help="; ".join(f"{s.name}: {s.summary}" for s in SOLVERS.values())
-    + f". [default: {DEFAULT_SOLVER}, or the solver of --loss when {DEFAULT_SOLVER} does not offer it]",
+    metavar="NAME",
+    help=f"The solver: see the table above (rankkit/solvers/__init__.py has each one's summary). [default: "
+    f"{DEFAULT_SOLVER}, or the solver of --loss when {DEFAULT_SOLVER} does not offer it]",
 )
 @click.option(
     "-C",
@@ -276,7 +286,8 @@ def _dask_option(f):
               "sampler, sofia-ml's), query-norm (every query equally likely), roc (one query, AUC), stream (two "
               "passes over the file without holding it: for files larger than memory). [default: uniform]")
 @click.option("--valid", "valid_file", type=click.Path(dir_okay=False), default=None,
-              help="Stochastic solvers: validation file whose MAP and NDCG@10 -v prints at each checkpoint.")
+              help="Stochastic and factorized solvers: validation file whose MAP and NDCG@10 -v prints at each "
+              "checkpoint (factorized: also --patience's early stopping).")
 @click.option("-K", "K", type=click.IntRange(min=1), default=None,
               help="--solver factorized: latent dimension of the pair multipliers <v_i, v_j>. [default: 10]")
 @click.option("--init-scale", type=_Finite(min=0, min_open=True), default=None,
@@ -315,6 +326,21 @@ def train(files, dask, solver, C, tol, max_iter, loss, query_norm, query_weights
           iterations, eta, eta0, batch_size, sampler, valid_file, K, init_scale, patience, save_factors, kernel, gamma,
           degree, coef0, landmarks, seed, auc, zero_based, group_queries, group_file, threads, verbose):
     """Fit a ranker on TRAIN (SVMlight/LETOR; .gz/.bz2/.xz or - for stdin) and write MODEL.
+
+    \b
+    --solver      what it fits                                     its options
+    newton        RankSVM by primal truncated Newton, O(nnz +      -C --loss --tol --max-iter
+                  n log n) per step (Chapelle & Keerthi; default)  --query-norm --rescale
+    newton-pairs  the same on the explicit pair list: per-pair     as newton
+                  costs (--delta swap), exact logistic loss
+    bundle        hinge loss (svm_rank's objective), bundle method -C --tol --max-iter
+    factorized    Factorized Ranking SVM (Zhang et al. 2015)       -K -C --iterations --valid
+    sgd pegasos   stochastic steps on sampled pairs (sofia-ml)     --lambda --iterations --eta
+    logreg margin-perceptron                                       --sampler --batch-size
+    pa romma      passive-aggressive (-C caps the step), ROMMA     --iterations --sampler
+    pair-sgd      Chapelle & Keerthi's SGD on pairs / whole        -C --iterations
+    query-sgd     queries, squared hinge, step 1/t
+    Any exact solver also takes --kernel rbf|poly (kernel RankSVM).
 
     MODEL is written atomically: a cron job reading it never sees half a file, and a failed run
     leaves the previous MODEL in place. Several TRAIN files (or quoted globs) are parts, each
@@ -366,7 +392,7 @@ def train(files, dask, solver, C, tol, max_iter, loss, query_norm, query_weights
 
 
 # -- predict ----------------------------------------------------------------------------------
-@cli.command(context_settings=CONTEXT)
+@cli.command(context_settings=CONTEXT, short_help="DATA MODEL [OUT]: one score per line, in input order (or a TREC run).")
 @click.argument("files", metavar="DATA MODEL [OUT]", nargs=-1, required=True)
 @click.option(
     "--zero-based/--one-based",
@@ -392,8 +418,9 @@ def train(files, dask, solver, C, tol, max_iter, loss, query_norm, query_weights
 )
 @_dask_option
 @click.option("--out-dir", type=click.Path(file_okay=False), default=None,
-              help="With parts (PARTS... MODEL --out-dir DIR): one score file per part, DIR/PART.scores.")
-@_reader_options
+              help="With parts (PARTS... MODEL --out-dir DIR): one score file per part, DIR/PART.scores (DIR is "
+              "created).")
+@_scores_reader_options
 @_threads
 @_verbose
 @_quiet_broken_pipe
@@ -419,6 +446,7 @@ def predict(files, dask, out_dir, fmt, tag, zero_based, group_queries, group_fil
             raise click.UsageError("predict --dask needs PARTS... MODEL " + ("" if out_dir else "OUT"),
                                    ctx=click.get_current_context())
         if out_dir is not None:
+            os.makedirs(out_dir, exist_ok=True)  # as path and experiment: --out-dir is created
             parts, model_file, out_file = files[:-1], files[-1], None
         else:
             parts, model_file, out_file = files[:-2], files[-2], files[-1]
@@ -448,7 +476,7 @@ def predict(files, dask, out_dir, fmt, tag, zero_based, group_queries, group_fil
 
 
 # -- convert ----------------------------------------------------------------------------------
-@cli.command(context_settings=CONTEXT)
+@cli.command(context_settings=CONTEXT, short_help="IN OUT --to FMT: a model as an svm_rank, liblinear or sofia-ml model (or back).")
 @click.argument("in_file", metavar="IN")
 @click.argument("out_file", metavar="OUT")
 @click.option("--to", "to", type=click.Choice(MODEL_FORMATS), required=True, help="Format of OUT.")
@@ -472,7 +500,7 @@ def convert(in_file, out_file, to, model_format, verbose):
 
 
 # -- eval -------------------------------------------------------------------------------------
-@cli.command(name="eval", context_settings=CONTEXT)
+@cli.command(name="eval", context_settings=CONTEXT, short_help="DATA SCORES...: NDCG, MAP, ERR, ... graded as trec_eval (or LETOR, LightGBM) grades them, with significance tests.")
 @click.argument("files", metavar="DATA SCORES [SCORES ...]", nargs=-1, required=True)
 @click.option(
     "-m",
@@ -487,8 +515,8 @@ def convert(in_file, out_file, to, model_format, verbose):
     type=click.Choice(CONVENTION_NAMES),
     default=DEFAULT_CONVENTION,
     show_default=True,
-    help="Whose numbers to reproduce: letor4 / letor3 (official LETOR scripts), mslr, trec "
-    "(trec_eval), exp (RankLib / LightGBM / XGBoost). See the README.",
+    help="Whose numbers to reproduce: trec (trec_eval, pytrec_eval, ranx, scikit-learn), letor4 / letor3 "
+    "(official LETOR scripts), mslr, exp (RankLib / LightGBM / XGBoost). See the README.",
 )
 @click.option(
     "--empty-query",
@@ -575,13 +603,15 @@ def eval_(files, dask, metrics, convention, empty_query, fmt, per_query, test_na
         group_file=group_file,
         echo=_echo,
         log=_say if verbose else None,
+        convention_named=_given("convention"),
+        warn=_warn,
     )
 
 
 # -- path -------------------------------------------------------------------------------------
-@cli.command(name="path", context_settings=CONTEXT)
-@click.argument("train_file", metavar="[TRAIN", required=False)
-@click.argument("valid_file", metavar="VALID]", required=False)
+@cli.command(name="path", context_settings=CONTEXT, short_help="TRAIN VALID | --folds DIR: C chosen on validation data along a regularisation path.")
+@click.argument("train_file", metavar="[TRAIN VALID | --folds DIR]", required=False)
+@click.argument("valid_file", metavar="", required=False)
 @click.option("--out-model", type=click.Path(dir_okay=False), default=None, help="Write the chosen model here.")
 @click.option("--table", type=click.Path(dir_okay=False), default=None,
               help="Write every point of the path as TSV (C, lambda, iterations, objective, loss, active set, metric).")
@@ -602,8 +632,11 @@ def eval_(files, dask, metrics, convention, empty_query, fmt, per_query, test_na
               help="--method exact: stop at this lambda = 1/C. [default: 1e-6 * the first breakpoint]")
 @click.option("--max-events", type=click.IntRange(min=1), default=None,
               help="--method exact: stop after this many events (with a warning). [default: max(10000, 4 x pairs)]")
-@click.option("-m", "--metric", default="ndcg@10", show_default=True,
-              help="Validation metric (any of rankkit eval's), LETOR 4.0 convention.")
+@click.option("-m", "--metric", "metrics", multiple=True,
+              help="Validation metric (any of rankkit eval's), repeatable: the first chooses C, all are reported. "
+              "[default: ndcg@10]")
+@click.option("--convention", type=click.Choice(CONVENTION_NAMES), default=DEFAULT_CONVENTION, show_default=True,
+              help="How the metrics are graded (as rankkit eval --convention).")
 @click.option("--select", type=click.Choice(["best", "1se"]), default="best", show_default=True,
               help="best: the highest validation metric; 1se: the smallest C within one standard error of it.")
 @click.option("--n-points", type=click.IntRange(min=2), default=30, show_default=True, help="Values of C on the grid.")
@@ -626,20 +659,113 @@ def eval_(files, dask, metrics, convention, empty_query, fmt, per_query, test_na
 @_threads
 @_verbose
 def path_(dask, train_file, valid_file, out_model, table, plot, method, graph, kernel, gamma, degree, coef0, lambda_min,
-          max_events, metric, select, n_points, ratio, folds, jobs, Cs, out_dir, zero_based, group_queries, group_file,
-          threads, verbose):
+          max_events, metrics, convention, select, n_points, ratio, folds, jobs, Cs, out_dir, zero_based, group_queries,
+          group_file, threads, verbose):
     """Regularisation path and model selection: train along a range of C, evaluate each point on
-    VALID, pick C (best or one-standard-error rule) and optionally save the chosen model."""
+    VALID, pick C (best or one-standard-error rule) and optionally save the chosen model.
+
+    \b
+    rankkit path TRAIN VALID [--out-model M]    one path, C chosen on VALID
+    rankkit path --folds DIR                     a path per FoldK of a LETOR directory
+    rankkit path --folds DIR -C c1 -C c2 ...     every fold trained at fixed values of C
+
+    With --folds, the grid path is the code `rankkit experiment DIR --solver newton` runs (same
+    choices and numbers for the same --n-points, --ratio, -m, --convention, --select); experiment
+    also writes the chosen models, test scores, tables and a significance test.
+    """
     from rankkit import commands
 
     _use_threads(threads)
+    metric = tuple(metrics) if metrics else ("ndcg@10",)
     commands.path(train_file, valid_file, out_model=out_model, table=table, plot=plot, method=method, metric=metric,
+                  convention=convention,
                   select=select, n_points=n_points, ratio=ratio, folds=folds, jobs=jobs, zero_based=zero_based,
                   group_queries=group_queries, group_file=group_file, log=_say if verbose else None,
                   echo=_echo_summary,
                   exact={"kernel": kernel, "gamma": gamma, "degree": degree, "coef0": coef0, "graph": graph,
                          "lambda_min": lambda_min, "max_events": max_events}, dask=dask,
                    progress=_progress_bar if (not verbose and sys.stderr.isatty()) else None, Cs=Cs, out_dir=out_dir)
+
+
+# -- experiment -------------------------------------------------------------------------------
+@cli.command(name="experiment", context_settings=CONTEXT, short_help="DIR | --fold TRAIN VALID TEST: solvers x folds, choices on vali, a test table with significance tests.")
+@click.argument("directory", metavar="[DIR]", required=False, type=click.Path(file_okay=False, exists=True))
+@click.option("--fold", "fold_triples", nargs=3, multiple=True, metavar="TRAIN VALID TEST",
+              help="A fold given by its files (repeatable), instead of DIR.")
+@click.option("--solver", "solvers", type=click.Choice(list(SOLVERS)), multiple=True,
+              help="A solver to run (repeatable); the first is the baseline of the significance tests. "
+              "[default: newton]")
+@click.option("-m", "--metric", "metrics", multiple=True,
+              help="Metric (any of rankkit eval's), repeatable: the first chooses on vali, all are reported. "
+              "[default: ndcg@10 map]")
+@click.option("--convention", type=click.Choice(CONVENTION_NAMES), default=DEFAULT_CONVENTION, show_default=True,
+              help="How the metrics are graded (as rankkit eval --convention).")
+@click.option("--select", type=click.Choice(["best", "1se"]), default="best", show_default=True,
+              help="best: the highest vali metric; 1se: the most regularised point within one standard error of it.")
+@click.option("--grid", "grid_specs", multiple=True, metavar="SOLVER:PARAM=V1,V2,...",
+              help="Replace a solver's default grid along PARAM (C, lambda, K or gamma; repeatable, several PARAMs "
+              "make a product), e.g. pegasos:lambda=1e-2,1e-3,1e-4.")
+@click.option("--n-points", type=click.IntRange(min=1), default=30, show_default=True,
+              help="Points of the default C path (exact solvers, as rankkit path) and lambda grid (stochastic).")
+@click.option("--ratio", type=_Finite(min=1, min_open=True), default=1e7, show_default=True,
+              help="C_max / C_min of the default C path.")
+@click.option("--kernel", type=click.Choice(["rbf", "poly"]), default=None,
+              help="Kernel RankSVM for the exact solvers: the grid is gamma x C (see README).")
+@click.option("--landmarks", type=click.IntRange(min=1), default=None,
+              help="--kernel: Nystrom landmarks (drawn with --seed). [default: every training document, up to 4000]")
+@click.option("--degree", type=click.IntRange(min=1), default=3, show_default=True, help="--kernel poly: degree.")
+@click.option("--coef0", type=_Finite(), default=0.0, help="--kernel poly: coef0. [default: 0]")
+@click.option("--iterations", type=click.IntRange(min=1), default=None,
+              help="Stochastic and factorized solvers: steps. [default: the solver's, as rankkit train]")
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Seed of every random choice (stochastic solvers, landmarks, the randomization test).")
+@click.option("--out-dir", type=click.Path(file_okay=False), default=None,
+              help="Where OUT/FoldK/SOLVER.model, .test.scores, .vali.tsv and OUT/results.json, results.tsv, "
+              "results.txt and SOLVER.vali.svg go (created). A re-run reuses the folds whose inputs and settings "
+              "are unchanged. [default: write nothing, print the table]")
+@click.option("--no-resume", is_flag=True, help="Refit every fold even where OUT holds matching results.")
+@click.option("--format", "fmt", type=click.Choice(["table", "tsv", "json"]), default="table", show_default=True,
+              help="What stdout shows: aligned text, results.tsv or results.json.")
+@click.option("--test", "test_name", type=click.Choice(SIGNIFICANCE_TESTS), default="randomization",
+              show_default=True, help="Paired significance test of each solver against the first.")
+@click.option("--permutations", type=click.IntRange(min=100), default=DEFAULT_PERMUTATIONS, show_default=True,
+              help="Permutations of the randomization test.")
+@click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Folds run side by side (each on one kernel thread); the results do not depend on it.")
+@click.option("--zero-based", is_flag=True, help="Feature indices start at 0.")
+@click.option("--group-queries", is_flag=True,
+              help="Gather the documents of a qid that appears in several places of a file (default: an error).")
+@_threads
+@_verbose
+def experiment_(directory, fold_triples, solvers, metrics, convention, select, grid_specs, n_points, ratio, kernel,
+                landmarks, degree, coef0, iterations, seed, out_dir, no_resume, fmt, test_name, permutations, jobs,
+                zero_based, group_queries, threads, verbose):
+    """The LETOR protocol in one command: on each fold, every --solver over its grid, the choice on
+    vali by the first -m, the chosen model scored on test; a table per fold and the mean over the
+    folds, and a paired significance test of each solver against the first over all test queries.
+
+    \b
+    rankkit experiment MQ2008 --solver newton --solver pegasos -m map -m ndcg@10 --out-dir out
+    rankkit experiment --fold tr1 va1 te1 --fold tr2 va2 te2 --grid pegasos:lambda=1e-3,1e-4 ...
+
+    Default grids: C along a warm-started path for newton, newton-pairs, bundle (rankkit path's);
+    lambda 1e-1..1e-6 for the stochastic solvers; K x C for factorized; gamma x C with --kernel.
+    """
+    from rankkit import commands
+
+    _use_threads(threads)
+    kernel_opts = None
+    if kernel is not None:
+        kernel_opts = {"name": kernel, "degree": degree, "coef0": coef0, "landmarks": landmarks}
+    elif landmarks is not None or _given("degree") or _given("coef0"):
+        raise click.UsageError("--landmarks, --degree and --coef0 go with --kernel", ctx=click.get_current_context())
+    commands.experiment(directory, fold_triples, solvers=solvers or ("newton",), metrics=metrics,
+                        convention=convention, select=select, grid_specs=grid_specs, n_points=n_points, ratio=ratio,
+                        kernel=kernel_opts, iterations=iterations, seed=seed, out_dir=out_dir, jobs=jobs,
+                        test=test_name, permutations=permutations, zero_based=zero_based,
+                        group_queries=group_queries, fmt=fmt, echo=_echo_summary, log=_say if verbose else None,
+                        resume=not no_resume,
+                        progress=_progress_bar if (not verbose and sys.stderr.isatty()) else None, warn=_warn)
 
 
 # -- exit statuses and signals -----------------------------------------------------------------

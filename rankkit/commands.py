@@ -1,5 +1,5 @@
 """What each subcommand does, as plain functions of plain arguments: the use cases of rankkit/app/
-(train, predict, evaluate, path, convert) and, over several files or a Dask cluster,
+(train, predict, evaluate, path, convert, experiment) and, over several files or a Dask cluster,
 rankkit.distributed.commands. cli.py parses the options and calls these.
 
 Imported by cli.py when a command runs; each name loads only its own use case's module (a
@@ -15,6 +15,7 @@ import os
 # name -> the module that defines it
 _HOMES = {"train": "rankkit.app.train", "predict": "rankkit.app.predict", "write_ranked": "rankkit.app.predict",
           "evaluate": "rankkit.app.evaluate", "path": "rankkit.app.path", "convert": "rankkit.app.convert",
+          "experiment": "rankkit.app.experiment",
           "train_parts": "rankkit.distributed.commands", "predict_parts": "rankkit.distributed.commands",
           "eval_parts": "rankkit.distributed.commands"}
 

@@ -10,7 +10,9 @@ their tests check that these names match them.
 __version__ = "0.2.0"  # pyproject.toml reads it from here
 
 CONVENTION_NAMES = ("letor4", "letor3", "mslr", "trec", "exp")
-DEFAULT_CONVENTION = "letor4"
+# the one default convention of every face (eval, path, experiment, evaluate, estimators' score):
+# trec_eval's, what pytrec_eval, ranx and scikit-learn's ndcg_score compute
+DEFAULT_CONVENTION = "trec"
 EMPTY_QUERY_CHOICES = ("0", "1", "skip")
 SIGNIFICANCE_TESTS = ("randomization", "t")
 DEFAULT_PERMUTATIONS = 10_000

@@ -5,7 +5,7 @@
 
 The command line's eval reads files, then calls `summarize` (as `compare` does) and formats the
 result: one code path. Metric names and conventions are those of ``rankkit eval --help``
-(``ndcg@10``, ``map``, ``p@5``, ``err@10``, ...; conventions letor4 (default), letor3, trec, exp).
+(``ndcg@10``, ``map``, ``p@5``, ``err@10``, ...; conventions trec (the default: trec_eval's numbers), letor4, letor3, mslr, exp).
 """
 
 from __future__ import annotations
@@ -17,10 +17,11 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from rankkit import stats
+from rankkit.config import DEFAULT_CONVENTION
 from rankkit.data import query_offsets
 from rankkit.errors import UsageError
 from rankkit.io.trec import lexicographic_rank
-from rankkit.metrics import parse_metric, per_query_table
+from rankkit.metrics import gradable_labels, parse_metric, per_query_table, ungradable
 
 __all__ = ["evaluate", "compare"]
 
@@ -37,12 +38,39 @@ def _offsets(n: int, qid, group, what: str) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _check_grades(labels: np.ndarray, convention: str) -> None:
-    """The LETOR scripts' conventions grade labels 0, 1, 2 only: say so when the data has others
-    (MSLR's 0-4), rather than silently counting them as not relevant."""
-    if convention in ("letor4", "letor3") and labels.size and (labels.max() > 2 or labels.min() < 0):
-        warnings.warn(f"convention {convention!r} grades the labels 0, 1, 2 (any other label counts 0, not "
-                      f"relevant), and these labels go from {labels.min():g} to {labels.max():g}: "
-                      "convention='exp' or 'trec' grades every label 2^label - 1", UserWarning, stacklevel=3)
+    """A convention with a gain table (letor4, letor3: labels 0, 1, 2; mslr: 0..4) grades no other
+    label: asked for by name, say so once (the LETOR scripts would count them as 0, not relevant)."""
+    row = ungradable(convention, labels)
+    if row is not None:
+        warnings.warn(f"convention {convention!r} grades the labels {gradable_labels(convention)} only (any other "
+                      f"label counts 0, not relevant), and y[{row}] is {labels[row]:g}: the default convention "
+                      f"{DEFAULT_CONVENTION!r} or 'exp' grades every label", UserWarning, stacklevel=3)
+
+
+def dataset_docids(ds) -> list[str]:
+    """The `# docid = X` of each row of a Dataset, or its line number where the line had none (its
+    1-based row for data made from arrays, which has no lines)."""
+    lines = ds.line.tolist() if ds.line is not None else range(1, ds.n_rows + 1)
+    return [d if d is not None else str(line) for d, line in zip(ds.docids(), lines)]
+
+
+def dataset_tiebreak(ds, convention: str):
+    """The tiebreak `rankkit eval` uses on a data file: trec_eval's (docid descending) under the
+    trec convention, file order otherwise (None)."""
+    return lexicographic_rank(dataset_docids(ds)) if getattr(convention, "name", convention) == "trec" else None
+
+
+def dataset_table(names: Sequence[str], ds, scores, convention: str = DEFAULT_CONVENTION, *, tiebreak=None,
+                  empty_query=None) -> dict[str, np.ndarray]:
+    """{metric: float64[queries]} of one scores vector (in file order) against a Dataset, exactly as
+    `rankkit eval DATA SCORES` computes it (the same tiebreak, the same row order). tiebreak: from
+    dataset_tiebreak(ds, convention), passed in when one Dataset is scored many times."""
+    if tiebreak is None:
+        tiebreak = dataset_tiebreak(ds, convention)
+    scores = np.asarray(scores, dtype=np.float64)
+    if ds.order is not None:
+        scores = scores[ds.order]
+    return per_query_table(list(names), ds.y, scores, ds.qptr, convention, tiebreak=tiebreak, empty_query=empty_query)
 
 
 def _vector(values, n: int | None, what: str) -> np.ndarray:
@@ -63,7 +91,7 @@ def _tiebreak(docids, n: int):
     return lexicographic_rank(ids)
 
 
-def query_table(names: Sequence[str], y, scores, qptr, convention: str = "letor4", *, tiebreak=None, judged=None,
+def query_table(names: Sequence[str], y, scores, qptr, convention: str = DEFAULT_CONVENTION, *, tiebreak=None, judged=None,
                 empty_query=None) -> dict[str, np.ndarray]:
     """{metric: float64[queries]} (NaN: a query the empty-query rule skips)."""
     return per_query_table(list(names), y, scores, qptr, convention, tiebreak=tiebreak, judged=judged,
@@ -102,7 +130,7 @@ def summarize(systems: list, names: Sequence[str], test: str = "randomization", 
 
 
 def evaluate(y, scores, qid=None, group=None, metrics: Sequence[str] | str = DEFAULT_METRICS,
-             convention: str = "letor4", per_query: bool = False, *, empty_query: str | None = None,
+             convention: str = DEFAULT_CONVENTION, per_query: bool = False, *, empty_query: str | None = None,
              docids: Sequence[str] | None = None) -> Any:
     """Mean of each ranking metric over the queries, as ``rankkit eval`` computes it.
 
@@ -118,9 +146,10 @@ def evaluate(y, scores, qid=None, group=None, metrics: Sequence[str] | str = DEF
         Documents per query, in order (LightGBM's convention). One of qid and group is needed.
     metrics : str or sequence of str, default ("ndcg@10", "map")
         Names as in ``rankkit eval --help``: ndcg, ndcg@k, map, p@k, mrr, err@k, auc, ...
-    convention : str, default "letor4"
-        How ties, short queries and queries without relevant documents count: letor4 (the LETOR
-        4.0 evaluation script), letor3, trec (trec_eval; ties broken by ``docids``), exp.
+    convention : str, default "trec"
+        How gains, ties, short queries and queries without relevant documents count: trec
+        (trec_eval, pytrec_eval, ranx, scikit-learn's ndcg_score; ties broken by ``docids``), or by
+        name letor4 (the LETOR 4.0 evaluation script), letor3, mslr, exp (LightGBM, RankLib).
     per_query : bool, default False
         Also return each query's value.
     empty_query : {None, "0", "1", "skip"}, optional
@@ -139,7 +168,8 @@ def evaluate(y, scores, qid=None, group=None, metrics: Sequence[str] | str = DEF
     Warns
     -----
     UserWarning
-        Labels outside 0, 1, 2 under the LETOR conventions, which count them as not relevant.
+        Labels a convention asked for by name cannot grade (letor4 and letor3: other than 0, 1,
+        2; mslr: other than 0..4), which it counts as 0, not relevant.
 
     Raises
     ------
@@ -151,14 +181,14 @@ def evaluate(y, scores, qid=None, group=None, metrics: Sequence[str] | str = DEF
     >>> import rankkit
     >>> y = [2, 1, 0, 1, 0]
     >>> scores = [0.9, 0.5, 0.1, 0.2, 0.4]
-    >>> rankkit.evaluate(y, scores, qid=[1, 1, 1, 2, 2], metrics=("ndcg@3", "map"))  # LETOR 4.0's rules
-    {'ndcg@3': 0.5, 'map': 0.75}
-    >>> rankkit.evaluate(y, scores, qid=[1, 1, 1, 2, 2], metrics=("ndcg@3", "map"), convention="exp")
+    >>> rankkit.evaluate(y, scores, qid=[1, 1, 1, 2, 2], metrics=("ndcg@3", "map"))  # trec_eval's numbers
     {'ndcg@3': 0.8154648767857288, 'map': 0.75}
+    >>> rankkit.evaluate(y, scores, qid=[1, 1, 1, 2, 2], metrics=("ndcg@3", "map"), convention="letor4")
+    {'ndcg@3': 0.5, 'map': 0.75}
 
-    Query 2 has 2 documents: under LETOR 4.0's rules its NDCG@3 is 0 (a query shorter than k
-    scores 0) and its top two ranks share the discount 1; ``convention="exp"`` is the textbook
-    NDCG over the query's own length.
+    Query 2 has 2 documents: the default (trec_eval's, and pytrec_eval's, ranx's, scikit-learn's
+    ndcg_score) is NDCG over the query's own length; under the LETOR 4.0 script's rules its NDCG@3
+    is 0 (a query shorter than k scores 0) and its top two ranks share the discount 1.
     >>> means, each = rankkit.evaluate(y, [0.9, 0.5, 0.1, 0.2, 0.4], group=[3, 2], metrics="map", per_query=True)
     >>> each["map"].tolist()
     [1.0, 0.5]
@@ -181,7 +211,7 @@ def evaluate(y, scores, qid=None, group=None, metrics: Sequence[str] | str = DEF
 
 
 def compare(y, systems: Mapping[str, Any] | Sequence[Any], qid=None, group=None,
-            metrics: Sequence[str] | str = DEFAULT_METRICS, convention: str = "letor4", *,
+            metrics: Sequence[str] | str = DEFAULT_METRICS, convention: str = DEFAULT_CONVENTION, *,
             test: str = "randomization", permutations: int = 10_000, seed: int = 0, empty_query: str | None = None,
             docids: Sequence[str] | None = None) -> list[dict]:
     """Several rankers' scores on the same documents, each tested against the first.

@@ -114,3 +114,70 @@ def write_plot(path: str, result) -> None:
         plt.close(fig)
         return
     raise UsageError(f"--plot '{path}': the file name must end in .svg or .png")
+
+
+_COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
+            "#17becf")
+
+
+def _escape(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def grid_svg(solver: str, metric: str, convention: str, series, width=760, height=420) -> str:
+    """The validation metric along a grid, one line per fold: series = [(fold, grid points (dicts
+    of hyperparameters), values, chosen index)]. The x axis is the point's index along the grid
+    (most regularised first), labelled with its hyperparameters; the chosen point is circled."""
+    L, R, T, B = 80, 130, 40, 70
+    n = max((len(p) for _, p, _, _ in series), default=1)
+    finite = [v for _, _, vs, _ in series for v in vs if v is not None and v == v]
+    y_lo, y_hi = (min(finite), max(finite)) if finite else (0.0, 1.0)
+    if y_hi == y_lo:
+        y_hi = y_lo + 1e-9
+
+    def px(i):
+        return L + (i / max(n - 1, 1)) * (width - L - R)
+
+    def py(y):
+        return T + (1 - (y - y_lo) / (y_hi - y_lo)) * (height - T - B)
+
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif" '
+        'font-size="12">',
+        f'<rect width="{width}" height="{height}" fill="white"/>',
+        f'<text x="{width / 2}" y="20" text-anchor="middle" font-size="14">rankkit experiment: {_escape(solver)}, '
+        f'validation {_escape(metric)} ({_escape(convention)}) along the grid, per fold</text>',
+        f'<line x1="{L}" y1="{height - B}" x2="{width - R}" y2="{height - B}" stroke="black"/>',
+        f'<line x1="{L}" y1="{T}" x2="{L}" y2="{height - B}" stroke="black"/>',
+    ]
+    points = max((p for _, p, _, _ in series), key=len, default=[])
+    step = max(1, n // 10)
+    for i, pt in enumerate(points):
+        if i % step == 0 or i == n - 1:
+            label = " ".join(f"{k} {v:.3g}" for k, v in pt.items()) or "-"
+            out.append(f'<text x="{px(i):.1f}" y="{height - B + 14}" text-anchor="end" '
+                       f'transform="rotate(-30 {px(i):.1f} {height - B + 14})">{_escape(label)}</text>')
+    for k in range(5):
+        y = y_lo + (y_hi - y_lo) * k / 4
+        out.append(f'<text x="{L - 6}" y="{py(y) + 4:.1f}" text-anchor="end">{y:.4g}</text>')
+    out.append(f'<text x="18" y="{(T + height - B) / 2}" transform="rotate(-90 18 {(T + height - B) / 2})" '
+               f'text-anchor="middle">validation {_escape(metric)}</text>')
+    for j, (fold, _, values, chosen) in enumerate(series):
+        colour = _COLOURS[j % len(_COLOURS)]
+        d = " ".join(f"{'M' if i == 0 else 'L'}{px(i):.1f},{py(v):.1f}" for i, v in enumerate(values)
+                     if v is not None and v == v)
+        out.append(f'<path d="{d}" fill="none" stroke="{colour}" stroke-width="1.5"/>')
+        v = values[chosen] if 0 <= chosen < len(values) else None
+        if v is not None and v == v:
+            out.append(f'<circle cx="{px(chosen):.1f}" cy="{py(v):.1f}" r="4" fill="none" stroke="{colour}" '
+                       'stroke-width="2"/>')
+        out.append(f'<text x="{width - R + 10}" y="{T + 16 * j + 10}" fill="{colour}">{_escape(fold)}</text>')
+    out.append(f'<text x="{width - R + 10}" y="{T + 16 * len(series) + 14}">o chosen</text>')
+    out.append("</svg>")
+    return "\n".join(out) + "\n"
+
+
+def write_grid_plot(path: str, solver: str, metric: str, convention: str, series) -> None:
+    """grid_svg, written atomically."""
+    with atomic_open(path) as fh:
+        fh.write(grid_svg(solver, metric, convention, series))

@@ -42,11 +42,11 @@ def main(argv):
         for C in GRID:
             res = NewtonRankSVM(C=C).fit(train, w0=w)
             w = res.w
-            v = evaluate(vali.y, scores(vali, w), vali.qptr, ("map",))["map"]
+            v = evaluate(vali.y, scores(vali, w), vali.qptr, ("map",), "letor4")["map"]
             if best is None or v > best[1]:
                 best = (C, v, w.copy())
         C, vmap, w = best
-        t = evaluate(test.y, scores(test, w), test.qptr, METRICS)
+        t = evaluate(test.y, scores(test, w), test.qptr, METRICS, "letor4")
         rows.append(t)
         print(f"Fold{fold}: C={C:g} (vali MAP {vmap:.4f})  " + "  ".join(f"{k} {t[k]:.4f}" for k in METRICS))
     mean = {k: float(np.mean([r[k] for r in rows])) for k in METRICS}

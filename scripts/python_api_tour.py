@@ -29,7 +29,8 @@ Xt, yt, qt = rankkit.load_svmlight_file(os.path.join(args.data, "sample.test.txt
                                         n_features=X.shape[1])
 print(f"train: {X.shape[0]} documents, {len(np.unique(qid))} queries, {X.shape[1]} features")
 
-# %% Fit a RankSVM (primal Newton, squared hinge) and evaluate it on the test queries.
+# %% Fit a RankSVM (primal Newton, squared hinge) and evaluate it on the test queries, graded as trec_eval
+# (and pytrec_eval, ranx, scikit-learn's ndcg_score) grades them; convention="letor4" gives the LETOR script's.
 ranker = rankkit.RankSVM(C=0.01).fit(X, y, qid=qid)
 print(f"newton: {ranker.n_iter_} iterations, objective {ranker.objective_:.6g}, converged {ranker.converged_}")
 print("test:", rankkit.evaluate(yt, ranker.predict(Xt), qid=qt, metrics=("ndcg@5", "ndcg@10", "map")))
@@ -62,10 +63,25 @@ for system in rankkit.compare(yt, {"newton": ranker.predict(Xt), "pegasos": pega
     p = system.get("p_value", {}).get("ndcg@10")
     print(f"  {system['name']:8s} ndcg@10 {system['mean']['ndcg@10']:.4f}" + ("" if p is None else f"  p {p:.3f}"))
 
+# %% The whole LETOR protocol (what `rankkit experiment` does): per fold, each solver's grid chosen on vali by
+# the first metric, the choice scored on test, a paired test against the first solver over all test queries.
+# Here two folds made of the sample's files; give a LETOR directory (Fold1..FoldK) for a real one.
+files = [os.path.join(args.data, f"sample.{part}.txt") for part in ("train", "vali", "test")]
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore", rankkit.ConvergenceWarning)
+    results = rankkit.experiment([files, [files[0], files[2], files[1]]], solvers=("newton", "pegasos"),
+                                 metrics=("map", "ndcg@10"), n_points=6, iterations=20000,
+                                 grids={"pegasos": {"lambda": [1e-2, 1e-3, 1e-4]}})
+for s in results["solvers"]:
+    chosen = ", ".join(f"{f['fold']} {f['chosen']}" for f in s["folds"])
+    p = s.get("p_value", {}).get("map")
+    print(f"  {s['name']:8s} mean test map {s['mean']['test']['map']:.4f}" + ("" if p is None else f"  p {p:.3f}")
+          + f"  ({chosen})")
+
 # %% Save the chosen model: the same file `rankkit train` writes; `rankkit predict` scores it identically.
 best = path.best_estimator_
 model_path = os.path.join(out_dir, "tour.model")
 best.save(model_path)
 again = rankkit.load_model(model_path)
 assert np.array_equal(again.predict(Xt), best.predict(Xt))
-print(f"wrote {model_path}; try: rankkit predict data/sample.test.txt {model_path}")
+print(f"wrote {model_path}; try: .venv/bin/rankkit predict data/sample.test.txt {model_path}")

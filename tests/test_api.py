@@ -403,7 +403,10 @@ def test_parameter_errors_name_the_parameter(sample):
                             ({"qid": qid, "qid_valid": d.qid, "kernel": "foo"}, "kernel must be one of")):
         with pytest.raises(UsageError, match=message):
             rankkit.regularization_path(X, y, d.X, d.y, **kwargs)
-    with pytest.warns(UserWarning, match="grades the labels 0, 1, 2"):  # MSLR-style labels under letor4
+    with pytest.warns(UserWarning, match="grades the labels 0, 1, 2"):  # MSLR-style labels under letor4, by name
+        rankkit.evaluate(np.array([4.0, 3, 0]), np.array([3.0, 2, 1]), group=[3], convention="letor4")
+    with warnings.catch_warnings():  # the default (trec) grades every label: nothing to say
+        warnings.simplefilter("error")
         rankkit.evaluate(np.array([4.0, 3, 0]), np.array([3.0, 2, 1]), group=[3])
 
 
@@ -548,7 +551,7 @@ def test_import_rankkit_is_light():
 
 
 @pytest.mark.parametrize("module", ["rankkit.datasets", "rankkit.estimators", "rankkit.evaluation", "rankkit.scoring",
-                                    "rankkit.paths.select"])
+                                    "rankkit.paths.select", "rankkit.experiments"])
 def test_docstring_examples_run(module, monkeypatch):
     import importlib
 

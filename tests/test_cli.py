@@ -270,7 +270,7 @@ def test_eval_table_and_json(trained):
     assert lines[0] == ["metric", str(scores)]  # header row: the SCORES file names the column
     rows = {cells[0]: cells[1] for cells in lines[1:]}
     assert rows == {k: f"{v:.6f}" for k, v in values.items()}
-    assert "convention letor4" in table.stdout.decode()
+    assert "convention trec" in table.stdout.decode()  # the default, named in the output
 
 
 def test_training_is_reproducible(trained):

@@ -81,7 +81,7 @@ def test_trec_run_against_qrels_equals_data_and_scores(runs):
 
 def test_two_systems_side_by_side_with_p_values(runs):
     out = _json(rankkit("eval", SAMPLE_TEST, "a.scores", "b.scores", "a.scores", "--format", "json", cwd=runs))
-    assert out["convention"] == "letor4"
+    assert out["convention"] == "trec"  # the default: trec_eval's
     first, second, third = out["systems"]
     assert [s["name"] for s in out["systems"]] == ["a.scores", "b.scores", "a.scores"]
     assert "p_value" not in first and set(second["p_value"]) == set(second["mean"])
@@ -240,3 +240,23 @@ def test_verbose_reports_on_stderr_and_leaves_stdout_alone(runs):
             assert "read qrels test.qrels" in err and f"read run a.run: {n_docs} lines" in err
         else:
             assert "read b.scores" in err and "randomization tests of 1 system(s)" in err
+
+
+def test_a_label_the_convention_cannot_grade(tmp_path):
+    """letor4 grades labels 0, 1, 2: a label 4 is an error naming file, line and label when the
+    convention was not asked for by name, and one warning (naming the line) when it was. The
+    default, trec, grades every label."""
+    from rankkit.app.evaluate import evaluate
+    from rankkit.errors import DataError
+
+    (tmp_path / "d.txt").write_text("2 qid:1 1:1\n0 qid:1 1:0.5\n4 qid:2 1:1\n1 qid:2 1:0\n")
+    (tmp_path / "s").write_text("1\n2\n3\n4\n")
+    proc = rankkit("eval", "d.txt", "s", "--convention", "letor4", cwd=tmp_path)
+    err = proc.stderr.decode()
+    assert proc.returncode == 0 and err.count("\n") == 1, err
+    assert "d.txt:3: label '4' cannot be graded by --convention letor4" in err
+    proc = rankkit("eval", "d.txt", "s", cwd=tmp_path)
+    assert proc.returncode == 0 and proc.stderr == b"" and b"convention trec" in proc.stdout
+    with pytest.raises(DataError, match=r"d.txt:3: label '4' cannot be graded by --convention letor4"):
+        evaluate([str(tmp_path / "d.txt"), str(tmp_path / "s")], convention="letor4", convention_named=False,
+                 echo=lambda _: None)

@@ -18,12 +18,28 @@ from rankkit.metrics import (
     Convention,
     GainOverflow,
     describe,
-    evaluate,
     parse_metric,
-    per_query,
-    per_query_table,
 )
+from rankkit.metrics import evaluate as _evaluate
+from rankkit.metrics import per_query as _per_query
+from rankkit.metrics import per_query_table as _per_query_table
 from rankkit.metrics.kernels import GAIN_EXP, err_probability
+from rankkit.config import DEFAULT_CONVENTION
+
+
+# The hand-worked values and the brute-force reference of this file are the LETOR 4.0 script's rules,
+# written when letor4 was the default; the default is now trec (test_trec_is_the_registered_default),
+# so these helpers name letor4 where a test gives no convention.
+def per_query(metric, labels, scores, qptr, convention="letor4", **kw):
+    return _per_query(metric, labels, scores, qptr, convention, **kw)
+
+
+def per_query_table(metrics_, labels, scores, qptr, convention="letor4", **kw):
+    return _per_query_table(metrics_, labels, scores, qptr, convention, **kw)
+
+
+def evaluate(labels, scores, qptr, metrics_=DEFAULT_METRICS, convention="letor4", **kw):
+    return _evaluate(labels, scores, qptr, metrics_, convention, **kw)
 
 TOL = 1e-12  # fast vs reference, and hand-worked values involving logarithms
 
@@ -277,12 +293,25 @@ def test_other_convention_codes_match_reference(conv, ref_conv):
         assert abs(out[name] - float(np.nanmean(slow[name]))) <= TOL  # skipped queries are NaN
 
 
-def test_letor4_is_the_registered_default():
+def test_trec_is_the_registered_default_and_letor4_stays_by_name():
+    assert DEFAULT_CONVENTION == "trec"
     c = CONVENTIONS["letor4"]
     assert (c.gain_mode, c.gain_table, c.discount_mode) == (metrics.GAIN_TABLE, (0.0, 1.0, 3.0), metrics.DISCOUNT_LETOR4)
     assert (c.short_query, c.empty_query, c.relevance_mode) == (metrics.SHORT_ZERO, metrics.EMPTY_ZERO, metrics.RELEVANT_GAIN)
     labels, scores, qptr = random_queries(seed=3, n_queries=50)
-    assert evaluate(labels, scores, qptr, EVERY_METRIC) == evaluate(labels, scores, qptr, EVERY_METRIC, "letor4")
+    assert _evaluate(labels, scores, qptr, EVERY_METRIC) == _evaluate(labels, scores, qptr, EVERY_METRIC, "trec")
+    assert _evaluate(labels, scores, qptr, EVERY_METRIC) != _evaluate(labels, scores, qptr, EVERY_METRIC, "letor4")
+    for name in ("ndcg@3", "map"):
+        np.testing.assert_array_equal(_per_query(name, labels, scores, qptr), _per_query(name, labels, scores, qptr,
+                                                                                         "trec"))
+
+
+def test_ungradable_labels_are_found():
+    assert metrics.ungradable("letor4", [0.0, 1.0, 2.0]) is None
+    assert metrics.ungradable("letor4", [0.0, 1.0, 3.0, 4.0]) == 2
+    assert metrics.ungradable("letor3", [-1.0]) == 0 and metrics.ungradable("letor4", [0.5]) == 0
+    assert metrics.ungradable("mslr", [4.0]) is None and metrics.ungradable("mslr", [5.0]) == 0
+    assert metrics.ungradable("trec", [7.0]) is None and metrics.ungradable("exp", [7.0]) is None
 
 
 def test_per_query_table_equals_per_query(small):

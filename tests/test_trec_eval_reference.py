@@ -282,12 +282,14 @@ def test_mq2008_fold1_test_agrees_with_trec_eval(mq2008, scores_of):
         assert tied > 0 and sizes.min() < 10  # ties broken by docid, and queries shorter than the cutoffs
 
 
-def test_mq2008_through_the_cli(mq2008, tmp_path):
-    """`rankkit eval --convention trec DATA SCORES`: docids from the `#docid = ...` comments break ties."""
+@pytest.mark.parametrize("convention", [["--convention", "trec"], []], ids=["named", "default"])
+def test_mq2008_through_the_cli(mq2008, tmp_path, convention):
+    """`rankkit eval [--convention trec] DATA SCORES`, trec being the default: docids from the
+    `#docid = ...` comments break ties; per query and mean equal pytrec_eval's to 1e-12."""
     test, train, qids, docids = mq2008
     scores = lstsq_scores(train, test)
     (tmp_path / "s").write_text("".join(f"{v!r}\n" for v in scores.tolist()))
-    proc = rankkit("eval", "--convention", "trec", "--per-query", "--format", "json", "-m", "ndcg@10", "-m", "ndcg",
+    proc = rankkit("eval", *convention, "--per-query", "--format", "json", "-m", "ndcg@10", "-m", "ndcg",
                    "-m", "map", "-m", "p@5", "-m", "mrr", str(MQ2008 / "test.txt"), "s", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr.decode()
     system = json.loads(proc.stdout)["systems"][0]
@@ -297,6 +299,8 @@ def test_mq2008_through_the_cli(mq2008, tmp_path):
                             ("recip_rank", "mrr")]:
         got = system["per_query"][metric]
         assert all(abs(got[i] - expected[q][measure]) <= TOL for i, q in enumerate(qids)), measure
+        assert abs(system["mean"][metric] - np.mean([expected[q][measure] for q in qids])) <= TOL, measure
+    assert json.loads(proc.stdout)["convention"] == "trec"
 
 
 # -- ir_measures ------------------------------------------------------------------------------------

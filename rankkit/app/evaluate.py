@@ -9,21 +9,24 @@ from typing import Callable
 import numpy as np
 
 from rankkit import metrics as M
-from rankkit.app.report import docids, format_label, print_evaluation, short_query_notes
+from rankkit.app.report import format_label, print_evaluation, short_query_notes
+from rankkit.config import DEFAULT_CONVENTION
 from rankkit.errors import DataError, UsageError
-from rankkit.evaluation import summarize
+from rankkit.evaluation import dataset_table, dataset_tiebreak, summarize
 from rankkit.io.output import read_scores
 from rankkit.io.svmlight import display_name, read_svmlight
-from rankkit.io.trec import lexicographic_rank, read_qrels, read_trec_run, run_against_qrels, skipped_queries
+from rankkit.io.trec import read_qrels, read_trec_run, run_against_qrels, skipped_queries
 
 Log = Callable[[str], None] | None
 
 
-def evaluate(files, qrels=None, metrics=None, convention="letor4", empty_query=None, fmt="table", per_query=False,
-             test="randomization", permutations=10_000, seed=0, zero_based=False, group_queries=False, echo=print,
-             group_file="auto", log: Log = None):
+def evaluate(files, qrels=None, metrics=None, convention=DEFAULT_CONVENTION, empty_query=None, fmt="table",
+             per_query=False, test="randomization", permutations=10_000, seed=0, zero_based=False, group_queries=False,
+             echo=print, group_file="auto", log: Log = None, convention_named: bool = True, warn=None):
     """`rankkit eval`: DATA SCORES [SCORES ...], or RUN [RUN ...] against qrels. `log` (-v) gets the
-    files read, their queries and documents, and the time of each step; nothing else changes."""
+    files read, their queries and documents, and the time of each step; nothing else changes.
+    convention_named: the convention was asked for by name (else it is the default): a label it
+    cannot grade is then one warning (`warn`), not an error naming the file and line."""
     t_start = time.perf_counter()
     clock = [t_start]
 
@@ -42,7 +45,7 @@ def evaluate(files, qrels=None, metrics=None, convention="letor4", empty_query=N
         systems, described = _against_qrels(files, qrels, names, convention, empty_query, say)
     else:
         systems, described = _against_data(files, names, convention, empty_query, zero_based, group_queries,
-                                           group_file, log, say)
+                                           group_file, log, say, convention_named, warn)
     means, pvalues = summarize(systems, names, test, permutations, seed)
     header = f"convention {convention}: {M.describe(convention)}"
     if len(systems) > 1:
@@ -79,7 +82,9 @@ def _against_qrels(files, qrels, names, convention, empty_query, say):
             f"documents, {judged[1].shape[0]} judged documents, convention {convention}")
         if skipped_queries(run, judgements):
             skipped.append(f"{display_name(run_path)}: {len(skipped_queries(run, judgements))}")
-    described = f"{len(systems[0][1])} queries of {display_name(files[0])} judged in {display_name(qrels)}"
+    n_judged = len(systems[0][1])
+    described = (f"{n_judged} {'query' if n_judged == 1 else 'queries'} of {display_name(files[0])} judged in "
+                 f"{display_name(qrels)}")
     if skipped:
         described += "; run queries without judgements (ignored, as trec_eval does): " + ", ".join(skipped)
     query_sets = [set(q) for _, q, _ in systems]
@@ -94,7 +99,25 @@ def _against_qrels(files, qrels, names, convention, empty_query, say):
     return systems, described
 
 
-def _against_data(files, names, convention, empty_query, zero_based, group_queries, group_file, log, say):
+def check_grades(ds, data_file, convention, named: bool, warn) -> None:
+    """A label the convention cannot grade (letor4 and letor3 grade 0, 1, 2; mslr 0..4): an error
+    naming the file, line and label, or, when the convention was asked for by name, one warning."""
+    row = M.ungradable(convention, ds.y)
+    if row is None:
+        return
+    where = f"{display_name(data_file)}:{int(ds.line[row])}"
+    what = (f"label '{format_label(ds.y[row])}' cannot be graded by --convention {convention}, which grades the "
+            f"labels {M.gradable_labels(convention)} only")
+    if not named:
+        raise DataError(display_name(data_file), what + " (--convention trec or exp grades every label)",
+                        int(ds.line[row]))
+    if warn is not None:
+        warn(f"{where}: {what}: it and every other such label count as 0, not relevant, as the "
+             f"{convention} script counts them (--convention trec or exp grades every label)")
+
+
+def _against_data(files, names, convention, empty_query, zero_based, group_queries, group_file, log, say,
+                  convention_named=True, warn=None):
     """(systems, description) of score files against the labels of a data file (its first name)."""
     systems = []
     data_file, score_files = files[0], files[1:]
@@ -104,7 +127,8 @@ def _against_data(files, names, convention, empty_query, zero_based, group_queri
     if not ds.has_qid and ds.nnz == 0 and ds.docid_spans is None:  # one number per line
         raise DataError(display_name(data_file), "looks like a scores file (one number per line: no qid, no "
                         "features); DATA is the LETOR file: `rankkit eval DATA SCORES`", int(ds.line[0]))
-    tiebreak = lexicographic_rank(docids(ds)) if convention == "trec" else None
+    check_grades(ds, data_file, convention, convention_named, warn)
+    tiebreak = dataset_tiebreak(ds, convention)
     qids = [str(q) for q in ds.qid[ds.qptr[:-1]].tolist()] if ds.has_qid else ["1"]
     for path in score_files:
         scores = read_scores(path)
@@ -114,17 +138,15 @@ def _against_data(files, names, convention, empty_query, zero_based, group_queri
                 display_name(path),
                 f"has {scores.shape[0]} scores but {display_name(data_file)} has {ds.n_rows} documents",
             )
-        if ds.order is not None:
-            scores = scores[ds.order]
         try:
-            table = M.per_query_table(names, ds.y, scores, ds.qptr, convention,
-                                      tiebreak=tiebreak, empty_query=empty_query)
+            table = dataset_table(names, ds, scores, convention, tiebreak=tiebreak, empty_query=empty_query)
         except M.GainOverflow as exc:
             raise DataError(display_name(data_file), f"label '{format_label(exc.label)}' {exc.reason}",
                             int(ds.line[exc.row])) from None
         systems.append((display_name(path), qids, table))
         say(f"evaluated {display_name(path)}: {len(names)} metrics over {ds.n_queries} queries, convention "
             f"{convention}" + (" (score ties by docid, descending)" if tiebreak is not None else ""))
-    described = f"{ds.n_queries} queries, {ds.n_rows} documents in {display_name(data_file)}"
+    described = (f"{ds.n_queries} {'query' if ds.n_queries == 1 else 'queries'}, {ds.n_rows} "
+                 f"{'document' if ds.n_rows == 1 else 'documents'} in {display_name(data_file)}")
     described += short_query_notes(names, convention, np.diff(ds.qptr))
     return systems, described

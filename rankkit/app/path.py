@@ -21,9 +21,11 @@ from rankkit.errors import UsageError
 from rankkit.io.atomic import check_output
 from rankkit.io.model import write_model
 from rankkit.io.svmlight import display_name, read_svmlight
-from rankkit.metrics import parse_metric, per_query
-from rankkit.paths.grid import (fixed_c_folds, fixed_c_model_name, fold_dirs, validation_metric, write_exact_table,
-                                write_fixed_c_table, write_table)
+from rankkit.config import DEFAULT_CONVENTION
+from rankkit.evaluation import dataset_tiebreak
+from rankkit.metrics import describe, gradable_labels, parse_metric, per_query_table, ungradable
+from rankkit.paths.grid import (fixed_c_folds, fixed_c_model_name, fold_dirs, mean_se, reported_metrics,
+                                validation_table, write_exact_table, write_fixed_c_table, write_table)
 from rankkit.paths.select import chosen_model, path_on_datasets
 from rankkit.plot import check_plot_target, write_plot
 
@@ -31,26 +33,34 @@ Log = Callable[[str], None] | None
 
 
 def _path_one(train_file, valid_file, test_file, method, metric, select, n_points, ratio, zero_based, group_queries,
-              log=None, exact=None, group_file="auto", progress=None):
+              log=None, exact=None, group_file="auto", progress=None, convention=DEFAULT_CONVENTION, metrics=None):
     """One regularisation path (a fold); module level so that --jobs can run it in a worker process.
     method None chooses: exact for small problems, grid otherwise. group_file is TRAIN's; VALID and
-    TEST use the group files next to them."""
+    TEST use the group files next to them. The test values: {metric: mean over the test queries}."""
     exact = dict(exact or {})
+    names = reported_metrics(metric, metrics)
     # the grid path's Newton fits take uint16 column indices (half their memory); the exact path
     # works on a scipy matrix, whose int32 indices would then be a second copy
     train_ds = read_svmlight(train_file, zero_based=zero_based, group_queries=group_queries, groups=group_file, log=log,
                              narrow_indices=method != "exact")
     valid_ds = read_svmlight(valid_file, zero_based=zero_based, group_queries=group_queries, log=log)
+    row = ungradable(convention, valid_ds.y)
+    if row is not None:  # asked for by name (the default grades every label): one warning, as eval
+        console.warn(f"{display_name(valid_file)}:{int(valid_ds.line[row])}: label '{valid_ds.y[row]:g}' cannot be "
+                     f"graded by --convention {convention}, which grades the labels {gradable_labels(convention)} "
+                     "only: it and every other such label count as 0, not relevant")
     result, raw, notes, method = path_on_datasets(train_ds, valid_ds, method, metric, select, n_points, ratio, exact,
-                                                  log=log, progress=progress)
+                                                  log=log, progress=progress, convention=convention, metrics=names)
     test_value = None
     if test_file is not None:
         test_ds = read_svmlight(test_file, zero_based=zero_based, group_queries=group_queries, log=log)
+        tiebreak = dataset_tiebreak(test_ds, convention)
         if method == "exact" and exact.get("kernel", "linear") != "linear":
-            vals = per_query(metric, test_ds.y, raw.scores_at(1.0 / result.best.C, test_ds), test_ds.qptr)
-            test_value = float(np.nanmean(vals))
+            scores = raw.scores_at(1.0 / result.best.C, test_ds)
+            table = per_query_table(list(names), test_ds.y, scores, test_ds.qptr, convention, tiebreak=tiebreak)
         else:
-            test_value = validation_metric(test_ds, result.best.w, metric)[0]
+            table = validation_table(test_ds, result.best.w, names, convention, tiebreak)
+        test_value = {m: mean_se(table[m])[0] for m in names}
     facts = {"train_file": display_name(train_file), "n_queries": train_ds.n_queries, "n_documents": train_ds.n_rows,
              "n_pairs": train_ds.n_pairs, "n_features": train_ds.n_features, "method": method, "notes": notes,
              "raw": raw if method == "exact" and test_file is None else None, "train_csr": None}
@@ -125,12 +135,15 @@ def _run_folds_in_processes(args: list, jobs: int) -> list:
     return outs
 
 
-def _path_fixed_c(folds, Cs, out_dir, table, metric, zero_based, group_queries, log, echo, others, jobs=None):
+def _path_fixed_c(folds, Cs, out_dir, table, names, zero_based, group_queries, log, echo, others, jobs=None,
+                  convention=DEFAULT_CONVENTION):
     """`rankkit path --folds DIR -C c1 -C c2 ...`: every fold trained at every C in this process,
     models as `rankkit train -C` writes them, and a table of their test (and vali) metric."""
     if folds is None or any(v is not None for v in others):
         raise UsageError("-C values go with --folds DIR only (no TRAIN VALID, --out-model, --plot or --method)")
-    parse_metric(metric)
+    if len(names) > 1:
+        raise UsageError("-C values with --folds report one -m (give several -m to a path, or use rankkit experiment)")
+    metric = names[0]
     out_dir = out_dir or "."
     os.makedirs(out_dir, exist_ok=True)
     inputs = tuple(os.path.join(folds, d, f) for d in fold_dirs(folds) for f in ("train.txt", "vali.txt", "test.txt"))
@@ -147,8 +160,10 @@ def _path_fixed_c(folds, Cs, out_dir, table, metric, zero_based, group_queries, 
     # folds side by side on the threads the kernels would otherwise use (--threads, or the free
     # cores); one kernel thread each, so never more threads than cores
     jobs = min(jobs if jobs is not None else threads.count(), threads.usable_cores())
-    rows = fixed_c_folds(folds, Cs, out_dir, train_one, metric, zero_based, group_queries, log, jobs=jobs)
+    rows = fixed_c_folds(folds, Cs, out_dir, train_one, metric, zero_based, group_queries, log, jobs=jobs,
+                         convention=convention)
     echo(f"# rankkit path, fixed C, newton; models in {out_dir}")
+    echo(f"# convention {convention}: {describe(convention)}")
     lines = [["fold", "C", "valid " + metric, "test " + metric, "iterations"]]
     lines += [[r["fold"], f"{r['C']:g}", f"{r['vali']:.4f}", f"{r['test']:.4f}", str(r["iterations"])] for r in rows]
     for C in Cs:
@@ -164,16 +179,19 @@ def _path_fixed_c(folds, Cs, out_dir, table, metric, zero_based, group_queries, 
 
 def path(train_file=None, valid_file=None, out_model=None, table=None, plot=None, method=None, metric="ndcg@10",
          select="best", n_points=30, ratio=1e7, folds=None, jobs=None, zero_based=False, group_queries=False, log=None,
-         echo=print, exact=None, group_file="auto", dask=None, progress=None, Cs=(), out_dir=None):
+         echo=print, exact=None, group_file="auto", dask=None, progress=None, Cs=(), out_dir=None,
+         convention=DEFAULT_CONVENTION):
     """`rankkit path`: a regularisation path with model selection on a validation set (or per fold).
-    progress(total, label): a progress display for the exact path of a single TRAIN VALID path.
-    Cs: fixed values of C on every fold of --folds, in one process (no path)."""
+    metric: a name or several (-m repeated): the first selects, all are reported. progress(total,
+    label): a progress display for the exact path of a single TRAIN VALID path. Cs: fixed values
+    of C on every fold of --folds, in one process (no path)."""
+    names = reported_metrics(*((metric, ()) if isinstance(metric, str) else (metric[0], metric[1:])))
+    metric = names[0]
     if Cs:  # fixed values of C on every fold, one process (rankkit/paths/grid.py)
         if dask is not None:
             raise UsageError("--dask runs a single TRAIN VALID path, not -C values with --folds")
-        return _path_fixed_c(folds, Cs, out_dir, table, metric, zero_based, group_queries, log, echo,
-                             others=(train_file, valid_file, out_model, plot, method), jobs=jobs)
-    parse_metric(metric)
+        return _path_fixed_c(folds, Cs, out_dir, table, names, zero_based, group_queries, log, echo,
+                             others=(train_file, valid_file, out_model, plot, method), jobs=jobs, convention=convention)
     inputs = (train_file, valid_file)
     check_output(out_model, inputs, kind="model")
     check_output(table, inputs, outputs=(out_model,))
@@ -190,19 +208,22 @@ def path(train_file=None, valid_file=None, out_model=None, table=None, plot=None
         if group_file != "auto":
             raise UsageError("--group names TRAIN's group file; with --folds each file's group file is found next to "
                              "it (train.txt.query, ...)")
-        return _path_folds(folds, method, metric, select, n_points, ratio, zero_based, group_queries, log, echo, exact,
-                           jobs)
+        return _path_folds(folds, method, names, select, n_points, ratio, zero_based, group_queries, log, echo, exact,
+                           jobs, convention)
     if train_file is None or valid_file is None:
         raise UsageError("rankkit path needs TRAIN and VALID (or --folds DIR)")
     t0 = time.perf_counter()
     if dask is not None:  # TRAIN: parts (a quoted glob) on a Dask cluster
+        if len(names) > 1 or convention != DEFAULT_CONVENTION:
+            raise UsageError("--dask runs a path with one -m under the default convention")
         result, _, facts = path_one(train_file, valid_file, method, metric, select, n_points, ratio, zero_based,
                                     group_queries, log, exact, group_file, dask)
     else:
         result, _, facts = _path_one(train_file, valid_file, None, method, metric, select, n_points, ratio, zero_based,
-                                     group_queries, log=log, exact=exact, group_file=group_file, progress=progress)
+                                     group_queries, log=log, exact=exact, group_file=group_file, progress=progress,
+                                     convention=convention, metrics=names)
     method = facts["method"]
-    _show_path(result, facts, method, metric, select, echo)
+    _show_path(result, facts, method, names, select, echo, convention)
     if table:
         if method == "exact":
             write_exact_table(table, facts["raw"])
@@ -219,48 +240,55 @@ def path(train_file=None, valid_file=None, out_model=None, table=None, plot=None
     return result
 
 
-def _path_folds(folds, method, metric, select, n_points, ratio, zero_based, group_queries, log, echo, exact, jobs):
+def _path_folds(folds, method, names, select, n_points, ratio, zero_based, group_queries, log, echo, exact, jobs,
+                convention=DEFAULT_CONVENTION):
     """`rankkit path --folds DIR`: a path on each FoldN (in `jobs` processes), C chosen on its
-    vali.txt, a table of the chosen C and its test metric per fold."""
-    names = sorted((d for d in os.listdir(folds) if d.startswith("Fold") and d[4:].isdigit()), key=lambda d: int(d[4:]))
-    if not names:
-        raise UsageError(f"--folds {folds}: no Fold1, Fold2, ... directories")
+    vali.txt by the first metric, a table of the chosen C and its vali and test metrics per fold.
+    The grid path is rankkit.paths.grid.grid_path, the code `rankkit experiment --solver newton`
+    runs: with the same --n-points, --ratio, -m, --convention and --select both choose the same C
+    and print the same numbers."""
+    metric = names[0]
+    names_dirs = fold_dirs(folds)
     args = [(os.path.join(folds, d, "train.txt"), os.path.join(folds, d, "vali.txt"), os.path.join(folds, d, "test.txt"),
-             method, metric, select, n_points, ratio, zero_based, group_queries, None, exact) for d in names]
+             method, metric, select, n_points, ratio, zero_based, group_queries, None, exact, "auto", None, convention,
+             names) for d in names_dirs]
     if jobs is not None and jobs > 1:
         outs = _run_folds_in_processes(args, jobs)
     else:
-        outs = [_path_one(*a[:10], log=log, exact=exact) for a in args]
+        outs = [_path_one(*a[:10], log=log, exact=exact, convention=convention, metrics=names) for a in args]
     methods = sorted({f["method"] for _, _, f in outs})
     echo(f"# rankkit path, method {'/'.join(methods)}, selection {select} by validation {metric}")
-    rows = [["fold", "chosen C", "valid " + metric, "test " + metric]]
-    for d, (result, test_value, _) in zip(names, outs):
-        rows.append([d, f"{result.best.C:.4g}", f"{result.best.metric:.4f}", f"{test_value:.4f}"])
-    mean = float(np.mean([t for _, t, _ in outs]))
-    rows.append(["mean", "", "", f"{mean:.4f}"])
+    echo(f"# convention {convention}: {describe(convention)}")
+    rows = [["fold", "chosen C", *(f"valid {m}" for m in names), *(f"test {m}" for m in names)]]
+    for d, (result, test_value, _) in zip(names_dirs, outs):
+        rows.append([d, f"{result.best.C:.4g}", *(f"{result.best.metrics.get(m, result.best.metric):.4f}" for m in names),
+                     *(f"{test_value[m]:.4f}" for m in names)])
+    rows.append(["mean", "", *("" for _ in names), *(f"{float(np.mean([t[m] for _, t, _ in outs])):.4f}" for m in names)])
     for line in aligned(rows):
         echo(line)
-    for d, (_, _, facts) in zip(names, outs):
+    for d, (_, _, facts) in zip(names_dirs, outs):
         for note in facts["notes"] or []:
             console.warn(f"{d}: {note}")
     return outs
 
 
-def _show_path(result, facts, method, metric, select, echo) -> None:
+def _show_path(result, facts, method, names, select, echo, convention=DEFAULT_CONVENTION) -> None:
     """The path's summary: a title line, its points (about 40 of a long exact path, and the chosen
     one) as aligned columns, and its notes and warnings on standard error."""
+    metric = names[0]
     echo(f"# rankkit path, method {method}: {len(result.points)} "
          f"{'breakpoints' if method == 'exact' else 'values of C'}, selection {select} by validation {metric}")
+    echo(f"# convention {convention}: {describe(convention)}")
     for note in facts["notes"] or []:
         console.warn(note)
     shown = result.points
     if method == "exact" and len(shown) > 40:  # a long exact path: show about 40 breakpoints and the chosen one
         step = len(shown) // 40 + 1
         shown = [p for i, p in enumerate(shown) if i % step == 0 or i == result.chosen or i == len(shown) - 1]
-    rows = [["C", "iterations", "violated", "valid " + metric, ""]]
+    rows = [["C", "iterations", "violated", *(f"valid {m}" for m in names), ""]]
     for p in shown:
-        rows.append([f"{p.C:.4g}", str(p.iterations), str(p.n_active), f"{p.metric:.4f}",
-                     "<- chosen" if p is result.best else ""])
+        rows.append([f"{p.C:.4g}", str(p.iterations), str(p.n_active),
+                     *(f"{p.metrics.get(m, p.metric):.4f}" for m in names), "<- chosen" if p is result.best else ""])
     for line in aligned(rows):
         echo(line)
     if result.chosen == len(result.points) - 1:

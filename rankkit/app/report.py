@@ -8,6 +8,7 @@ import json
 
 import numpy as np
 
+from rankkit.evaluation import dataset_docids
 from rankkit.metrics import parse_metric
 
 
@@ -15,7 +16,7 @@ def docids(ds) -> list[str]:
     """The `# docid = X` of each row (Dataset.docids: bytes that are not UTF-8 kept as surrogate
     escapes, so that writers give back the bytes of the file), or its line number where the line
     had none."""
-    return [d if d is not None else str(line) for d, line in zip(ds.docids(), ds.line.tolist())]
+    return dataset_docids(ds)
 
 
 def query_names(ds) -> list[str]:
@@ -39,7 +40,8 @@ def short_query_notes(names, convention, lengths) -> str:
             short = int(np.count_nonzero(lengths < k))
             if short:
                 notes.append(f"\n{name}: {short} of {lengths.shape[0]} queries have fewer than {k} documents and score 0 "
-                             f"under the {convention} rule (--convention exp scores them over their own length)")
+                             f"under the {convention} rule (the default convention, trec, scores them over their "
+                             "own length)")
     return "".join(notes)
 
 

@@ -14,6 +14,7 @@ import numpy as np
 
 from rankkit import metrics as M
 from rankkit import training
+from rankkit.config import DEFAULT_CONVENTION
 from rankkit.app.report import docids, format_label, print_evaluation, short_query_notes
 from rankkit.distributed.cluster import cluster_failures, connect, watch
 from rankkit.distributed.newton import fit_newton
@@ -277,7 +278,7 @@ def split_scores(patterns, scores_file) -> tuple[list, list]:
     return patterns, [str(s) for s in scores]
 
 
-def eval_parts(patterns, scores_file, dask=None, metrics=None, convention="letor4", empty_query=None, fmt="table",
+def eval_parts(patterns, scores_file, dask=None, metrics=None, convention=DEFAULT_CONVENTION, empty_query=None, fmt="table",
                per_query=False, zero_based=False, echo=print, log=None, test="randomization", permutations=10_000,
                seed=0):
     """`rankkit eval PARTS... SCORES... --dask`: each SCORES file holds the scores of all the parts

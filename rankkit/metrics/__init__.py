@@ -54,7 +54,9 @@ empty-query rules, g_max for ERR, and the map@k denominator:
     trec    max(label, 0)      log2(p + 1)        label >= 1    truncate    0      data       R
     exp     2^label - 1        log2(p + 1)        label >= 1    truncate    1      data       min(R,k)
 
-- letor4 is the official LETOR 4.0 script (the default): NDCG@k = 0 for a query with fewer than k
+- trec is the default (config.DEFAULT_CONVENTION): the numbers trec_eval, pytrec_eval, ranx and
+  scikit-learn's ndcg_score give. The others are there to reproduce published tables, by name.
+- letor4 is the official LETOR 4.0 script: NDCG@k = 0 for a query with fewer than k
   documents and for a query without relevant documents, both averaged in; P@k divides by k.
 - trec follows trec_eval as it is today (9.0.4 and later, 10.0, and the pytrec_eval binding:
   ndcg_cut, ndcg, map, map_cut, P, recip_rank): the gain is the qrels label (negative labels 0);
@@ -88,7 +90,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from rankkit import threads
-from rankkit.config import EMPTY_QUERY_CHOICES
+from rankkit.config import DEFAULT_CONVENTION, EMPTY_QUERY_CHOICES
 from rankkit.errors import UsageError
 from rankkit.metrics.kernels import (
     DISCOUNT_LETOR4,
@@ -464,6 +466,24 @@ def _run(
     return out
 
 
+def ungradable(convention: str | Convention, labels) -> int | None:
+    """The row of the first label the convention cannot grade, or None. A convention with a gain
+    table (letor4, letor3: labels 0, 1, 2; mslr: 0..4) gives any other label gain 0 and counts it
+    not relevant: a label 3 or 4 (LightGBM's example, MSLR, Yahoo) would silently score as a 0."""
+    conv = _convention(convention)
+    if conv.gain_mode != GAIN_TABLE:
+        return None
+    y = np.asarray(labels, dtype=np.float64)
+    bad = (y < 0) | (y > len(conv.gain_table) - 1) | (y != np.floor(y))
+    return int(np.flatnonzero(bad)[0]) if bad.any() else None
+
+
+def gradable_labels(convention: str | Convention) -> str:
+    """The labels a gain-table convention grades, in words ("0, 1, 2")."""
+    conv = _convention(convention)
+    return ", ".join(str(i) for i in range(len(conv.gain_table))) if conv.gain_mode == GAIN_TABLE else "any"
+
+
 class GainOverflow(UsageError):
     """A label whose gain makes a DCG overflow a double (2^label - 1 with label >= 1024, say).
     `row` indexes the labels passed in, or the judged labels when `judged` is true; callers that
@@ -511,7 +531,7 @@ def per_query(
     labels,
     scores,
     qptr,
-    convention: str | Convention = "letor4",
+    convention: str | Convention = DEFAULT_CONVENTION,
     *,
     tiebreak=None,
     judged=None,
@@ -532,7 +552,7 @@ def per_query_table(
     labels,
     scores,
     qptr,
-    convention: str | Convention = "letor4",
+    convention: str | Convention = DEFAULT_CONVENTION,
     *,
     tiebreak=None,
     judged=None,
@@ -549,7 +569,7 @@ def evaluate(
     scores,
     qptr,
     metrics=DEFAULT_METRICS,
-    convention: str | Convention = "letor4",
+    convention: str | Convention = DEFAULT_CONVENTION,
     *,
     tiebreak=None,
     judged=None,

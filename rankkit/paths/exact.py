@@ -84,6 +84,8 @@ import scipy.sparse as sp
 from rankkit.data import Dataset
 from rankkit.errors import UsageError
 from rankkit.feature_maps import make_kernel
+from rankkit.config import DEFAULT_CONVENTION
+from rankkit.evaluation import dataset_tiebreak
 from rankkit.metrics import parse_metric, per_query
 
 DEFAULT_METRIC = "ndcg@10"
@@ -382,10 +384,11 @@ def _pair_sum(pi: np.ndarray, pj: np.ndarray, v: np.ndarray, n: int) -> np.ndarr
     return np.bincount(pi, weights=v, minlength=n) - np.bincount(pj, weights=v, minlength=n)
 
 
-def _metric_means(names, valid: Dataset, scores: np.ndarray) -> dict:
+def _metric_means(names, valid: Dataset, scores: np.ndarray, convention: str = DEFAULT_CONVENTION,
+                  tiebreak=None) -> dict:
     out = {}
     for name in names:
-        vals = per_query(name, valid.y, scores, valid.qptr)
+        vals = per_query(name, valid.y, scores, valid.qptr, convention, tiebreak=tiebreak)
         vals = vals[~np.isnan(vals)]
         out[name] = float(vals.mean()) if vals.size else float("nan")
     return out
@@ -722,7 +725,8 @@ class _PathState:
         obj = hinge + 0.5 * float(np.sum(alpha * g)) / lam  # not BLAS ddot: its threads wait for cores on a busy machine
         mets = {}
         if self.valid is not None:
-            mets = _metric_means(self.names, self.valid, self.ops.valid_scores(self.z, self.feat) / lam)
+            mets = _metric_means(self.names, self.valid, self.ops.valid_scores(self.z, self.feat) / lam,
+                                 self.convention, self.tiebreak)
         nE = len(self.E)
         n1 = int(np.count_nonzero(self.state == 1))
         self.history.append(Breakpoint(lam, nE, self.m - nE - n1, n1, event, pairs, hinge, obj, mets,
@@ -787,7 +791,8 @@ def _resolve_route(route: str, kern) -> str:
 def exact_path(train: Dataset, valid: Dataset | None = None, kernel: str = "linear", gamma: float | None = None,
                degree: int = 3, coef0: float = 0.0, graph: str = "full", lambda_min: float | None = None,
                max_events: int = 10000, metric=DEFAULT_METRIC, max_zero_steps: int | None = None,
-               lambda_min_ratio: float = 1e-6, route: str = "auto", log=None, progress=None) -> ExactPathResult:
+               lambda_min_ratio: float = 1e-6, route: str = "auto", log=None, progress=None,
+               convention: str = DEFAULT_CONVENTION) -> ExactPathResult:
     """The exact piecewise-linear dual path, breakpoint by breakpoint (see the module docstring).
 
     lambda_min defaults to lambda_min_ratio * lambda_0. Every breakpoint is evaluated on `valid`
@@ -819,6 +824,8 @@ def exact_path(train: Dataset, valid: Dataset | None = None, kernel: str = "line
     ops = LinearStructure(X, Xv, pi, pj) if route == "linear" else DenseKernel(kern, X, Xv, pi, pj)
     path = _PathState(ops, pi, pj, n, valid, names, train.source, lambda_min, lambda_min_ratio, max_events,
                       max_zero_steps, log, progress, t_start)
+    path.convention = convention  # validation metrics graded as `rankkit eval` grades them
+    path.tiebreak = dataset_tiebreak(valid, convention) if valid is not None else None
     if log:
         log(f"exact path: {ops.describe(n, nv)} ready in {time.perf_counter() - t_start:.2f} s; following the path "
             "from lambda_0")

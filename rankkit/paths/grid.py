@@ -30,7 +30,9 @@ from rankkit.data import Dataset
 from rankkit.errors import UsageError
 from rankkit.io.atomic import atomic_open
 from rankkit.io.svmlight import read_svmlight
-from rankkit.metrics import parse_metric, per_query
+from rankkit.config import DEFAULT_CONVENTION
+from rankkit.evaluation import dataset_tiebreak
+from rankkit.metrics import parse_metric, per_query, per_query_table
 from rankkit.sparse import csr_matvec
 from rankkit.objectives.pairwise import PairwiseObjective
 from rankkit.solvers.newton import NewtonRankSVM
@@ -53,6 +55,7 @@ class PathPoint:
     seconds: float
     w: np.ndarray = field(repr=False)
     values: np.ndarray | None = field(default=None, repr=False)  # per validation query (NaN: undefined)
+    metrics: dict = field(default_factory=dict)  # every reported metric: mean over validation queries
 
 
 @dataclass
@@ -63,6 +66,8 @@ class PathResult:
     chosen: int  # index into points
     select: str
     notes: list = field(default_factory=list)  # warnings about the choice (also printed on stderr)
+    metrics: tuple = ()  # every reported metric, the first (`metric`) selecting
+    convention: str = DEFAULT_CONVENTION
 
     @property
     def best(self) -> PathPoint:
@@ -95,10 +100,18 @@ def grid_from(lo: float, n_points: int = DEFAULT_N_POINTS, ratio: float = DEFAUL
     return lo * np.logspace(0.0, np.log10(ratio), n_points)
 
 
-def validation_values(valid: Dataset, w: np.ndarray, metric: str, convention: str = "letor4") -> np.ndarray:
+def validation_values(valid: Dataset, w: np.ndarray, metric: str, convention: str = DEFAULT_CONVENTION,
+                      tiebreak=None) -> np.ndarray:
     """The metric of every validation query under w (NaN where undefined)."""
-    return per_query(metric, valid.y, csr_matvec(valid.data, valid.indices, valid.indptr, w, np.empty(valid.n_rows)),
-                     valid.qptr, convention)
+    return validation_table(valid, w, [metric], convention, tiebreak)[metric]
+
+
+def validation_table(valid: Dataset, w: np.ndarray, metrics, convention: str = DEFAULT_CONVENTION,
+                     tiebreak=None) -> dict:
+    """{metric: values of every validation query under w}, as `rankkit eval` grades them (tiebreak:
+    rankkit.evaluation.dataset_tiebreak(valid, convention), given when `valid` is scored often)."""
+    scores = csr_matvec(valid.data, valid.indices, valid.indptr, w, np.empty(valid.n_rows))
+    return per_query_table(list(metrics), valid.y, scores, valid.qptr, convention, tiebreak=tiebreak)
 
 
 def mean_se(vals: np.ndarray) -> tuple[float, float]:
@@ -110,9 +123,10 @@ def mean_se(vals: np.ndarray) -> tuple[float, float]:
     return float(vals.mean()), se
 
 
-def validation_metric(valid: Dataset, w: np.ndarray, metric: str, convention: str = "letor4") -> tuple[float, float]:
+def validation_metric(valid: Dataset, w: np.ndarray, metric: str, convention: str = DEFAULT_CONVENTION,
+                      tiebreak=None) -> tuple[float, float]:
     """(mean, standard error) of the metric over the validation queries."""
-    return mean_se(validation_values(valid, w, metric, convention))
+    return mean_se(validation_values(valid, w, metric, convention, tiebreak))
 
 
 def paired_se(a: np.ndarray, b: np.ndarray) -> tuple[float, float, int]:
@@ -178,9 +192,11 @@ def select_point(points: list, select: str, valid: Dataset | None = None, values
 
 def grid_path(train: Dataset, valid: Dataset, Cs=None, metric: str = DEFAULT_METRIC, select: str = "best",
               n_points: int = DEFAULT_N_POINTS, ratio: float = DEFAULT_RATIO, tol: float | None = None,
-              max_iter: int | None = None, warm_start: bool = True, log=None, warn=None) -> PathResult:
+              max_iter: int | None = None, warm_start: bool = True, log=None, warn=None,
+              convention: str = DEFAULT_CONVENTION, metrics=None, progress=None) -> PathResult:
     """The Newton solver along a C grid (increasing), warm-started, evaluated on `valid`. Warnings
-    about the choice are in the result's `notes` (and passed to `warn` if given)."""
+    about the choice are in the result's `notes` (and passed to `warn` if given). metrics: every
+    metric to report at each point (`metric`, which selects, first)."""
     parse_metric(metric)
     train.require_pairs()
     Cs = grid(train, n_points, ratio) if Cs is None else np.asarray(Cs, dtype=np.float64)
@@ -188,44 +204,64 @@ def grid_path(train: Dataset, valid: Dataset, Cs=None, metric: str = DEFAULT_MET
     def fit(C, w0):
         return NewtonRankSVM(C=C, tol=tol, max_iter=max_iter).fit(train, w0=w0)
 
-    return path_over(fit, Cs, valid, metric=metric, select=select, warm_start=warm_start, log=log, warn=warn)
+    return path_over(fit, Cs, valid, metric=metric, select=select, warm_start=warm_start, log=log, warn=warn,
+                     convention=convention, metrics=metrics, progress=progress)
+
+
+def reported_metrics(metric: str, metrics=None) -> tuple:
+    """`metric` (which selects) first, then the others, each once."""
+    names = tuple(dict.fromkeys([metric, *(metrics or ())]))
+    for name in names:
+        parse_metric(name)
+    return names
 
 
 def path_over(fit, Cs, valid: Dataset, metric: str = DEFAULT_METRIC, select: str = "best", warm_start: bool = True,
-              log=None, warn=None) -> PathResult:
+              log=None, warn=None, convention: str = DEFAULT_CONVENTION, metrics=None, progress=None,
+              label: str = "C") -> PathResult:
     """The one grid-path loop: fit(C, w0) -> FitResult at each C in turn (in this process, or on a
-    cluster: rankkit.distributed.path), each warm-started from the previous w, scored on `valid`,
-    then the choice. Warnings about the choice are in the result's `notes` (and passed to `warn`)."""
+    cluster: rankkit.distributed.path), each warm-started from the previous w, scored on `valid`
+    under `convention` (ties as `rankkit eval` breaks them), then the choice by `metric`; every
+    metric of `metrics` is reported at each point. Warnings about the choice are in the result's
+    `notes` (and passed to `warn`). progress(done, total): called after each point."""
+    names = reported_metrics(metric, metrics)
+    tiebreak = dataset_tiebreak(valid, convention)
     points = []
     w = None
-    for k, C in enumerate(np.asarray(Cs, dtype=np.float64).tolist()):
+    Cs = np.asarray(Cs, dtype=np.float64).tolist()
+    for k, C in enumerate(Cs):
         t0 = time.perf_counter()
         res = fit(C, w if warm_start else None)
         w = res.w
-        vals = validation_values(valid, w, metric)
+        table = validation_table(valid, w, names, convention, tiebreak)
+        vals = table[metric]
         m, se = mean_se(vals)
         loss = (res.objective - 0.5 * float(w @ w)) / C
         points.append(PathPoint(C, res.iterations, res.objective, loss, res.n_active, float(np.linalg.norm(w)), m, se,
-                                time.perf_counter() - t0, w.copy(), vals))
+                                time.perf_counter() - t0, w.copy(), vals,
+                                {name: mean_se(table[name])[0] for name in names}))
         if log:
-            log(f"point {k + 1:3d}/{len(Cs)}  C {C:.4g}  newton iterations {res.iterations:3d}  "
+            log(f"point {k + 1:3d}/{len(Cs)}  {label} {C:.4g}  iterations {res.iterations:3d}  "
                 f"violated {res.n_active}  valid {metric} {m:.4f}  {points[-1].seconds:.3f}s")
+        if progress:
+            progress(k + 1, len(Cs))
     notes: list = []
     chosen = select_point(points, select, valid=valid, notes=notes, metric=metric)
     for note in notes:
         if warn:
             warn(note)
-    return PathResult("grid", metric, points, chosen, select, notes)
+    return PathResult("grid", metric, points, chosen, select, notes, names, convention)
 
 
 def write_table(path: str, result: PathResult) -> None:
+    others = [m for m in result.metrics if m != result.metric]
     cols = ["C", "lambda", "iterations", "objective", "train_loss", "violated_pairs", "w_norm",
-            f"valid_{result.metric}", f"valid_{result.metric}_se", "seconds", "chosen"]
+            f"valid_{result.metric}", f"valid_{result.metric}_se", *(f"valid_{m}" for m in others), "seconds", "chosen"]
     with atomic_open(path) as fh:
         fh.write("\t".join(cols) + "\n")
         for i, p in enumerate(result.points):
             row = [p.C, 1.0 / p.C, p.iterations, p.objective, p.loss, p.n_active, p.w_norm, p.metric, p.metric_se,
-                   round(p.seconds, 6), int(i == result.chosen)]
+                   *(p.metrics.get(m, float("nan")) for m in others), round(p.seconds, 6), int(i == result.chosen)]
             fh.write("\t".join(repr(v) if isinstance(v, float) else str(v) for v in row) + "\n")
 
 
@@ -240,7 +276,8 @@ def choose_method(train: Dataset) -> str:
 
 def exact_path_points(train: Dataset, valid: Dataset, metric: str = DEFAULT_METRIC, select: str = "best",
                       kernel: str = "linear", gamma=None, degree: int = 3, coef0: float = 0.0, graph: str = "full",
-                      lambda_min=None, max_events: int | None = None, log=None, progress=None):
+                      lambda_min=None, max_events: int | None = None, log=None, progress=None,
+                      convention: str = DEFAULT_CONVENTION, metrics=None):
     """Run the exact path and express its breakpoints (increasing C) as PathPoints. For the linear
     kernel a point's w is w(lambda); for other kernels it is beta (f(x) = sum_r beta_r k(x_r, x)).
     log(line): progress lines from the start; progress(total, label): a progress display (a factory
@@ -249,6 +286,7 @@ def exact_path_points(train: Dataset, valid: Dataset, metric: str = DEFAULT_METR
 
     from rankkit.paths.exact import PROGRESS_STEPS, PathWarning, exact_path  # scipy: only for the exact path
 
+    names = reported_metrics(metric, metrics)
     train.require_pairs()
     if max_events is None:  # a path takes about 2-3 events per pair
         max_events = max(10_000, 4 * train.n_pairs)
@@ -257,7 +295,8 @@ def exact_path_points(train: Dataset, valid: Dataset, metric: str = DEFAULT_METR
         warnings.simplefilter("always", PathWarning)
         try:
             res = exact_path(train, valid, kernel=kernel, gamma=gamma, degree=degree, coef0=coef0, graph=graph,
-                             lambda_min=lambda_min, max_events=max_events, metric=metric, log=log, progress=bar)
+                             lambda_min=lambda_min, max_events=max_events, metric=list(names), log=log, progress=bar,
+                             convention=convention)
         except BaseException:
             if bar:  # an interrupted or failed path still ends the display's line
                 bar(PROGRESS_STEPS, PROGRESS_STEPS)
@@ -270,15 +309,17 @@ def exact_path_points(train: Dataset, valid: Dataset, metric: str = DEFAULT_METR
         coef = res.w_at(b.lam) if linear else res.beta_at(b.lam)
         m = float(b.metrics.get(metric, float("nan")))
         points.append(PathPoint(b.C, 0, b.objective_C, b.hinge, b.n_one, float(np.linalg.norm(coef)), m, 0.0,
-                                b.seconds - prev, coef))
+                                b.seconds - prev, coef, None, {k: float(b.metrics.get(k, float("nan"))) for k in names}))
         prev = b.seconds
+
+    tiebreak = dataset_tiebreak(valid, convention)
 
     def values_at(i):  # per-query values at breakpoint i, computed for the candidates 1se examines
         if points[i].values is None:
             lam = 1.0 / points[i].C
             scores = (csr_matvec(valid.data, valid.indices, valid.indptr, res.w_at(lam), np.empty(valid.n_rows))
                       if linear else res.scores_at(lam, valid))
-            points[i].values = per_query(metric, valid.y, scores, valid.qptr)
+            points[i].values = per_query(metric, valid.y, scores, valid.qptr, convention, tiebreak=tiebreak)
         return points[i].values
 
     choice_notes: list = []
@@ -286,7 +327,7 @@ def exact_path_points(train: Dataset, valid: Dataset, metric: str = DEFAULT_METR
     if select == "1se":
         points[chosen].metric_se = mean_se(values_at(chosen))[1]
     notes = notes + choice_notes  # commands.path prints these notes as warnings
-    return PathResult("exact", metric, points, chosen, select, choice_notes), res, notes
+    return PathResult("exact", metric, points, chosen, select, choice_notes, names, convention), res, notes
 
 
 def write_exact_table(path: str, res) -> None:
@@ -315,7 +356,8 @@ def fixed_c_model_name(fold: str, C: float) -> str:
 
 
 def fixed_c_folds(folds_dir: str, Cs, out_dir: str, train_one, metric: str = DEFAULT_METRIC,
-                  zero_based: bool = False, group_queries: bool = False, log=None, jobs: int = 1) -> list[dict]:
+                  zero_based: bool = False, group_queries: bool = False, log=None, jobs: int = 1,
+                  convention: str = DEFAULT_CONVENTION) -> list[dict]:
     """Train every fold of a LETOR directory (FoldK/train.txt) at each C of `Cs`, in this one
     process (the start is paid once, not once per fit), and score each model on FoldK/test.txt
     (and FoldK/vali.txt when present) with `metric`.
@@ -340,7 +382,7 @@ def fixed_c_folds(folds_dir: str, Cs, out_dir: str, train_one, metric: str = DEF
     if jobs <= 1:
         return [row for fold in folds
                 for row in _fixed_c_fold(folds_dir, fold, Cs, out_dir, train_one, metric, zero_based, group_queries,
-                                         log, threading.Event())]
+                                         log, threading.Event(), convention)]
     from concurrent.futures import ThreadPoolExecutor
 
     stop = threading.Event()
@@ -354,7 +396,7 @@ def fixed_c_folds(folds_dir: str, Cs, out_dir: str, train_one, metric: str = DEF
         with threads.limited(1, cancel=stop):
             try:
                 return _fixed_c_fold(folds_dir, fold, Cs, out_dir, train_one, metric, zero_based, group_queries,
-                                     lines.append if log else None, stop), lines
+                                     lines.append if log else None, stop, convention), lines
             except threads.Cancelled:
                 return [], lines
             except BaseException:
@@ -376,7 +418,8 @@ def fixed_c_folds(folds_dir: str, Cs, out_dir: str, train_one, metric: str = DEF
     return rows
 
 
-def _fixed_c_fold(folds_dir, fold, Cs, out_dir, train_one, metric, zero_based, group_queries, log, stop) -> list[dict]:
+def _fixed_c_fold(folds_dir, fold, Cs, out_dir, train_one, metric, zero_based, group_queries, log, stop,
+                  convention=DEFAULT_CONVENTION) -> list[dict]:
     import math
     import os
 
@@ -384,7 +427,8 @@ def _fixed_c_fold(folds_dir, fold, Cs, out_dir, train_one, metric, zero_based, g
     evals = {}
     for part in ("vali", "test"):
         f = os.path.join(base, f"{part}.txt")
-        evals[part] = read_svmlight(f, zero_based=zero_based, group_queries=group_queries) if os.path.exists(f) else None
+        ds = read_svmlight(f, zero_based=zero_based, group_queries=group_queries) if os.path.exists(f) else None
+        evals[part] = (ds, dataset_tiebreak(ds, convention)) if ds is not None else None
     rows = []
     for C in Cs:
         if stop.is_set():
@@ -395,8 +439,8 @@ def _fixed_c_fold(folds_dir, fold, Cs, out_dir, train_one, metric, zero_based, g
         row = {"fold": fold, "C": float(C), "model": model, "iterations": int(res.iterations),
                "objective": float(res.objective), "converged": bool(res.converged),
                "seconds": time.perf_counter() - t}
-        for part, ds in evals.items():  # csr_matvec ignores features the model has not seen
-            row[part] = validation_metric(ds, res.w, metric)[0] if ds is not None else math.nan
+        for part, ev in evals.items():  # csr_matvec ignores features the model has not seen
+            row[part] = validation_metric(ev[0], res.w, metric, convention, ev[1])[0] if ev is not None else math.nan
         if log:
             log(f"{fold} C={C:g}: {row['iterations']} iterations, test {metric} {row['test']:.4f}")
         rows.append(row)
@@ -408,5 +452,5 @@ def write_fixed_c_table(path: str, rows: list[dict], metric: str) -> None:
     with atomic_open(path) as fh:
         fh.write(f"fold\tC\tmodel\titerations\tobjective\tconverged\tvalid_{metric}\ttest_{metric}\tseconds\n")
         for r in rows:
-            fh.write(f"{r['fold']}\t{r['C']:.17g}\t{r['model']}\t{r['iterations']}\t{r['objective']:.17g}\t"
+            fh.write(f"{r['fold']}\t{r['C']!r}\t{r['model']}\t{r['iterations']}\t{r['objective']:.17g}\t"
                      f"{int(r['converged'])}\t{r['vali']:.6f}\t{r['test']:.6f}\t{r['seconds']:.4f}\n")

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from rankkit import training
+from rankkit.config import DEFAULT_CONVENTION
 from rankkit.datasets import as_dataset
 from rankkit.errors import UsageError
 from rankkit.estimators import Ranker, RankSVM, Threads, set_fitted_state, verbose_log
@@ -87,7 +88,7 @@ class RegularizationPath:
 
 def path_on_datasets(train_ds, valid_ds, method: str | None = None, metric: str = "ndcg@10", select: str = "best",
                      n_points: int = 30, ratio: float = 1e7, exact: dict | None = None, log=None, progress=None,
-                     style: str = "cli"):
+                     style: str = "cli", convention: str = DEFAULT_CONVENTION, metrics=None):
     """(PathResult, raw exact-path result or None, notes, method) on rankkit Datasets. method None
     chooses: exact for small problems, grid otherwise. progress(total, label): the exact path's
     progress display (rankkit.paths.grid.exact_path_points)."""
@@ -104,11 +105,12 @@ def path_on_datasets(train_ds, valid_ds, method: str | None = None, metric: str 
     raw = None
     if method == "exact":
         result, raw, notes = exact_path_points(train_ds, valid_ds, metric=metric, select=select, log=log,
-                                               progress=progress, **exact)
+                                               progress=progress, convention=convention, metrics=metrics, **exact)
     else:
         if exact.get("kernel", "linear") != "linear" or exact.get("graph", "full") != "full":
             raise UsageError("--kernel and --graph are options of --method exact")
-        result = grid_path(train_ds, valid_ds, metric=metric, select=select, n_points=n_points, ratio=ratio, log=log)
+        result = grid_path(train_ds, valid_ds, metric=metric, select=select, n_points=n_points, ratio=ratio, log=log,
+                           convention=convention, metrics=metrics)
         notes = result.notes
     return result, raw, notes, method
 
@@ -133,7 +135,8 @@ def chosen_model(result, method: str, raw, train_csr, facts: dict, kernel: str =
 def regularization_path(X, y, X_valid, y_valid, *, qid=None, group=None, qid_valid=None, group_valid=None,
                         method: str | None = None, metric: str = "ndcg@10", select: str = "best", n_points: int = 30,
                         ratio: float = 1e7, kernel: str = "linear", gamma: float | None = None, degree: int = 3,
-                        coef0: float = 0.0, threads: int | None = None, verbose: bool = False) -> RegularizationPath:
+                        coef0: float = 0.0, threads: int | None = None, verbose: bool = False,
+                        convention: str = DEFAULT_CONVENTION) -> RegularizationPath:
     """Train along the regularisation path and choose C on validation queries (``rankkit path``).
 
     Parameters
@@ -146,7 +149,9 @@ def regularization_path(X, y, X_valid, y_valid, *, qid=None, group=None, qid_val
         breakpoint of the hinge-loss RankSVM's piecewise-linear path (Zapien et al.). Default:
         exact for small problems (at most 10,000 pairs and 2,000 documents), grid otherwise.
     metric : str, default "ndcg@10"
-        Validation metric (LETOR 4.0 conventions).
+        Validation metric.
+    convention : str, default "trec"
+        How the validation metric is graded (``rankkit eval --convention``; trec_eval's by default).
     select : {"best", "1se"}
         The best point, or the smallest C within one standard error of it.
     kernel, gamma, degree, coef0 : the exact path's kernel ("linear", "poly", "rbf")
@@ -190,7 +195,7 @@ def regularization_path(X, y, X_valid, y_valid, *, qid=None, group=None, qid_val
     with Threads(threads):
         result, raw, notes, method = path_on_datasets(train_ds, valid_ds, method, metric, select, n_points, ratio,
                                                       exact if (method == "exact" or kernel != "linear") else None,
-                                                      log=verbose_log(verbose), style="python")
+                                                      log=verbose_log(verbose), style="python", convention=convention)
     facts = {"n_queries": train_ds.n_queries, "n_documents": train_ds.n_rows, "n_pairs": train_ds.n_pairs,
              "n_features": train_ds.n_features, "method": method}
     model = chosen_model(result, method, raw, train_ds.csr() if kernel != "linear" else None, facts, kernel,

@@ -1,0 +1,717 @@
+"""The LETOR protocol in one call: for each fold, a grid of hyperparameters per solver, the choice
+on the fold's validation set, the chosen model scored on its test set, and a paired significance
+test of every solver against the first over all test queries of all folds.
+
+    experiment(folds, solvers=("newton", "pegasos"), metrics=("map", "ndcg@10"), out_dir="OUT")
+
+returns the results as plain data, the shape of OUT/results.json (README, section `rankkit
+experiment`). `rankkit.experiment(...)` is this function (the module is named experiments so that
+the package's name stays the function); `rankkit experiment` (rankkit.app.experiment) is a thin
+face over it.
+
+Grids (each overridable with `grids={"pegasos": {"lambda": [...]}}`; CLI `--grid pegasos:lambda=...`),
+listed from the most regularised point on (the order the one-standard-error rule walks):
+- exact solvers (newton, newton-pairs, bundle): C, `n_points` values from C_min (where w is still
+  nearly 0) up by `ratio`, a warm-started path (rankkit.paths.grid.path_over: for newton the very
+  loop `rankkit path --method grid` runs, so the choices are the same);
+- stochastic solvers with a lambda (sgd, pegasos, logreg, margin-perceptron): lambda, `n_points`
+  values from 1e-1 down to 1e-6, each fit from w = 0 with the same --seed; pa: its step cap C, 1e-3
+  to 10; pair-sgd and query-sgd: the C of their squared-hinge objective, as the exact solvers; romma
+  has no hyperparameter (one point);
+- factorized: K in (5, 10, 20) times C in (0.01, 0.1, 1, 10);
+- a kernel (`kernel="rbf"` or "poly", exact solvers): gamma in (0.1, 1, 10) / features times C in
+  (0.001, 0.01, 0.1, 1).
+Every point is graded on the validation set by every metric under `convention`, ties broken as
+`rankkit eval` breaks them; the first metric chooses (`select` "best" or "1se",
+rankkit.paths.grid.select_point). The test metrics are those `rankkit eval TEST SCORES` prints for
+the written scores (rankkit.evaluation.dataset_table), and the p-values those of `rankkit eval`
+on the folds' test files and score files concatenated in fold order (rankkit.evaluation.summarize).
+
+Outputs under out_dir, each written atomically: FoldK/SOLVER.model, FoldK/SOLVER.test.scores,
+FoldK/SOLVER.vali.tsv (every grid point: its hyperparameters and validation metrics),
+FoldK/SOLVER.done.json (what a re-run reuses), results.json, results.tsv, results.txt and
+SOLVER.vali.svg (the validation metric along the grid, a line per fold). A fold's record is
+written last, after its model and scores, and names the SHA-256 of its inputs and settings and of
+the files it wrote: a re-run with the same inputs and settings reuses every fold whose record and
+files match, so an interrupted experiment resumes where it stopped.
+
+Reproducible: no timing or date enters the tables, the records or results.json, so they have the
+same bytes for any `jobs` and thread count (the model files carry their creation time and training
+time, as every rankkit model does).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import threading
+from dataclasses import dataclass
+
+import numpy as np
+
+from rankkit import threads, training
+from rankkit.config import DEFAULT_CONVENTION, DEFAULT_PERMUTATIONS, __version__
+from rankkit.data import Dataset
+from rankkit.errors import UsageError
+from rankkit.evaluation import dataset_table, dataset_tiebreak, mean_skipping_nan, summarize
+from rankkit.io.atomic import atomic_open, check_output
+from rankkit.io.files import display_name
+from rankkit.io.groups import find_group_file
+from rankkit.io.model import Model, write_model
+from rankkit.io.output import write_scores
+from rankkit.io.svmlight import read_svmlight
+from rankkit.metrics import describe, gradable_labels, parse_metric, per_query_table, ungradable
+from rankkit.paths.grid import (DEFAULT_N_POINTS, DEFAULT_RATIO, PathPoint, fold_dirs, grid, mean_se, path_over,
+                                reported_metrics, select_point)
+from rankkit.scoring import model_scores
+from rankkit.solvers import SOLVERS
+
+__all__ = ["experiment", "Fold", "letor_folds", "default_grid", "GRID_PARAMETERS", "RESULTS_VERSION"]
+
+RESULTS_VERSION = 1  # the shape of results.json (README: rankkit experiment)
+_RECORD_VERSION = 2  # what a FoldK/SOLVER.done.json holds and how grids are made: a change refits
+DEFAULT_METRICS = ("ndcg@10", "map")
+DEFAULT_SOLVERS = ("newton",)
+LAMBDA_GRID = (1e-1, 1e-6)  # stochastic solvers: from, to (log-spaced, n_points values)
+FACTORIZED_K = (5, 10, 20)
+FACTORIZED_C = (0.01, 0.1, 1.0, 10.0)
+KERNEL_GAMMA = (0.1, 1.0, 10.0)  # times 1/features
+KERNEL_C = (0.001, 0.01, 0.1, 1.0)
+PA_C = (1e-3, 10.0)
+# the hyperparameters a grid may name (command-line spelling) -> the training option they set
+GRID_PARAMETERS = {"C": "C", "lambda": "lam", "K": "K", "gamma": "gamma"}
+_EXTS = ("", ".gz", ".bz2", ".xz")
+_EXACT = ("newton", "newton-pairs", "bundle")
+
+
+@dataclass(frozen=True)
+class Fold:
+    name: str
+    train: str
+    valid: str
+    test: str
+
+
+def _part(directory: str, part: str) -> str:
+    found = [os.path.join(directory, part + ".txt" + ext) for ext in _EXTS
+             if os.path.isfile(os.path.join(directory, part + ".txt" + ext))]
+    if not found:
+        raise UsageError(f"{directory}: no {part}.txt (nor {part}.txt.gz, .bz2, .xz)")
+    if len(found) > 1:
+        raise UsageError(f"{directory}: both {os.path.basename(found[0])} and {os.path.basename(found[1])}: "
+                         "keep one")
+    return found[0]
+
+
+def letor_folds(directory: str) -> list[Fold]:
+    """Fold1..FoldK of a LETOR directory, each with train, vali and test (.txt, or .txt.gz/.bz2/.xz)."""
+    if not os.path.isdir(directory):
+        raise UsageError(f"{directory}: not a directory")
+    return [Fold(d, _part(os.path.join(directory, d), "train"), _part(os.path.join(directory, d), "vali"),
+                 _part(os.path.join(directory, d), "test")) for d in fold_dirs(directory)]
+
+
+def as_folds(folds) -> list[Fold]:
+    """A LETOR directory, or a list of (train, valid, test) triples (named Fold1, Fold2, ...) or Folds."""
+    if isinstance(folds, (str, os.PathLike)):
+        return letor_folds(os.fspath(folds))
+    out = []
+    for i, f in enumerate(folds):
+        if isinstance(f, Fold):
+            out.append(f)
+            continue
+        if len(f) != 3:
+            raise UsageError(f"a fold is (train, valid, test), got {f!r}")
+        out.append(Fold(f"Fold{i + 1}", *(os.fspath(x) for x in f)))
+    if not out:
+        raise UsageError("no folds")
+    if len({f.name for f in out}) != len(out):
+        raise UsageError("two folds have the same name")
+    return out
+
+
+# -- grids ------------------------------------------------------------------------------------------
+def _kind(solver: str, kernel: str | None) -> str:
+    spec = SOLVERS[solver]
+    if kernel is not None:
+        if solver not in _EXACT:
+            raise UsageError(f"--kernel goes with the exact solvers ({', '.join(_EXACT)}), not --solver {solver}")
+        return "kernel"
+    if spec.factorized:
+        return "factorized"
+    if solver in _EXACT or solver in ("pair-sgd", "query-sgd"):
+        return "C-path" if solver in _EXACT else "C"
+    if solver == "pa":
+        return "pa"
+    if solver == "romma":
+        return "none"
+    return "lambda"
+
+
+def default_grid(solver: str, train: Dataset, n_points: int = DEFAULT_N_POINTS, ratio: float = DEFAULT_RATIO,
+                 kernel: str | None = None) -> dict:
+    """{parameter: values} of a solver's default grid on this training set (see the module docstring)."""
+    kind = _kind(solver, kernel)
+    if kind in ("C-path", "C"):
+        return {"C": grid(train, n_points, ratio).tolist()}
+    if kind == "lambda":
+        return {"lambda": np.logspace(math.log10(LAMBDA_GRID[0]), math.log10(LAMBDA_GRID[1]), n_points).tolist()}
+    if kind == "pa":
+        return {"C": np.logspace(math.log10(PA_C[0]), math.log10(PA_C[1]), n_points).tolist()}
+    if kind == "factorized":
+        return {"C": list(FACTORIZED_C), "K": list(FACTORIZED_K)}
+    if kind == "kernel":
+        return {"C": list(KERNEL_C), "gamma": [g / max(train.n_features, 1) for g in KERNEL_GAMMA]}
+    return {}
+
+
+def _grid_for(solver: str, train: Dataset, grids: dict, n_points: int, ratio: float, kernel: dict | None) -> dict:
+    """The solver's default grid with the parameters `grids` names replaced (a parameter the
+    solver does not take is refused by training.plan, before any reading)."""
+    values = default_grid(solver, train, n_points, ratio, kernel and kernel["name"])
+    values.update(grids.get(solver, {}))
+    return values
+
+
+def _points(solver: str, values: dict) -> list[dict]:
+    """The grid's points, most regularised first: C increasing, lambda decreasing; for a product
+    grid the first parameter (C) outermost."""
+    keys = list(values)
+    for k in keys:
+        if k not in GRID_PARAMETERS:
+            raise UsageError(f"--grid {solver}:{k}: unknown parameter (known: {', '.join(GRID_PARAMETERS)})")
+    ordered = {}
+    for k in keys:
+        v = [float(x) for x in values[k]]
+        if not v or any(not math.isfinite(x) or x <= 0 for x in v):
+            raise UsageError(f"--grid {solver}:{k}: give positive finite values")
+        if k == "K":
+            if any(x != int(x) for x in v):
+                raise UsageError(f"--grid {solver}:K: give integers")
+            v = [int(x) for x in v]
+        v = sorted(set(v), reverse=(k == "lambda"))
+        ordered[k] = v
+    keys = sorted(keys, key=lambda k: 0 if k in ("C", "lambda") else 1)
+    points = [{}]
+    for k in keys:
+        points = [dict(p, **{k: x}) for p in points for x in ordered[k]]
+    return points
+
+
+# -- one fold, one solver ---------------------------------------------------------------------------
+def _settings(solver: str, point: dict, kernel: dict | None, iterations, seed: int):
+    params = {"C": point.get("C"), "tol": None, "max_iter": None, "loss": None, "query_norm": False}
+    spec = SOLVERS[solver]
+    stochastic = None
+    if spec.stochastic or spec.factorized:
+        params = {"C": point.get("C"), "loss": None}
+        stochastic = {"lam": point.get("lambda"), "iterations": iterations, "seed": seed, "K": point.get("K")}
+    kmap = None
+    if kernel is not None:
+        kmap = dict(kernel, gamma=point.get("gamma", kernel.get("gamma")), seed=seed)
+    return params, stochastic, kmap
+
+
+def _label(point: dict) -> str:
+    return " ".join(f"{k} {v:g}" for k, v in point.items()) or "(no hyperparameter)"
+
+
+def _fit_grid(solver, points, train, valid, names, convention, select, kernel, iterations, seed, log, tick):
+    """(chosen index, per-point rows, chosen Model, notes)."""
+    spec = SOLVERS[solver]
+    tiebreak = dataset_tiebreak(valid, convention)
+    metric = names[0]
+    notes: list = []
+    if _kind(solver, kernel and kernel.get("name")) == "C-path" and list(points[0]) == ["C"]:
+        # the warm-started C path: for newton, exactly what `rankkit path --method grid` runs
+        def fit(C, w0):
+            params, _, _ = _settings(solver, {"C": C}, None, iterations, seed)
+            p = training.plan(solver, params)
+            return p.solver().fit(train, w0=w0)
+
+        res = path_over(fit, [p["C"] for p in points], valid, metric=metric, select=select, convention=convention,
+                        metrics=names, log=log, progress=lambda done, total: tick(),
+                        warn=notes.append)
+        notes = list(res.notes)
+        best = res.best
+        params, _, _ = _settings(solver, {"C": best.C}, None, iterations, seed)
+        p = training.plan(solver, params)
+        sol = p.solver()
+        outcome = {"objective": best.objective, "iterations": best.iterations, "violated_pairs": best.n_active,
+                   "chosen_on": f"{display_name(valid.source)} by {metric} ({select}), point {res.chosen + 1} of "
+                   f"{len(points)} of a warm-started C path"}
+        header = training.model_header(spec.name, getattr(sol, "loss", spec.losses[0]), dict(sol.hyperparameters()),
+                                       training.data_counts(train.n_features, train.n_queries, train.n_rows,
+                                                            train.n_pairs), outcome)
+        model = Model(weights=best.w.copy(), header=header)
+        rows = [{"point": dict(pt), "iterations": q.iterations, "objective": q.objective,
+                 "valid": {m: q.metrics[m] for m in names}, "valid_se": q.metric_se}
+                for pt, q in zip(points, res.points)]
+        return res.chosen, rows, model, notes
+    models, path_points, rows, warned = [], [], [], []
+    for k, pt in enumerate(points):
+        params, stochastic, kmap = _settings(solver, pt, kernel, iterations, seed)
+        p = training.plan(solver, params, stochastic, kmap)
+        said: list = []
+        model, result = training.fit_dataset(p, train, warn=said.append)
+        warned.append(said[0] if said else None)
+        if said and log:
+            log(f"point {k + 1:3d}/{len(points)}  {_label(pt)}: {said[0]}")
+        scores = model_scores(model, valid)[0]
+        table = per_query_table(list(names), valid.y, scores, valid.qptr, convention, tiebreak=tiebreak)
+        m, se = mean_se(table[metric])
+        key = pt.get("C", pt.get("lambda", float(k + 1)))
+        path_points.append(PathPoint(key, result.iterations, result.objective, float("nan"), result.n_active, 0.0, m,
+                                     se, 0.0, np.zeros(0), table[metric]))
+        models.append(model)
+        rows.append({"point": dict(pt), "iterations": int(result.iterations), "objective": float(result.objective),
+                     "valid": {n: mean_se(table[n])[0] for n in names}, "valid_se": se})
+        if log:
+            log(f"point {k + 1:3d}/{len(points)}  {_label(pt)}  valid {metric} {m:.4f}")
+        tick()
+    chosen = select_point(path_points, select, valid=valid, notes=notes, metric=metric)
+    if warned[chosen]:
+        notes.append(f"the chosen point ({_label(points[chosen])}): {warned[chosen]}")
+    others = sum(1 for i, w in enumerate(warned) if w and i != chosen)
+    if others:
+        notes.append(f"{others} other grid point{'s' if others > 1 else ''} of {len(points)} stopped before the "
+                     "solver's stopping rule was met (-v names them)")
+    model = models[chosen]
+    model.header["chosen_on"] = (f"{display_name(valid.source)} by {metric} ({select}), point {chosen + 1} of "
+                                 f"{len(points)}")
+    return chosen, rows, model, notes
+
+
+def _sha256(path: str) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _inputs_digest(fold: Fold) -> dict:
+    out = {}
+    for part in ("train", "valid", "test"):
+        path = getattr(fold, part)
+        out[part] = _sha256(path)
+        group = find_group_file(path)
+        if group is not None:
+            out[part + "_group"] = _sha256(group)
+    return out
+
+
+def _json_number(v):
+    return None if v is None or (isinstance(v, float) and v != v) else v
+
+
+def _clean(obj):
+    """NaN -> null, numpy numbers -> Python numbers, recursively (JSON has no NaN)."""
+    if isinstance(obj, dict):
+        return {k: _clean(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_clean(v) for v in obj]
+    if isinstance(obj, (np.floating, float)):
+        return _json_number(float(obj))
+    if isinstance(obj, np.integer):
+        return int(obj)
+    return obj
+
+
+def _write_json(path: str, data) -> None:
+    with atomic_open(path) as fh:
+        fh.write(json.dumps(_clean(data), indent=1, sort_keys=False, allow_nan=False) + "\n")
+
+
+def _fmt(v) -> str:
+    return "nan" if v is None or v != v else repr(float(v))
+
+
+def _write_vali_table(path: str, rows: list, chosen: int, names, params) -> None:
+    with atomic_open(path) as fh:
+        fh.write("\t".join(["point", *params, *(f"valid_{m}" for m in names), f"valid_{names[0]}_se", "iterations",
+                            "objective", "chosen"]) + "\n")
+        for i, r in enumerate(rows):
+            cells = [str(i + 1), *(repr(r["point"][p]) if p in r["point"] else "" for p in params),
+                     *(_fmt(r["valid"][m]) for m in names), _fmt(r["valid_se"]), str(r["iterations"]),
+                     _fmt(r["objective"]), str(int(i == chosen))]
+            fh.write("\t".join(cells) + "\n")
+
+
+def _read_record(path: str, digest: str, out: str) -> dict | None:
+    """The record of a finished (fold, solver) when it and the files it names match, else None."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            rec = json.load(fh)
+        if rec.get("digest") != digest:
+            return None
+        for name, sha in rec["files"].items():
+            if _sha256(os.path.join(out, name)) != sha:
+                return None
+        return rec
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+def _run_fold(fold: Fold, data, solvers, grids, names, convention, select, kernel, iterations, seed, out_dir,
+              settings_digest, log, tick, reuse):
+    """Every solver on one fold: {solver: record}. Records of a previous run are reused when they match."""
+    train, valid, test, digests = data
+    fold_dir = os.path.join(out_dir, fold.name) if out_dir is not None else None
+    records = {}
+    test_tiebreak = dataset_tiebreak(test, convention)
+    for solver in solvers:
+        mine = {k: v for k, v in settings_digest.items() if k != "grids"}  # another solver's grid is not ours
+        digest = hashlib.sha256(json.dumps({"record": _RECORD_VERSION, "inputs": digests, "settings": mine, "solver": solver,
+                                            "grid": grids.get(solver)}, sort_keys=True).encode()).hexdigest()
+        points = _points(solver, _grid_for(solver, train, grids, *settings_digest["grid_size"], kernel))
+        files = {"model": f"{solver}.model", "test_scores": f"{solver}.test.scores", "vali_table": f"{solver}.vali.tsv"}
+        record_path = os.path.join(fold_dir, f"{solver}.done.json") if fold_dir else None
+        if record_path and reuse:
+            rec = _read_record(record_path, digest, fold_dir)
+            if rec is not None:
+                if log:
+                    log(f"{fold.name} {solver}: reusing {record_path} (inputs and settings unchanged)")
+                for _ in points:
+                    tick()
+                records[solver] = rec
+                continue
+        if log:
+            log(f"{fold.name} {solver}: {len(points)} grid points")
+        chosen, rows, model, notes = _fit_grid(solver, points, train, valid, names, convention, select, kernel,
+                                               iterations, seed, log, tick)
+        model.header.update({"train_file": display_name(fold.train), "valid_file": display_name(fold.valid),
+                             "fold": fold.name, "convention": convention})
+        scores = model_scores(model, test)[0]
+        in_file_order = scores
+        if test.order is not None:
+            in_file_order = np.empty_like(scores)
+            in_file_order[test.order] = scores
+        table = dataset_table(names, test, in_file_order, convention, tiebreak=test_tiebreak)
+        qids = [str(q) for q in test.qid[test.qptr[:-1]].tolist()] if test.has_qid else ["1"]
+        rec = {"fold": fold.name, "solver": solver, "digest": digest, "grid": [r["point"] for r in rows],
+               "chosen_index": chosen, "chosen": rows[chosen]["point"], "points": rows,
+               "valid": rows[chosen]["valid"], "test": {m: mean_skipping_nan(table[m]) for m in names},
+               "test_qids": qids, "test_per_query": {m: table[m].tolist() for m in names}, "notes": notes}
+        if fold_dir is not None:
+            params = list(dict.fromkeys(k for r in rows for k in r["point"]))
+            write_model(os.path.join(fold_dir, files["model"]), model)
+            write_scores(os.path.join(fold_dir, files["test_scores"]), in_file_order)
+            _write_vali_table(os.path.join(fold_dir, files["vali_table"]), rows, chosen, names, params)
+            rec["files"] = {v: _sha256(os.path.join(fold_dir, v)) for v in files.values()}
+            _write_json(record_path, rec)  # last: a fold without its record is run again
+            rec = json.loads(json.dumps(_clean(rec)))  # exactly what a re-run reads back
+        records[solver] = _clean(rec)
+        if log:
+            log(f"{fold.name} {solver}: chose {_label(rec['chosen'])}; valid {names[0]} {rec['valid'][names[0]]:.4f}, "
+                f"test {names[0]} {rec['test'][names[0]]:.4f}")
+    return records
+
+
+def _read_fold(fold: Fold, zero_based: bool, group_queries: bool, narrow: bool):
+    train = read_svmlight(fold.train, zero_based=zero_based, group_queries=group_queries, narrow_indices=narrow)
+    valid = read_svmlight(fold.valid, zero_based=zero_based, group_queries=group_queries)
+    test = read_svmlight(fold.test, zero_based=zero_based, group_queries=group_queries)
+    train.require_pairs()
+    return train, valid, test, _inputs_digest(fold)
+
+
+def _say_ungradable(folds, data, convention: str, warn) -> None:
+    """One warning for the first label the convention (asked for by name: the default grades every
+    label) cannot grade, in the vali or test files: it counts as 0, not relevant (`rankkit eval`'s rule)."""
+    for f, (_, valid, test, _) in zip(folds, data):
+        for path, ds in ((f.valid, valid), (f.test, test)):
+            row = ungradable(convention, ds.y)
+            if row is not None:
+                if warn:
+                    warn(f"{display_name(path)}:{int(ds.line[row])}: label '{ds.y[row]:g}' cannot be graded by "
+                         f"--convention {convention}, which grades the labels {gradable_labels(convention)} only: "
+                         "it and every other such label count as 0, not relevant")
+                return
+
+
+def _for_each_fold(fn, folds, jobs: int, log):
+    """fn(fold, log) for every fold, `jobs` at a time on threads (kernels single-threaded each);
+    results and log lines in fold order. A failure stops the other folds at their next kernel call."""
+    jobs = max(1, min(jobs, len(folds)))
+    if jobs == 1:
+        return [fn(f, log) for f in folds]
+    from concurrent.futures import ThreadPoolExecutor
+
+    stop = threading.Event()
+
+    def one(fold):
+        lines: list[str] = []
+        if stop.is_set():
+            return None, lines
+        with threads.limited(1, cancel=stop):
+            try:
+                return fn(fold, lines.append if log else None), lines
+            except threads.Cancelled:
+                return None, lines
+            except BaseException:
+                stop.set()
+                raise
+
+    out = []
+    pool = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="rankkit-fold")
+    try:
+        for result, lines in pool.map(one, folds):
+            for line in lines:
+                log(line)
+            out.append(result)
+    except BaseException:
+        stop.set()
+        raise
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+    return out
+
+
+def experiment(folds, solvers=DEFAULT_SOLVERS, metrics=DEFAULT_METRICS, *, convention: str = DEFAULT_CONVENTION,
+               select: str = "best", grids: dict | None = None, n_points: int = DEFAULT_N_POINTS,
+               ratio: float = DEFAULT_RATIO, kernel: dict | None = None, iterations: int | None = None, seed: int = 0,
+               out_dir: str | None = None, jobs: int = 1, test: str = "randomization",
+               permutations: int = DEFAULT_PERMUTATIONS, zero_based: bool = False, group_queries: bool = False,
+               resume: bool = True, log=None, progress=None, warn=None) -> dict:
+    """The LETOR protocol: per fold, each solver's grid chosen on vali by the first metric, the
+    choice scored on test; a paired test of each solver against the first over all test queries
+    (``rankkit experiment``).
+
+    Parameters
+    ----------
+    folds : str or list of (str, str, str)
+        A LETOR directory (Fold1..FoldK with train/vali/test.txt, .gz too, group files honoured)
+        or a list of (train, valid, test) paths (named Fold1, Fold2, ...).
+    solvers : sequence of str, default ("newton",)
+        Names from the registry (``rankkit train --solver``); the first is the baseline.
+    metrics : sequence of str, default ("ndcg@10", "map")
+        Names as in ``rankkit eval``; the first chooses, all are reported.
+    convention : str, default "trec"
+        How the metrics are graded (trec_eval's by default).
+    select : {"best", "1se"}
+        The best point, or the most regularised point within one standard error of it.
+    grids : dict, optional
+        ``{solver: {"C" | "lambda" | "K" | "gamma": values}}`` replacing a solver's default grid
+        along the parameters named.
+    n_points, ratio : int, float
+        Size and span of the default C path (as ``rankkit path``) and size of the lambda grid.
+    kernel : dict, optional
+        ``{"name": "rbf" | "poly", "degree", "coef0", "landmarks"}`` for the exact solvers.
+    iterations, seed : int
+        Of the stochastic and factorized solvers (seed: also landmarks and the randomization test).
+    out_dir : str, optional
+        Where the models, scores, tables and results go (None: nothing is written).
+    jobs : int, default 1
+        Folds run side by side (threads); the results do not depend on it.
+    test, permutations : str, int
+        The paired significance test (``rankkit eval --test``, ``--permutations``).
+    resume : bool, default True
+        Reuse the outputs in out_dir of an earlier run with the same inputs and settings.
+    log, progress, warn : callables, optional
+        ``log(line)``: -v lines; ``progress(total, label)``: a progress display factory;
+        ``warn(line)``: remarks about the choices.
+
+    Returns
+    -------
+    dict
+        The content of out_dir/results.json (README: rankkit experiment), plain data.
+
+    Examples
+    --------
+    >>> import os, tempfile, rankkit
+    >>> d = tempfile.mkdtemp()
+    >>> for name, qids in (("train", (1, 2, 3)), ("vali", (4, 5)), ("test", (6, 7))):
+    ...     with open(os.path.join(d, name + ".txt"), "w") as fh:
+    ...         for q in qids:
+    ...             _ = fh.write(f"2 qid:{q} 1:1 2:0.{q}\\n1 qid:{q} 1:0.5 2:0.2\\n0 qid:{q} 1:0.1 2:0.{9 - q}\\n")
+    >>> files = [os.path.join(d, n + ".txt") for n in ("train", "vali", "test")]
+    >>> out = rankkit.experiment([files], metrics=("map",), n_points=3)
+    >>> out["convention"], [f["test"]["map"] for f in out["solvers"][0]["folds"]]
+    ('trec', [1.0])
+    """
+    folds = as_folds(folds)
+    solvers = list(dict.fromkeys(solvers))
+    if not solvers:
+        raise UsageError("give at least one solver")
+    for s in solvers:
+        if s not in SOLVERS:
+            raise UsageError(f"unknown solver {s!r} (known: {', '.join(SOLVERS)})")
+    names = reported_metrics(metrics[0], metrics[1:]) if metrics else DEFAULT_METRICS
+    for m in names:
+        parse_metric(m)
+    describe(convention)
+    if select not in ("best", "1se"):
+        raise UsageError(f"select must be 'best' or '1se', not {select!r}")
+    grids = dict(grids or {})
+    for s, g in grids.items():
+        if s not in solvers:
+            raise UsageError(f"a grid for {s}, which is not among the solvers ({', '.join(solvers)})")
+        _points(s, g)  # checked before any reading
+    for s in solvers:
+        _kind(s, kernel and kernel.get("name"))
+        probe = _points(s, grids[s])[0] if s in grids else {}
+        if "gamma" in probe and kernel is None:
+            raise UsageError(f"--grid {s}:gamma needs --kernel")
+        params, stochastic, kmap = _settings(s, probe, kernel, iterations, seed)
+        training.plan(s, params, stochastic, kmap)  # an option the solver does not take: now
+    inputs = tuple(p for f in folds for p in (f.train, f.valid, f.test))
+    if out_dir is not None:
+        for f in folds:
+            os.makedirs(os.path.join(out_dir, f.name), exist_ok=True)
+        outputs = []
+        for f in folds:
+            for s in solvers:
+                for suffix, kind in ((".model", "model"), (".test.scores", "file"), (".vali.tsv", "file"),
+                                     (".done.json", "file")):
+                    path = os.path.join(out_dir, f.name, s + suffix)
+                    check_output(path, inputs, kind=kind, outputs=tuple(outputs))
+                    outputs.append(path)
+        for name in ("results.json", "results.tsv", "results.txt", *(f"{s}.vali.svg" for s in solvers)):
+            check_output(os.path.join(out_dir, name), inputs, outputs=tuple(outputs))
+    settings = {"version": __version__, "metrics": list(names), "convention": convention, "select": select,
+                "grids": {s: grids[s] for s in sorted(grids)}, "grid_size": [n_points, ratio],
+                "kernel": kernel, "iterations": iterations, "seed": seed, "zero_based": zero_based,
+                "group_queries": group_queries}
+    narrow = kernel is None
+
+    # read every fold first: bad input anywhere is reported before anything is written
+    data = _for_each_fold(lambda f, lg: _read_fold(f, zero_based, group_queries, narrow), folds, jobs, None)
+    _say_ungradable(folds, data, convention, warn)
+    sizes = [len(_points(s, _grid_for(s, d[0], grids, n_points, ratio, kernel))) for d in data for s in solvers]
+    total = sum(sizes)
+    lock = threading.Lock()
+    done = [0]
+    bar = progress(total, "experiment") if progress else None
+
+    def tick():
+        if bar:
+            with lock:
+                done[0] += 1
+                bar(done[0], total, f"{done[0]}/{total} fits")
+
+    by_name = dict(zip((f.name for f in folds), data))
+    try:
+        per_fold = _for_each_fold(
+            lambda f, lg: _run_fold(f, by_name[f.name], solvers, grids, names, convention, select, kernel, iterations,
+                                    seed, out_dir, settings, lg, tick, resume), folds, jobs, log)
+    finally:
+        if bar and done[0] < total:
+            bar(total, total, "stopped")
+    results = _results(folds, solvers, names, convention, select, per_fold, test, permutations, seed, settings)
+    for f, recs in zip(folds, per_fold):
+        for s in solvers:
+            for note in recs[s]["notes"]:
+                if warn:
+                    warn(f"{f.name} {s}: {note}")
+    if out_dir is not None:
+        from rankkit.plot import write_grid_plot  # SVG, no dependency
+
+        _write_json(os.path.join(out_dir, "results.json"), results)
+        with atomic_open(os.path.join(out_dir, "results.tsv")) as fh:
+            fh.write("\n".join(results_tsv(results)) + "\n")
+        with atomic_open(os.path.join(out_dir, "results.txt")) as fh:
+            fh.write("\n".join(results_text(results)) + "\n")
+        for s in solvers:
+            write_grid_plot(os.path.join(out_dir, f"{s}.vali.svg"), s, names[0], convention,
+                            [(f.name, recs[s]["grid"], [p["valid"][names[0]] for p in recs[s]["points"]],
+                              recs[s]["chosen_index"]) for f, recs in zip(folds, per_fold)])
+    return results
+
+
+def _results(folds, solvers, names, convention, select, per_fold, test, permutations, seed, settings) -> dict:
+    systems = []
+    for s in solvers:
+        qids, table = [], {m: [] for m in names}
+        for f, recs in zip(folds, per_fold):
+            rec = recs[s]
+            qids += [f"{f.name}:{q}" for q in rec["test_qids"]]
+            for m in names:
+                table[m] += [math.nan if v is None else v for v in rec["test_per_query"][m]]
+        systems.append((s, qids, {m: np.asarray(v, dtype=np.float64) for m, v in table.items()}))
+    pooled, pvalues = summarize(systems, names, test, permutations, seed)
+    out_solvers = []
+    for i, s in enumerate(solvers):
+        entry = {"name": s, "folds": [], "mean": {}, "pooled": pooled[i]}
+        for f, recs in zip(folds, per_fold):
+            rec = recs[s]
+            entry["folds"].append({"fold": f.name, "chosen": rec["chosen"], "chosen_index": rec["chosen_index"],
+                                   "grid_points": len(rec["grid"]), "valid": rec["valid"], "test": rec["test"],
+                                   "n_test_queries": len(rec["test_qids"])})
+        for part in ("valid", "test"):
+            entry["mean"][part] = {m: float(np.mean([fr[part][m] if fr[part][m] is not None else math.nan
+                                                     for fr in entry["folds"]])) for m in names}
+        if pvalues[i] is not None:
+            entry["p_value"] = pvalues[i]
+        out_solvers.append(entry)
+    return _clean({
+        "rankkit_experiment": RESULTS_VERSION, "rankkit_version": __version__,
+        "convention": convention, "convention_description": describe(convention),
+        "metrics": list(names), "selected_by": names[0], "select": select,
+        "folds": [{"name": f.name, "train": display_name(f.train), "valid": display_name(f.valid),
+                   "test": display_name(f.test)} for f in folds],
+        "significance": {"test": test, "permutations": permutations if test == "randomization" else None,
+                         "seed": seed, "against": solvers[0], "queries": len(systems[0][1]),
+                         "over": "the test queries of all folds, in fold order"},
+        "settings": {k: settings[k] for k in ("grids", "kernel", "iterations", "seed")},
+        "solvers": out_solvers,
+    })
+
+
+def _cell(v, digits=4) -> str:
+    return "nan" if v is None or v != v else f"{v:.{digits}f}"
+
+
+def _point_text(point: dict) -> str:
+    return " ".join(f"{k}={v:.4g}" for k, v in point.items()) or "-"
+
+
+def aligned(rows: list[list[str]]) -> list[str]:
+    """Columns two spaces apart, the first left-aligned, the others right-aligned (as rankkit path)."""
+    widths = [max(len(r[c]) for r in rows) for c in range(len(rows[0]))]
+    return ["  ".join(cell.ljust(w) if c == 0 else cell.rjust(w) for c, (cell, w) in enumerate(zip(r, widths))).rstrip()
+            for r in rows]
+
+
+def results_text(results: dict) -> list[str]:
+    """The results as aligned text: a line per fold and solver, the means, the p-values."""
+    names = results["metrics"]
+    lines = [f"# rankkit experiment: {len(results['folds'])} folds, chosen on vali by {results['selected_by']} "
+             f"({results['select']})", f"# convention {results['convention']}: {results['convention_description']}"]
+    sig = results["significance"]
+    if len(results["solvers"]) > 1:
+        what = f"{sig['permutations']} permutations, seed {sig['seed']}" if sig["test"] == "randomization" else \
+            "two-sided"
+        lines.append(f"# significance: paired {sig['test']} test ({what}) of each solver against {sig['against']} "
+                     f"over the {sig['queries']} test queries of all folds")
+    rows = [["fold", "solver", "chosen", *(f"vali {m}" for m in names), *(f"test {m}" for m in names)]]
+    for s in results["solvers"]:
+        for fr in s["folds"]:
+            rows.append([fr["fold"], s["name"], _point_text(fr["chosen"]), *(_cell(fr["valid"][m]) for m in names),
+                         *(_cell(fr["test"][m]) for m in names)])
+    for s in results["solvers"]:
+        rows.append(["mean", s["name"], "", *(_cell(s["mean"]["valid"][m]) for m in names),
+                     *(_cell(s["mean"]["test"][m]) for m in names)])
+    for s in results["solvers"][1:]:
+        rows.append([f"p({s['name']})", "", "", *("" for _ in names), *(_cell(s["p_value"][m]) for m in names)])
+    return lines + aligned(rows)
+
+
+def results_tsv(results: dict) -> list[str]:
+    """One row per (fold or mean or p-value, solver): plain TSV with a header row."""
+    names = results["metrics"]
+    params = list(dict.fromkeys(k for s in results["solvers"] for fr in s["folds"] for k in fr["chosen"]))
+    out = ["\t".join(["fold", "solver", *params, *(f"valid_{m}" for m in names), *(f"test_{m}" for m in names)])]
+    for s in results["solvers"]:
+        for fr in s["folds"]:
+            out.append("\t".join([fr["fold"], s["name"], *(repr(fr["chosen"][p]) if p in fr["chosen"] else ""
+                                                         for p in params),
+                                  *(_fmt(fr["valid"][m]) for m in names), *(_fmt(fr["test"][m]) for m in names)]))
+        out.append("\t".join(["mean", s["name"], *("" for _ in params), *(_fmt(s["mean"]["valid"][m]) for m in names),
+                              *(_fmt(s["mean"]["test"][m]) for m in names)]))
+        if "p_value" in s:
+            out.append("\t".join(["p_value", s["name"], *("" for _ in params), *("" for _ in names),
+                                  *(_fmt(s["p_value"][m]) for m in names)]))
+    return out
