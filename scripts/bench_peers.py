@@ -646,9 +646,80 @@ def bench_hinge(rep: Report, peers, repeat, tmp):
         rep.data.setdefault("hinge", {})[str(path)] = {"rankkit": rk, "svm_rank": sr, "objectives": objs}
 
 
+AUC_PROBE = r"""
+import json, sys, time
+import numpy as np
+from rankkit.data import Dataset
+from rankkit.objectives.pairwise import PairwiseObjective
+from rankkit.solvers.newton import LocalObjective, truncated_newton
+
+def rcv1_like(n, d=47_236, per_row=75, seed=0):
+    rng = np.random.default_rng(seed)
+    p = 1.0 / (np.arange(d) + 10.0)
+    p /= p.sum()
+    cols = rng.choice(d, size=(n, per_row), p=p)
+    cols.sort(axis=1)
+    keep = np.ones_like(cols, dtype=bool)
+    keep[:, 1:] = cols[:, 1:] != cols[:, :-1]
+    vals = rng.random(cols.shape) * keep
+    vals /= np.sqrt((vals ** 2).sum(axis=1, keepdims=True))
+    indptr = np.concatenate([[0], np.cumsum(keep.sum(1))]).astype(np.int64)
+    data, indices = vals[keep], cols[keep].astype(np.int32)
+    w_true = np.random.default_rng(99).standard_normal(d) * (np.random.default_rng(98).random(d) < 0.1)
+    s = np.zeros(n)
+    np.add.at(s, np.repeat(np.arange(n), np.diff(indptr)), data * w_true[indices])
+    y = (s + rng.standard_normal(n) * 0.3 * s.std() > np.quantile(s, 0.53)).astype(np.float64)
+    return Dataset(data=data, indices=indices, indptr=indptr, y=y, qid=np.zeros(n, dtype=np.int64),
+                   qptr=np.array([0, n], dtype=np.int64), n_features=d, has_qid=False).validate()
+
+C = float(sys.argv[1]); modes = sys.argv[2].split(","); ns = [int(v) for v in sys.argv[3].split(",")]
+out = []
+ds0 = rcv1_like(600)
+truncated_newton(LocalObjective(PairwiseObjective(ds0, C), ds0), max_iter=2)
+for n in ns:
+    ds = rcv1_like(n)
+    for mode in modes:
+        t = time.perf_counter()
+        r = truncated_newton(LocalObjective(PairwiseObjective(ds, C), ds), precondition=mode)
+        out.append({"n": n, "mode": mode, "seconds": time.perf_counter() - t, "iterations": r.iterations,
+                    "cg": r.extra["cg_iterations"], "objective": r.objective, "converged": r.converged})
+        print(json.dumps(out[-1]), file=sys.stderr, flush=True)
+print(json.dumps(out))
+"""
+AUC_SIZES = (1200, 2400, 4800, 9600, 19200, 38400)
+
+
+def bench_auc(rep: Report, peers, repeat, tmp):
+    """AUC at scale: one RCV1-like sparse query (47,236 features, Zipf column frequencies, unit rows,
+    ~75 non-zeros a row), n = 1.2k..38.4k at fixed C = 0.005: total fit time against n, in-process."""
+    C = 0.005
+    modes = ("none", "auto")
+    proc = subprocess.run([sys.executable, "-c", AUC_PROBE, repr(C), ",".join(modes), ",".join(map(str, AUC_SIZES))],
+                          check=True, capture_output=True, text=True, env=_env())
+    rows = json.loads(proc.stdout.strip().splitlines()[-1])
+    import math
+
+    def slope(mode):
+        pts = [(math.log(r["n"]), math.log(r["seconds"])) for r in rows if r["mode"] == mode]
+        mx = sum(x for x, _ in pts) / len(pts)
+        my = sum(y for _, y in pts) / len(pts)
+        return sum((x - mx) * (y - my) for x, y in pts) / sum((x - mx) ** 2 for x, _ in pts)
+
+    rep.add(f"### AUC at scale: one RCV1-like sparse query, C = {C}, n = {AUC_SIZES[0]:,}..{AUC_SIZES[-1]:,}\n",
+            "In one process (kernels loaded first), `truncated_newton` with `precondition` none (plain CG) and auto "
+            "(the default); the generator is `rcv1_like` in scripts/bench_peers.py's AUC_PROBE.\n",
+            "| n | preconditioner | fit s | Newton iterations | CG steps | objective |", "|---:|---|---:|---:|---:|---:|",
+            *[f"| {r['n']:,} | {r['mode']} | {r['seconds']:.3f} | {r['iterations']} | {r['cg']} | {r['objective']:.8g} |"
+              for r in rows],
+            "", "Slope of log fit time against log n: " + ", ".join(f"{m} **{slope(m):.2f}**" for m in modes) + ".\n")
+    rep.rows.append((f"AUC, RCV1-like sparse query, n = 1.2k..38.4k, C={C} (goal: exponent <= 1.2)",
+                     f"time ~ n^{slope('auto'):.2f} (plain CG n^{slope('none'):.2f})", "-", "-"))
+    rep.data["auc"] = rows
+
+
 SECTIONS = {"train": bench_train_big, "concurrent": bench_concurrent, "pegasos": bench_pegasos,
             "small": bench_small, "folds": bench_folds, "busy": bench_busy, "cold": bench_cold,
-            "reader": bench_reader, "raw": bench_raw, "mslr30k": bench_mslr30k, "hinge": bench_hinge}
+            "reader": bench_reader, "raw": bench_raw, "mslr30k": bench_mslr30k, "hinge": bench_hinge, "auc": bench_auc}
 
 
 def kernels_used() -> str:

@@ -42,8 +42,8 @@ CG_CONFIRM_RTOL = 1e-8  # relative CG residual of the solve that confirms the st
 ARMIJO = 1e-4
 # The preconditioner of CG (--precondition; measured in BENCHMARKS.md, issue 27). "auto" escalates
 # within a Newton step and stays escalated for the rest of the run, since conditioning is a property
-# of the data: plain CG first (the diagonal from the start when the features' scales differ by more
-# than SPREAD_DIAG); after PLAIN_STEPS steps without converging, the diagonal of the
+# of the data: plain CG first (the diagonal from the start when at most DENSE_MAX_FEATURES features'
+# scales differ by more than SPREAD_DIAG); after PLAIN_STEPS steps without converging, the diagonal of the
 # generalised Hessian (O(nnz log R), about five Hessian-vector products); after DIAG_STEPS more, with
 # at most DENSE_MAX_FEATURES features, the whole d x d Hessian (O(nnz d), Cholesky on its Jacobi
 # scaling). Each escalation continues CG from where it stopped. On well-scaled data CG converges
@@ -51,7 +51,9 @@ ARMIJO = 1e-4
 # CG's steps from thousands to a few.
 PRECONDITIONERS = ("auto", "diag", "dense", "none")
 PLAIN_STEPS = 20
-SPREAD_DIAG = 100.0  # auto: the diagonal from the start when max / median of the features' sums of squares exceed this
+SPREAD_DIAG = 100.0  # auto, d <= DENSE_MAX_FEATURES: the diagonal from the start when max / median of the
+# features' sums of squares exceed this (sparse text data, whose column norms follow word frequencies,
+# starts plain: there the diagonal cost more time than the CG steps it saved, measured on the AUC problem)
 DIAG_STEPS = 30
 DENSE_MAX_FEATURES = 512  # the dense preconditioner: at most this many features (d x d matrices)
 
@@ -137,8 +139,8 @@ class Preconditioned:
             raise ValueError(f"precondition must be one of {PRECONDITIONERS}, got {mode!r}")
         self.obj, self.mode = obj, mode
         self.level = {"none": 0, "auto": 0, "diag": 1, "dense": 2}[mode]
-        if mode == "auto" and hasattr(obj, "column_sumsq") and scale_spread(obj.column_sumsq()) > SPREAD_DIAG:
-            self.level = 1
+        if mode == "auto" and _dense_possible(obj) and scale_spread(obj.column_sumsq()) > SPREAD_DIAG:
+            self.level = 1  # dense raw features (MSLR): plain CG would take thousands of steps
         self.point = None  # the preconditioner of the current point: (level, m_inv)
         self.used = {"none": 0, "diag": 0, "dense": 0}  # Newton steps solved at each level
 
