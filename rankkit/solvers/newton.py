@@ -6,8 +6,9 @@ gradient and Hessian-vector products): solver `newton`.
 with loss max(0, 1 - t)^2 (default) or Huber max(0, 1 - t)^2 - max(0, -t)^2, and w_q = 1 unless
 query weights or svm_rank's query normalisation (w_q = 1 / pairs of q) are asked for.
 
-Each Newton iteration solves H d = -g approximately by linear conjugate gradient (only Hessian-
-vector products, never H), then steps along d with a line search: t = 1 first (Armijo), and if that
+Each Newton iteration solves H d = -g approximately by linear conjugate gradient (Hessian-vector
+products; preconditioned by the diagonal of H or, with few features, by H itself when plain CG is
+slow: see PRECONDITIONERS below), then steps along d with a line search: t = 1 first (Armijo), and if that
 fails a safeguarded one-dimensional Newton search on the piecewise-quadratic phi(t) = f(w + t d),
 which is exact for this loss. It stops when the Newton decrement -g.d (an estimate of g' H^-1 g
 from CG) falls below tol * f, the paper's relative rule (decrement / objective < 1e-6), confirmed
@@ -40,7 +41,7 @@ from rankkit.sparse import cholesky_lower, cholesky_solve
 CG_MAX_ITER = 1000
 CG_CONFIRM_RTOL = 1e-8  # relative CG residual of the solve that confirms the stopping rule
 ARMIJO = 1e-4
-# The preconditioner of CG (--precondition; measured in BENCHMARKS.md, issue 27). "auto" escalates
+# The preconditioner of CG (truncated_newton's `precondition`; measured in BENCHMARKS.md, issue 27). "auto" escalates
 # within a Newton step and stays escalated for the rest of the run, since conditioning is a property
 # of the data: plain CG first (the diagonal from the start when at most DENSE_MAX_FEATURES features'
 # scales differ by more than SPREAD_DIAG); after PLAIN_STEPS steps without converging, the diagonal of the
