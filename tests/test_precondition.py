@@ -154,3 +154,22 @@ def test_dask_objective_preconditions_to_the_same_optimum(tmp_path):
                 assert abs(r.objective - ref.objective) <= 1e-10 * ref.objective, (mode, r.objective, ref.objective)
         finally:
             prob.close()
+
+
+def test_preconditioned_weights_do_not_depend_on_the_threads(monkeypatch):
+    """The diagonal's chunks and the matrix's rows are fixed by the shape: 1 and 2 threads give the
+    same bits."""
+    from rankkit import threads
+
+    ds = raw(make_dataset(seed=5, n_labels=5, sizes=(700, 3, 900, 1, 600)))  # >= 2048 rows: several diagonal chunks
+    monkeypatch.setattr(threads, "MIN_WORK_PER_THREAD", 1)
+    out = {}
+    try:
+        for n in (1, 2):
+            threads.apply(n)
+            for mode in ("diag", "dense"):
+                out[n, mode] = truncated_newton(LocalObjective(PairwiseObjective(ds, 1.0)), precondition=mode).w
+    finally:
+        threads.apply(None)
+    for mode in ("diag", "dense"):
+        assert np.array_equal(out[1, mode], out[2, mode]), mode
