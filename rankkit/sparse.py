@@ -73,7 +73,7 @@ def _rmatvec_serial(data, indices, indptr, z, out):
 
 
 @njit
-def _sum_chunks(part, out):
+def sum_chunks(part, out):
     """out[j] = sum of part[c, j] in chunk order."""
     nc = part.shape[0]
     for j in range(out.shape[0]):
@@ -93,7 +93,7 @@ def csr_rmatvec(data, indices, indptr, z, out):
         return _rmatvec_serial(data, indices, indptr, z, out)
     part = np.zeros((nc, d))
     threads.run(_rmatvec_chunks, threads.split(None, nc, int(indptr[-1])), data, indices, indptr, z, part, nc)
-    return _sum_chunks(part, out)
+    return sum_chunks(part, out)
 
 
 @njit
@@ -104,3 +104,59 @@ def ignored_entries(indices, n_features):
         if indices[t] >= n_features:
             count += 1
     return count
+
+
+@njit
+def column_sumsq(data, indices, out):
+    """out[j] = sum of the squares of column j's stored values (out zeroed first); columns >= len(out)
+    are ignored."""
+    d = out.shape[0]
+    out[:] = 0.0
+    for t in range(data.shape[0]):
+        j = indices[t]
+        if j < d:
+            out[j] += data[t] * data[t]
+    return out
+
+
+@njit
+def cholesky_lower(A):
+    """A = L L' in place (the lower triangle of A becomes L, the upper is zeroed), for a small
+    symmetric positive definite A; returns False if a pivot is not positive. Written out rather
+    than numpy's LAPACK, whose threads spin on a busy machine (0.2 s for a 136 x 136 matrix)."""
+    n = A.shape[0]
+    for j in range(n):
+        s = A[j, j]
+        for k in range(j):
+            s -= A[j, k] * A[j, k]
+        if not s > 0.0:
+            return False
+        ljj = np.sqrt(s)
+        A[j, j] = ljj
+        for i in range(j + 1, n):
+            s = A[i, j]
+            for k in range(j):
+                s -= A[i, k] * A[j, k]
+            A[i, j] = s / ljj
+        for i in range(j):
+            A[i, j] = 0.0
+    return True
+
+
+@njit
+def cholesky_solve(L, scale, v, out):
+    """out = S (L L')^-1 S v with S = diag(scale): forward and back substitution."""
+    n = L.shape[0]
+    for i in range(n):
+        s = v[i] * scale[i]
+        for k in range(i):
+            s -= L[i, k] * out[k]
+        out[i] = s / L[i, i]
+    for i in range(n - 1, -1, -1):
+        s = out[i]
+        for k in range(i + 1, n):
+            s -= L[k, i] * out[k]
+        out[i] = s / L[i, i]
+    for i in range(n):
+        out[i] *= scale[i]
+    return out

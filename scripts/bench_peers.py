@@ -10,6 +10,7 @@ outside the repository; see ../shared/PEERS.md):
     RANKKIT_PEERS=/tmp/peers              a folder holding liblinear/train and sofia/sofia-ml
     RANKKIT_LIBLINEAR=/path/to/train      liblinear-ranksvm's train program (overrides)
     RANKKIT_SOFIA=/path/to/sofia-ml       sofia-ml's program (overrides)
+    RANKKIT_SVMRANK=/path/to/svm_rank_learn  svm_rank's learner (overrides; RANKKIT_PEERS: svm_rank/svm_rank_learn)
 
 A missing peer is said in the report and rankkit's own figures are still printed.
 
@@ -50,6 +51,7 @@ BEGIN, END = "<!-- bench-peers:begin -->", "<!-- bench-peers:end -->"
 INPUTS = {
     "letor200k": ("letor.txt", "write_letor", dict(queries=2000, docs=100, features=46, levels=5, seed=0)),
     "binary1m": ("binary20.txt", "write_binary", dict(docs=1_000_000, features=20, seed=0)),
+    "mslr30k": ("mslr30k.txt", "write_mslr", dict(queries=5000, docs=100, seed=0)),
 }
 
 
@@ -112,6 +114,8 @@ def find_peers(folder: str | None) -> dict:
             "liblinear/predict", "liblinear-ranksvm/predict")] if folder else []),
         "sofia": [os.environ.get("RANKKIT_SOFIA")] + ([os.path.join(folder, p) for p in (
             "sofia/sofia-ml", "sofia-ml/sofia-ml", "sofia/src/sofia-ml", "sofia-ml/src/sofia-ml")] if folder else []),
+        "svm_rank": [os.environ.get("RANKKIT_SVMRANK")] + ([os.path.join(folder, p) for p in (
+            "svm_rank/svm_rank_learn", "svm_rank_learn")] if folder else []),
     }
     found = {}
     for name, paths in cands.items():
@@ -560,9 +564,235 @@ def bench_cold(rep: Report, peers, repeat, tmp):
     rep.data["cold"] = {"first": first, "warmup": warmup, "after_warmup": after}
 
 
+# -- issue 27: raw features, hinge, AUC at scale -------------------------------------------------
+OBJECTIVE_PROBE = r"""
+import json, sys
+import numpy as np
+from rankkit.io.foreign_models import load_model
+from rankkit.io.svmlight import read_svmlight
+from rankkit.objectives.pairwise import PairwiseObjective
+data, C, loss = sys.argv[1], float(sys.argv[2]), sys.argv[3]
+ds = read_svmlight(data)
+out = {}
+for path in sys.argv[4:]:
+    m = load_model(path)
+    w = np.zeros(ds.n_features)
+    k = min(ds.n_features, m.weights.shape[0])
+    w[:k] = m.weights[:k]
+    obj = PairwiseObjective(ds, C, loss)
+    out[path] = obj.evaluate(w, obj.scores(w))
+print(json.dumps(out))
+"""
+
+
+def objectives(data, C: float, loss: str, models: list) -> dict:
+    """The exact objective 0.5||w||^2 + C * sum_pairs loss of each model file (rankkit's or a peer's)."""
+    proc = subprocess.run([sys.executable, "-c", OBJECTIVE_PROBE, str(data), repr(float(C)), loss, *map(str, models)],
+                          check=True, capture_output=True, text=True, env=_env())
+    return json.loads(proc.stdout)
+
+
+def model_field(path, name: str) -> str | None:
+    for line in open(path, encoding="utf-8", errors="replace"):
+        if line.startswith(name + " "):
+            return line.split(None, 1)[1].strip()
+        if line.startswith("weights"):
+            return None
+    return None
+
+
+MSLR_OPTIMUM = 4951.19087  # the MSLR sample at C = 1 (issue 27: today's solver at --tol 1e-14, 193 iterations)
+
+
+def bench_raw(rep: Report, peers, repeat, tmp):
+    """MSLR sample (raw features) at C = 1: rankkit's default run against the optimum, and liblinear."""
+    path = SHARED / "MSLR-WEB-sample" / "search_tiny_train.txt"
+    if not path.exists():
+        rep.add("### Raw features: the MSLR sample is not under ../shared/data: skipped\n")
+        return
+    model = f"{tmp}/raw.model"
+    subprocess.run(rankkit_cmd("train", path, model, "-C", "1"), check=True, env=_env(), stdout=subprocess.DEVNULL)
+    rk = best([rankkit_cmd("train", path, model, "-C", "1")], repeat)
+    ll = best([[peers["liblinear"], "-s", "8", "-c", "1", str(path), f"{tmp}/rawll.model"]], repeat) \
+        if peers["liblinear"] else None
+    objs = objectives(path, 1.0, "squared-hinge", [model] + ([f"{tmp}/rawll.model"] if ll else []))
+    f_rk = objs[model]
+    f_ll = objs.get(f"{tmp}/rawll.model")
+    t_fit = float(model_field(model, "train_time_seconds") or "nan")
+    its, cg = model_field(model, "iterations"), model_field(model, "cg_iterations")
+    rep.add("### Raw features: the MSLR sample (582 docs, 136 raw features), C = 1, default options\n",
+            f"- rankkit: `rankkit train search_tiny_train.txt MODEL -C 1` ({its} Newton iterations, {cg} CG steps)",
+            "- liblinear-ranksvm: `train -s 8 -c 1 search_tiny_train.txt MODEL`",
+            f"- objective 0.5||w||^2 + C sum squared hinge of each model computed by rankkit on the file; the optimum "
+            f"is {MSLR_OPTIMUM} (issue 27)\n",
+            "| program | wall s | fit s (in the model) | objective | (f - f*) / f* |", "|---|---:|---:|---:|---:|",
+            f"| rankkit | {rk[0]:.2f} | {t_fit:.3f} | {f_rk:.5f} | {(f_rk - MSLR_OPTIMUM) / MSLR_OPTIMUM:.1e} |")
+    if ll:
+        rep.add(f"| liblinear-ranksvm | {ll[0]:.2f} | - | {f_ll:.5f} | {(f_ll - MSLR_OPTIMUM) / MSLR_OPTIMUM:.1e} |")
+    rep.add("")
+    rep.rows.append(("MSLR sample, raw features, C=1 (goal <= 0.5 s at 1e-7 of the optimum)",
+                     f"{rk[0]:.2f} s wall, fit {t_fit:.3f} s, objective {f_rk:.5f} "
+                     f"({(f_rk - MSLR_OPTIMUM) / MSLR_OPTIMUM:.1e})",
+                     f"liblinear-ranksvm {ll[0]:.2f} s, objective {f_ll:.1f}" if ll else "liblinear-ranksvm: not found",
+                     ratio(rk[0], ll and ll[0])))
+    rep.data["raw"] = {"rankkit": rk, "liblinear": ll, "objective": f_rk, "liblinear_objective": f_ll, "fit": t_fit}
+
+
+def bench_mslr30k(rep: Report, peers, repeat, tmp):
+    """MSLR-WEB30K-shaped synthetic (500k docs x 136 raw features) at C = 1 vs liblinear-ranksvm."""
+    path = generated("mslr30k")
+    mb = path.stat().st_size / 1e6
+    model, llmodel = f"{tmp}/m30.model", f"{tmp}/m30ll.model"
+    rk = best([rankkit_cmd("train", path, model, "-C", "1")], repeat)
+    ll = best([[peers["liblinear"], "-s", "8", "-c", "1", str(path), llmodel]], repeat) if peers["liblinear"] else None
+    objs = objectives(path, 1.0, "squared-hinge", [model] + ([llmodel] if ll else []))
+    t_fit = float(model_field(model, "train_time_seconds") or "nan")
+    t_read = float(model_field(model, "read_time_seconds") or "nan")
+    its, cg = model_field(model, "iterations"), model_field(model, "cg_iterations")
+    rep.add(f"### MSLR-WEB30K-shaped synthetic, raw features, C = 1\n",
+            f"File {path.name}, {mb:.0f} MB, made by {generator_text('mslr30k')}.\n",
+            f"- rankkit: `rankkit train {path.name} MODEL -C 1` ({its} Newton iterations, {cg} CG steps; "
+            f"reading {t_read:.1f} s, fit {t_fit:.1f} s)",
+            f"- liblinear-ranksvm: `train -s 8 -c 1 {path.name} MODEL`\n",
+            "| program | wall s | CPU s | peak MB | objective |", "|---|---:|---:|---:|---:|",
+            f"| rankkit | {rk[0]:.2f} | {rk[1]:.2f} | {rk[2]:.0f} | {objs[model]:.10g} |")
+    if ll:
+        rep.add(f"| liblinear-ranksvm | {ll[0]:.2f} | {ll[1]:.2f} | {ll[2]:.0f} | {objs[llmodel]:.10g} |",
+                f"| **ratio** | **{ratio(rk[0], ll[0])}** | {ratio(rk[1], ll[1])} | **{ratio(rk[2], ll[2])}** | |")
+    rep.add("")
+    rep.rows.append((f"MSLR-WEB30K-shaped {mb:.0f} MB, raw, C=1 (goal <= 0.6x time, <= 0.7x memory)",
+                     f"{rk[0]:.2f} s, {rk[2]:.0f} MB, objective {objs[model]:.6g}",
+                     f"liblinear-ranksvm {ll[0]:.2f} s, {ll[2]:.0f} MB, objective {objs[llmodel]:.6g}" if ll
+                     else "liblinear-ranksvm: not found",
+                     f"{ratio(rk[0], ll and ll[0])} time, {ratio(rk[2], ll and ll[2])} memory" if ll else "-"))
+    rep.data["mslr30k"] = {"rankkit": rk, "liblinear": ll, "objectives": objs, "fit": t_fit, "read": t_read}
+
+
+def n_queries(path) -> int:
+    from rankkit.io.svmlight import read_svmlight
+
+    return read_svmlight(str(path)).n_queries
+
+
+def bench_hinge(rep: Report, peers, repeat, tmp):
+    """The hinge loss (solver bundle) against svm_rank at svm_rank's -c 1, the same objective."""
+    files = []
+    mq = SHARED / "MQ2008" / "Fold1" / "train.txt"
+    if mq.exists():
+        files.append(("MQ2008 Fold1 train (9,630 docs)", mq))
+    files.append(("the 200k file", generated("letor200k")))
+    for what, path in files:
+        nq = n_queries(path)
+        c_svm = 1.0
+        C = c_svm / nq  # svm_rank's -c weights the hinge loss divided by the number of queries
+        model, smodel = f"{tmp}/h.model", f"{tmp}/h.svmrank"
+        args = ("train", path, model, "--loss", "hinge", "-C", repr(C))
+        subprocess.run(rankkit_cmd(*args), check=True, env=_env(), stdout=subprocess.DEVNULL)
+        rk = best([rankkit_cmd(*args)], repeat)
+        sr = best([[peers["svm_rank"], "-c", repr(c_svm), str(path), smodel]], repeat) if peers["svm_rank"] else None
+        # the same run stopped at a relative duality gap of 1e-3 (svm_rank's default -e 0.001 stops
+        # at a comparable objective): the time to svm_rank's objective, the objectives printed
+        lmodel = f"{tmp}/h3.model"
+        rk3 = best([rankkit_cmd(*args[:2], lmodel, *args[3:], "--tol", "1e-3")], repeat)
+        objs = objectives(path, C, "hinge", [model, lmodel] + ([smodel] if sr else []))
+        its, its3 = model_field(model, "iterations"), model_field(lmodel, "iterations")
+        rep.add(f"### Hinge loss, {what}: rankkit `--loss hinge` (bundle) vs svm_rank `-c 1`\n",
+                f"- rankkit: `rankkit train {path.name} MODEL --loss hinge -C {C!r}` (C = 1 / {nq} queries; {its} iterations)",
+                f"- svm_rank: `svm_rank_learn -c 1 {path.name} MODEL`",
+                "- objective 0.5||w||^2 + C sum_pairs hinge of each model, computed by rankkit on the file\n",
+                "| program | wall s | peak MB | objective |", "|---|---:|---:|---:|",
+                f"| rankkit (default --tol 1e-4, {its} iterations) | {rk[0]:.2f} | {rk[2]:.0f} | {objs[model]:.8g} |",
+                f"| rankkit --tol 1e-3 ({its3} iterations) | {rk3[0]:.2f} | {rk3[2]:.0f} | {objs[lmodel]:.8g} |")
+        if sr:
+            rep.add(f"| svm_rank | {sr[0]:.2f} | {sr[2]:.0f} | {objs[smodel]:.8g} |",
+                    f"| **ratio rankkit / svm_rank** | **{ratio(rk[0], sr[0])}** (--tol 1e-3: {ratio(rk3[0], sr[0])}) | "
+                    f"{ratio(rk[2], sr[2])} | |")
+        else:
+            rep.add("| svm_rank | not found (set RANKKIT_PEERS or RANKKIT_SVMRANK) | | |")
+        rep.add("")
+        rep.rows.append((f"hinge, {what} (goal <= 0.8x / <= 0.5x at the same objective)",
+                         f"{rk[0]:.2f} s, objective {objs[model]:.8g}; --tol 1e-3 {rk3[0]:.2f} s, {objs[lmodel]:.8g}",
+                         f"svm_rank {sr[0]:.2f} s, objective {objs[smodel]:.8g}" if sr else "svm_rank: not found",
+                         f"{ratio(rk[0], sr and sr[0])} (--tol 1e-3: {ratio(rk3[0], sr and sr[0])})"))
+        rep.data.setdefault("hinge", {})[str(path)] = {"rankkit": rk, "rankkit_tol1e-3": rk3, "svm_rank": sr,
+                                                      "objectives": objs}
+
+
+AUC_PROBE = r"""
+import json, sys, time
+import numpy as np
+from rankkit.data import Dataset
+from rankkit.objectives.pairwise import PairwiseObjective
+from rankkit.solvers.newton import LocalObjective, truncated_newton
+
+def rcv1_like(n, d=47_236, per_row=75, seed=0):
+    rng = np.random.default_rng(seed)
+    p = 1.0 / (np.arange(d) + 10.0)
+    p /= p.sum()
+    cols = rng.choice(d, size=(n, per_row), p=p)
+    cols.sort(axis=1)
+    keep = np.ones_like(cols, dtype=bool)
+    keep[:, 1:] = cols[:, 1:] != cols[:, :-1]
+    vals = rng.random(cols.shape) * keep
+    vals /= np.sqrt((vals ** 2).sum(axis=1, keepdims=True))
+    indptr = np.concatenate([[0], np.cumsum(keep.sum(1))]).astype(np.int64)
+    data, indices = vals[keep], cols[keep].astype(np.int32)
+    w_true = np.random.default_rng(99).standard_normal(d) * (np.random.default_rng(98).random(d) < 0.1)
+    s = np.zeros(n)
+    np.add.at(s, np.repeat(np.arange(n), np.diff(indptr)), data * w_true[indices])
+    y = (s + rng.standard_normal(n) * 0.3 * s.std() > np.quantile(s, 0.53)).astype(np.float64)
+    return Dataset(data=data, indices=indices, indptr=indptr, y=y, qid=np.zeros(n, dtype=np.int64),
+                   qptr=np.array([0, n], dtype=np.int64), n_features=d, has_qid=False).validate()
+
+C = float(sys.argv[1]); modes = sys.argv[2].split(","); ns = [int(v) for v in sys.argv[3].split(",")]
+out = []
+ds0 = rcv1_like(600)
+truncated_newton(LocalObjective(PairwiseObjective(ds0, C), ds0), max_iter=2)
+for n in ns:
+    ds = rcv1_like(n)
+    for mode in modes:
+        t = time.perf_counter()
+        r = truncated_newton(LocalObjective(PairwiseObjective(ds, C), ds), precondition=mode)
+        out.append({"n": n, "mode": mode, "seconds": time.perf_counter() - t, "iterations": r.iterations,
+                    "cg": r.extra["cg_iterations"], "objective": r.objective, "converged": r.converged})
+        print(json.dumps(out[-1]), file=sys.stderr, flush=True)
+print(json.dumps(out))
+"""
+AUC_SIZES = (1200, 2400, 4800, 9600, 19200, 38400)
+
+
+def bench_auc(rep: Report, peers, repeat, tmp):
+    """AUC at scale: one RCV1-like sparse query (47,236 features, Zipf column frequencies, unit rows,
+    ~75 non-zeros a row), n = 1.2k..38.4k at fixed C = 0.005: total fit time against n, in-process."""
+    C = 0.005
+    modes = ("none", "auto")
+    proc = subprocess.run([sys.executable, "-c", AUC_PROBE, repr(C), ",".join(modes), ",".join(map(str, AUC_SIZES))],
+                          check=True, capture_output=True, text=True, env=_env())
+    rows = json.loads(proc.stdout.strip().splitlines()[-1])
+    import math
+
+    def slope(mode):
+        pts = [(math.log(r["n"]), math.log(r["seconds"])) for r in rows if r["mode"] == mode]
+        mx = sum(x for x, _ in pts) / len(pts)
+        my = sum(y for _, y in pts) / len(pts)
+        return sum((x - mx) * (y - my) for x, y in pts) / sum((x - mx) ** 2 for x, _ in pts)
+
+    rep.add(f"### AUC at scale: one RCV1-like sparse query, C = {C}, n = {AUC_SIZES[0]:,}..{AUC_SIZES[-1]:,}\n",
+            "In one process (kernels loaded first), `truncated_newton` with `precondition` none (plain CG) and auto "
+            "(the default); the generator is `rcv1_like` in scripts/bench_peers.py's AUC_PROBE.\n",
+            "| n | preconditioner | fit s | Newton iterations | CG steps | objective |", "|---:|---|---:|---:|---:|---:|",
+            *[f"| {r['n']:,} | {r['mode']} | {r['seconds']:.3f} | {r['iterations']} | {r['cg']} | {r['objective']:.8g} |"
+              for r in rows],
+            "", "Slope of log fit time against log n: " + ", ".join(f"{m} **{slope(m):.2f}**" for m in modes) + ".\n")
+    rep.rows.append((f"AUC, RCV1-like sparse query, n = 1.2k..38.4k, C={C} (goal: exponent <= 1.2)",
+                     f"time ~ n^{slope('auto'):.2f} (plain CG n^{slope('none'):.2f})", "-", "-"))
+    rep.data["auc"] = rows
+
+
 SECTIONS = {"train": bench_train_big, "concurrent": bench_concurrent, "pegasos": bench_pegasos,
             "small": bench_small, "folds": bench_folds, "busy": bench_busy, "cold": bench_cold,
-            "reader": bench_reader, "experiment": bench_experiment}
+            "reader": bench_reader, "experiment": bench_experiment, "raw": bench_raw, "mslr30k": bench_mslr30k,
+            "hinge": bench_hinge, "auc": bench_auc}
 
 
 def kernels_used() -> str:

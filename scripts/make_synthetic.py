@@ -6,6 +6,7 @@ Usage:
                                                 [--levels 5] [--seed 0] [--docid]
     python scripts/make_synthetic.py binary OUT [--docs 1000000] [--features 17] [--seed 0] [--docid]
     python scripts/make_synthetic.py parse  OUT [--mb 200] [--features 136] [--seed 0]
+    python scripts/make_synthetic.py mslr   OUT [--queries 5000] [--docs 100] [--seed 0]
 
 letor   Dense LETOR file: `queries` queries of exactly `docs` documents, every feature written
         as '%.6f' in [0, 1), graded labels 0..levels-1 from a hidden linear model plus noise and
@@ -20,7 +21,17 @@ parse   About `mb` * 10^6 bytes (cut at a row boundary) for parse benchmarking: 
         integers '0' '347', scientific '1.5e-03' '2E+01', a few negatives) and a mix of no
         comment, '# docid = P000000042' and '#docid = GX000000042 inc = 1 prob = 0.086622'.
 
-The same functions are importable (write_letor, write_binary, write_parse); each returns a dict
+mslr    MSLR-WEB30K-shaped raw features (issue 27): `queries` queries of exactly `docs` documents,
+        136 dense features in four groups of gamma(0.7)-distributed values times a scale, as
+        MSLR's raw counts and scores are: features 1-40 floored counts (x 1e3, written as
+        integers), 41-80 BM25-like (x 30, 4 decimals), 81-120 fractions (x 1, 6 decimals),
+        121-136 large values (x 3e4, integers). Labels 0-4 from a noisy linear score of the raw
+        features (each group's weights divided by its scale) plus a per-query offset, with the
+        letor shares. Defaults: 500,000 rows, about 700 MB. Values come from numpy's gamma
+        sampler (libm inside), so the bytes are those of this numpy and platform; the other
+        generators avoid libm and give the same bytes everywhere.
+
+The same functions are importable (write_letor, write_binary, write_parse, write_mslr); each returns a dict
 with rows, queries, bytes and seconds.
 
 How it is fast: rows are never formatted one by one. Each chunk (a few thousand to 20,000 rows)
@@ -250,6 +261,76 @@ def write_binary(path, docs=1_000_000, features=17, seed=0, docid=False) -> dict
 
 
 # ---------------------------------------------------------------------------------------------
+# MSLR-WEB30K-shaped raw features
+
+# (features, scale, decimals, floor): the four groups of write_mslr
+MSLR_GROUPS = ((40, 1e3, 0, True), (40, 30.0, 4, False), (40, 1.0, 6, False), (16, 3e4, 0, False))
+MSLR_CHUNK_ROWS = 5_000
+
+
+def write_mslr(path, queries=5000, docs=100, seed=0) -> dict:
+    """MSLR-WEB30K-shaped file: raw, heavy-tailed feature values of very different scales."""
+    if queries < 1 or docs < 1:
+        raise ValueError("need queries, docs >= 1")
+    t0 = time.perf_counter()
+    rng = np.random.default_rng(seed)
+    nf = sum(g[0] for g in MSLR_GROUPS)
+    w = _hidden_weights(rng, nf).astype(np.float64)
+    scale_of = np.concatenate([np.full(g[0], g[1]) for g in MSLR_GROUPS])
+    mean_g = 0.7  # gamma(0.7): mean 0.7, variance 0.7
+    sd_score = math.sqrt(float((w * w).sum()) * 0.7)
+    noise_sd, query_sd = 0.6, 0.5
+    thresholds = _thresholds(5, math.sqrt(1.0 + noise_sd**2 + query_sd**2))
+    wi = _ndigits(nf)
+    chunk_q = max(1, MSLR_CHUNK_ROWS // docs)
+    nbytes = 0
+    with open(path, "wb") as fh:
+        for q0 in range(0, queries, chunk_q):
+            nq = min(chunk_q, queries - q0)
+            n = nq * docs
+            g = rng.gamma(0.7, 1.0, size=(n, nf))
+            offsets = np.repeat(_uniform_noise(rng, nq, query_sd), docs)
+            z = ((g - mean_g) @ w) / sd_score + _uniform_noise(rng, n, noise_sd) + offsets
+            y = np.searchsorted(thresholds, z, side="right").astype(np.int64)
+            qids = np.repeat(np.arange(q0 + 1, q0 + nq + 1, dtype=np.int64), docs)
+            x = g * scale_of
+            widths = [1, 5, _ndigits(queries)]
+            slots = []
+            col = 0
+            for k, _, dec, _ in MSLR_GROUPS:
+                xi = np.floor(x[:, col:col + k]).astype(np.int64)
+                iw = max(1, _ndigits(int(xi.max())))
+                sw = 1 + wi + 1 + iw + (1 + dec if dec else 0)
+                slots.append((col, k, dec, iw, sw))
+                widths.append(k * sw)
+                col += k
+            widths.append(1)
+            cv = _Canvas(n, widths)
+            _put_uint(cv.field(0), y)
+            cv.set(1, _const(" qid:"))
+            _put_uint(cv.field(2), qids)
+            for f, (col, k, dec, iw, sw) in enumerate(slots, start=3):
+                v = x[:, col:col + k]
+                if dec:
+                    units = np.round(v * 10**dec).astype(np.int64)
+                    ip, fp = np.divmod(units, 10**dec)
+                else:
+                    ip, fp = np.floor(v).astype(np.int64), None
+                b = cv.blocks(f, k)
+                b[:, :, 0] = SP
+                _put_uint(b[:, :, 1:1 + wi], np.broadcast_to(np.arange(col + 1, col + k + 1), (n, k)))
+                b[:, :, 1 + wi] = COLON
+                _put_uint(b[:, :, 2 + wi:2 + wi + iw], ip)
+                if dec:
+                    b[:, :, 2 + wi + iw] = DOT
+                    _put_uint(b[:, :, 3 + wi + iw:], fp, zero_fill=True)
+            cv.set(len(widths) - 1, 10)
+            nbytes += cv.write(fh)
+    return dict(path=str(path), rows=queries * docs, queries=queries, bytes=nbytes,
+                seconds=time.perf_counter() - t0)
+
+
+# ---------------------------------------------------------------------------------------------
 # parse benchmark writer
 
 VALUE_WIDTH = 10  # [sign][i1][i0][.][f0..f5]  or  [sign][m][.][d0 d1 d2][e][s][x1][x0]
@@ -393,9 +474,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--mb", type=float, default=200.0, help="size in 10^6 bytes")
     p.add_argument("--features", type=int, default=136)
     p.add_argument("--seed", type=int, default=0)
+    p = sub.add_parser("mslr", help="MSLR-WEB30K-shaped raw features (counts, BM25-like, fractions, large)")
+    p.add_argument("out")
+    p.add_argument("--queries", type=int, default=5000)
+    p.add_argument("--docs", type=int, default=100, help="documents per query")
+    p.add_argument("--seed", type=int, default=0)
     a = ap.parse_args(argv)
     if a.cmd == "letor":
         r = write_letor(a.out, a.queries, a.docs, a.features, a.levels, a.seed, a.docid)
+    elif a.cmd == "mslr":
+        r = write_mslr(a.out, a.queries, a.docs, a.seed)
     elif a.cmd == "binary":
         r = write_binary(a.out, a.docs, a.features, a.seed, a.docid)
     else:

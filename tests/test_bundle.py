@@ -89,3 +89,19 @@ def test_cli_loss_hinge_uses_the_bundle_solver(tmp_path):
     assert "solver bundle" in text and "loss hinge" in text and "duality_gap" in text
     bad = rankkit("train", SAMPLE_TRAIN, "m.txt", "--loss", "hinge", "--solver", "newton", cwd=tmp_path)
     assert bad.returncode == 2 and "does not offer --loss hinge" in bad.stderr.decode()
+
+
+@pytest.mark.parametrize("seed,integer", [(3, True), pytest.param(0, False, marks=pytest.mark.slow),
+                                          pytest.param(5, False, marks=pytest.mark.slow)])
+def test_line_search_reaches_the_optimum_of_plain_bmrm(seed, integer):
+    """OCAS's line search (the default) and plain BMRM: the same optimum, each within its gap and
+    above the other's lower bound (ties, one-document and one-label queries, empty rows)."""
+    ds = make_dataset(seed=seed, integer_features=integer, n_labels=4)
+    for C in (0.1, 2.0):
+        a = bmrm(PairwiseObjective(ds, C, "hinge"), tol=1e-8, line_search=True)
+        b = bmrm(PairwiseObjective(ds, C, "hinge"), tol=1e-8, line_search=False)
+        assert a.converged and b.converged
+        eps = 1e-12 * max(a.objective, b.objective)
+        assert a.extra["lower_bound"] <= b.objective + eps and b.extra["lower_bound"] <= a.objective + eps
+        assert abs(a.objective - b.objective) <= 1e-8 * max(a.objective, b.objective) + eps
+        assert a.iterations <= b.iterations

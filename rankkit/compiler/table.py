@@ -24,10 +24,12 @@ CALLS = [
     ('rankkit.sparse', '_rmatvec_chunks', (('<f8', 1, 1, True, True), ('<u2', 1, 1, True, True), ('<i8', 1, 1, True, True), ('<f8', 1, 1, True, True), ('<f8', 2, 1, True, True), '<i8', '<i8', '<i8')),
     ('rankkit.sparse', '_rmatvec_serial', (('<f8', 1, 1, True, True), ('<i4', 1, 1, True, True), ('<i8', 1, 1, True, True), ('<f8', 1, 1, True, True), ('<f8', 1, 1, True, True))),
     ('rankkit.sparse', '_rmatvec_serial', (('<f8', 1, 1, True, True), ('<u2', 1, 1, True, True), ('<i8', 1, 1, True, True), ('<f8', 1, 1, True, True), ('<f8', 1, 1, True, True))),
-    ('rankkit.sparse', '_sum_chunks', (('<f8', 2, 1, True, True), ('<f8', 1, 1, True, True))),
+    ('rankkit.sparse', 'column_sumsq', (('<f8', 1, 1, True, True), ('<i4', 1, 1, True, True), ('<f8', 1, 1, True, True))),
+    ('rankkit.sparse', 'column_sumsq', (('<f8', 1, 1, True, True), ('<u2', 1, 1, True, True), ('<f8', 1, 1, True, True))),
     ('rankkit.sparse', 'ignored_entries', (('<i4', 1, 1, True, True), '<i8')),
     ('rankkit.sparse', 'ignored_entries', (('<u2', 1, 1, True, True), '<i8')),
     ('rankkit.sparse', 'rmatvec_chunks', ('<i8', '<i8')),
+    ('rankkit.sparse', 'sum_chunks', (('<f8', 2, 1, True, True), ('<f8', 1, 1, True, True))),
     ('rankkit.stats', '_count_extreme_rows', (('<f8', 1, 1, True, True), ('<u8', 2, 1, True, True), '<f8', '<i8', '<i8')),
     ('rankkit.stats', '_sequential_sum', (('<f8', 1, 1, True, True),)),
 ]

@@ -34,7 +34,7 @@ from rankkit.errors import DataError, UsageError
 from rankkit.io.svmlight import display_name
 from rankkit.paths.grid import c_min_of_spread
 from rankkit.solvers.base import DEFAULT_MAX_ITER, DEFAULT_TOL, MAGNITUDE_LIMIT, FitResult, quiet_fp
-from rankkit.solvers.newton import minimise_along, truncated_newton
+from rankkit.solvers.newton import DENSE_MAX_FEATURES, minimise_along, truncated_newton
 from rankkit.solvers.options import check_dask
 
 
@@ -223,6 +223,14 @@ class Problem:
             z += zk
         return z
 
+    def precond(self, key, w, kind):
+        """The sum over the parts (in part order) of worker.precond's shares."""
+        outs = self._round(W.precond, key, w, kind, sent_bytes=w.nbytes)
+        total = np.zeros_like(outs[0])
+        for x in outs:
+            total += x
+        return total
+
     def ls(self, key, w, dkey, d, t):
         outs = self._round(W.ls, key, w, dkey, d, float(t), sent_bytes=w.nbytes + d.nbytes)
         L = gyd = dhd = 0.0
@@ -250,13 +258,15 @@ class Problem:
             pass
 
     # -- Newton -----------------------------------------------------------------------------------
-    def fit(self, C: float, w0=None, tol: float = DEFAULT_TOL, max_iter: int = DEFAULT_MAX_ITER, log=None) -> FitResult:
+    def fit(self, C: float, w0=None, tol: float = DEFAULT_TOL, max_iter: int = DEFAULT_MAX_ITER, log=None,
+            precondition: str = "auto") -> FitResult:
         """Truncated Newton at this C from w0 (zeros if None): rankkit.solvers.newton's driver, on
-        the parts' partial sums."""
+        the parts' partial sums (precondition: rankkit.solvers.newton.PRECONDITIONERS)."""
         C = float(C)
         self.check_magnitude(C)
         with quiet_fp():
-            return truncated_newton(DaskObjective(self, C), w0=w0, tol=tol, max_iter=max_iter, log=log)
+            return truncated_newton(DaskObjective(self, C), w0=w0, tol=tol, max_iter=max_iter, log=log,
+                                    precondition=precondition)
 
     def new_key(self, kind: str) -> str:
         """A name for a point (w) or direction (d) whose state the workers cache: unique over the
@@ -301,6 +311,23 @@ class DaskObjective:
 
     def hess_vec(self, s):
         return s + self.C * self.prob.hv(self._key, self._w, s)
+
+    # CG's preconditioner (rankkit.solvers.newton.Preconditioned): one round each
+    def column_sumsq(self):
+        return self.prob.precond(self._key, self._w, "sumsq")
+
+    def hess_diag(self):
+        return 1.0 + self.C * np.maximum(self.prob.precond(self._key, self._w, "diag"), 0.0)
+
+    @property
+    def dense_possible(self) -> bool:
+        return self.n_features <= DENSE_MAX_FEATURES
+
+    def hess_matrix(self):
+        H = self.prob.precond(self._key, self._w, "matrix")
+        H *= self.C
+        H[np.diag_indices_from(H)] += 1.0
+        return H
 
     def linesearch_and_update(self, w, d, f, g, gd):
         """rankkit.solvers.newton.line_search with phi, phi' and phi'' summed over the parts."""

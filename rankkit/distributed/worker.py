@@ -289,6 +289,16 @@ def hv(st: _Part, spec: PartSpec, key, w, s) -> np.ndarray:
 
 
 @_timed
+def precond(st: _Part, spec: PartSpec, key, w, kind: str) -> np.ndarray:
+    """The part's share of CG's preconditioner at w (rankkit.solvers.newton.Preconditioned):
+    "diag" diag(X_k' H_k X_k), "matrix" X_k' H_k X_k, "sumsq" the features' sums of squares."""
+    if kind == "sumsq":
+        return st.obj.column_sumsq()
+    _ensure_at(st, key, w)
+    return st.obj.hess_diag() if kind == "diag" else st.obj.hess_matrix()
+
+
+@_timed
 def ls(st: _Part, spec: PartSpec, key, w, dkey, d, t: float) -> tuple:
     """(L_k, gy.delta, delta' H_k delta) at y + t delta, delta = X d: one step of the line search."""
     y = _ensure_y(st, key, w)

@@ -25,11 +25,13 @@ import numpy as np
 from rankkit.data import Dataset
 from rankkit.objectives import squared_hinge as sqh
 from rankkit.objectives.logistic import piecewise_quadratic
-from rankkit.sparse import csr_matvec, csr_rmatvec
+from rankkit.sparse import column_sumsq, csr_matvec, csr_rmatvec, sum_chunks
 
 # Queries at least this long are sorted by NumPy (its vectorised argsort is 3-4x faster than the
 # one compiled into the kernel); shorter ones are sorted inside the kernel, without Python overhead.
 NUMPY_SORT_MIN = 50_000
+
+DENSE_BLOCK = 1 << 20  # doubles in hess_matrix's block of rows
 
 LOSSES = ("squared-hinge", "huber", "hinge", "logistic")  # hinge: value and subgradient only (bundle);
 # logistic: the piecewise-quadratic approximation of objectives/logistic.py
@@ -104,6 +106,7 @@ class PairwiseObjective:
             self._gy0, self._z, self._z0 = np.zeros(n), np.zeros(n), np.zeros(n)
         self.loss_value = np.nan
         self.n_active = 0
+        self._diag_chunks = None
 
     # -- products with X ----------------------------------------------------------------------
     def scores(self, w: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
@@ -156,6 +159,58 @@ class PairwiseObjective:
             self._z += coef * sqh.hess_vec_y(self.ys, self._ls_sets[si], self.qptr, self._level_sets[si][1], self.order,
                                              d, self._ds, self._zs, self._z0, self.qweight, margin)
         return self._z
+
+    def hess_diag(self) -> np.ndarray:
+        """diag(X' H_L X) at the last evaluated point, in O(nnz log R) from the same sorted sweeps
+        (squared_hinge.hess_diag_add); a sum of the loss's terms, clipped at 0 against rounding."""
+        if self.loss == "hinge":
+            raise ValueError("the hinge loss has no Hessian: use the bundle method")
+        if self._diag_chunks is None:
+            self._diag_chunks = sqh.hess_diag_chunks(self.qptr, self.n_features, int(self.indptr[-1]))
+        part = np.zeros((self._diag_chunks.shape[0] - 1, self.n_features))
+        for coef, margin, _, si in self._terms:
+            sqh.hess_diag_add(self.ys, self._ls_sets[si], self.qptr, self._level_sets[si][1], self.order, self.qweight,
+                              self.data, self.indices, self.indptr, margin, coef, self._ds, part, self._diag_chunks)
+        out = sum_chunks(part, np.empty(self.n_features))
+        return np.maximum(out, 0.0, out=out)
+
+    def column_sumsq(self) -> np.ndarray:
+        """sum_i x_ij^2 for every feature j: the scales CG's preconditioner policy looks at."""
+        return column_sumsq(self.data, self.indices, np.empty(self.n_features))
+
+    def dense_rows(self) -> int:
+        """Rows of X per block of hess_matrix: whole queries, at least the longest one."""
+        longest = int(np.max(np.diff(self.qptr))) if self.qptr.shape[0] > 1 else 0
+        return max(DENSE_BLOCK // max(self.n_features, 1), longest, 1)
+
+    def hess_matrix(self) -> np.ndarray:
+        """X' H_L X (n_features x n_features) at the last evaluated point: for each block of whole
+        queries, Z = H_L X_b by squared_hinge.hess_x_block, then X_b' Z (squared_hinge.xtz_add, not
+        BLAS: its threads oversubscribe a busy machine and its sums may depend on them). O(nnz d +
+        n d log R) time and one (rows x d) block of memory (dense_rows)."""
+        if self.loss == "hinge":
+            raise ValueError("the hinge loss has no Hessian: use the bundle method")
+        d = self.n_features
+        H = np.zeros((d, d))
+        rows = self.dense_rows()
+        nq = self.qptr.shape[0] - 1
+        Z = np.empty((min(rows, self.n_rows), d))
+        q0 = 0
+        while q0 < nq:
+            q1 = int(np.searchsorted(self.qptr, self.qptr[q0] + rows, side="right")) - 1
+            q1 = min(max(q1, q0 + 1), nq)
+            r0, r1 = int(self.qptr[q0]), int(self.qptr[q1])
+            if r1 > r0:
+                Zb = Z[:r1 - r0]
+                Zb[:, :] = 0.0
+                for coef, margin, _, si in self._terms:
+                    sqh.hess_x_block(self.ys, self._ls_sets[si], self.qptr, self._level_sets[si][1], self.order,
+                                     self.qweight, self.data, self.indices, self.indptr, margin, coef, q0, q1, Zb)
+                sqh.xtz_add(self.data, self.indices, self.indptr, r0, r1, Zb, H)
+            q0 = q1
+        H += H.T
+        H *= 0.5
+        return H
 
     # -- the objective in w -------------------------------------------------------------------
     def evaluate(self, w: np.ndarray, y: np.ndarray) -> float:

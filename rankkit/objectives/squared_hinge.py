@@ -282,3 +282,228 @@ def hess_vec_y(ys, ls, qptr, nlev, order, d, ds, zs, z, qweight, margin):
     threads.run(_hess_vec_range, threads.split(qptr, nq, int(qptr[-1]) * 4), ys, ls, qptr, nlev, order, d, ds, zs, z,
                 qweight, margin)
     return z
+
+
+# -- the diagonal of the generalised Hessian in feature space -------------------------------------
+# diag(X' H_L X)_f = 2 sum over active pairs (i, j) of (x_if - x_jf)^2
+#                  = 2 [ sum_k c_k x_kf^2 - 2 sum_k x_kf sum_{j in J_k} x_jf ]
+# with c_k = n(J_k) + n(I_k), the active pairs document k belongs to. Sweep 1 (descending, the
+# pointer rule of query_fun_grad) keeps a Fenwick tree over the levels of *vectors* (the rows of X
+# inserted so far, one column of the tree per feature) and a tree of counts; at position t it reads
+# sum_{j in J_t} x_j at the columns of row t only, so a query costs O(nnz_q log R_q). Sweep 2 counts
+# n(I_t). The vector tree is cleared by walking the inserted rows' paths again (never by a pass over
+# every feature), so a sparse file with many queries and many features costs O(nnz log R) in all.
+@njit
+def _query_hdiag(ys, ls, order, s, e, R, data, indices, indptr, vtree, ctree, cs, margin, scale, out):
+    # sweep 1, descending: counts n(J_t) and the cross term
+    for i in range(R + 1):
+        ctree[i, 0] = 0.0
+        ctree[i, 1] = 0.0
+    p = e - 1
+    for t in range(e - 1, s - 1, -1):
+        yk = ys[t]
+        while p >= s and yk - ys[p] < margin:
+            lv = np.int64(ls[p])
+            _fen_add_sum(ctree, R, lv, 0.0)
+            row = order[p]
+            for a in range(indptr[row], indptr[row + 1]):
+                col = indices[a]
+                v = data[a]
+                i = lv + 1
+                while i <= R:
+                    vtree[i, col] += v
+                    i += i & (-i)
+            p -= 1
+        n, _ = _fen_sums(ctree, np.int64(ls[t]))
+        cs[t] = n
+        if n > 0.0:
+            row = order[t]
+            for a in range(indptr[row], indptr[row + 1]):
+                col = indices[a]
+                acc = 0.0
+                i = np.int64(ls[t])
+                while i > 0:
+                    acc += vtree[i, col]
+                    i -= i & (-i)
+                out[col] -= 2.0 * scale * data[a] * acc
+    # clear the vector tree along the paths that were written
+    for q in range(p + 1, e):
+        lv = np.int64(ls[q])
+        row = order[q]
+        for a in range(indptr[row], indptr[row + 1]):
+            col = indices[a]
+            i = lv + 1
+            while i <= R:
+                vtree[i, col] = 0.0
+                i += i & (-i)
+    # sweep 2, ascending, reversed levels: counts n(I_t)
+    for i in range(R + 1):
+        ctree[i, 0] = 0.0
+        ctree[i, 1] = 0.0
+    p = s
+    for t in range(s, e):
+        yk = ys[t]
+        while p < e and ys[p] - yk < margin:
+            _fen_add_sum(ctree, R, R - 1 - np.int64(ls[p]), 0.0)
+            p += 1
+        n, _ = _fen_sums(ctree, R - 1 - np.int64(ls[t]))
+        c = cs[t] + n
+        if c > 0.0:
+            row = order[t]
+            for a in range(indptr[row], indptr[row + 1]):
+                v = data[a]
+                out[indices[a]] += scale * c * v * v
+
+
+@njit
+def _hdiag_chunks(ys, ls, qptr, nlev, order, qweight, data, indices, indptr, margin, coef, cs, part, cstart, c0, c1):
+    """part[c] += coef * the diagonal of query chunk c (queries cstart[c]..cstart[c + 1]-1)."""
+    d = part.shape[1]
+    for c in range(c0, c1):
+        q0 = cstart[c]
+        q1 = cstart[c + 1]
+        R = 2
+        for q in range(q0, q1):
+            if nlev[q] > R:
+                R = nlev[q]
+        vtree = np.zeros((R + 1, d))
+        ctree = np.empty((R + 1, 2))
+        for q in range(q0, q1):
+            wq = qweight[q]
+            if nlev[q] < 2 or wq == 0.0:
+                continue
+            _query_hdiag(ys, ls, order, qptr[q], qptr[q + 1], nlev[q], data, indices, indptr, vtree, ctree, cs,
+                         margin, 2.0 * coef * wq, part[c])
+
+
+def hess_diag_chunks(qptr, n_features, nnz):
+    """The fixed split of the queries into chunks for hess_diag (a function of the shape only, so
+    the sum and the bits of the diagonal do not depend on the number of threads): an array of the
+    first query of each chunk, and the last query + 1."""
+    nq = qptr.shape[0] - 1
+    n_rows = int(qptr[-1])
+    nc = max(1, min(MAX_DIAG_CHUNKS, nq, (DIAG_CHUNK_BUDGET // max(n_features, 1)), n_rows // 1024))
+    cuts = np.searchsorted(qptr, (np.arange(1, nc) * n_rows) // nc, side="left")
+    return np.unique(np.concatenate([[0], cuts, [nq]])).astype(np.int64)
+
+
+DIAG_CHUNK_BUDGET = 1 << 21  # doubles of per-chunk partial diagonals
+MAX_DIAG_CHUNKS = 16
+
+
+def hess_diag_add(ys, ls, qptr, nlev, order, qweight, data, indices, indptr, margin, coef, cs, part, cstart):
+    """part[c, :] += coef * diag(X' H_L X) over the queries of chunk c, at the active set of the last
+    fun_grad_y (ys, ls, order). cs: scratch of n_rows doubles. The chunks are split over the threads."""
+    nc = cstart.shape[0] - 1
+    threads.run(_hdiag_chunks, threads.split(None, nc, int(indptr[-1]) * 4), ys, ls, qptr, nlev, order, qweight, data,
+                indices, indptr, margin, coef, cs, part, cstart)
+
+
+
+# -- the generalised Hessian of the loss applied to a block of rows of X (the dense preconditioner) --
+@njit
+def _vec_insert(vtree, R, level, data, indices, lo, hi):
+    for a in range(lo, hi):
+        col = indices[a]
+        v = data[a]
+        i = level + 1
+        while i <= R:
+            vtree[i, col] += v
+            i += i & (-i)
+
+
+@njit
+def _vec_prefix_sub(vtree, level, zrow):
+    """zrow -= the sum of the vectors at levels < level."""
+    i = level
+    while i > 0:
+        for c in range(zrow.shape[0]):
+            zrow[c] -= vtree[i, c]
+        i -= i & (-i)
+
+
+@njit
+def _query_hx(ys, ls, order, s, e, R, data, indices, indptr, r0, vtree, ctree, margin, scale, Z):
+    """Z[k - r0] += scale * (H_L X)_k for the rows k of one query (s:e in sorted order) at the active
+    set of the last fun_grad_y: (H_L X)_k = 2 [c_k x_k - sum_{j in J_k} x_j - sum_{i in I_k} x_i],
+    hess_vec_y's two sweeps with a row of features in place of a number: O(n_q d log R_q)."""
+    n = e - s
+    cs = np.zeros(n)
+    acc = np.zeros((n, Z.shape[1]))
+    # sweep 1, descending: J_t (lower levels, y_t - y_j < margin)
+    vtree[:, :] = 0.0
+    ctree[:, :] = 0.0
+    p = e - 1
+    for t in range(e - 1, s - 1, -1):
+        while p >= s and ys[t] - ys[p] < margin:
+            lv = np.int64(ls[p])
+            _fen_add_sum(ctree, R, lv, 0.0)
+            _vec_insert(vtree, R, lv, data, indices, indptr[order[p]], indptr[order[p] + 1])
+            p -= 1
+        cnt, _ = _fen_sums(ctree, np.int64(ls[t]))
+        cs[t - s] = cnt
+        if cnt > 0.0:
+            _vec_prefix_sub(vtree, np.int64(ls[t]), acc[t - s])
+    # sweep 2, ascending, reversed levels: I_t
+    vtree[:, :] = 0.0
+    ctree[:, :] = 0.0
+    p = s
+    for t in range(s, e):
+        while p < e and ys[p] - ys[t] < margin:
+            lv = R - 1 - np.int64(ls[p])
+            _fen_add_sum(ctree, R, lv, 0.0)
+            _vec_insert(vtree, R, lv, data, indices, indptr[order[p]], indptr[order[p] + 1])
+            p += 1
+        cnt, _ = _fen_sums(ctree, R - 1 - np.int64(ls[t]))
+        cs[t - s] += cnt
+        if cnt > 0.0:
+            _vec_prefix_sub(vtree, R - 1 - np.int64(ls[t]), acc[t - s])
+    for t in range(s, e):
+        row = order[t]
+        c = cs[t - s]
+        zr = Z[row - r0]
+        for a in range(indptr[row], indptr[row + 1]):
+            zr[indices[a]] += 2.0 * scale * c * data[a]
+        for col in range(Z.shape[1]):
+            zr[col] += 2.0 * scale * acc[t - s, col]
+
+
+@njit
+def hess_x_block(ys, ls, qptr, nlev, order, qweight, data, indices, indptr, margin, coef, q0, q1, Z):
+    """Z[k - qptr[q0]] += coef * (H_L X)_k for the rows of queries q0..q1-1 (Z: rows x n_features)."""
+    r0 = qptr[q0]
+    R = 2
+    for q in range(q0, q1):
+        if nlev[q] > R:
+            R = nlev[q]
+    vtree = np.zeros((R + 1, Z.shape[1]))
+    ctree = np.zeros((R + 1, 2))
+    for q in range(q0, q1):
+        wq = qweight[q]
+        if nlev[q] < 2 or wq == 0.0:
+            continue
+        _query_hx(ys, ls, order, qptr[q], qptr[q + 1], nlev[q], data, indices, indptr, r0, vtree, ctree, margin,
+                  coef * wq, Z)
+
+
+@njit
+def _xtz_rows(data, indices, indptr, r0, r1, Z, H, i0, i1):
+    """H[i] += sum over rows r of the block of x_ri Z[r - r0] for the features i0 <= i < i1 (each
+    thread its own rows of H, every sum in row order: the bits do not depend on the threads)."""
+    d = Z.shape[1]
+    for r in range(r0, r1):
+        zr = Z[r - r0]
+        for a in range(indptr[r], indptr[r + 1]):
+            i = indices[a]
+            if i0 <= i < i1:
+                v = data[a]
+                hi = H[i]
+                for c in range(d):
+                    hi[c] += v * zr[c]
+
+
+def xtz_add(data, indices, indptr, r0, r1, Z, H):
+    """H += X[r0:r1]' Z, the rows of H split over the threads."""
+    d = H.shape[0]
+    threads.run(_xtz_rows, threads.split(None, d, (int(indptr[r1]) - int(indptr[r0])) * d), data, indices, indptr,
+                r0, r1, Z, H)

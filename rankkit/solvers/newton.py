@@ -6,8 +6,9 @@ gradient and Hessian-vector products): solver `newton`.
 with loss max(0, 1 - t)^2 (default) or Huber max(0, 1 - t)^2 - max(0, -t)^2, and w_q = 1 unless
 query weights or svm_rank's query normalisation (w_q = 1 / pairs of q) are asked for.
 
-Each Newton iteration solves H d = -g approximately by linear conjugate gradient (only Hessian-
-vector products, never H), then steps along d with a line search: t = 1 first (Armijo), and if that
+Each Newton iteration solves H d = -g approximately by linear conjugate gradient (Hessian-vector
+products; preconditioned by the diagonal of H or, with few features, by H itself when plain CG is
+slow: see PRECONDITIONERS below), then steps along d with a line search: t = 1 first (Armijo), and if that
 fails a safeguarded one-dimensional Newton search on the piecewise-quadratic phi(t) = f(w + t d),
 which is exact for this loss. It stops when the Newton decrement -g.d (an estimate of g' H^-1 g
 from CG) falls below tol * f, the paper's relative rule (decrement / objective < 1e-6), confirmed
@@ -35,36 +36,175 @@ from rankkit.objectives.rescale import pair_deltas
 from rankkit.solvers.base import (DEFAULT_MAX_ITER, DEFAULT_TOL, ExactRankSVM, FitResult, Log, check_exact_magnitude,
                                   check_finite, quiet_fp)
 from rankkit.solvers.options import stop_message
+from rankkit.sparse import cholesky_lower, cholesky_solve
 
 CG_MAX_ITER = 1000
 CG_CONFIRM_RTOL = 1e-8  # relative CG residual of the solve that confirms the stopping rule
 ARMIJO = 1e-4
+# The preconditioner of CG (truncated_newton's `precondition`; measured in BENCHMARKS.md, issue 27). "auto" escalates
+# within a Newton step and stays escalated for the rest of the run, since conditioning is a property
+# of the data: plain CG first (the diagonal from the start when at most DENSE_MAX_FEATURES features'
+# scales differ by more than SPREAD_DIAG); after PLAIN_STEPS steps without converging, the diagonal of the
+# generalised Hessian (O(nnz log R), about five Hessian-vector products); after DIAG_STEPS more, with
+# at most DENSE_MAX_FEATURES features, the whole d x d Hessian (O(nnz d), Cholesky on its Jacobi
+# scaling). Each escalation continues CG from where it stopped. On well-scaled data CG converges
+# within PLAIN_STEPS and nothing changes; on raw features (MSLR) the diagonal or the matrix cut
+# CG's steps from thousands to a few.
+PRECONDITIONERS = ("auto", "diag", "dense", "none")
+PLAIN_STEPS = 20
+SPREAD_DIAG = 100.0  # auto, d <= DENSE_MAX_FEATURES: the diagonal from the start when max / median of the
+# features' sums of squares exceed this (sparse text data, whose column norms follow word frequencies,
+# starts plain: there the diagonal cost more time than the CG steps it saved, measured on the AUC problem)
+DIAG_STEPS = 30
+DENSE_MAX_FEATURES = 512  # the dense preconditioner: at most this many features (d x d matrices)
 
 
-def conjugate_gradient(hess_vec, b: np.ndarray, rtol: float, max_iter: int):
-    """Solve H x = b for symmetric positive definite H. Returns (x, iterations, residual norm)."""
-    x = np.zeros_like(b)
-    r = b.copy()
-    p = r.copy()
+def dense_inverse(H: np.ndarray):
+    """v -> H^-1 v for a symmetric positive definite H (overwritten), by Cholesky on the Jacobi-scaled
+    matrix (the raw one can have a condition number near 1/eps; the scaled one is far better).
+    None if the factorisation fails (the caller falls back to the diagonal)."""
+    dm = 1.0 / np.sqrt(np.diag(H))
+    if not np.all(np.isfinite(dm)):
+        return None
+    H *= dm[:, None]
+    H *= dm[None, :]
+    if not np.all(np.isfinite(H)) or not cholesky_lower(H):
+        return None
+    return lambda v: cholesky_solve(H, dm, v, np.empty_like(v))
+
+
+def conjugate_gradient(hess_vec, b: np.ndarray, rtol: float, max_iter: int, m_inv=None):
+    """Solve H x = b for symmetric positive definite H from x = 0, until ||b - H x|| <= rtol ||b||
+    (m_inv: see cg_steps). Returns (x, iterations, residual norm)."""
+    return cg_steps(hess_vec, b, rtol, max_iter, m_inv)[:3]
+
+
+def cg_steps(hess_vec, b: np.ndarray, rtol: float, max_iter: int, m_inv=None, x0=None, r0=None):
+    """Solve H x = b for symmetric positive definite H until ||b - H x|| <= rtol ||b||.
+    m_inv: None, the inverse of a diagonal preconditioner M as an array, or a function v -> M^-1 v
+    (preconditioned CG, the same stopping test on the unpreconditioned residual, so the same
+    accuracy is asked of every preconditioner). x0, r0: continue from x0 with residual r0 = b - H x0
+    (a restart, e.g. with another preconditioner); from x = 0 otherwise. Returns (x, iterations,
+    residual norm, residual)."""
+    x = np.zeros_like(b) if x0 is None else x0.copy()
+    r = b.copy() if r0 is None else r0.copy()
+    bb = float(b @ b)
+    if not math.isfinite(bb):  # |b|^2 overflowed: no direction (the caller reports it, never "converged")
+        return np.full_like(b, np.nan), 0, math.inf, r
     rr = float(r @ r)
-    if not math.isfinite(rr):  # |b|^2 overflowed: no direction (the caller reports it, never "converged")
-        return np.full_like(b, np.nan), 0, math.inf
-    stop = (rtol * math.sqrt(rr)) ** 2
+    stop = (rtol * math.sqrt(bb)) ** 2
     it = 0
+    if m_inv is None:
+        p = r.copy()
+        while rr > stop and it < max_iter:
+            Hp = hess_vec(p)
+            pHp = float(p @ Hp)
+            if pHp <= 0.0:  # cannot happen for H = I + C*PSD, but never divide by it
+                break
+            alpha = rr / pHp
+            x += alpha * p
+            r -= alpha * Hp
+            rr_new = float(r @ r)
+            p *= rr_new / rr
+            p += r
+            rr = rr_new
+            it += 1
+        return x, it, math.sqrt(rr), r
+    solve = m_inv if callable(m_inv) else (lambda v: v * m_inv)
+    z = solve(r)
+    p = z.copy()
+    rz = float(r @ z)
     while rr > stop and it < max_iter:
         Hp = hess_vec(p)
         pHp = float(p @ Hp)
-        if pHp <= 0.0:  # cannot happen for H = I + C*PSD, but never divide by it
+        if pHp <= 0.0 or rz <= 0.0:
             break
-        alpha = rr / pHp
+        alpha = rz / pHp
         x += alpha * p
         r -= alpha * Hp
-        rr_new = float(r @ r)
-        p *= rr_new / rr
-        p += r
-        rr = rr_new
+        rr = float(r @ r)
+        z = solve(r)
+        rz_new = float(r @ z)
+        p *= rz_new / rz
+        p += z
+        rz = rz_new
         it += 1
-    return x, it, math.sqrt(rr)
+    return x, it, math.sqrt(rr), r
+
+
+class Preconditioned:
+    """The CG solves of one run with the preconditioner policy of `mode` (PRECONDITIONERS)."""
+
+    def __init__(self, obj, mode: str):
+        if mode not in PRECONDITIONERS:
+            raise ValueError(f"precondition must be one of {PRECONDITIONERS}, got {mode!r}")
+        self.obj, self.mode = obj, mode
+        self.level = {"none": 0, "auto": 0, "diag": 1, "dense": 2}[mode]
+        if mode == "auto" and _dense_possible(obj) and scale_spread(obj.column_sumsq()) > SPREAD_DIAG:
+            self.level = 1  # dense raw features (MSLR): plain CG would take thousands of steps
+        self.point = None  # the preconditioner of the current point: (level, m_inv)
+        self.used = {"none": 0, "diag": 0, "dense": 0}  # Newton steps solved at each level
+
+    def new_point(self):
+        self.point = None
+
+    def tag(self) -> str:
+        """' (diag)' or ' (dense)' after a progress line's CG count when CG was preconditioned."""
+        return "" if self.level == 0 else (" (diag)", " (dense)")[self.level - 1]
+
+    def summary(self) -> str:
+        """Which preconditioner the Newton steps used, e.g. "none 2, dense 7"."""
+        return ", ".join(f"{k} {v}" for k, v in self.used.items() if v) or "none"
+
+    def _m_inv(self, level):
+        if self.point is not None and self.point[0] == level:
+            return self.point[1]
+        m_inv = None
+        if level == 2:
+            H = self.obj.hess_matrix() if hasattr(self.obj, "hess_matrix") else None
+            m_inv = None if H is None else dense_inverse(H)
+            if m_inv is None:
+                level = 1
+        if level == 1:
+            diag = self.obj.hess_diag() if hasattr(self.obj, "hess_diag") else None
+            m_inv = None if diag is None else 1.0 / diag
+            if m_inv is None:
+                level = 0
+        self.point = (level, m_inv)
+        return m_inv
+
+    def solve(self, b, rtol):
+        """(x, CG steps) for H x = b at the current point, to relative residual rtol."""
+        total = 0
+        x = r = None
+        b_norm = float(np.linalg.norm(b))
+        while True:
+            m_inv = self._m_inv(self.level) if self.level else None
+            if self.level and self.point[0] < self.level:  # the objective has no such preconditioner
+                self.level = self.point[0]
+            escalate = self.mode == "auto" and (self.level == 0 or (self.level == 1 and _dense_possible(self.obj)))
+            cap = CG_MAX_ITER - total
+            if escalate:
+                cap = min(cap, PLAIN_STEPS if self.level == 0 else DIAG_STEPS)
+            x, it, res, r = cg_steps(self.obj.hess_vec, b, rtol, cap, m_inv, x, r)
+            total += it
+            if not escalate or res <= rtol * b_norm or it < cap or total >= CG_MAX_ITER:
+                self.used[("none", "diag", "dense")[self.level]] += 1
+                return x, total
+            self.level += 1
+
+
+def scale_spread(sumsq: np.ndarray) -> float:
+    """max / median of the features' non-zero sums of squares (1 for features of one scale; MSLR's
+    raw features: about 1e12)."""
+    nz = sumsq[sumsq > 0]
+    if nz.size == 0:
+        return 1.0
+    return float(nz.max() / np.median(nz))
+
+
+def _dense_possible(obj) -> bool:
+    return getattr(obj, "dense_possible", False)
 
 
 def minimise_along(phi, f0: float, gd: float, wd: float, dd: float, C: float):
@@ -133,6 +273,8 @@ class NewtonObjective(Protocol):
     linesearch_and_update(w, d, f, g, gd)     a step along d: (t, w + t d, f, g) at the new point,
                                              which becomes the current one; (0, w, f, g) if no t decreased f
     finish(w, f, g) -> (f, g)                 the figures reported at the returned w
+    hess_diag() -> diag(H) or None            the diagonal of the generalised Hessian at the current
+                                             point (CG's preconditioner), None if the objective has none
     n_active                                  pairs with margin < 1 at the current point
     check_finite(what, *values)               the error a non-finite number means, in the data's words
     clock() -> str                            the timing part of a progress line (since the last call)
@@ -150,6 +292,8 @@ class NewtonObjective(Protocol):
     def linesearch_and_update(self, w, d, f: float, g, gd: float) -> tuple[float, np.ndarray, float, np.ndarray]: ...
 
     def finish(self, w, f: float, g) -> tuple[float, np.ndarray]: ...
+
+    def hess_diag(self) -> np.ndarray | None: ...
 
     def check_finite(self, what: str, *values) -> None: ...
 
@@ -179,6 +323,28 @@ class LocalObjective:
 
     def hess_vec(self, s):
         return self.obj.hess_vec(s)
+
+    def hess_diag(self):
+        diag = getattr(self.obj, "hess_diag", None)
+        if diag is None:
+            return None
+        return 1.0 + self.obj.C * diag()
+
+    def column_sumsq(self):
+        cs = getattr(self.obj, "column_sumsq", None)
+        return np.ones(self.n_features) if cs is None else cs()
+
+    @property
+    def dense_possible(self) -> bool:
+        return hasattr(self.obj, "hess_matrix") and self.n_features <= DENSE_MAX_FEATURES
+
+    def hess_matrix(self):
+        if not self.dense_possible:
+            return None
+        H = self.obj.hess_matrix()
+        H *= self.obj.C
+        H[np.diag_indices_from(H)] += 1.0
+        return H
 
     def linesearch_and_update(self, w, d, f, g, gd):
         self.obj.scores(d, out=self._delta)
@@ -213,6 +379,7 @@ def truncated_newton(
     tol: float = DEFAULT_TOL,
     max_iter: int = DEFAULT_MAX_ITER,
     log: Log | None = None,
+    precondition: str = "auto",
 ) -> FitResult:
     """The one truncated-Newton driver (one process or a cluster: `obj` decides). Stops when the
     Newton decrement -g.d falls below tol * f, confirmed by an accurate CG solve; FitResult.stop is
@@ -230,6 +397,7 @@ def truncated_newton(
     stop, detail = "", {}
     cg_total = 0
     it = 0
+    pre = Preconditioned(obj, precondition)
     if log:
         log(f"iter   0  f {f:.12e}  |g| {g0_norm:.3e}  violated {obj.n_active}")
     while True:
@@ -242,13 +410,14 @@ def truncated_newton(
             break
         it += 1
         eta = min(0.1, math.sqrt(g_norm / g0_norm)) if g0_norm > 0 else 0.1
-        d, cg_it, _ = conjugate_gradient(obj.hess_vec, -g, eta, CG_MAX_ITER)
+        pre.new_point()
+        d, cg_it = pre.solve(-g, eta)
         cg_total += cg_it
         decrement = -float(g @ d)
         if decrement <= tol * f and eta > CG_CONFIRM_RTOL:
             # CG from 0 underestimates g'H^-1g when it stops early and H is ill-conditioned:
             # confirm convergence with an accurate solve before trusting the estimate
-            d, more, _ = conjugate_gradient(obj.hess_vec, -g, CG_CONFIRM_RTOL, CG_MAX_ITER)
+            d, more = pre.solve(-g, CG_CONFIRM_RTOL)
             cg_it += more
             cg_total += more
             decrement = -float(g @ d)
@@ -257,7 +426,7 @@ def truncated_newton(
             stop, detail = "converged", {"ratio": decrement / f, "tol": tol}
             if log:
                 log(
-                    f"iter {it:3d}  f {f:.12e}  |g| {g_norm:.3e}  cg {cg_it:3d}  "
+                    f"iter {it:3d}  f {f:.12e}  |g| {g_norm:.3e}  cg {cg_it:3d}{pre.tag()}  "
                     f"dec/f {decrement / f:.2e}  converged  {obj.clock()}"
                 )
             break
@@ -268,7 +437,7 @@ def truncated_newton(
         obj.check_finite(f"objective or gradient at iteration {it}", f, g)
         if log:
             log(
-                f"iter {it:3d}  f {f:.12e}  |g| {float(np.linalg.norm(g)):.3e}  cg {cg_it:3d}  t {t:.3g}  "
+                f"iter {it:3d}  f {f:.12e}  |g| {float(np.linalg.norm(g)):.3e}  cg {cg_it:3d}{pre.tag()}  t {t:.3g}  "
                 f"dec/f {decrement / f:.2e}  violated {obj.n_active}  {obj.clock()}"
             )
     f, g = obj.finish(w, f, g)
