@@ -43,8 +43,14 @@ def _run(args, cwd, cache, aot=True, check=True):
     return proc
 
 
+COMPILING = "rankkit: note: compiling kernels for this machine"
+
+
 def _ours(stderr: str) -> str:
-    return "".join(line + "\n" for line in stderr.splitlines() if not line.startswith("import time:"))
+    """rankkit's own lines (not -X importtime's, nor the JIT's one-line compile note: the reference
+    runs compile into the suite's cache, or load it, depending on what ran before)."""
+    return "".join(line + "\n" for line in stderr.splitlines()
+                   if not line.startswith(("import time:", COMPILING)))
 
 
 def _imported(stderr: str) -> set:
@@ -55,8 +61,23 @@ def _model_body(path) -> list:
     return [line for line in open(path) if not line.startswith(TIMING_LINES)]
 
 
+def _suite_build() -> Path | None:
+    """The suite's own cache if `make test` built the kernels ahead of time into it (for these
+    very sources: the fingerprint), so that the build is made once per run, not again here."""
+    own = os.environ.get("NUMBA_CACHE_DIR")
+    if not own:
+        return None
+    m = aot.read_manifest(os.path.join(own, aot.SUBDIR))
+    return Path(own) if m is not None and m.get("fingerprint") == aot.fingerprint() else None
+
+
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
+    """A cache holding the build `make` makes (python -m rankkit.warmup): the suite's (make test
+    builds it first), else one made here."""
+    suite = _suite_build()
+    if suite is not None:
+        return suite
     cache = tmp_path_factory.mktemp("aot-cache")
     env = _env()
     env["NUMBA_CACHE_DIR"] = str(cache)
@@ -150,6 +171,44 @@ def test_python_api_fits_on_the_build_without_numba(built, jit_cache, tmp_path, 
         out[mode] = json.loads(proc.stdout)
     assert out["aot"]["numba"] is False and out["jit"]["numba"] is True
     assert out["aot"]["w"] == out["jit"]["w"] and out["aot"]["eval"] == out["jit"]["eval"]
+
+
+EVERY_SOLVER = r"""
+import json, sys, tempfile
+from rankkit import warmup
+from rankkit.compiler import dispatch
+with tempfile.TemporaryDirectory() as tmp:
+    warmup.run_exercises(tmp)
+jitted = sorted(f"{k.__module__}.{k.__qualname__}" for k in dispatch.kernels() if k._dispatcher is not None)
+print(json.dumps({"numba": sorted(m for m in sys.modules if m == "numba" or m.startswith(("numba.", "llvmlite"))),
+                  "jitted": jitted}))
+"""
+
+
+def test_every_solver_runs_on_the_build_without_numba(built):
+    """Every solver with every loss and sampler, the path methods, predict, eval (TREC runs, two
+    systems), the Python API and the Dask worker path (rankkit.warmup.run_exercises): after the
+    build, none compiles a kernel or imports numba."""
+    env = _env()
+    env["NUMBA_CACHE_DIR"] = str(built)
+    proc = subprocess.run([sys.executable, "-c", EVERY_SOLVER], env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["jitted"] == [], f"kernels compiled after the build (not in rankkit/compiler/table.py): {out['jitted']}"
+    assert out["numba"] == [], out["numba"][:10]
+    assert COMPILING not in proc.stderr
+
+
+def test_every_kernel_called_from_python_is_in_the_table():
+    """Each kernel (rankkit.compiler.dispatch.kernels: every @njit in rankkit) is in the table of
+    calls compiled ahead of time, or is only called by kernels that are (then it is compiled into
+    them). A kernel added without re-recording fails here by name: re-record with
+    `python -m rankkit.warmup --record` (rankkit/compiler/table.py)."""
+    in_table = {(m, n) for m, n, _ in build.table()}
+    missing = [f"{k.__module__}.{k.__qualname__}" for k in build.unbuilt_kernels(in_table)]
+    assert missing == [], (f"kernels neither in the ahead-of-time table nor called only from kernels in it: {missing}; "
+                           "run `python -m rankkit.warmup --record` (and add a run of the command that calls them "
+                           "to rankkit.warmup.run_exercises if it is not there)")
 
 
 def test_damaged_module_is_not_loaded(built, jit_cache, tmp_path):

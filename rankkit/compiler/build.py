@@ -50,6 +50,64 @@ def buildable(calls: set) -> list:
     return sorted(out, key=repr)
 
 
+# Kernels deliberately left to numba's JIT, with the reason (none today).
+NOT_BUILT: dict[str, str] = {}
+
+
+def _callees(kernel) -> set:
+    """The kernels `kernel` calls by a global name (f(...)) or through a module (K.f(...))."""
+    import types
+
+    from rankkit.compiler import dispatch
+
+    names, codes = set(), [kernel.py_func.__code__]
+    while codes:
+        code = codes.pop()
+        names.update(code.co_names)
+        codes.extend(c for c in code.co_consts if isinstance(c, types.CodeType))
+    g = kernel.py_func.__globals__
+    out = set()
+    for n in names:
+        v = g.get(n)
+        if isinstance(v, dispatch.Kernel):
+            out.add(v)
+        elif isinstance(v, types.ModuleType):
+            out.update(a for a in (getattr(v, m, None) for m in names) if isinstance(a, dispatch.Kernel))
+    return out
+
+
+def all_kernels() -> list:
+    """Every kernel in rankkit: all its modules imported (those whose optional dependency is
+    missing skipped)."""
+    import pkgutil
+
+    import rankkit
+    from rankkit.compiler import dispatch
+
+    for info in pkgutil.walk_packages(rankkit.__path__, "rankkit."):
+        if info.name.endswith("__main__"):
+            continue
+        try:
+            importlib.import_module(info.name)
+        except ImportError:
+            pass
+    return dispatch.kernels()
+
+
+def unbuilt_kernels(in_table: set) -> list:
+    """The kernels that are not in `in_table` ((module, name) pairs), not called (at any depth) by
+    one that is, and not in NOT_BUILT: a call of one from Python would compile at first use."""
+    kernels = all_kernels()
+    covered = {k for k in kernels if (k.__module__, k.__qualname__) in in_table}
+    todo = list(covered)
+    while todo:
+        for c in _callees(todo.pop()):
+            if c not in covered:
+                covered.add(c)
+                todo.append(c)
+    return [k for k in kernels if k not in covered and f"{k.__module__}.{k.__qualname__}" not in NOT_BUILT]
+
+
 def write_table(calls: list, path: str = TABLE_PATH) -> None:
     lines = ['"""Kernel calls compiled ahead of time: (module, kernel, argument key) as',
              "rankkit.compiler.dispatch.arg_key gives it. Written by",
@@ -94,6 +152,7 @@ def _setup_compiler():
 
     jit.register_types(dispatch.Kernel, dispatch.NumbaGlobal)
     jit.disable_disk_cache()  # callees compiled afresh into each module, never a cached library
+    jit._compile_noted = True  # the build's compiles are what it was asked for: no "compiling" note
 
     class _Flags(Flags):
         def __init__(self, *args, **kwargs):
@@ -104,8 +163,40 @@ def _setup_compiler():
 
     pycc_compiler.Flags = _Flags
     codegen.AOTCPUCodegen._customize_tm_features = lambda self: self._get_host_cpu_features()
+    _callees_as_ir_only()
 
     return CC
+
+
+def _callees_as_ir_only() -> None:
+    """The kernels an exported kernel calls are compiled by numba's dispatcher, as for the JIT,
+    and linked into the module as LLVM IR. Made for running, each would also get a CPython wrapper,
+    a C wrapper and its own machine code from LLVM's JIT (about a third of a build's CPU time),
+    none of which the module uses: in this (build) process they are not made. The callee's code
+    itself is the same (the module's code is compared with the JIT's in tests/test_aot.py)."""
+    from numba.core import codegen, cpu
+    from numba.core.registry import cpu_target
+    from numba.core.runtime import rtsys
+
+    from rankkit.compiler import jit
+
+    rtsys.initialize(cpu_target.target_context)  # numba's runtime, made for running, before the changes below
+    jit.build_options = {"no_cpython_wrapper": True, "no_cfunc_wrapper": True}
+    # a callee's library: its functions optimized as the JIT does, then linked into the module, whose
+    # whole-module optimization (the same pass pipeline) is done once there, not first per callee
+    codegen.JITCodeLibrary._optimize_final_module = lambda self: None
+    codegen.JITCodeLibrary._finalize_specific = lambda self: None  # no machine code for running
+
+    def no_executable(self, library, fndesc, env):
+        # stands for the callee's machine code: a distinct builtin method per callee (numba keys its
+        # user functions by it and its dispatcher takes only builtins); never called in a build
+        return _Placeholder().__sizeof__
+
+    cpu.CPUContext.get_executable = no_executable
+
+
+class _Placeholder:
+    __slots__ = ()
 
 
 def compile_module(index: int, groups: list, out_dir: str) -> dict:
