@@ -200,8 +200,11 @@ def exercise_solvers(tmp: str) -> None:
             for d in range(12):
                 fq.write(f"{q} 0 d{d} {int(rng.integers(0, 3))}\n")
                 fr.write(f"{q} Q0 d{d} {d + 1} {float(rng.random()):.6f} r\n")
+        fr.write(f"5 Q0 d12 13 0.1234567890123456789012345678901234567890 r\n")  # a long literal: the exact cast
     _rankkit("eval", "--qrels", qrels, run)
     _rankkit("eval", "--qrels", qrels, run, run, "--per-query")
+    for fmt in ("trec", "ranked"):  # TREC runs and ranked lists written by predict (ties ordered by docid)
+        _rankkit("predict", vali, model, os.path.join(tmp, f"solver.{fmt}"), "--format", fmt)
     _dask_worker_path(tmp)
 
 
@@ -214,7 +217,11 @@ def _dask_worker_path(tmp: str) -> None:
         return
     from rankkit.distributed import commands as dist
 
-    parts = [os.path.join(tmp, "train.txt"), os.path.join(tmp, "vali.txt")]
+    parts = [os.path.join(tmp, "train.txt"), os.path.join(tmp, "part2.txt")]
+    with open(os.path.join(tmp, "vali.txt")) as src, open(parts[1], "w") as dst:  # other qids: whole queries per part
+        for line in src:
+            label, qid, rest = line.split(" ", 2)
+            dst.write(f"{label} qid:{int(qid[4:]) + 1000} {rest}")
     model, scores = os.path.join(tmp, "dask.model"), os.path.join(tmp, "dask.scores")
     with LocalCluster(n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None,
                       silence_logs=50) as cluster, Client(cluster) as client:
