@@ -92,8 +92,10 @@ def test_exact_figures_only_when_asked_or_not_dearer_than_the_steps():
     logged = PegasosRankSVM(iterations=10, seed=1).fit(ds, log=lambda line: None)
     assert logged.objective == asked.objective and logged.n_active == asked.n_active
     assert PegasosRankSVM(iterations=10**5).wants_exact_objective(ds)
-    assert not QuerySgdRankSVM(iterations=2).wants_exact_objective(ds)
-    assert QuerySgdRankSVM(iterations=3).wants_exact_objective(ds)
+    # query-sgd: a step is one query's sweep, so the figures (twice: objective and AUC) cost two
+    # epochs of steps
+    assert not QuerySgdRankSVM(iterations=5).wants_exact_objective(ds)
+    assert QuerySgdRankSVM(iterations=6).wants_exact_objective(ds)
     for solver in (PegasosRankSVM(lam=0.3), PairSgdRankSVM(C=0.3)):  # the start, without a pass
         assert solver._objective_at_zero(ds) == pytest.approx(solver._objective(ds, np.zeros(ds.n_features))[0],
                                                                rel=1e-15)
