@@ -4,9 +4,10 @@
 
 A fresh install compiles its kernels on the first run of each command (10-30 s). `make` runs this
 once after installing, so that `make demo` and a user's first `rankkit train` find machine code.
-By default it compiles the kernel calls of the common commands (train with the Newton solver and
-with Pegasos, predict, eval, path) and of the Python API's fits ahead of time
-(rankkit.compiler.build), in `--jobs` processes, into the kernel cache: runs then never import numba or load LLVM. If that cannot be done
+By default it compiles the kernel calls of every command (every solver, loss and sampler, predict,
+eval, path, the Dask worker path: run_exercises) and of the Python API's fits ahead of time
+(rankkit.compiler.build), in `--jobs` processes, into the kernel cache: runs then never import
+numba or load LLVM. If that cannot be done
 here (no C compiler, numba without its AOT compiler), or with --jit, it runs those commands on a
 small generated data set instead (train, predict, eval and Pegasos; with --all also a grid path),
 in `--jobs` processes at once, so that numba's JIT compiles them into its on-disk cache (numba's

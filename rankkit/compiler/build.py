@@ -11,12 +11,15 @@ and renamed; the manifest comes last, so a run started meanwhile sees the old bu
 never half of one. It needs a C compiler (numba's runtime helpers are compiled into each module);
 without one, or if numba's AOT compiler is gone, `build` raises and the caller falls back to the JIT.
 
-The table lists the argument types of every kernel call from Python that the common commands
-make (train with the Newton solver and Pegasos, predict, eval, path; small files and the streamed
-reader for large ones). `python -m rankkit.warmup --record` runs those commands with numba's JIT
-and records the calls (start_recording / stop_recording of rankkit.compiler.dispatch);
-tests/test_aot.py fails when the commands make a call the table does not list, so the table
-cannot drift from the code.
+The table lists the argument types of every kernel call from Python that rankkit's commands and
+Python API make (rankkit.warmup.run_exercises: every solver with every loss and sampler, predict
+in every format, eval of scores and of TREC runs, both path methods, the Dask worker path; small
+files and the streamed reader for large ones). `python -m rankkit.warmup --record` runs those with
+numba's JIT and records the calls (start_recording / stop_recording of rankkit.compiler.dispatch).
+tests/test_aot.py fails when they make a call the table does not list, when a kernel is neither
+in the table nor called only from kernels in it (unbuilt_kernels: a kernel another change added,
+named in the failure; re-recording is the one command above), and when anything compiles or
+imports numba after the build.
 """
 
 from __future__ import annotations
@@ -155,7 +158,7 @@ def _setup_compiler():
 
     jit.register_types(dispatch.Kernel, dispatch.NumbaGlobal)
     jit.disable_disk_cache()  # callees compiled afresh into each module, never a cached library
-    jit._compile_noted = True  # the build's compiles are what it was asked for: no "compiling" note
+    jit.quiet_compiles()
 
     class _Flags(Flags):
         def __init__(self, *args, **kwargs):

@@ -138,6 +138,12 @@ _timer = _CompileTimer()
 numba.core.event.register("numba:compile", _timer)
 
 
+def quiet_compiles() -> None:
+    """No compile note in this process (the ahead-of-time build: compiling is what it was asked for)."""
+    global _compile_noted
+    _compile_noted = True
+
+
 def compile_seconds() -> float:
     """Wall seconds this process has spent compiling kernels (numba's JIT) so far."""
     return _timer.seconds
