@@ -362,3 +362,28 @@ def test_kernels_pickle_by_name():
     from rankkit.sparse import rmatvec_chunks
 
     assert pickle.loads(pickle.dumps(rmatvec_chunks)) is rmatvec_chunks
+
+
+NEW_KERNEL = r"""
+import sys
+from rankkit.compiler import dispatch
+from rankkit.compiler.dispatch import njit
+
+@njit(cache=False)
+def plus_one(x):
+    return x + 1.0
+
+assert plus_one(1.0) == 2.0 and plus_one(2.0) == 3.0
+print(dispatch.compile_seconds() > 0.0)
+"""
+
+
+def test_a_compile_says_so_once_on_stderr_without_a_terminal_and_is_timed(tmp_path):
+    """A kernel compiled by the JIT: one line on stderr even though stderr is no terminal (a cron
+    job's log explains the slow run), and its seconds counted (what -v names as compiling)."""
+    env = _env()
+    env["NUMBA_CACHE_DIR"] = str(tmp_path)
+    proc = subprocess.run([sys.executable, "-c", NEW_KERNEL], env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip() == "True"
+    assert proc.stderr.count("\n") == 1 and proc.stderr.startswith(COMPILING), proc.stderr

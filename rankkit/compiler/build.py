@@ -97,7 +97,7 @@ def all_kernels() -> list:
             importlib.import_module(info.name)
         except ImportError:
             pass
-    return dispatch.kernels()
+    return [k for k in dispatch.kernels() if k.__module__.startswith("rankkit.")]
 
 
 def unbuilt_kernels(in_table: set) -> list:
