@@ -349,7 +349,8 @@ def test_a_build_whose_sources_changed_meanwhile_is_not_installed(tmp_path, monk
         return {"file": "rankkit_aot_0-x.so", "name": "rankkit_aot_0", "sha256": "0", "kernels": [],
                 "compiled_from": "an edited source"}
 
-    monkeypatch.setattr(build, "compile_module", fake_compile)
+    monkeypatch.setattr(build, "_compile_in_processes",
+                        lambda buckets, staging: [fake_compile(i, b, staging) for i, b in enumerate(buckets)])
     with pytest.raises(RuntimeError, match="changed during the build"):
         build.build(1, calls=[("rankkit.stats", "_sequential_sum", (("<f8", 1, 1, True, True),))],
                          directory=str(tmp_path))

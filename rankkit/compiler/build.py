@@ -208,7 +208,8 @@ class _Placeholder:
 def compile_module(index: int, groups: list, out_dir: str) -> dict:
     """Compile the calls of (module, [(name, key), ...]) groups into one extension module in out_dir
     (numba's runtime helpers are compiled into every module: a few seconds each, so one module per
-    process); returns its manifest record."""
+    process); returns its manifest record. Run in a process of its own (build does): it changes
+    how this process's numba compiles, for good."""
     from numba.core.typing import signature
 
     # every temporary file of the compile (pycc's build folder, the compiler probes of setuptools,
@@ -337,14 +338,9 @@ def build(jobs: int = 1, calls: list | None = None, directory: str | None = None
         buckets = [[] for _ in range(jobs)]
         for g in sorted(groups, key=lambda g: (-_cost(g), g[0])):
             min(buckets, key=lambda b: sum(_cost(x) for x in b)).append(g)
-        if jobs == 1:
-            saved = tempfile.tempdir
-            try:
-                records = [compile_module(0, buckets[0], staging)]
-            finally:
-                tempfile.tempdir = saved
-        else:
-            records = _compile_in_processes(buckets, staging)
+        # always in spawned processes, even one: compile_module changes how this process's numba
+        # compiles (_callees_as_ir_only), which must never reach a process that goes on to run kernels
+        records = _compile_in_processes(buckets, staging)
         # a source edited (and perhaps undone) while the build ran: the code may not be what the
         # fingerprint names, so nothing is installed
         if any(r.pop("compiled_from") != fp for r in records) or aot.fingerprint() != fp:
