@@ -2,8 +2,9 @@
 
 A run that finds an AOT build for its kernel calls must give the same bits as numba's JIT, import
 neither numba nor llvmlite, and never run a build that is damaged, stale or made for other code;
-the recorded call table must be exactly what the common commands call. The build here is the one
-`make` makes (python -m rankkit.warmup), into a private NUMBA_CACHE_DIR, once for the module.
+the recorded call table must be exactly what every command calls, and nothing may compile after the
+build. The build here is the one `make` makes (python -m rankkit.warmup): make test's, in the
+suite's cache, when it was made for these sources; else one made here, once for the module.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rankkit import warmup
 from rankkit.compiler import aot, build, dispatch
 from tests.test_cli import ROOT, SAMPLE_TEST, SAMPLE_TRAIN, _env
 
@@ -176,19 +176,21 @@ def test_python_api_fits_on_the_build_without_numba(built, jit_cache, tmp_path, 
 EVERY_SOLVER = r"""
 import json, sys, tempfile
 from rankkit import warmup
-from rankkit.compiler import dispatch
+from rankkit.compiler import build, dispatch
 with tempfile.TemporaryDirectory() as tmp:
-    warmup.run_exercises(tmp)
+    calls = warmup.record_calls(tmp)  # run_exercises, its kernel calls recorded
+numba = sorted(m for m in sys.modules if m == "numba" or m.startswith(("numba.", "llvmlite")))
 jitted = sorted(f"{k.__module__}.{k.__qualname__}" for k in dispatch.kernels() if k._dispatcher is not None)
-print(json.dumps({"numba": sorted(m for m in sys.modules if m == "numba" or m.startswith(("numba.", "llvmlite"))),
-                  "jitted": jitted}))
+print(json.dumps({"numba": numba, "jitted": jitted, "calls": [repr(c) for c in build.buildable(calls)]}))
 """
 
 
 def test_every_solver_runs_on_the_build_without_numba(built):
     """Every solver with every loss and sampler, the path methods, predict, eval (TREC runs, two
     systems), the Python API and the Dask worker path (rankkit.warmup.run_exercises): after the
-    build, none compiles a kernel or imports numba."""
+    build, none compiles a kernel or imports numba; and the kernel calls they make are exactly the
+    recorded table (regenerate it with `python -m rankkit.warmup --record` after changing a
+    kernel's arguments)."""
     env = _env()
     env["NUMBA_CACHE_DIR"] = str(built)
     proc = subprocess.run([sys.executable, "-c", EVERY_SOLVER], env=env, capture_output=True, text=True)
@@ -197,6 +199,8 @@ def test_every_solver_runs_on_the_build_without_numba(built):
     assert out["jitted"] == [], f"kernels compiled after the build (not in rankkit/compiler/table.py): {out['jitted']}"
     assert out["numba"] == [], out["numba"][:10]
     assert COMPILING not in proc.stderr
+    assert out["calls"] == [repr(c) for c in sorted(build.table(), key=repr)], \
+        "the kernel calls differ from rankkit/compiler/table.py: run `python -m rankkit.warmup --record`"
 
 
 def test_every_kernel_called_from_python_is_in_the_table():
@@ -287,13 +291,6 @@ def test_kernel_proxy_copies_and_forwards_to_numba():
     assert copy.copy(rmatvec_chunks)(10, 3) == rmatvec_chunks(10, 3) == 1
     assert rmatvec_chunks.py_func(10, 3) == 1
     assert len(rmatvec_chunks.signatures) >= 0  # numba's dispatcher attribute, through the proxy
-
-
-def test_table_is_what_the_common_commands_call(tmp_path):
-    """The recorded table equals the calls the common commands make now (regenerate it with
-    `python -m rankkit.warmup --record` after changing a kernel's arguments)."""
-    calls = build.buildable(warmup.record_calls(str(tmp_path)))
-    assert calls == sorted(build.table(), key=repr)
 
 
 def test_malformed_manifest_means_the_jit(built, jit_cache, tmp_path):
