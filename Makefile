@@ -31,9 +31,9 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
-# the common kernels compiled ahead of time (in parallel processes) before the demo's first command,
-# again whenever a source file changes (the build is only used for the exact sources it was made
-# from); `make test` does not need it (it compiles into a fresh cache of its own)
+# every kernel call of every command compiled ahead of time (in parallel processes) before the demo's
+# first command, again whenever a source file changes (the build is only used for the exact sources
+# it was made from); `make test` makes its own, into a fresh cache
 SOURCES := $(shell find rankkit -name "*.py" -type f ! -name ".*")
 $(WARM_STAMP): $(STAMP) $(SOURCES)
 	$(PY) -m rankkit.warmup
@@ -46,15 +46,20 @@ demo: $(WARM_STAMP)
 	$(RANKKIT) eval data/sample.test.txt $(OUT)/sample.test.scores
 	$(PY) scripts/python_api_tour.py --out $(OUT)
 
-# Tests compile the kernels into a fresh numba cache, so a stale cache can never hide an edit.
+# Tests run on a fresh numba cache, so a stale cache can never hide an edit: the kernels are built
+# ahead of time into it first (one build for the whole run, both cores: the suite's processes then
+# load them instead of each compiling or importing numba; a build is only used for the sources it
+# was made from), and whatever the build does not cover compiles into the same cache.
 test: $(STAMP)
 	@cache=$$(mktemp -d); \
+	NUMBA_CACHE_DIR=$$cache $(PY) -m rankkit.warmup -q && \
 	NUMBA_CACHE_DIR=$$cache $(PY) -m pytest -q tests; status=$$?; \
 	rm -rf $$cache; exit $$status
 
 # Every test, the ones marked slow included (pyproject's addopts leaves them out; the last -m wins).
 test-all: $(STAMP)
 	@cache=$$(mktemp -d); \
+	NUMBA_CACHE_DIR=$$cache $(PY) -m rankkit.warmup -q && \
 	NUMBA_CACHE_DIR=$$cache $(PY) -m pytest -q -m '' tests; status=$$?; \
 	rm -rf $$cache; exit $$status
 

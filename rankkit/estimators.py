@@ -755,7 +755,7 @@ def set_fitted_state(est, model, result, n_pairs: int, n_queries: int) -> None:
     est.stop_reason_ = training.stop_words(result, "python")
     est.n_pairs_ = int(n_pairs)
     est.n_queries_ = int(n_queries)
-    est.n_violated_pairs_ = int(result.n_active)
+    est.n_violated_pairs_ = None if result.n_active is None else int(result.n_active)
 
 
 _KERNEL_DOC = """    kernel : {None, "linear", "poly", "rbf"}, default None

@@ -4,9 +4,10 @@
 
 A fresh install compiles its kernels on the first run of each command (10-30 s). `make` runs this
 once after installing, so that `make demo` and a user's first `rankkit train` find machine code.
-By default it compiles the kernel calls of the common commands (train with the Newton solver and
-with Pegasos, predict, eval, path) and of the Python API's fits ahead of time
-(rankkit.compiler.build), in `--jobs` processes, into the kernel cache: runs then never import numba or load LLVM. If that cannot be done
+By default it compiles the kernel calls of every command (every solver, loss and sampler, predict,
+eval, path, the Dask worker path: run_exercises) and of the Python API's fits ahead of time
+(rankkit.compiler.build), in `--jobs` processes, into the kernel cache: runs then never import
+numba or load LLVM. If that cannot be done
 here (no C compiler, numba without its AOT compiler), or with --jit, it runs those commands on a
 small generated data set instead (train, predict, eval and Pegasos; with --all also a grid path),
 in `--jobs` processes at once, so that numba's JIT compiles them into its on-disk cache (numba's
@@ -90,12 +91,14 @@ EXERCISES = ("newton", "pegasos", "api")  # `path` too with --all: it compiles f
 ALL = EXERCISES + ("path",)
 
 
-def record_calls(tmp: str) -> set:
-    """The kernel calls from Python that the common commands and the Python API's fits make, run
-    on small generated files (whole-buffer reader) and again with the streamed, threaded reader
-    forced; an eval of two systems (significance tests); then train and predict (and the API's
-    fits) on files large enough for the chunked products (4096 rows and more): 60 queries of 100
-    documents, and one query of 6000 documents with binary labels and no qid."""
+def run_exercises(tmp: str) -> None:
+    """Everything the ahead-of-time build must cover, on small generated files: the common commands
+    and the Python API's fits (whole-buffer reader), every solver, loss and sampler, the path
+    methods, TREC evaluation and the Dask worker path (exercise_solvers); an eval of two systems
+    (significance tests); train and predict (and the API's fits) on files large enough for the
+    chunked products (4096 rows and more): 60 queries of 100 documents, and one query of 6000
+    documents with binary labels and no qid; then the common commands again with the streamed,
+    threaded reader forced."""
     write_exercise_data(tmp)
     big = os.path.join(tmp, "big.txt")
     _write_sample(big, 60, 100, 8, 2)
@@ -105,32 +108,129 @@ def record_calls(tmp: str) -> set:
         for _ in range(6000):
             x = np.round(rng.random(8), 6)
             fh.write(f"{int(x[0] + x[1] > 1)} " + " ".join(f"{j + 1}:{v:g}" for j, v in enumerate(x)) + "\n")
-    dispatch.start_recording()
+    for name in ALL:
+        exercise(name, tmp)
+    exercise_solvers(tmp)
+    vali = os.path.join(tmp, "vali.txt")  # two systems compared: the significance tests
+    pegasos = os.path.join(tmp, "pegasos")
+    _rankkit("predict", vali, pegasos + ".model", pegasos + ".scores")
+    _rankkit("eval", vali, os.path.join(tmp, "newton.scores"), pegasos + ".scores")
+    for f in (big, one):
+        for t in ("1", "2"):
+            _rankkit("train", f, f + ".model", "-C", "1", "--threads", t)
+            _rankkit("predict", f, f + ".model", f + ".scores", "--threads", t)
+        _python_api(f, f, t)  # the API's fits on int32 column indices, chunked products
+    saved = (svmlight.STREAM_MIN_BYTES, svmlight.STREAM_BLOCK_BYTES, svmlight.PARALLEL_MIN_BYTES,
+             threads.MIN_WORK_PER_THREAD)
+    svmlight.STREAM_MIN_BYTES, svmlight.STREAM_BLOCK_BYTES, svmlight.PARALLEL_MIN_BYTES = 1, 1 << 12, 1
+    threads.MIN_WORK_PER_THREAD = 1
     try:
         for name in ALL:
-            exercise(name, tmp)
-        vali = os.path.join(tmp, "vali.txt")  # two systems compared: the significance tests
-        pegasos = os.path.join(tmp, "pegasos")
-        _rankkit("predict", vali, pegasos + ".model", pegasos + ".scores")
-        _rankkit("eval", vali, os.path.join(tmp, "newton.scores"), pegasos + ".scores")
-        for f in (big, one):
-            for t in ("1", "2"):
-                _rankkit("train", f, f + ".model", "-C", "1", "--threads", t)
-                _rankkit("predict", f, f + ".model", f + ".scores", "--threads", t)
-            _python_api(f, f, t)  # the API's fits on int32 column indices, chunked products
-        saved = (svmlight.STREAM_MIN_BYTES, svmlight.STREAM_BLOCK_BYTES, svmlight.PARALLEL_MIN_BYTES,
-                 threads.MIN_WORK_PER_THREAD)
-        svmlight.STREAM_MIN_BYTES, svmlight.STREAM_BLOCK_BYTES, svmlight.PARALLEL_MIN_BYTES = 1, 1 << 12, 1
-        threads.MIN_WORK_PER_THREAD = 1
-        try:
-            for name in ALL:
-                exercise(name, tmp, threads="2")
-        finally:
-            (svmlight.STREAM_MIN_BYTES, svmlight.STREAM_BLOCK_BYTES, svmlight.PARALLEL_MIN_BYTES,
-             threads.MIN_WORK_PER_THREAD) = saved
+            exercise(name, tmp, threads="2")
+    finally:
+        (svmlight.STREAM_MIN_BYTES, svmlight.STREAM_BLOCK_BYTES, svmlight.PARALLEL_MIN_BYTES,
+         threads.MIN_WORK_PER_THREAD) = saved
+
+
+def record_calls(tmp: str) -> set:
+    """The kernel calls from Python that run_exercises makes (what the build compiles)."""
+    dispatch.start_recording()
+    try:
+        run_exercises(tmp)
     finally:
         calls = dispatch.stop_recording()
     return calls
+
+
+# every solver with every loss it offers (the Newton solvers' other losses, the bundle method,
+# the factorized and the stochastic solvers with each sampler), -v with a validation file (the
+# metrics at checkpoints), --auc, --query-weights, --rescale, --query-norm and a kernel map
+SOLVER_RUNS = (
+    ("--loss", "huber", "-C", "0.1"),
+    ("--loss", "logistic", "-C", "0.1"),
+    ("--query-norm", "-C", "0.1"),
+    ("--solver", "newton-pairs", "-C", "0.1"),
+    ("--solver", "newton-pairs", "--loss", "huber", "-C", "0.1"),
+    ("--solver", "newton-pairs", "--loss", "logistic", "-C", "0.1"),
+    ("--solver", "newton-pairs", "--rescale", "margin", "-C", "0.1"),
+    ("--solver", "newton-pairs", "--rescale", "slack", "-C", "0.1"),
+    ("--solver", "bundle", "-C", "0.1"),
+    ("--solver", "factorized", "-K", "2", "--iterations", "5"),
+    ("--solver", "factorized", "--loss", "squared-hinge", "-K", "2", "--iterations", "5"),
+    ("--solver", "sgd", "--iterations", "300"),
+    ("--solver", "pegasos", "--iterations", "300", "--sampler", "indexed"),
+    ("--solver", "pegasos", "--iterations", "300", "--sampler", "query-norm"),
+    ("--solver", "pegasos", "--iterations", "300", "--batch-size", "4", "--eta", "basic"),
+    ("--solver", "pa", "--iterations", "300"),
+    ("--solver", "romma", "--iterations", "300"),
+    ("--solver", "logreg", "--iterations", "300", "--eta", "constant"),
+    ("--solver", "margin-perceptron", "--iterations", "300"),
+    ("--solver", "pair-sgd", "--iterations", "300"),
+    ("--solver", "query-sgd", "--iterations", "300"),
+    ("--solver", "pegasos", "--iterations", "300", "--sampler", "stream"),
+    ("--kernel", "rbf", "--landmarks", "20", "-C", "0.1"),
+)
+
+
+def exercise_solvers(tmp: str) -> None:
+    """Every solver, loss and sampler `rankkit train` offers, on the small files (and their
+    -v/--valid, --auc and --query-weights forms), the path methods, TREC-format evaluation and
+    the Dask worker path (an in-process cluster, so that its calls are this process's)."""
+    train, vali = os.path.join(tmp, "train.txt"), os.path.join(tmp, "vali.txt")
+    model = os.path.join(tmp, "solver.model")
+    for args in SOLVER_RUNS:
+        _rankkit("train", train, model, *args)
+    _rankkit("train", train, model, "--solver", "pegasos", "--iterations", "300", "--valid", vali, "-v")
+    _rankkit("train", train, model, "--solver", "factorized", "-K", "2", "--iterations", "5", "--valid", vali)
+    one = os.path.join(tmp, "one.txt")
+    if os.path.exists(one):
+        for args in (("-C", "0.01"), ("--solver", "pegasos", "--iterations", "300", "--sampler", "roc"),
+                     ("--solver", "bundle", "-C", "0.01")):
+            _rankkit("train", one, model, "--auc", *args)
+    weights = os.path.join(tmp, "weights.txt")
+    with open(weights, "w") as fh:
+        fh.write("".join(f"{q} {1 + q % 3}\n" for q in range(1, 31)))
+    _rankkit("train", train, model, "--query-weights", weights, "-C", "0.1")
+    _rankkit("path", train, vali, "--n-points", "4")
+    _rankkit("path", train, vali, "--method", "exact", "--max-events", "30")
+    # TREC runs and qrels
+    qrels, run = os.path.join(tmp, "qrels.txt"), os.path.join(tmp, "run.txt")
+    rng = np.random.default_rng(4)
+    with open(qrels, "w") as fq, open(run, "w") as fr:
+        for q in range(1, 6):
+            for d in range(12):
+                fq.write(f"{q} 0 d{d} {int(rng.integers(0, 3))}\n")
+                fr.write(f"{q} Q0 d{d} {d + 1} {float(rng.random()):.6f} r\n")
+        fr.write(f"5 Q0 d12 13 0.1234567890123456789012345678901234567890 r\n")  # a long literal: the exact cast
+    _rankkit("eval", "--qrels", qrels, run)
+    _rankkit("eval", "--qrels", qrels, run, run, "--per-query")
+    for fmt in ("trec", "ranked"):  # TREC runs and ranked lists written by predict (ties ordered by docid)
+        _rankkit("predict", vali, model, os.path.join(tmp, f"solver.{fmt}"), "--format", fmt)
+    _dask_worker_path(tmp)
+
+
+def _dask_worker_path(tmp: str) -> None:
+    """train, predict and eval on two parts through an in-process Dask cluster (the workers' kernel
+    calls are those of worker processes; here they are recorded). Nothing if dask is absent."""
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError:
+        return
+    from rankkit.distributed import commands as dist
+
+    parts = [os.path.join(tmp, "train.txt"), os.path.join(tmp, "part2.txt")]
+    with open(os.path.join(tmp, "vali.txt")) as src, open(parts[1], "w") as dst:  # other qids: whole queries per part
+        for line in src:
+            label, qid, rest = line.split(" ", 2)
+            dst.write(f"{label} qid:{int(qid[4:]) + 1000} {rest}")
+    model, scores = os.path.join(tmp, "dask.model"), os.path.join(tmp, "dask.scores")
+    with LocalCluster(n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None,
+                      silence_logs=50) as cluster, Client(cluster) as client:
+        quiet = lambda *a, **k: None  # noqa: E731
+        dist.train_parts(parts, model, dask=client, params={"C": 0.1}, warn=quiet)
+        dist.predict_parts(parts, model, out_file=scores, dask=client)
+        dist.eval_parts(parts, scores, dask=client, echo=quiet)
+    dist.train_parts(parts, model, params={"C": 0.1}, warn=lambda *a, **k: None)  # several files, no Dask
 
 
 def _worker(names: list[str], tmp: str) -> list[str]:

@@ -41,14 +41,19 @@ def no_temp_files(directory: Path) -> bool:
 
 @pytest.fixture(scope="module")
 def primed(tmp_path_factory):
-    """A kernel cache holding what train, predict and eval compile, and a model trained with it."""
+    """A kernel cache holding what train, predict and eval compile, and a model trained with it.
+    jit_env: the same cache with RANKKIT_AOT=0, for the tests of numba's JIT cache (the build `make
+    test` puts in the suite's cache would run instead, and leave nothing in the JIT cache to damage)."""
     d = tmp_path_factory.mktemp("primed")
     cache = os.environ.get("NUMBA_CACHE_DIR") or str(d / "cache")
     env = dict(_env(), NUMBA_CACHE_DIR=cache)
-    assert run(["train", SAMPLE_TRAIN, "m.txt", "-C", "0.01"], d, env).returncode == 0
-    assert run(["predict", SAMPLE_TEST, "m.txt", "s.txt"], d, env).returncode == 0
-    assert run(["eval", SAMPLE_TEST, "s.txt"], d, env).returncode == 0
-    return {"dir": d, "cache": cache, "env": env, "model": d / "m.txt", "scores": (d / "s.txt").read_bytes()}
+    jit_env = dict(env, RANKKIT_AOT="0")
+    for e in (env, jit_env):
+        assert run(["train", SAMPLE_TRAIN, "m.txt", "-C", "0.01"], d, e).returncode == 0
+        assert run(["predict", SAMPLE_TEST, "m.txt", "s.txt"], d, e).returncode == 0
+        assert run(["eval", SAMPLE_TEST, "s.txt"], d, e).returncode == 0
+    return {"dir": d, "cache": cache, "env": env, "jit_env": jit_env, "model": d / "m.txt",
+            "scores": (d / "s.txt").read_bytes()}
 
 
 # -- the kernel cache ---------------------------------------------------------------------------
@@ -82,7 +87,7 @@ def test_unwritable_cache_dir_is_not_fatal(tmp_path, primed):
     fallback = tmpdir / f"rankkit-numba-cache-{os.getuid()}"
     shutil.copytree(primed["cache"], fallback)
     os.chmod(fallback, 0o700)
-    env = dict(primed["env"], NUMBA_CACHE_DIR="/dev/null/cache", TMPDIR=str(tmpdir))
+    env = dict(primed["jit_env"], NUMBA_CACHE_DIR="/dev/null/cache", TMPDIR=str(tmpdir))
     proc = run(["predict", SAMPLE_TEST, primed["model"], "s.txt"], tmp_path, env)
     assert proc.returncode == 0 and proc.stderr == b"", proc.stderr
     assert (tmp_path / "s.txt").read_bytes() == primed["scores"]
@@ -125,7 +130,7 @@ def test_damaged_cache_is_repaired(tmp_path, primed, damage):
         else:
             data = data[: len(data) // 2] + b"\x00\x01\x02" + data[len(data) // 2 + 3:]
         Path(f).write_bytes(data)
-    env = dict(primed["env"], NUMBA_CACHE_DIR=str(cache))
+    env = dict(primed["jit_env"], NUMBA_CACHE_DIR=str(cache))
     first = run(["predict", SAMPLE_TEST, primed["model"], "s.txt"], tmp_path, env)
     err = first.stderr.decode()
     assert first.returncode == 0, err

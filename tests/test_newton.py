@@ -182,6 +182,18 @@ def test_losses_and_query_weights_reach_the_explicit_pair_optimum(loss, query_no
     assert abs(res.objective - ref.fun) <= RTOL_OPTIMUM * ref.fun
 
 
+def _outcome(solver, ds):
+    """The weights' bytes and the objective of a fit, or its error (romma leaves this data set's
+    finite range: the same error either way)."""
+    from rankkit.errors import UsageError
+
+    try:
+        r = solver.fit(ds)
+    except UsageError as exc:
+        return str(exc)
+    return r.w.tobytes(), repr(r.objective)
+
+
 @pytest.mark.parametrize("name", [n for n, spec in SOLVERS.items() if spec.narrow_indices])
 @pytest.mark.parametrize("threads", [1, 2])
 def test_solvers_that_take_uint16_indices_give_the_int32_bits(name, threads):
@@ -198,8 +210,7 @@ def test_solvers_that_take_uint16_indices_give_the_int32_bits(name, threads):
     try:
         with T.limited(threads):
             for loss in spec.losses:
-                a = spec.load()(C=0.3, loss=loss).fit(ds)
-                b = spec.load()(C=0.3, loss=loss).fit(narrow)
-                assert np.array_equal(a.w, b.w) and a.objective == b.objective, (name, loss)
+                a, b = (_outcome(spec.load()(C=0.3, loss=loss), d) for d in (ds, narrow))
+                assert a == b, (name, loss)
     finally:
         T.MIN_WORK_PER_THREAD = saved

@@ -72,3 +72,42 @@ def test_cli_stochastic_solvers(tmp_path):
         bad = rankkit("train", SAMPLE_TRAIN, "b.txt", *args, cwd=tmp_path)
         err = bad.stderr.decode()
         assert bad.returncode == 2 and fragment in err and "Traceback" not in err, (args, err)
+
+
+def test_exact_figures_only_when_asked_or_not_dearer_than_the_steps():
+    """The exact objective (an O(nnz + n log n) pass) at the end of a short run on many documents
+    is not computed unless asked (exact_objective=True, or -v: a log): NaN and no violated-pair
+    count, never a made-up figure; the weights are the same either way."""
+    import math
+
+    from rankkit.solvers.sgd import PairSgdRankSVM, QuerySgdRankSVM
+
+    ds = make_dataset(seed=2, sizes=(200, 150, 250), n_features=5)
+    few = PegasosRankSVM(iterations=10, seed=1)
+    assert not few.wants_exact_objective(ds)
+    r = few.fit(ds)
+    assert math.isnan(r.objective) and r.n_active is None and r.stop == "budget"
+    asked = PegasosRankSVM(iterations=10, seed=1, exact_objective=True).fit(ds)
+    assert np.array_equal(asked.w, r.w) and asked.objective == hinge_objective(ds, r.w, 0.1)
+    logged = PegasosRankSVM(iterations=10, seed=1).fit(ds, log=lambda line: None)
+    assert logged.objective == asked.objective and logged.n_active == asked.n_active
+    assert PegasosRankSVM(iterations=10**5).wants_exact_objective(ds)
+    # query-sgd: a step is one query's sweep, so the figures (twice: objective and AUC) cost two
+    # epochs of steps
+    assert not QuerySgdRankSVM(iterations=5).wants_exact_objective(ds)
+    assert QuerySgdRankSVM(iterations=6).wants_exact_objective(ds)
+    for solver in (PegasosRankSVM(lam=0.3), PairSgdRankSVM(C=0.3)):  # the start, without a pass
+        assert solver._objective_at_zero(ds) == pytest.approx(solver._objective(ds, np.zeros(ds.n_features))[0],
+                                                               rel=1e-15)
+
+
+def test_cli_records_no_figure_it_did_not_compute(tmp_path):
+    from tests.test_cli import SAMPLE_TRAIN, rankkit
+
+    proc = rankkit("train", SAMPLE_TRAIN, "m.txt", "--solver", "pegasos", "--iterations", "10", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr.decode()
+    header = (tmp_path / "m.txt").read_text()
+    assert "objective nan" in header and "violated_pairs" not in header
+    proc = rankkit("train", SAMPLE_TRAIN, "v.txt", "--solver", "pegasos", "--iterations", "10", "-v", cwd=tmp_path)
+    header = (tmp_path / "v.txt").read_text()
+    assert "objective nan" not in header and "violated_pairs" in header

@@ -11,12 +11,15 @@ and renamed; the manifest comes last, so a run started meanwhile sees the old bu
 never half of one. It needs a C compiler (numba's runtime helpers are compiled into each module);
 without one, or if numba's AOT compiler is gone, `build` raises and the caller falls back to the JIT.
 
-The table lists the argument types of every kernel call from Python that the common commands
-make (train with the Newton solver and Pegasos, predict, eval, path; small files and the streamed
-reader for large ones). `python -m rankkit.warmup --record` runs those commands with numba's JIT
-and records the calls (start_recording / stop_recording of rankkit.compiler.dispatch);
-tests/test_aot.py fails when the commands make a call the table does not list, so the table
-cannot drift from the code.
+The table lists the argument types of every kernel call from Python that rankkit's commands and
+Python API make (rankkit.warmup.run_exercises: every solver with every loss and sampler, predict
+in every format, eval of scores and of TREC runs, both path methods, the Dask worker path; small
+files and the streamed reader for large ones). `python -m rankkit.warmup --record` runs those with
+numba's JIT and records the calls (start_recording / stop_recording of rankkit.compiler.dispatch).
+tests/test_aot.py fails when they make a call the table does not list, when a kernel is neither
+in the table nor called only from kernels in it (unbuilt_kernels: a kernel another change added,
+named in the failure; re-recording is the one command above), and when anything compiles or
+imports numba after the build.
 """
 
 from __future__ import annotations
@@ -48,6 +51,67 @@ def buildable(calls: set) -> list:
         if isinstance(kernel, dispatch.Kernel) and kernel.options == dispatch.DEFAULTS:
             out.append((module, name, key))
     return sorted(out, key=repr)
+
+
+# Kernels deliberately not compiled ahead of time, with the reason.
+NOT_BUILT: dict[str, str] = {
+    "rankkit.solvers._sgd_kernels.sample_pairs": "the samplers' sequence on its own, for tests "
+    "(tests/test_sgd_kernels.py); rankkit samples inside run_spd",
+}
+
+
+def _callees(kernel) -> set:
+    """The kernels `kernel` calls by a global name (f(...)) or through a module (K.f(...))."""
+    import types
+
+    from rankkit.compiler import dispatch
+
+    names, codes = set(), [kernel.py_func.__code__]
+    while codes:
+        code = codes.pop()
+        names.update(code.co_names)
+        codes.extend(c for c in code.co_consts if isinstance(c, types.CodeType))
+    g = kernel.py_func.__globals__
+    out = set()
+    for n in names:
+        v = g.get(n)
+        if isinstance(v, dispatch.Kernel):
+            out.add(v)
+        elif isinstance(v, types.ModuleType):
+            out.update(a for a in (getattr(v, m, None) for m in names) if isinstance(a, dispatch.Kernel))
+    return out
+
+
+def all_kernels() -> list:
+    """Every kernel in rankkit: all its modules imported (those whose optional dependency is
+    missing skipped)."""
+    import pkgutil
+
+    import rankkit
+    from rankkit.compiler import dispatch
+
+    for info in pkgutil.walk_packages(rankkit.__path__, "rankkit."):
+        if info.name.endswith("__main__"):
+            continue
+        try:
+            importlib.import_module(info.name)
+        except ImportError:
+            pass
+    return [k for k in dispatch.kernels() if k.__module__.startswith("rankkit.")]
+
+
+def unbuilt_kernels(in_table: set) -> list:
+    """The kernels that are not in `in_table` ((module, name) pairs), not called (at any depth) by
+    one that is, and not in NOT_BUILT: a call of one from Python would compile at first use."""
+    kernels = all_kernels()
+    covered = {k for k in kernels if (k.__module__, k.__qualname__) in in_table}
+    todo = list(covered)
+    while todo:
+        for c in _callees(todo.pop()):
+            if c not in covered:
+                covered.add(c)
+                todo.append(c)
+    return [k for k in kernels if k not in covered and f"{k.__module__}.{k.__qualname__}" not in NOT_BUILT]
 
 
 def write_table(calls: list, path: str = TABLE_PATH) -> None:
@@ -94,6 +158,7 @@ def _setup_compiler():
 
     jit.register_types(dispatch.Kernel, dispatch.NumbaGlobal)
     jit.disable_disk_cache()  # callees compiled afresh into each module, never a cached library
+    jit.quiet_compiles()
 
     class _Flags(Flags):
         def __init__(self, *args, **kwargs):
@@ -104,14 +169,47 @@ def _setup_compiler():
 
     pycc_compiler.Flags = _Flags
     codegen.AOTCPUCodegen._customize_tm_features = lambda self: self._get_host_cpu_features()
+    _callees_as_ir_only()
 
     return CC
+
+
+def _callees_as_ir_only() -> None:
+    """The kernels an exported kernel calls are compiled by numba's dispatcher, as for the JIT,
+    and linked into the module as LLVM IR. Made for running, each would also get a CPython wrapper,
+    a C wrapper and its own machine code from LLVM's JIT (about a third of a build's CPU time),
+    none of which the module uses: in this (build) process they are not made. The callee's code
+    itself is the same (the module's code is compared with the JIT's in tests/test_aot.py)."""
+    from numba.core import codegen, cpu
+    from numba.core.registry import cpu_target
+    from numba.core.runtime import rtsys
+
+    from rankkit.compiler import jit
+
+    rtsys.initialize(cpu_target.target_context)  # numba's runtime, made for running, before the changes below
+    jit.build_options = {"no_cpython_wrapper": True, "no_cfunc_wrapper": True}
+    # a callee's library: its functions optimized as the JIT does, then linked into the module, whose
+    # whole-module optimization (the same pass pipeline) is done once there, not first per callee
+    codegen.JITCodeLibrary._optimize_final_module = lambda self: None
+    codegen.JITCodeLibrary._finalize_specific = lambda self: None  # no machine code for running
+
+    def no_executable(self, library, fndesc, env):
+        # stands for the callee's machine code: a distinct builtin method per callee (numba keys its
+        # user functions by it and its dispatcher takes only builtins); never called in a build
+        return _Placeholder().__sizeof__
+
+    cpu.CPUContext.get_executable = no_executable
+
+
+class _Placeholder:
+    __slots__ = ()
 
 
 def compile_module(index: int, groups: list, out_dir: str) -> dict:
     """Compile the calls of (module, [(name, key), ...]) groups into one extension module in out_dir
     (numba's runtime helpers are compiled into every module: a few seconds each, so one module per
-    process); returns its manifest record."""
+    process); returns its manifest record. Run in a process of its own (build does): it changes
+    how this process's numba compiles, for good."""
     from numba.core.typing import signature
 
     # every temporary file of the compile (pycc's build folder, the compiler probes of setuptools,
@@ -240,14 +338,9 @@ def build(jobs: int = 1, calls: list | None = None, directory: str | None = None
         buckets = [[] for _ in range(jobs)]
         for g in sorted(groups, key=lambda g: (-_cost(g), g[0])):
             min(buckets, key=lambda b: sum(_cost(x) for x in b)).append(g)
-        if jobs == 1:
-            saved = tempfile.tempdir
-            try:
-                records = [compile_module(0, buckets[0], staging)]
-            finally:
-                tempfile.tempdir = saved
-        else:
-            records = _compile_in_processes(buckets, staging)
+        # always in spawned processes, even one: compile_module changes how this process's numba
+        # compiles (_callees_as_ir_only), which must never reach a process that goes on to run kernels
+        records = _compile_in_processes(buckets, staging)
         # a source edited (and perhaps undone) while the build ran: the code may not be what the
         # fingerprint names, so nothing is installed
         if any(r.pop("compiled_from") != fp for r in records) or aot.fingerprint() != fp:

@@ -26,6 +26,12 @@ import numpy as np
 DEFAULTS = {"nogil": True, "fastmath": False, "error_model": "numpy"}
 
 _recording: set | None = None  # (module, name, key) of every call from Python, while recording
+_kernels: list = []  # every Kernel made, in the order their modules were imported
+
+
+def kernels() -> list:
+    """Every kernel of the modules imported so far."""
+    return list(_kernels)
 
 
 def arg_key(args) -> tuple | None:
@@ -139,13 +145,24 @@ def njit(*args, **kwargs):
     cache = opts.pop("cache", True)
 
     def decorate(func):
-        return Kernel(func, opts, cache)
+        kernel = Kernel(func, opts, cache)
+        _kernels.append(kernel)
+        return kernel
 
     if len(args) == 1 and callable(args[0]) and not kwargs:
         return decorate(args[0])
     if args:
         raise TypeError("rankkit kernels take no explicit signature")
     return decorate
+
+
+def compile_seconds() -> float:
+    """Wall seconds this process has spent compiling kernels with numba's JIT (0 if it never
+    loaded numba: every call ran ahead-of-time code), for timings that name compiling apart."""
+    import sys
+
+    jit = sys.modules.get("rankkit.compiler.jit")
+    return jit.compile_seconds() if jit is not None else 0.0
 
 
 def start_recording() -> None:

@@ -16,8 +16,9 @@ full or unwritable NUMBA_CACHE_DIR, several processes at once, a cache file cut 
   fails it (truncated, overwritten, a changed byte, from a crashed writer, from an older rankkit) is
   removed and the kernel recompiled, before numba's loader sees it (some damage unpickles and then
   aborts inside LLVM). A cache that cannot be written is switched off for the rest of the run.
-- When a kernel has to be compiled, one line on stderr says so (on a terminal; always when the
-  reason is a cache problem, so that a cron job's log explains why it was slow).
+- When a kernel has to be compiled, one line on stderr says so, terminal or not (once a run; with
+  the reason when it is a cache problem), so that a cron job's log explains why it was slow; the
+  seconds spent compiling are counted (compile_seconds) so that -v timings can name them.
 """
 
 from __future__ import annotations
@@ -27,12 +28,14 @@ import os
 import pickle
 import sys
 import tempfile
+import time
 
 from rankkit import threads as _threads
 
 _threads.configure_runtime()  # idle OpenMP threads sleep: must precede numba loading its threading layer
 
 import numba  # noqa: E402
+import numba.core.event  # noqa: E402
 from numba.core.caching import FunctionCache, IndexDataCacheFile  # noqa: E402
 
 from rankkit import console  # noqa: E402
@@ -103,8 +106,47 @@ def _note_compiling() -> None:
     _threads.resume_gc()  # if the command line paused it: compiling makes cyclic garbage
     if _cache_problem is not None:
         console.note(f"compiling kernels ({_cache_problem})")
-    elif sys.stderr is not None and sys.stderr.isatty():
-        console.note("compiling kernels for this machine (once; later runs load them from the cache)")
+    else:  # terminal or not: a cron job's log must say why this run was slow
+        console.note("compiling kernels for this machine (once; later runs load them from the cache; "
+                     "`python -m rankkit.warmup` compiles them all ahead of time)")
+
+
+class _CompileTimer(numba.core.event.Listener):
+    """Adds up the wall seconds of numba's compiles (the outermost ones: a kernel's callees compile
+    inside it), whether or not a disk cache is in use."""
+
+    def __init__(self):
+        self.depth = 0
+        self.start = 0.0
+        self.seconds = 0.0
+        self.count = 0
+
+    def on_start(self, event):
+        if self.depth == 0:
+            self.start = time.perf_counter()
+            _note_compiling()  # also when no disk cache is in use (its loader is what notes it otherwise)
+        self.depth += 1
+
+    def on_end(self, event):
+        self.depth -= 1
+        if self.depth == 0:
+            self.seconds += time.perf_counter() - self.start
+            self.count += 1
+
+
+_timer = _CompileTimer()
+numba.core.event.register("numba:compile", _timer)
+
+
+def quiet_compiles() -> None:
+    """No compile note in this process (the ahead-of-time build: compiling is what it was asked for)."""
+    global _compile_noted
+    _compile_noted = True
+
+
+def compile_seconds() -> float:
+    """Wall seconds this process has spent compiling kernels (numba's JIT) so far."""
+    return _timer.seconds
 
 
 _SEAL = b"rankkit-sha256:"
@@ -221,10 +263,13 @@ def disable_disk_cache() -> None:
     _cache_enabled = False
 
 
+build_options: dict = {}  # set by rankkit.compiler.build in its own processes only
+
+
 def dispatcher(kernel):
     """The numba dispatcher of a rankkit kernel (rankkit.compiler.dispatch.Kernel): its Python
     function jitted with the kernel's options, with the robust disk cache unless it asked for none."""
-    d = numba.njit(**kernel.options)(kernel.py_func)
+    d = numba.njit(**kernel.options, **build_options)(kernel.py_func)
     if kernel.cache:
         _enable_cache(d)
     return d

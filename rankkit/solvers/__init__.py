@@ -77,6 +77,7 @@ SOLVERS: dict[str, SolverSpec] = {
             cls=cls,
             losses=losses,
             stochastic=True,
+            narrow_indices=True,  # uint16 columns: 2 bytes a non-zero less than int32 (Pegasos' memory vs sofia-ml)
         )
         for name, cls, losses, summary in [
             ("sgd", "SgdRankSVM", ("hinge",), "stochastic pairwise descent (sofia-ml): SGD-SVM, eta = 1/(lambda t)"),
