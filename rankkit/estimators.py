@@ -50,8 +50,7 @@ from rankkit.solvers import SOLVERS
 from rankkit.solvers.base import DEFAULT_C
 from rankkit.solvers.options import SOLVER_OPTIONS, check_dask
 
-__all__ = ["Ranker", "RankSVM", "SGDRanker", "FactorizedRankSVM", "load_model", "ConvergenceWarning",
-           "FeatureScaleWarning"]
+__all__ = ["Ranker", "RankSVM", "SGDRanker", "FactorizedRankSVM", "load_model", "ConvergenceWarning"]
 
 Log = Callable[[str], None]
 
@@ -374,7 +373,6 @@ class _Trainable(Ranker):
 
     _option_style = "python"  # the command line sets "cli": its messages name --flags
     _iterative = False  # takes eval_set (a validation history, early stopping)
-    _scale_hint = False  # warns about features of very different scales (the exact solvers' conjugate gradient)
 
     # subclasses: the solver and its options as the command line's (params, stochastic) dicts
     def _options(self) -> tuple[str | None, dict, dict]:
@@ -427,8 +425,6 @@ class _Trainable(Ranker):
         self
         """
         X, ds = self._training_data(X, y, qid, group, "fit")
-        if self._scale_hint:
-            _warn_scales(ds, type(self).__name__)
         weights = self._weights(ds, sample_weight, query_weight)
         sets = _eval_sets(eval_set, eval_qid, eval_group, self)
         w0 = self._warm_start_weights(ds)
@@ -555,36 +551,6 @@ def _convergence_warning(stacklevel: int) -> Callable[[str], None]:
         warnings.warn(words, ConvergenceWarning, stacklevel=stacklevel)
 
     return warn
-
-
-class FeatureScaleWarning(UserWarning):
-    """The features of X have very different scales: the exact solvers get slow (many conjugate-
-    gradient iterations) until the features are standardised."""
-
-
-SCALE_RATIO_WARNING = 1e4  # largest / smallest per-column max |x| above which fit warns
-SCALE_SAMPLE = 1 << 20  # values looked at (a regular sample of the stored values beyond this)
-
-
-def _warn_scales(ds, owner: str) -> None:
-    """Warn when the columns' largest |x| span more than SCALE_RATIO_WARNING (the MSLR sample's
-    raw features span 7e8: 49,477 CG iterations instead of a few hundred once standardised)."""
-    if ds.data.size == 0:
-        return
-    step = max(1, ds.data.size // SCALE_SAMPLE)
-    values, cols = np.abs(ds.data[::step]), ds.indices[::step]
-    order = np.argsort(cols, kind="stable")
-    cols, values = cols[order], values[order]
-    starts = np.flatnonzero(np.r_[True, cols[1:] != cols[:-1]])
-    top = np.maximum.reduceat(values, starts)
-    top = top[top > 0]
-    if top.size < 2 or top.max() <= SCALE_RATIO_WARNING * top.min():
-        return
-    warnings.warn(f"the columns of X have very different scales (their largest |value| goes from {top.min():.3g} to "
-                  f"{top.max():.3g}): the {owner}'s conjugate-gradient steps get slow (tens of thousands of "
-                  "iterations) on such data; standardise the features first, e.g. "
-                  "make_pipeline(StandardScaler(with_mean=False), ...) or MaxAbsScaler", FeatureScaleWarning,
-                  stacklevel=3)
 
 
 def _run_key(ds) -> tuple:
@@ -870,7 +836,6 @@ class RankSVM(_Trainable):
         self.scoring_metric = scoring_metric
         self.scoring_convention = scoring_convention
 
-    _scale_hint = True
 
     def _options(self):
         _flag(self.warm_start, "warm_start")

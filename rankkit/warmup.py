@@ -91,6 +91,52 @@ EXERCISES = ("newton", "pegasos", "api")  # `path` too with --all: it compiles f
 ALL = EXERCISES + ("path",)
 
 
+def _write_raw(path: str, n_queries: int, docs: int, seed: int, qid: bool = True) -> None:
+    """Features on raw scales (counts, BM25-like values, fractions: a spread of 1e6), as MSLR's."""
+    scale = np.array([3e4, 1, 1e-2, 30, 1e3, 1, 5, 1e2])
+    rng = np.random.default_rng(seed)
+    with open(path, "w") as fh:
+        for q in range(n_queries):
+            for _ in range(docs):
+                x = rng.gamma(0.7, 1.0, 8) * scale
+                label = int(rng.integers(0, 3)) if qid else int(rng.random() < 0.3)
+                fh.write(f"{label} " + (f"qid:{q + 1} " if qid else "")
+                         + " ".join(f"{j + 1}:{v:.4f}" for j, v in enumerate(x)) + "\n")
+
+
+def exercise_raw_features(tmp: str) -> None:
+    """The preconditioned Newton CG (rankkit.solvers.newton: the Hessian's diagonal, the dense
+    Hessian) on raw-scaled features: the commands, the API, and both preconditioners on every column
+    index type and loss, one and two threads, whole and chunked products."""
+    from rankkit.io.svmlight import read_svmlight
+    from rankkit.objectives.pairwise import PairwiseObjective
+    from rankkit.solvers.newton import LocalObjective, truncated_newton
+
+    files = [os.path.join(tmp, n) for n in ("raw-small.txt", "raw-big.txt", "raw-one.txt")]
+    _write_raw(files[0], 5, 20, 0)
+    _write_raw(files[1], 60, 100, 1)
+    _write_raw(files[2], 1, 6000, 2, qid=False)
+    for f in files:
+        for t in ("1", "2"):
+            _rankkit("train", f, f + ".model", "-C", "1", "--threads", t)
+            _rankkit("train", f, f + ".model", "-C", "1", "--threads", t, "--loss", "huber")
+        _python_api(f, f, "2")
+        ds = read_svmlight(f)
+        for view in (ds, ds.with_changes(indices=ds.indices.astype(np.int32)),
+                     ds.with_changes(indices=ds.indices.astype(np.uint16))):
+            for mode in ("diag", "dense"):
+                for loss in ("squared-hinge", "huber"):
+                    truncated_newton(LocalObjective(PairwiseObjective(view, 1.0, loss), view), precondition=mode,
+                                     max_iter=3)
+    saved = threads.MIN_WORK_PER_THREAD
+    threads.MIN_WORK_PER_THREAD = 1
+    try:
+        for f in files[:2]:
+            _rankkit("train", f, f + ".model", "-C", "1", "--threads", "2")
+    finally:
+        threads.MIN_WORK_PER_THREAD = saved
+
+
 def run_exercises(tmp: str) -> None:
     """Everything the ahead-of-time build must cover, on small generated files: the common commands
     and the Python API's fits (whole-buffer reader), every solver, loss and sampler, the path
@@ -111,6 +157,7 @@ def run_exercises(tmp: str) -> None:
     for name in ALL:
         exercise(name, tmp)
     exercise_solvers(tmp)
+    exercise_raw_features(tmp)
     vali = os.path.join(tmp, "vali.txt")  # two systems compared: the significance tests
     pegasos = os.path.join(tmp, "pegasos")
     _rankkit("predict", vali, pegasos + ".model", pegasos + ".scores")
@@ -264,7 +311,10 @@ def warm(jobs: int = 1, exercises=EXERCISES) -> float:
             from concurrent.futures import ProcessPoolExecutor
 
             groups = [list(exercises[i::jobs]) for i in range(jobs)]
-            with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+            from rankkit.processes import die_with_parent
+
+            with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"),
+                                     initializer=die_with_parent) as pool:
                 for done in pool.map(_worker, groups, [tmp] * jobs):
                     pass
     return time.perf_counter() - t

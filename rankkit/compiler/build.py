@@ -257,7 +257,10 @@ def _compile_in_processes(buckets: list, staging: str) -> list:
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
-    pool = ProcessPoolExecutor(max_workers=len(buckets), mp_context=multiprocessing.get_context("spawn"))
+    from rankkit.processes import die_with_parent  # a killed `make` leaves no compiling workers
+
+    pool = ProcessPoolExecutor(max_workers=len(buckets), mp_context=multiprocessing.get_context("spawn"),
+                               initializer=die_with_parent)
     try:
         records = list(pool.map(compile_module, range(len(buckets)), buckets, [staging] * len(buckets)))
     except BaseException:
