@@ -199,7 +199,7 @@ os.fsync = _fsync
 AT_NEWTON = """
 import os, signal, threading, time
 import rankkit.solvers.newton as newton
-_real = newton.conjugate_gradient
+_real = newton.cg_steps
 _calls = []
 def _cg(*a, **k):
     _calls.append(1)
@@ -209,7 +209,7 @@ def _cg(*a, **k):
         else:
             os.kill(os.getpid(), signal.{sig})
     return _real(*a, **k)
-newton.conjugate_gradient = _cg
+newton.cg_steps = _cg
 """
 AT_READ = """
 import os, signal
@@ -602,7 +602,7 @@ def test_memory_error_mid_train_is_exit_3_and_keeps_the_old_model(tmp_path, prim
     (tmp_path / "m.txt").write_bytes(old)
     inject = ("import rankkit.solvers.newton as newton\n"
               "def _cg(*a, **k):\n    raise MemoryError()\n"
-              "newton.conjugate_gradient = _cg\n")
+              "newton.cg_steps = _cg\n")
     proc = run(["train", SAMPLE_TRAIN, "m.txt", "-C", "3"], tmp_path, primed["env"], inject=inject)
     err = proc.stderr.decode()
     assert proc.returncode == 3 and err.count("\n") == 1 and err.startswith("rankkit: error: out of memory: "), err

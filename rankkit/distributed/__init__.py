@@ -15,6 +15,8 @@ SGDRanker has no fit on a cluster: see README, Distributed training, "Not suppor
 
 from __future__ import annotations
 
+from rankkit.config import DEFAULT_CONVENTION
+
 
 def fit_newton(parts, client, *, C: float = 1.0, loss: str = "squared-hinge", tol: float = 1e-6, max_iter: int = 100,
                query_norm: bool = False, rescale: str | None = None, delta: str = "gain", query_weights=None,
@@ -86,7 +88,7 @@ def predict_parts(model, parts, client=None, *, zero_based=None):
     return score_parts(parts, model, dask=client, zero_based=zero_based)
 
 
-def evaluate_parts(parts, scores, client=None, *, metrics=("ndcg@10", "map"), convention: str = "letor4",
+def evaluate_parts(parts, scores, client=None, *, metrics=("ndcg@10", "map"), convention: str = DEFAULT_CONVENTION,
                    per_query: bool = False, empty_query=None, zero_based: bool = False):
     """Ranking metrics of `scores` against the labels of `parts`, as ``rankkit eval PARTS... SCORES
     --dask`` and ``rankkit.evaluate`` on the same data in one file compute them.

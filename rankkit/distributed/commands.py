@@ -369,7 +369,7 @@ def score_parts(patterns, model, dask=None, zero_based=None, log=None) -> np.nda
     return np.concatenate(out) if out else np.zeros(0)
 
 
-def evaluate_over_parts(patterns, scores, dask=None, metrics=None, convention="letor4", per_query=False,
+def evaluate_over_parts(patterns, scores, dask=None, metrics=None, convention=DEFAULT_CONVENTION, per_query=False,
                         empty_query=None, zero_based=False, log=None):
     """The Python face of `eval PARTS... SCORES --dask`: {metric: mean over the queries} (and,
     with per_query, {"qid": ..., metric: per-query values}) of `scores` (an array of every

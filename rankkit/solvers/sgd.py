@@ -224,14 +224,15 @@ class StochasticRankSVM:
         best = None  # (value, step, w) for early stopping
         stale = 0
         stop_early = False
+        exact = self.wants_exact_objective(ds, log)  # the same rule as fit: the same figures
         with quiet_fp():
             if state is None:
                 w_anchor, anchor, k0 = np.zeros(ds.n_features) if w0 is None else np.array(w0, dtype=np.float64), 0, 0
-                f_start = self._objective(ds, w_anchor)[0]
+                f_start = self._start_objective(ds, w_anchor, w0) if exact or w0 is None else math.nan
             else:
                 w_anchor, anchor, k0, f_start = state.w_anchor.copy(), state.anchor, state.k, state.f_start
-                if f_start != f_start:  # not known yet (a run of fit): the objective at its start
-                    f_start = self._objective(ds, w_anchor)[0]
+                if f_start != f_start and anchor == 0 and not np.any(w_anchor):  # a run of fit from w = 0
+                    f_start = self._objective_at_zero(ds)
             w = w_anchor.copy()
             done, k = anchor, k0
             for cp in checkpoints(self.iterations):
@@ -258,14 +259,14 @@ class StochasticRankSVM:
                                 stop_early = True
                                 break
             if stop_early and best is not None:
-                result = self._result(ds, best[2], t0, f_start)
+                result = self._result(ds, best[2], t0, f_start, exact)
                 result.iterations = done
                 result.stop, result.converged, result.fixed_budget = "early_stop_checkpoints", True, False
                 result.detail = {"patience": patience, "best_iteration": best[1], "best_value": best[0],
                                  "iterations": done}
                 result.message = stop_message(result.stop, result.detail)
             else:
-                result = self._result(ds, w, t0, f_start)
+                result = self._result(ds, w, t0, f_start, exact)
         return result, RunState(done, anchor, k, w_anchor, f_start)
 
     def _progress_line(self, it, loss, w, t0):
