@@ -111,7 +111,8 @@ def test_private_fallback_refuses_a_directory_it_does_not_own(tmp_path, monkeypa
     assert jit.private_tmp_dir() == str(target)
 
 
-@pytest.mark.parametrize("damage", ["truncate", "junk", "bytes-in-the-middle"])
+@pytest.mark.parametrize("damage", [pytest.param("truncate", marks=pytest.mark.slow), "junk",
+                                    pytest.param("bytes-in-the-middle", marks=pytest.mark.slow)])  # one by default
 def test_damaged_cache_is_repaired(tmp_path, primed, damage):
     """A cache file cut in half or overwritten: before, every run exited 1 (UnpicklingError) until
     the cache was deleted by hand. Three changed bytes in the middle unpickled and then aborted
