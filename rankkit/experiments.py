@@ -276,8 +276,10 @@ def _fit_grid(solver, points, train, valid, names, convention, select, kernel, i
         notes.append(f"the chosen point ({_label(points[chosen])}): {warned[chosen]}")
     others = sum(1 for i, w in enumerate(warned) if w and i != chosen)
     if others:
-        notes.append(f"{others} other grid point{'s' if others > 1 else ''} of {len(points)} stopped before the "
-                     "solver's stopping rule was met (-v names them)")
+        kinds = sorted({"diverged" if "diverged" in warned[i] else "stopped before its stopping rule"
+                        for i in range(len(warned)) if warned[i] and i != chosen})
+        notes.append(f"{others} other grid point{'s' if others > 1 else ''} of {len(points)} "
+                     f"{' or '.join(kinds)} (-v names them)")
     model = models[chosen]
     model.header["chosen_on"] = (f"{display_name(valid.source)} by {metric} ({select}), point {chosen + 1} of "
                                  f"{len(points)}")
