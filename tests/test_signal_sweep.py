@@ -23,7 +23,7 @@ import pytest
 
 from rankkit.io.model import read_model
 from tests.test_cli import SAMPLE_TEST, SAMPLE_TRAIN
-from tests.test_faults import _children, _folds, no_temp_files, primed, run  # noqa: F401 - primed is a fixture
+from tests.test_faults import _alive, _children, _folds, no_temp_files, primed, run  # noqa: F401 - primed is a fixture
 
 CASES = max(3, int(os.environ.get("RANKKIT_FUZZ_CASES", "1500")) // 500)
 SEED = int(os.environ.get("RANKKIT_FUZZ_SEED", "20261125"))
@@ -125,9 +125,9 @@ def test_a_signal_at_any_moment(tmp_path, primed, command):
                 assert new, (where, p, "exit 0 with an old output")
         assert no_temp_files(d) and (command != "path" or no_temp_files(d / "out")), where
         deadline = time.monotonic() + 20
-        while time.monotonic() < deadline and any(os.path.exists(f"/proc/{k}") and _zombie_or_alive(k) for k in kids):
+        while time.monotonic() < deadline and any(_alive(k) for k in kids):
             time.sleep(0.1)
-        assert not [k for k in kids if _zombie_or_alive(k)], (where, "a child process outlived the run")
+        assert not [k for k in kids if _alive(k)], (where, "a child process outlived the run")
 
 
 def _in_pythons_own_start(code: int, err: bytes, sig: str) -> bool:
@@ -137,11 +137,3 @@ def _in_pythons_own_start(code: int, err: bytes, sig: str) -> bool:
     if code == -getattr(signal, sig):
         return err == b""
     return code == 1 and err.startswith(b"Fatal Python error: init_import_site") and b"rankkit/" not in err
-
-
-def _zombie_or_alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            return fh.read().rsplit(b")", 1)[1].split()[0] != b"Z"
-    except OSError:
-        return False
