@@ -184,6 +184,14 @@ def _given(param: str) -> bool:
     return click.get_current_context().get_parameter_source(param) is not ParameterSource.DEFAULT
 
 
+def _check_depends(options, values: dict) -> None:
+    """The one rule of options that apply only with another (rankkit.solvers.options.DEPENDS): one
+    given on the command line without what it needs is an error, never silently ignored."""
+    from rankkit.solvers.options import check_depends
+
+    check_depends([name for name in options if _given(name)], values, "cli")
+
+
 def _use_threads(n: int | None) -> None:
     threads.apply(n)  # perf: the default is the free usable cores (rankkit/threads.py)
 
@@ -348,8 +356,8 @@ def train(files, dask, solver, C, tol, max_iter, loss, query_norm, query_weights
     """
     from rankkit import commands
 
-    if delta is not None and rescale is None:
-        raise click.UsageError("--delta is the D_ij of --rescale margin|slack: give --rescale too", ctx=click.get_current_context())
+    _check_depends(("gamma", "degree", "coef0", "landmarks", "delta", "patience"),
+                   {"kernel": kernel, "rescale": rescale, "valid_file": valid_file})
     if len(files) < 2:
         raise click.UsageError("train needs TRAIN and MODEL", ctx=click.get_current_context())
     *train_files, model_file = files
@@ -673,6 +681,7 @@ def path_(dask, train_file, valid_file, out_model, table, plot, method, graph, k
     choices and numbers for the same --n-points, --ratio, -m, --convention, --select); experiment
     also writes the chosen models, test scores, tables and a significance test.
     """
+    _check_depends(("gamma", "degree", "coef0"), {"kernel": kernel})
     from rankkit import commands
 
     _use_threads(threads)
@@ -754,11 +763,10 @@ def experiment_(directory, fold_triples, solvers, metrics, convention, select, g
     from rankkit import commands
 
     _use_threads(threads)
+    _check_depends(("degree", "coef0", "landmarks"), {"kernel": kernel})
     kernel_opts = None
     if kernel is not None:
         kernel_opts = {"name": kernel, "degree": degree, "coef0": coef0, "landmarks": landmarks}
-    elif landmarks is not None or _given("degree") or _given("coef0"):
-        raise click.UsageError("--landmarks, --degree and --coef0 go with --kernel", ctx=click.get_current_context())
     commands.experiment(directory, fold_triples, solvers=solvers or ("newton",), metrics=metrics,
                         convention=convention, select=select, grid_specs=grid_specs, n_points=n_points, ratio=ratio,
                         kernel=kernel_opts, iterations=iterations, seed=seed, out_dir=out_dir, jobs=jobs,

@@ -48,7 +48,7 @@ from rankkit.io.svmlight import read_svmlight
 from rankkit.scoring import model_scores
 from rankkit.solvers import SOLVERS
 from rankkit.solvers.base import DEFAULT_C
-from rankkit.solvers.options import SOLVER_OPTIONS, check_dask
+from rankkit.solvers.options import SOLVER_OPTIONS, check_dask, check_depends
 
 __all__ = ["Ranker", "RankSVM", "SGDRanker", "FactorizedRankSVM", "load_model", "ConvergenceWarning"]
 
@@ -379,10 +379,10 @@ class _Trainable(Ranker):
         raise NotImplementedError
 
     def _kernel(self) -> dict | None:
+        given = [name for name, default in (("gamma", None), ("degree", 3), ("coef0", 0.0), ("landmarks", None))
+                 if getattr(self, name) != default]  # options.DEPENDS: the one rule of every face
+        check_depends(given, {"kernel": self.kernel}, "python")
         if self.kernel is None:
-            for name in ("gamma", "landmarks"):
-                if getattr(self, name) is not None:
-                    raise UsageError(f"{name} is a parameter of a kernel model: set kernel='rbf' or 'poly' too")
             return None
         _choice(self.kernel, "kernel", ("linear", "poly", "rbf"))
         _positive_or_none(self.gamma, "gamma")
@@ -517,6 +517,8 @@ class _Trainable(Ranker):
         """This estimator's solver and options, checked (messages worded for its style);
         iterations: instead of the parameter's (partial_fit: the run's steps in all)."""
         solver, params, stochastic = self._options()
+        check_depends(["patience"] if getattr(self, "patience", None) is not None else [],
+                      {"valid_file": "eval_set" if valid else None}, "python")
         if iterations is not None:
             stochastic = dict(stochastic, iterations=iterations)
         return training.plan(solver, params, stochastic, self._kernel(), query_weights, valid, self._option_style)
@@ -843,8 +845,7 @@ class RankSVM(_Trainable):
                                                                    or SOLVERS[self.solver].factorized):
             other = "SGDRanker(learner=...)" if SOLVERS[self.solver].stochastic else "FactorizedRankSVM"
             raise UsageError(f"solver '{self.solver}' is not an exact RankSVM solver: use rankkit.{other}")
-        if self.delta is not None and self.rescale is None:
-            raise UsageError("delta is the D_ij of rescale='margin' or 'slack': set rescale too")
+        check_depends(["delta"] if self.delta is not None else [], {"rescale": self.rescale}, "python")
         if self.rescale not in (None, "margin", "slack"):
             raise UsageError(f"rescale must be None, 'margin' or 'slack', not {self.rescale!r}")
         if not isinstance(self.query_norm, (bool, np.bool_)):

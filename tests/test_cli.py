@@ -7,6 +7,7 @@ import gzip
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -321,3 +322,32 @@ def test_auc_training_reports_the_training_auc(tmp_path):
     assert float(header["train_auc"]) == pytest.approx(auc, abs=1e-12)
     graded = rankkit("train", SAMPLE_TRAIN, "g.txt", "--auc", cwd=tmp_path)
     assert graded.returncode == 2 and "--auc needs binary labels; found 3 distinct labels" in graded.stderr.decode()
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--gamma", "0.5"], "--gamma applies only with --kernel poly or rbf"),
+    (["--landmarks", "10"], "--landmarks applies only with --kernel"),
+    (["--degree", "3"], "--degree applies only with --kernel poly"),  # given, even at its default value
+    (["--kernel", "rbf", "--coef0", "1"], "--coef0 applies only with --kernel poly, not --kernel rbf"),
+    (["--patience", "3"], "--patience applies only with --valid"),
+    (["--delta", "gain"], "--delta applies only with --rescale"),
+])
+def test_an_option_that_does_not_apply_is_refused_by_one_rule(tmp_path, args, message):
+    """Issue 25: --gamma without --kernel, --patience without --valid (which the model even
+    recorded) were ignored silently while -C with pegasos was refused: one rule (options.DEPENDS)."""
+    proc = rankkit("train", SAMPLE_TRAIN, "m.txt", *args, cwd=tmp_path)
+    assert proc.returncode == 2 and proc.stderr.decode() == f"rankkit: error: {message}\n", proc.stderr
+    assert not (tmp_path / "m.txt").exists()
+
+
+def test_the_same_rule_in_python():
+    import rankkit as rk
+    from rankkit.errors import UsageError
+
+    X, y, q = rk.load_svmlight_file(str(SAMPLE_TRAIN), query_id=True)
+    for est, message in [(rk.RankSVM(gamma=0.5), "gamma applies only with kernel='poly' or 'rbf'"),
+                         (rk.RankSVM(kernel="rbf", degree=2), "degree applies only with kernel='poly', not kernel='rbf'"),
+                         (rk.RankSVM(delta="gain"), "delta applies only with rescale"),
+                         (rk.SGDRanker(patience=2), "patience applies only with eval_set")]:
+        with pytest.raises(UsageError, match=re.escape(message)):
+            est.fit(X, y, qid=q)

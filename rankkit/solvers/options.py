@@ -19,12 +19,14 @@ CLI_NAMES = {"C": "-C", "tol": "--tol", "max_iter": "--max-iter", "query_norm": 
              "query_weights": "--query-weights", "rescale": "--rescale", "lam": "--lambda",
              "iterations": "--iterations", "eta": "--eta", "eta0": "--eta0", "batch_size": "--batch-size",
              "sampler": "--sampler", "valid_file": "--valid", "K": "-K", "init_scale": "--init-scale",
-             "patience": "--patience", "save_factors": "--save-factors"}
+             "patience": "--patience", "save_factors": "--save-factors", "kernel": "--kernel", "gamma": "--gamma",
+             "degree": "--degree", "coef0": "--coef0", "landmarks": "--landmarks", "delta": "--delta"}
 PYTHON_NAMES = {"C": "C", "tol": "tol", "max_iter": "max_iter", "query_norm": "query_norm",
                 "query_weights": "sample_weight", "rescale": "rescale", "lam": "alpha", "iterations": "iterations",
                 "eta": "eta", "eta0": "eta0", "batch_size": "batch_size", "sampler": "sampler",
                 "valid_file": "eval_set", "K": "K", "init_scale": "init_scale", "patience": "patience",
-                "save_factors": "save_factors"}
+                "save_factors": "save_factors", "kernel": "kernel", "gamma": "gamma", "degree": "degree",
+                "coef0": "coef0", "landmarks": "landmarks", "delta": "delta"}
 
 _EXACT = {"C", "tol", "max_iter", "query_norm", "query_weights", "rescale"}
 _SOFIA = {"iterations", "sampler", "valid_file"}
@@ -43,6 +45,38 @@ SOLVER_OPTIONS = {
     "query-sgd": {"C", "iterations"},  # Algorithm 3: whole queries, step 1/(t + t0)
 }
 _HINTS = {"cli": {"query_norm": " (use --sampler query-norm)"}, "python": {"query_norm": " (use sampler='query-norm')"}}
+
+
+# Options that apply only with another: (the option it needs, the values of it it applies to; None:
+# any). One rule for every face: given without what it needs, it is an error, never silently
+# ignored (and never recorded in a model). "Given" is on the command line (not a default) or, in
+# Python, a value other than the parameter's default.
+DEPENDS = {
+    "gamma": ("kernel", ("poly", "rbf")),
+    "degree": ("kernel", ("poly",)),
+    "coef0": ("kernel", ("poly",)),
+    "landmarks": ("kernel", None),
+    "delta": ("rescale", None),
+    "patience": ("valid_file", None),
+}
+
+
+def check_depends(given, values: dict, style: str = "cli") -> None:
+    """Raise a UsageError for the first option in `given` (names of DEPENDS) whose required option
+    is missing from `values` or has a value it does not apply to; worded for `style`."""
+    names = CLI_NAMES if style == "cli" else PYTHON_NAMES
+    for key in sorted(set(given) & set(DEPENDS), key=list(DEPENDS).index):
+        need, allowed = DEPENDS[key]
+        value = values.get(need)
+        if value is not None and value is not False and (allowed is None or value in allowed):
+            continue
+        if style == "cli":
+            with_ = f"{names[need]} {' or '.join(allowed)}" if allowed else names[need]
+            what = f"{names[key]} applies only with {with_}"
+            raise UsageError(f"{what}" + (f", not {names[need]} {value}" if value not in (None, False) else ""))
+        with_ = f"{need if need != 'valid_file' else 'eval_set'}=" + " or ".join(repr(a) for a in allowed) if allowed \
+            else f"{names[need]}"
+        raise UsageError(f"{names[key]} applies only with {with_}" + (f", not {need}={value!r}" if value not in (None, False) else ""))
 
 
 def solver_kwargs(spec, params: dict, stochastic: dict | None, query_weights_given: bool, style: str = "cli") -> dict:
