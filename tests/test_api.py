@@ -358,7 +358,7 @@ def test_parameter_errors_name_the_parameter(sample):
         (rankkit.RankSVM(C=-1), "C must be > 0"),
         (rankkit.RankSVM(solver="bundle", loss="squared-hinge"), "solver 'bundle' does not offer loss"),
         (rankkit.RankSVM(solver="pegasos"), "SGDRanker"),
-        (rankkit.RankSVM(delta="gain"), "set rescale too"),
+        (rankkit.RankSVM(delta="gain"), "delta applies only with rescale"),
         (rankkit.RankSVM(max_iter=0), "max_iter must be an integer >= 1"),
         (rankkit.SGDRanker(sampler="stream"), "not for data in memory"),
         (rankkit.FactorizedRankSVM(eta="pegasos"), "eta must be one of constant, basic"),

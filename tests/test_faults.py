@@ -505,7 +505,7 @@ atexit.register(lambda: os.kill(os.getpid(), signal.SIGTERM))
 @pytest.mark.parametrize("args,fragment", [
     (["train", "D", "m.txt", "-C", "nan"], "nan is not a finite number"),
     (["train", "D", "m.txt", "--tol", "inf"], "inf is not a finite number"),
-    (["train", "D", "m.txt", "--delta", "0,1"], "give --rescale too"),
+    (["train", "D", "m.txt", "--delta", "0,1"], "--delta applies only with --rescale"),
     (["train", "D", "m.txt", "--rescale", "margin", "--delta", "0,nan,1"], "--delta '0,nan,1'"),
     (["path", "D", "D", "--ratio", "inf"], "inf is not a finite number"),
     (["train", "D", "m.txt", "-C", "-1"], "-1.0 is not in the range"),
