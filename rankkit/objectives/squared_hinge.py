@@ -306,13 +306,7 @@ def _query_hdiag(ys, ls, order, s, e, R, data, indices, indptr, vtree, ctree, cs
             lv = np.int64(ls[p])
             _fen_add_sum(ctree, R, lv, 0.0)
             row = order[p]
-            for a in range(indptr[row], indptr[row + 1]):
-                col = indices[a]
-                v = data[a]
-                i = lv + 1
-                while i <= R:
-                    vtree[i, col] += v
-                    i += i & (-i)
+            _vec_insert(vtree, R, lv, data, indices, indptr[row], indptr[row + 1])
             p -= 1
         n, _ = _fen_sums(ctree, np.int64(ls[t]))
         cs[t] = n
