@@ -6,6 +6,8 @@
 #   make bench   run the benchmarks (installs scikit-learn into .venv for the reader comparison)
 #   make bench-peers  only the side-by-side against liblinear-ranksvm / sofia-ml (RANKKIT_PEERS=/tmp/peers)
 #   make bench-distributed  only one process against a 2-worker Dask LocalCluster (BENCHMARKS-distributed.md)
+#   make papers  rerun every table and figure of the four papers the data at hand allows (../shared/data):
+#                scripts/reproduce_*.py, each writing the paper's figures beside rankkit's into out/papers/
 #   make sample  regenerate data/ (deterministic)
 #   make clean   remove the virtual environment, caches and generated outputs
 
@@ -18,7 +20,7 @@ BENCH_STAMP := $(VENV)/.bench-installed
 WARM_STAMP := $(VENV)/.kernels-compiled
 OUT    := out
 
-.PHONY: all venv demo test test-all fuzz bench bench-peers bench-distributed warmup sample clean
+.PHONY: all venv demo test test-all fuzz bench bench-peers bench-distributed warmup papers sample clean
 
 all: test
 
@@ -72,6 +74,13 @@ fuzz: $(STAMP)
 $(BENCH_STAMP): $(STAMP)
 	PYTHONWARNINGS=ignore $(PY) -m pip install --quiet -e '.[test,bench]'
 	@touch $(BENCH_STAMP)
+
+# One script per paper (scripts/reproduce_*.py): each takes --out DIR, writes DIR/<paper>.md (every table
+# and figure: the paper's number, rankkit's, the command) and its figures, and exits 2 naming the
+# missing directory when ../shared/data is absent.
+papers: $(WARM_STAMP)
+	@mkdir -p $(OUT)/papers
+	@for s in scripts/reproduce_*.py; do echo "== $$s"; $(PY) $$s --out $(OUT)/papers || exit $$?; done
 
 bench: bench-peers bench-distributed
 	$(PY) scripts/bench.py
