@@ -142,6 +142,35 @@ def test_damaged_cache_is_repaired(tmp_path, primed, damage):
     assert (tmp_path / "s2.txt").read_bytes() == primed["scores"]
 
 
+@pytest.mark.parametrize("kind", ["nbc", pytest.param("nbi", marks=pytest.mark.slow)])
+def test_swapped_cache_entries_are_repaired(tmp_path, primed, kind):
+    """Two kernels' cache files exchanged, each intact: before, every later JIT run failed with
+    `internal error: TypeError: _count_fast expected 4 arguments, got 6` until the cache was deleted.
+    A seal binds each file to its own name, so a swapped file fails it as damage does."""
+    cache = tmp_path / "cache"
+    shutil.copytree(primed["cache"], cache)
+    files = sorted(glob.glob(str(cache / "**" / f"*.{kind}"), recursive=True))
+    ours = [f for f in files if "_matvec_rows" in f]
+    others = [f for f in files if "_matvec_rows" not in f and os.path.dirname(f) == os.path.dirname(ours[0])]
+    # the data of csr_matvec's two signatures exchanged (whichever predict loads is the other's
+    # code), or its index exchanged with another kernel's
+    pair = ours[:2] if kind == "nbc" else [ours[0], others[0]] if others else []
+    assert len(pair) == 2, files
+    a, b = Path(pair[0]), Path(pair[1])
+    da, db = a.read_bytes(), b.read_bytes()
+    a.write_bytes(db)
+    b.write_bytes(da)
+    env = dict(primed["jit_env"], NUMBA_CACHE_DIR=str(cache))
+    first = run(["predict", SAMPLE_TEST, primed["model"], "s.txt"], tmp_path, env)
+    err = first.stderr.decode()
+    assert first.returncode == 0, err
+    assert err.count("\n") == 1 and "damaged kernel cache" in err, err
+    assert (tmp_path / "s.txt").read_bytes() == primed["scores"]
+    second = run(["predict", SAMPLE_TEST, primed["model"], "s2.txt"], tmp_path, env)
+    assert second.returncode == 0 and second.stderr == b"", second.stderr
+    assert (tmp_path / "s2.txt").read_bytes() == primed["scores"]
+
+
 # -- standard streams ---------------------------------------------------------------------------
 def test_stderr_piped_into_head_keeps_the_model(tmp_path, primed):
     """`rankkit train ... -v 2>&1 | head -1`: before, exit 1 and no model."""

@@ -12,8 +12,9 @@ full or unwritable NUMBA_CACHE_DIR, several processes at once, a cache file cut 
   package's __pycache__, then the user's cache directory) if one is writable; else a private
   per-user directory in the system temporary directory (created 0700, used only if it is ours and
   not a symlink); else no disk cache at all (every run compiles).
-- Every index and data file is sealed with a SHA-256 of its content (numba keeps none): an entry that
-  fails it (truncated, overwritten, a changed byte, from a crashed writer, from an older rankkit) is
+- Every index and data file is sealed with a SHA-256 of its name and content (numba keeps none): an
+  entry that fails it (truncated, overwritten, a changed byte, from a crashed writer, from an older
+  rankkit, two entries' files swapped or copied over each other) is
   removed and the kernel recompiled, before numba's loader sees it (some damage unpickles and then
   aborts inside LLVM). A cache that cannot be written is switched off for the rest of the run.
 - When a kernel has to be compiled, one line on stderr says so, terminal or not (once a run; with
@@ -152,24 +153,34 @@ def compile_seconds() -> float:
 _SEAL = b"rankkit-sha256:"
 
 
-def _seal(payload: bytes) -> bytes:
-    return _SEAL + hashlib.sha256(payload).digest() + payload
+def _digest(name: str, payload: bytes) -> bytes:
+    return hashlib.sha256(name.encode("utf-8", "surrogateescape") + b"\0" + payload).digest()
 
 
-def _unseal(blob: bytes) -> bytes:
-    """The payload of a sealed cache file; ValueError if it is not sealed or does not match. A
-    damaged entry must never reach numba's loader: some damage unpickles and then aborts LLVM."""
+def _seal(payload: bytes, name: str) -> bytes:
+    """`payload` sealed with a SHA-256 of the file's own name and its content: a file moved or
+    copied under another entry's name (two entries swapped) fails it as damage does."""
+    return _SEAL + _digest(name, payload) + payload
+
+
+def _unseal(blob: bytes, name: str) -> bytes:
+    """The payload of a sealed cache file; ValueError if it is not sealed, does not match, or was
+    sealed under another name. A damaged or misplaced entry must never reach numba's loader: some
+    damage unpickles and then aborts LLVM, and another kernel's code fails its first call."""
     n = len(_SEAL)
-    if not blob.startswith(_SEAL) or hashlib.sha256(blob[n + 32:]).digest() != blob[n:n + 32]:
+    if not blob.startswith(_SEAL) or _digest(name, blob[n + 32:]) != blob[n:n + 32]:
         raise ValueError("cache file fails its checksum")
     return blob[n + 32:]
 
 
 class _CheckedCacheFile(IndexDataCacheFile):
-    """numba's index and data files, each sealed with a SHA-256 of its content."""
+    """numba's index and data files, each sealed with a SHA-256 of its name and content."""
 
-    def _dump(self, obj):
-        return _seal(super()._dump(obj))
+    def _save_index(self, overloads):
+        data = _seal(self._dump((self._source_stamp, overloads)), self._index_name)
+        with self._open_for_write(self._index_path) as f:
+            pickle.dump(self._version, f, protocol=-1)
+            f.write(data)
 
     def _load_index(self):
         try:
@@ -180,12 +191,16 @@ class _CheckedCacheFile(IndexDataCacheFile):
             return {}
         if version != self._version:
             return {}
-        stamp, overloads = pickle.loads(_unseal(data))
+        stamp, overloads = pickle.loads(_unseal(data, self._index_name))
         return overloads if stamp == self._source_stamp else {}
+
+    def _save_data(self, name, data):
+        with self._open_for_write(self._data_path(name)) as f:
+            f.write(_seal(self._dump(data), name))
 
     def _load_data(self, name):
         with open(self._data_path(name), "rb") as f:
-            return pickle.loads(_unseal(f.read()))
+            return pickle.loads(_unseal(f.read(), name))
 
 
 class _RobustCache(FunctionCache):
