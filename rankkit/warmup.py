@@ -280,12 +280,14 @@ def _dask_worker_path(tmp: str) -> None:
     dist.train_parts(parts, model, params={"C": 0.1}, warn=lambda *a, **k: None)  # several files, no Dask
 
 
-def _worker(names: list[str], tmp: str) -> list[str]:
-    done = []
+def _worker(names: list[str], tmp: str) -> str | None:
+    """Run the exercises `names`; None if what they compiled is in the disk cache, else why not."""
+    from rankkit.compiler import jit
+
+    jit.quiet_compiles()  # warmup says what it does; a cache it cannot fill is reported by main
     for name in names:
         exercise(name, tmp)
-        done.append(name)
-    return done
+    return jit.cache_problem()
 
 
 def compile_bytecode() -> bool:
@@ -297,15 +299,17 @@ def compile_bytecode() -> bool:
     return bool(compileall.compile_dir(os.path.dirname(os.path.abspath(__file__)), quiet=2))
 
 
-def warm(jobs: int = 1, exercises=EXERCISES) -> float:
-    """Write rankkit's bytecode and run the exercises (in `jobs` processes); returns the wall seconds."""
+def warm(jobs: int = 1, exercises=EXERCISES) -> tuple[float, str | None]:
+    """Write rankkit's bytecode and run the exercises (in `jobs` processes); returns the wall seconds
+    and None, or why what they compiled is not all in the disk cache (a full disk, ...)."""
     t = time.perf_counter()
+    problems = []
     compile_bytecode()
     with tempfile.TemporaryDirectory(prefix="rankkit-warmup-") as tmp:
         write_exercise_data(tmp)
         jobs = max(1, min(jobs, len(exercises)))
         if jobs == 1:
-            _worker(list(exercises), tmp)
+            problems.append(_worker(list(exercises), tmp))
         else:
             import multiprocessing
             from concurrent.futures import ProcessPoolExecutor
@@ -315,9 +319,8 @@ def warm(jobs: int = 1, exercises=EXERCISES) -> float:
 
             with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"),
                                      initializer=die_with_parent) as pool:
-                for done in pool.map(_worker, groups, [tmp] * jobs):
-                    pass
-    return time.perf_counter() - t
+                problems.extend(pool.map(_worker, groups, [tmp] * jobs))
+    return time.perf_counter() - t, next((p for p in problems if p), None)
 
 
 def record(path: str = build.TABLE_PATH) -> int:
@@ -349,6 +352,14 @@ def main(argv=None) -> int:
         return 130
 
 
+def _not_cached(problem: str) -> int:
+    """A cache that could not be filled (a full disk, a quota, no writable directory): one line and
+    exit status 2, so that `make` does not mark the step done; runs would compile on every start."""
+    print(f"rankkit: error: {problem}: the kernels were not cached (free some space, or set NUMBA_CACHE_DIR "
+          "to a writable directory, and run `python -m rankkit.warmup` again)", file=sys.stderr)
+    return 2
+
+
 def _main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m rankkit.warmup", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -375,6 +386,11 @@ def _main(argv=None) -> int:
         try:
             seconds, n = build_ahead(jobs)
         except Exception as exc:  # no C compiler, no numba.pycc, ...: the JIT cache instead
+            if build.disk_error(exc):  # the JIT cache would go to the same place: nothing can be cached
+                where = str(exc.filename or "its directory")
+                if os.path.basename(where).startswith(".build-"):  # the build's staging folder: name the cache
+                    where = os.path.dirname(where)
+                return _not_cached(f"cannot write the kernel cache in {where} ({exc.strerror})")
             print(f"rankkit: cannot compile kernels ahead of time here ({exc.__class__.__name__}: "
                   f"{str(exc).splitlines()[0] if str(exc) else ''}); using numba's JIT cache", file=sys.stderr)
         else:
@@ -383,7 +399,9 @@ def _main(argv=None) -> int:
             return 0
     if not a.quiet:
         print(f"rankkit: compiling kernels into the cache ({processes})...", file=sys.stderr, flush=True)
-    seconds = warm(jobs, ALL if a.all else EXERCISES)
+    seconds, problem = warm(jobs, ALL if a.all else EXERCISES)
+    if problem is not None:
+        return _not_cached(problem)
     if not a.quiet:
         print(f"rankkit: kernels compiled and cached in {seconds:.1f} s", file=sys.stderr)
     return 0

@@ -385,3 +385,96 @@ def test_a_compile_says_so_once_on_stderr_without_a_terminal_and_is_timed(tmp_pa
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.strip() == "True"
     assert proc.stderr.count("\n") == 1 and proc.stderr.startswith(COMPILING), proc.stderr
+
+
+# -- warmup on a full disk: one line, exit 2, nothing claimed ---------------------------------------
+def test_compiler_messages_are_kept_off_the_terminal_and_a_full_disk_is_named(tmp_path, capfd):
+    """The C compiler's and assembler's lines (8 of them on a full disk) went to the terminal before
+    `warmup` went on to say "compiled and cached"; now they are kept, and a disk problem they name
+    becomes an OSError with its errno (which warmup reports in one line)."""
+    import errno
+
+    with pytest.raises(OSError) as info:
+        with build._compiler_output(str(tmp_path)):
+            subprocess.run([sys.executable, "-c", "import sys; sys.stderr.write('as: x.o: No space left on device\\n'*8)"])
+            raise RuntimeError("command 'gcc' failed with exit code 1")
+    assert info.value.errno == errno.ENOSPC and info.value.filename == str(tmp_path)
+    with pytest.raises(RuntimeError, match="RuntimeError: ld: cannot find -lfoo"):
+        with build._compiler_output(str(tmp_path)):
+            subprocess.run([sys.executable, "-c", "import sys; sys.stderr.write('ld: cannot find -lfoo\\n')"])
+            raise RuntimeError("link failed")
+    with build._compiler_output(str(tmp_path)):  # a compile that succeeds: its chatter is not shown either
+        subprocess.run([sys.executable, "-c", "import sys; sys.stderr.write('warning: unused\\n')"])
+    assert capfd.readouterr().err == ""
+    assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize("where", ["ahead-of-time", "jit"])
+def test_warmup_that_cannot_cache_exits_2_in_one_line(monkeypatch, capsys, where):
+    """Before: on a full disk, `python -m rankkit.warmup` fell back to the JIT cache, whose writes
+    failed too, and said "kernels compiled and cached", exit 0; `make` stamped the step done."""
+    import errno
+
+    from rankkit import warmup
+
+    def full_build(jobs):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), "/cache/rankkit-aot/.build-abc")
+
+    def warm_fails(jobs, exercises):
+        return 1.0, "cannot write the kernel cache in /cache/io_x ([Errno 27] File too large)"
+
+    monkeypatch.setattr(warmup, "build_ahead", full_build)
+    monkeypatch.setattr(warmup, "warm", warm_fails)
+    import signal
+
+    monkeypatch.setattr(signal, "signal", lambda *a: None)  # main's SIGTERM handler: not in the test process
+    argv = ["-q"] if where == "ahead-of-time" else ["-q", "--jit"]
+    assert warmup.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("rankkit: error: cannot write the kernel cache in /cache/"), err
+    assert ("No space left" if where == "ahead-of-time" else "File too large") in err
+    assert "cached in" not in err and "compiled" not in err.split(":")[2]
+
+
+def test_a_failed_cache_write_is_reported_to_warmup(tmp_path, monkeypatch):
+    """jit.cache_problem: what warmup's processes report back when a save failed (quietly: warmup
+    says it once)."""
+    import errno
+
+    from numba.core.caching import FunctionCache
+
+    from rankkit.compiler import jit
+
+    def full(self, sig, data):
+        raise OSError(errno.EFBIG, "File too large")
+
+    monkeypatch.setattr(FunctionCache, "save_overload", full)
+    monkeypatch.setattr(jit, "_cache_enabled", True)
+    monkeypatch.setattr(jit, "_cache_failure", None)
+    monkeypatch.setattr(jit, "_quiet", True)
+    monkeypatch.setattr(jit.numba.config, "CACHE_DIR", str(tmp_path))
+
+    @dispatch.njit
+    def thrice(x):
+        return 3.0 * x
+
+    assert thrice(2.0) == 6.0
+    assert "File too large" in jit.cache_problem()
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(sys.platform == "win32", reason="needs resource.setrlimit")
+def test_warmup_on_a_full_cache_disk_end_to_end(tmp_path):
+    """The real thing, with a file size limit standing for the full disk (EFBIG; a tmpfs needs root):
+    exit 2, one line, no compiler output, no build installed."""
+    cache = tmp_path / "cache"
+    code = ("import resource, runpy, sys; resource.setrlimit(resource.RLIMIT_FSIZE, (200000, 200000)); "
+            "sys.argv = ['rankkit.warmup']; runpy.run_module('rankkit.warmup', run_name='__main__')")
+    proc = subprocess.run([sys.executable, "-c", code], env=dict(_env(), NUMBA_CACHE_DIR=str(cache)),
+                          capture_output=True, timeout=900)
+    err = proc.stderr.decode()
+    assert proc.returncode == 2, err
+    lines = err.splitlines()
+    assert lines[0].startswith("rankkit: compiling kernels ahead of time") and len(lines) == 2, err
+    assert lines[1].startswith("rankkit: error: cannot write the kernel cache") and "File too large" in lines[1]
+    assert not (cache / aot.SUBDIR / aot.MANIFEST).exists()

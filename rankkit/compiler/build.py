@@ -24,6 +24,8 @@ imports numba after the build.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import hashlib
 import importlib
 import json
@@ -205,6 +207,64 @@ class _Placeholder:
     __slots__ = ()
 
 
+_DISK_ERRORS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EACCES, errno.EPERM)
+
+
+def disk_error(exc: BaseException) -> bool:
+    """`exc` says the kernel cache's directory cannot take the files (full disk, quota, file size
+    limit, read-only, permissions): falling back to numba's JIT cache in the same place would fail
+    the same way."""
+    return isinstance(exc, OSError) and exc.errno in _DISK_ERRORS
+
+
+_SYSTEM_TMP = tempfile.gettempdir()  # before compile_module points tempfile at its build folder
+
+
+def _nearly_full(path: str, margin: int = 16 << 20) -> bool:
+    """Less than `margin` bytes (or inodes: 16) left to this user on the file system of `path`."""
+    try:
+        st = os.statvfs(path)
+    except OSError:
+        return False
+    return st.f_bavail * st.f_frsize < margin or (st.f_files > 0 and st.f_favail < 16)
+
+
+@contextlib.contextmanager
+def _compiler_output(out_dir: str):
+    """The C compiler's and assembler's messages (written to file descriptor 2 by their processes)
+    kept in a file instead of the terminal; a failed compile raises an error carrying them: an
+    OSError with the errno of a disk problem they name (a full disk: "No space left on device"),
+    else a RuntimeError with their last line."""
+    try:  # not in out_dir: on a full disk the messages saying so could not be written there
+        fd, log = tempfile.mkstemp(prefix="rankkit-cc-", suffix=".log", dir=_SYSTEM_TMP)
+    except OSError:
+        fd, log = tempfile.mkstemp(prefix="cc-", suffix=".log", dir=out_dir)
+    sys.stderr.flush()
+    saved = os.dup(2)
+    os.dup2(fd, 2)
+    try:
+        yield
+    except BaseException as exc:
+        os.dup2(saved, 2)
+        os.lseek(fd, 0, os.SEEK_SET)
+        text = os.read(fd, 1 << 16).decode("utf-8", "replace")
+        for code in _DISK_ERRORS:
+            if os.strerror(code) in text or disk_error(exc):
+                code = exc.errno if disk_error(exc) else code
+                raise OSError(code, os.strerror(code), out_dir) from exc
+        if not isinstance(exc, KeyboardInterrupt) and _nearly_full(out_dir):  # messages lost with the space
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), out_dir) from exc
+        lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+        if lines and not isinstance(exc, KeyboardInterrupt):
+            raise RuntimeError(f"{exc.__class__.__name__}: {lines[-1]}") from exc
+        raise
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(fd)
+        os.unlink(log)
+
+
 def compile_module(index: int, groups: list, out_dir: str) -> dict:
     """Compile the calls of (module, [(name, key), ...]) groups into one extension module in out_dir
     (numba's runtime helpers are compiled into every module: a few seconds each, so one module per
@@ -242,7 +302,8 @@ def compile_module(index: int, groups: list, out_dir: str) -> dict:
             sig = signature(None, *[_numba_type(k) for k in key])  # return type inferred
             cc.export(export, sig)(getattr(mod, name).py_func)
             kernels.append([module, name, [list(k) if isinstance(k, tuple) else k for k in key], export])
-    cc.compile()
+    with _compiler_output(out_dir):
+        cc.compile()
     path = os.path.join(out_dir, cc.output_file)
     with open(path, "rb") as fh:
         digest = hashlib.sha256(fh.read()).hexdigest()

@@ -139,10 +139,24 @@ _timer = _CompileTimer()
 numba.core.event.register("numba:compile", _timer)
 
 
+_quiet = False
+_cache_failure: str | None = None  # why a save to the disk cache failed in this process, if one did
+
+
 def quiet_compiles() -> None:
-    """No compile note in this process (the ahead-of-time build: compiling is what it was asked for)."""
-    global _compile_noted
-    _compile_noted = True
+    """No compile note in this process, nor the note of a cache that cannot be written (the
+    ahead-of-time build and warmup: compiling is what they were asked for, and warmup reports a
+    cache it could not fill itself, from cache_problem())."""
+    global _compile_noted, _quiet
+    _compile_noted = _quiet = True
+
+
+def cache_problem() -> str | None:
+    """None if this process's kernels compiled so far are in the disk cache; else why they are not
+    (no writable cache directory, or a write that failed: a full disk, a quota, a file size limit)."""
+    if _cache_failure is not None:
+        return _cache_failure
+    return None if _cache_enabled else (_cache_problem or "the disk cache is off")
 
 
 def compile_seconds() -> float:
@@ -246,14 +260,16 @@ class _RobustCache(FunctionCache):
         return None  # the guard swallowed an I/O error: as numba's own load_overload, a miss
 
     def save_overload(self, sig, data):
-        global _cache_enabled
+        global _cache_enabled, _cache_failure
         if not _cache_enabled:
             return
         try:
             super().save_overload(sig, data)
         except Exception as exc:  # full disk, permissions changed under us, a race: run on uncached
             _cache_enabled = False
-            console.note(f"cannot write the kernel cache in {self.cache_path} ({exc}); continuing without it")
+            _cache_failure = f"cannot write the kernel cache in {self.cache_path} ({exc})"
+            if not _quiet:
+                console.note(f"{_cache_failure}; continuing without it")
 
     def _remove_entry(self) -> None:
         try:
