@@ -136,7 +136,7 @@ def _pairs(labels: np.ndarray) -> int:
 
 
 @njit
-def _stream_query(data, indices, indptr, y, n_steps, seed, learner, eta_mode, eta0, lam, C, t_start, w):
+def _stream_query(data, indices, indptr, y, n_steps, seed, learner, eta_mode, eta0, lam, C, t_start, w, eta_c):
     """n_steps steps on pairs of one query drawn by rejection. Returns (status, sum of hinge losses)."""
     np.random.seed(seed)
     n = y.shape[0]
@@ -160,7 +160,7 @@ def _stream_query(data, indices, indptr, y, n_steps, seed, learner, eta_mode, et
             p -= data[t] * w[indices[t]]
         if p < 1.0:
             hinge += 1.0 - p
-        eta = K.eta_at(eta_mode, eta0, lam, t_start + k + 1)
+        eta = K.eta_at(eta_mode, eta0, lam, t_start + k + 1, eta_c)
         status = K.step(learner, eta, lam, C, data, indices, indptr, pa, pb, w)
         if status != 0:
             return status, hinge
@@ -178,6 +178,8 @@ def train_stream(path: str, solver, zero_based: bool = False, log=None, chunk_by
         raise UsageError(f"--sampler stream is for the sofia-ml learners, not --solver {solver.learner}")
     if solver.batch_size != 1:
         raise UsageError("--sampler stream takes one pair per step (--batch-size 1)")
+    if solver.ties:
+        raise UsageError("--ties does not work with --sampler stream (it draws pairs of one query at a time)")
     pairs, n_rows, n_features, seen = [], 0, 0, []
     for _, labels, _, indices, _, _ in _query_blocks(path, zero_based, chunk_bytes, hasher, groups):
         pairs.append(_pairs(labels))
@@ -216,7 +218,7 @@ def train_stream(path: str, solver, zero_based: bool = False, log=None, chunk_by
         if used is not None:
             indices = np.searchsorted(used, indices)
         status, h = _stream_query(data, indices.astype(np.int32), indptr.astype(np.int64), labels, n_steps, seed,
-                                  *codes, done, w)
+                                  *codes, done, w, solver.eta_c)
         if status != K.OK:
             raise UsageError(f"{solver.name}: {K.STATUS_MESSAGES[status]} (query starting at line {line})")
         hinge += h
