@@ -1341,6 +1341,8 @@ def load_model(path: str | os.PathLike, model_format: str | None = None) -> Rank
             est = FactorizedRankSVM(**{k: p[k] for k in names if k in p}, **{k: v for k, v in kern.items() if k != "seed"})
         elif spec.stochastic:
             args = {k: p[k] for k in ("iterations", "sampler", "loss", "seed") if k in p}
+            if spec.name in ("pair-sgd", "query-sgd"):  # the header says how pairs were drawn; not a parameter
+                args.pop("sampler", None)
             if "lambda" in p:
                 args["alpha"] = p["lambda"]
             for k in ("eta", "eta0", "batch_size", "C", "eta_c", "ties", "t0"):

@@ -136,7 +136,7 @@ def _pairs(labels: np.ndarray) -> int:
 
 
 @njit
-def _stream_query(data, indices, indptr, y, n_steps, seed, learner, eta_mode, eta0, lam, C, t_start, w, eta_c):
+def _stream_query(data, indices, indptr, y, n_steps, seed, learner, eta_mode, eta0, lam, C, t_start, w, eta_c=K.BASIC_T0):
     """n_steps steps on pairs of one query drawn by rejection. Returns (status, sum of hinge losses)."""
     np.random.seed(seed)
     n = y.shape[0]
