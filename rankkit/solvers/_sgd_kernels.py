@@ -38,6 +38,16 @@ Samplers (SAMPLERS codes):
                 distribution its name promises (Cao et al.'s query normalisation).
     roc         the AUC case: the index of a single query (e.g. Dataset.as_one_query(), binary
                 labels), sampled as `uniform`. Any other number of queries -> ROC_NEEDS_ONE_QUERY.
+    sofia       sofia-ml's own rank loop (StochasticRankLoop): a uniform among all n documents
+                (a position of doc; its group and query by binary search), then b uniform among
+                the m - n_a documents of a's query with another label; P(pair) = (1/(m - n_a) +
+                1/(m - n_b)) / n. When a's query has one label the draw gives (-1, -1) and the
+                step is skipped (sofia-ml `continue`s: its step counter still advances, so does
+                ours). 1 or 2 random integers per draw.
+
+Tied pairs (run_spd with ties, tpair = tie_index(gptr)): after each pair, a tied pair (two
+different documents of one query with one label) uniform over the ordered tied pairs, one random
+integer: the group by binary search in tpair, then the two documents.
 
 Random numbers: numba's own Mersenne Twister (np.random inside jitted code), seeded in the kernel
 by np.random.seed(seed), seed in [0, 2**32). The sampler is the only consumer, so the pair
@@ -46,7 +56,7 @@ Runs are reproducible byte for byte for a given numba version (numba's integer d
 change between versions); everything is serial.
 
 Learners (LEARNERS codes), eta_t at step t = 1..iterations (ETA codes: pegasos 1/(lam t); basic
-eta0 * 10/(t + 10), sofia-ml's BASIC_ETA 10/(i + 10) with a scale eta0; constant eta0):
+eta0 * c/(t + c), sofia-ml's BASIC_ETA 10/(i + 10) with eta0 = 1 and c = 10; constant eta0):
 
     sgd                 w <- (1 - eta lam) w; then, if p < 1, w <- w + eta x
     pegasos             the sgd step, then w <- w / (sqrt(lam) ||w||) if ||w|| > 1/sqrt(lam)
@@ -57,6 +67,11 @@ eta0 * 10/(t + 10), sofia-ml's BASIC_ETA 10/(i + 10) with a scale eta0; constant
                         parallel to w, or x = 0): no update
     logreg              w <- (1 - eta lam) w + eta x / (1 + exp(p))
     margin-perceptron   if p < 1: w <- w + eta x
+    perceptron          if p <= 0: w <- w + eta x (sofia-ml's margin-perceptron with margin 0)
+
+With ties, each tied pair (x_t = x_ta - x_tb, p_t = w.x_t at the incoming w) adds -eta p_t x_t:
+the step on its squared loss p_t^2 / 2, target 0 (sofia-ml's SinglePegasosRankWithTiesStep);
+not with pa, romma or pair-sgd (TIES_NOT_SUPPORTED).
 
 pa and romma use neither eta nor lam. Differences from sofia-ml, on purpose: no clamp of the
 shrink factor at 1e-7 (the factor is 1 - eta lam exactly, 0 at the first Pegasos step); pa
