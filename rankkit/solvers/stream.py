@@ -18,7 +18,7 @@ examples from the whole stream until they share a query and differ in label: the
 pairs is the same (uniform over P: each query gets its share of the steps, then a uniform pair by
 rejection inside it), but (1) a query's steps are consecutive, in file order, instead of spread
 over the run, and (2) rejection runs inside one query, O(m^2 / pairs of the query) draws per pair,
-instead of over the stream, O(|D|^2 / |P|) (on MQ2008 Fold1: about 1,300 rejected draws per pair
+instead of over the stream, O(|D|^2 / |P|) (on MQ2008 Fold1: |D|^2 / 2|P| = 886 draws per pair
 over the whole file, and random access to any two documents of it, which a stream without an index
 cannot give: the paper's method needs the data in memory or a reservoir).
 """
