@@ -40,7 +40,7 @@ from rankkit.objectives.pairwise import PairwiseObjective
 from rankkit.solvers import _sgd_kernels as K
 from rankkit.solvers._query_sgd import run_query_sgd, step_offset
 from rankkit.solvers.base import FitResult, Log, check_finite, check_magnitude, quiet_fp
-from rankkit.solvers.options import stop_message
+from rankkit.solvers.options import PA_DEFAULT_C, stop_message
 
 DEFAULT_LAMBDA = 0.1
 DEFAULT_ITERATIONS = 100_000
@@ -114,11 +114,11 @@ class StochasticRankSVM:
     learner = "pegasos"
     name = "pegasos"
 
-    def __init__(self, C: float = 1.0, lam: float | None = None, iterations: int | None = None, eta: str = "pegasos",
+    def __init__(self, C: float | None = None, lam: float | None = None, iterations: int | None = None, eta: str = "pegasos",
                  eta0: float = 1.0, seed: int = 0, batch_size: int = 1, sampler: str = "uniform",
                  valid: Dataset | None = None, loss: str | None = None, exact_objective: bool | None = None,
                  eta_c: float | None = None, ties: bool = False, t0: int | None = None, **ignored):
-        self.C = float(C)
+        self.C = float((PA_DEFAULT_C if self.learner == "pa" else 1.0) if C is None else C)
         self.lam = DEFAULT_LAMBDA if lam is None else float(lam)
         self.iterations = DEFAULT_ITERATIONS if iterations is None else int(iterations)
         self.eta, self.eta0 = eta, float(eta0)
