@@ -193,23 +193,8 @@ class StochasticRankSVM:
             raise UsageError("--sampler roc samples one query: use it on a file without qid, or with --auc")
 
     def fit(self, ds: Dataset, w0: np.ndarray | None = None, log: Log | None = None, progress=None) -> FitResult:
-        self._check(ds)
-        check_magnitude(ds, *self._magnitude_scale(ds))
-        t0 = time.perf_counter()
-        index = self._index(ds)
-        w = np.zeros(ds.n_features) if w0 is None else np.array(w0, dtype=np.float64, copy=True)
-        exact = self.wants_exact_objective(ds, log)
-        with quiet_fp():
-            f_start = self._start_objective(ds, w, w0) if exact else math.nan
-            done = 0
-            for k, cp in enumerate(checkpoints(self.iterations)):
-                loss = self._segment(ds, index, w, cp - done, done, _segment_seed(self.seed, k))
-                done = cp
-                if log:
-                    log(self._progress_line(cp, loss, w, t0))
-                if progress:
-                    progress(done, self.iterations)
-            return self._result(ds, w, t0, f_start, exact)
+        """A run of self.iterations steps from w0 (None: w = 0): the run of resume from no state."""
+        return self._run(ds, None, log, progress, None, None, w0)[0]
 
     # -- continuing a run (SGDRanker.partial_fit) and watching it (eval_set): a hook beside fit ----------
     def resume(self, ds: Dataset, state: "RunState | None" = None, log: Log | None = None, progress=None,
@@ -232,6 +217,11 @@ class StochasticRankSVM:
             if monitor is not None:
                 monitor(self.iterations, result.w)
             return result, RunState(self.iterations, 0, 0, np.zeros(ds.n_features), float("nan"))
+        return self._run(ds, state, log, progress, monitor, patience, w0)
+
+    def _run(self, ds: Dataset, state, log, progress, monitor, patience, w0) -> tuple[FitResult, "RunState"]:
+        """The one loop of fit and resume: the segments of the schedule from `state` (None: a new
+        run from w0, or w = 0)."""
         self._check(ds)
         check_magnitude(ds, *self._magnitude_scale(ds))
         t0 = time.perf_counter()
