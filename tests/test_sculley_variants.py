@@ -32,9 +32,20 @@ def _same(text: str, value: str) -> bool:
         return text == value
 
 
+def _train(*args):
+    """`rankkit train ARGS` in this process through Click: (exit code, the exception or None)."""
+    from click.testing import CliRunner
+
+    from rankkit.cli import cli
+
+    res = CliRunner().invoke(cli, ["train", *map(str, args)])
+    return res.exit_code, res.exception
+
+
 def test_cli_options(tmp_path):
     from tests.test_cli import SAMPLE_TRAIN, rankkit as run
 
+    model = tmp_path / "m.txt"
     ok = [
         (["--solver", "pegasos", "--sampler", "sofia"], {"sampler": "sofia"}),
         (["--solver", "pa"], {"C": "10000000"}),  # sofia-ml's --passive_aggressive_c
@@ -45,24 +56,26 @@ def test_cli_options(tmp_path):
         (["--solver", "query-sgd", "--t0", "5"], {"t0": "5"}),
     ]
     for args, want in ok:
-        proc = run("train", SAMPLE_TRAIN, "m.txt", *args, "--iterations", "500", cwd=tmp_path)
-        assert proc.returncode == 0, (args, proc.stderr.decode())
-        head = _header(tmp_path / "m.txt")
+        code, exc = _train(SAMPLE_TRAIN, model, *args, "--iterations", "500")
+        assert code == 0, (args, exc)
+        head = _header(model)
         for key, value in want.items():
             assert key in head and _same(head[key].split()[0], value), (args, key, head.get(key))
-    head = _header(tmp_path / "m.txt")
+    head = _header(model)
     assert "eta_c" not in head and "ties" not in head
     for args, fragment in [
-        (["--solver", "sgd", "--eta-c", "3"], "--eta-c applies only with --eta basic"),
         (["--solver", "sgd", "--eta", "constant", "--eta-c", "3"], "--eta-c applies only with --eta basic"),
         (["--solver", "pa", "--ties"], "--ties is not an option of --solver pa"),
         (["--solver", "romma", "--ties"], "--ties is not an option of --solver romma"),
         (["--solver", "pegasos", "--t0", "0"], "--t0 is not an option of --solver pegasos"),
         (["--solver", "pegasos", "--ties", "--sampler", "stream"], "--ties does not work with --sampler stream"),
     ]:
-        bad = run("train", SAMPLE_TRAIN, "b.txt", *args, "--iterations", "100", cwd=tmp_path)
-        err = bad.stderr.decode()
-        assert bad.returncode == 2 and fragment in err and "Traceback" not in err, (args, err)
+        code, exc = _train(SAMPLE_TRAIN, tmp_path / "b.txt", *args, "--iterations", "100")
+        assert code != 0 and isinstance(exc, UsageError) and fragment in str(exc), (args, exc)
+    # the command line words it: one line, exit 2
+    bad = run("train", SAMPLE_TRAIN, "b.txt", "--solver", "sgd", "--eta-c", "3", cwd=tmp_path)
+    err = bad.stderr.decode()
+    assert bad.returncode == 2 and "--eta-c applies only with --eta basic" in err and "Traceback" not in err, err
 
 
 @pytest.mark.filterwarnings("ignore::rankkit.ConvergenceWarning")  # 300 steps: some diverge, it does not matter here
