@@ -342,8 +342,9 @@ def _dask_option(f):
 @_threads
 @_verbose
 def train(files, dask, solver, C, tol, max_iter, loss, query_norm, query_weights, rescale, delta, lam,
-          iterations, eta, eta0, eta_c, ties, t0, batch_size, sampler, valid_file, K, init_scale, patience, save_factors, kernel, gamma,
-          degree, coef0, landmarks, seed, auc, zero_based, group_queries, group_file, threads, verbose):
+          iterations, eta, eta0, eta_c, ties, t0, batch_size, sampler, valid_file, K, init_scale, patience,
+          save_factors, kernel, gamma, degree, coef0, landmarks, seed, auc, zero_based, group_queries, group_file,
+          threads, verbose):
     """Fit a ranker on TRAIN (SVMlight/LETOR; .gz/.bz2/.xz or - for stdin) and write MODEL.
 
     \b

@@ -41,8 +41,9 @@ SOLVER_OPTIONS = {
     "sgd": _SOFIA | {"lam", "eta", "eta0", "eta_c", "batch_size", "ties"},
     "pegasos": _SOFIA | {"lam", "eta", "eta0", "eta_c", "batch_size", "ties"},
     "logreg": _SOFIA | {"lam", "eta", "eta0", "eta_c", "batch_size", "ties"},
-    "margin-perceptron": _SOFIA | {"lam", "eta", "eta0", "eta_c", "batch_size", "ties"},  # lambda only through --eta pegasos
-    "perceptron": _SOFIA | {"lam", "eta", "eta0", "eta_c", "batch_size", "ties"},  # as margin-perceptron
+    # the perceptrons: lambda only through --eta pegasos
+    "margin-perceptron": _SOFIA | {"lam", "eta", "eta0", "eta_c", "batch_size", "ties"},
+    "perceptron": _SOFIA | {"lam", "eta", "eta0", "eta_c", "batch_size", "ties"},
     "pa": _SOFIA | {"C"},  # PA-I: C caps the step (default PA_DEFAULT_C); no learning rate, no lambda
     "romma": _SOFIA,  # aggressive ROMMA: no C, no learning rate, no lambda
     "pair-sgd": {"C", "iterations", "valid_file", "t0"},  # Algorithm 2: uniform pairs, step 1/(t + t0)
