@@ -598,10 +598,14 @@ def test_tied_pair_distribution():
     assert K.sample_pairs_with_ties(*index, 1, 4, n, a, b, tpair, ta, flat) == K.BAD_OUTPUT
 
 
-@pytest.mark.parametrize("learner,eta_mode,batch", [("pegasos", "pegasos", 1), ("sgd", "basic", 4),
-                                                    ("logreg", "constant", 1), ("perceptron", "constant", 2),
-                                                    ("margin-perceptron", "basic", 1)])
-def test_ties_match_reference(learner, eta_mode, batch):
+@pytest.mark.parametrize("learner,eta_mode,batch,sampler", [("pegasos", "pegasos", 1, "uniform"),
+                                                            ("sgd", "basic", 4, "uniform"),
+                                                            ("logreg", "constant", 1, "indexed"),
+                                                            ("perceptron", "constant", 2, "uniform"),
+                                                            ("margin-perceptron", "basic", 1, "query-norm"),
+                                                            ("pegasos", "pegasos", 1, "sofia"),
+                                                            ("sgd", "constant", 3, "sofia")])
+def test_ties_match_reference(learner, eta_mode, batch, sampler):
     """Each pair's tied partner adds -eta p_t (x_ta - x_tb) (squared loss, target 0, sofia-ml's
     rule), averaged with the batch, shrink and projection once: against the dense reference."""
     ds = make_dataset(seed=3, integer_features=True, n_labels=4)
@@ -611,9 +615,11 @@ def test_ties_match_reference(learner, eta_mode, batch):
     T, seed = 300, 5
     n = T * batch
     a, b, ta, tb = (np.empty(n, np.int64) for _ in range(4))
-    assert K.sample_pairs_with_ties(*index, K.SAMPLERS["uniform"], seed, n, a, b, tpair, ta, tb) == K.OK
+    assert K.sample_pairs_with_ties(*index, K.SAMPLERS[sampler], seed, n, a, b, tpair, ta, tb) == K.OK
+    if sampler == "sofia":
+        assert np.any(a < 0)  # steps (or batch slots) with a tied pair and no preference pair
     trace_iters = np.array([50, T], np.int64)
-    status, w, trace = _run(ds, index, "uniform", learner, eta_mode, 0.05, 0.1, 1.0, T, batch, seed,
+    status, w, trace = _run(ds, index, sampler, learner, eta_mode, 0.05, 0.1, 1.0, T, batch, seed,
                             trace_iters=trace_iters, ties=True)
     assert status == K.OK
     w_ref, trace_ref = reference_spd(X, a, b, learner, eta_mode, 0.05, 0.1, 1.0, T, batch, trace_iters=trace_iters,
