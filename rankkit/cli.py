@@ -287,11 +287,22 @@ def _dask_option(f):
               "eta0 (constant). [default: pegasos]")
 @click.option("--eta0", type=_Finite(min=0, min_open=True), default=None,
               help="Stochastic solvers: eta0 of --eta basic|constant. [default: 1]")
+@click.option("--eta-c", "eta_c", type=_Finite(min=0, min_open=True), default=None,
+              help="--eta basic: c of eta0*c/(t+c). [default: 10, sofia-ml's]")
+@click.option("--ties", is_flag=True, default=None,
+              help="sgd, pegasos, logreg, margin-perceptron, perceptron: also step on a tied pair (same query, same "
+              "label) per pair, squared loss with target w.(x_a - x_b) = 0 (sofia-ml's) - Sculley's 'did not help'.")
+@click.option("--t0", "t0", type=click.IntRange(min=0), default=None,
+              help="pair-sgd, query-sgd: t0 of the step 1/(t + t0); 0 is the papers' 1/t. [default: the curvature "
+              "bound, no step overshoots its pair or query]")
 @click.option("--batch-size", type=click.IntRange(min=1), default=None,
               help="Stochastic solvers: pairs per step (averaged). [default: 1]")
-@click.option("--sampler", type=click.Choice(["uniform", "indexed", "query-norm", "roc", "stream"]), default=None,
+@click.option("--sampler", type=click.Choice(["uniform", "indexed", "query-norm", "roc", "sofia", "stream"]),
+              default=None,
               help="Stochastic solvers: uniform (exactly uniform over all pairs), indexed (the paper's constant-time "
-              "sampler, sofia-ml's), query-norm (every query equally likely), roc (one query, AUC), stream (two "
+              "sampler: query, label pair, one document each), sofia (sofia-ml's rank loop: a document, then one of "
+              "another label in its query; no step when there is none), query-norm (every query equally likely), "
+              "roc (one query, AUC), stream (two "
               "passes over the file without holding it: for files larger than memory). [default: uniform]")
 @click.option("--valid", "valid_file", type=click.Path(dir_okay=False), default=None,
               help="Stochastic and factorized solvers: validation file whose MAP and NDCG@10 -v prints at each "
@@ -331,8 +342,9 @@ def _dask_option(f):
 @_threads
 @_verbose
 def train(files, dask, solver, C, tol, max_iter, loss, query_norm, query_weights, rescale, delta, lam,
-          iterations, eta, eta0, batch_size, sampler, valid_file, K, init_scale, patience, save_factors, kernel, gamma,
-          degree, coef0, landmarks, seed, auc, zero_based, group_queries, group_file, threads, verbose):
+          iterations, eta, eta0, eta_c, ties, t0, batch_size, sampler, valid_file, K, init_scale, patience,
+          save_factors, kernel, gamma, degree, coef0, landmarks, seed, auc, zero_based, group_queries, group_file,
+          threads, verbose):
     """Fit a ranker on TRAIN (SVMlight/LETOR; .gz/.bz2/.xz or - for stdin) and write MODEL.
 
     \b
@@ -344,10 +356,11 @@ def train(files, dask, solver, C, tol, max_iter, loss, query_norm, query_weights
     bundle        hinge loss (svm_rank's objective), bundle method -C --tol --max-iter
     factorized    Factorized Ranking SVM (Zhang et al. 2015)       -K -C --iterations --valid
     sgd pegasos   stochastic steps on sampled pairs (sofia-ml)     --lambda --iterations --eta
-    logreg margin-perceptron                                       --sampler --batch-size
-    pa romma      passive-aggressive (-C caps the step), ROMMA     --iterations --sampler
-    pair-sgd      Chapelle & Keerthi's SGD on pairs / whole        -C --iterations
-    query-sgd     queries, squared hinge, step 1/t
+    logreg margin-perceptron perceptron                            --sampler --batch-size --ties
+    pa romma      passive-aggressive (-C caps the step, default    --iterations --sampler
+                  1e7 as sofia-ml's), ROMMA
+    pair-sgd      Chapelle & Keerthi's SGD on pairs / whole        -C --iterations --t0
+    query-sgd     queries, squared hinge, step 1/(t + t0)
     Any exact solver also takes --kernel rbf|poly (kernel RankSVM).
 
     MODEL is written atomically: a cron job reading it never sees half a file, and a failed run
@@ -356,8 +369,8 @@ def train(files, dask, solver, C, tol, max_iter, loss, query_norm, query_weights
     """
     from rankkit import commands
 
-    _check_depends(("gamma", "degree", "coef0", "landmarks", "delta", "patience"),
-                   {"kernel": kernel, "rescale": rescale, "valid_file": valid_file})
+    _check_depends(("gamma", "degree", "coef0", "landmarks", "delta", "patience", "eta_c"),
+                   {"kernel": kernel, "rescale": rescale, "valid_file": valid_file, "eta": eta})
     if len(files) < 2:
         raise click.UsageError("train needs TRAIN and MODEL", ctx=click.get_current_context())
     *train_files, model_file = files
@@ -367,7 +380,8 @@ def train(files, dask, solver, C, tol, max_iter, loss, query_norm, query_weights
     if dask is not None or len(train_files) > 1 or commands.is_pattern(train_file):  # parts: rankkit.distributed
         given = [flag for flag, v in (("--kernel", kernel), ("--auc", auc), ("--group-queries", group_queries),
                                       ("--group", group_file != "auto"), ("--valid", valid_file),
-                                      ("--sampler", sampler), ("--save-factors", save_factors)) if v]
+                                      ("--sampler", sampler), ("--save-factors", save_factors),
+                                      ("--eta-c", eta_c), ("--ties", ties), ("--t0", t0 is not None)) if v]
         commands.train_parts(
             train_files, model_file, dask=dask, solver=solver,
             params={"C": C, "tol": tol, "max_iter": max_iter, "loss": loss, "query_norm": query_norm,
@@ -385,7 +399,7 @@ def train(files, dask, solver, C, tol, max_iter, loss, query_norm, query_weights
                 **({"rescale": rescale, "delta": "gain" if delta is None else delta} if rescale else {})},
         stochastic={"lam": lam, "iterations": iterations, "eta": eta, "eta0": eta0, "batch_size": batch_size,
                     "sampler": sampler, "seed": seed, "valid_file": valid_file, "K": K, "init_scale": init_scale,
-                    "patience": patience, "save_factors": save_factors},
+                    "patience": patience, "save_factors": save_factors, "eta_c": eta_c, "ties": ties, "t0": t0},
         progress=_progress_bar if (not verbose and sys.stderr.isatty()) else None,
         query_weights_file=query_weights,
         auc=auc,

@@ -940,8 +940,9 @@ class SGDRanker(_Trainable, metaclass=_RenamedParameters):
     Parameters
     ----------
     learner : str, default "pegasos"
-        pegasos, sgd, pa, romma, logreg, margin-perceptron (sofia-ml's), pair-sgd, query-sgd
-        (Chapelle & Keerthi's Algorithms 2 and 3).
+        pegasos, sgd, pa, romma, logreg, margin-perceptron (sofia-ml's), perceptron (the plain
+        perceptron, Sculley's "did not help"), pair-sgd, query-sgd (Chapelle & Keerthi's Algorithms
+        2 and 3).
     alpha : float, optional
         Regularisation: lambda of sofia-ml's lambda/2 ||w||^2 + mean loss over pairs (default 0.1;
         ``rankkit train --lambda``; scikit-learn's SGD calls the same weight alpha). Formerly
@@ -952,12 +953,21 @@ class SGDRanker(_Trainable, metaclass=_RenamedParameters):
         Learning rate: 1/(lambda t), eta0 * 10/(t + 10), or eta0 (default pegasos).
     eta0 : float, optional
         Scale of ``eta`` basic / constant (default 1).
+    eta_c : float, optional
+        c of ``eta`` basic, eta0 * c/(t + c) (default 10, sofia-ml's); only with eta="basic".
     batch_size : int, optional
         Pairs per step (default 1).
-    sampler : {"uniform", "indexed", "query-norm", "roc"}, optional
-        How pairs are drawn (default uniform over all pairs).
+    sampler : {"uniform", "indexed", "query-norm", "roc", "sofia"}, optional
+        How pairs are drawn (default uniform over all pairs; sofia: sofia-ml's rank loop, a
+        document then one of another label in its query, no step when there is none).
+    ties : bool, default False
+        Also step on a tied pair (same query, same label) with each pair: squared loss with target
+        w.(x_a - x_b) = 0, sofia-ml's rule (sgd, pegasos, logreg and the perceptrons).
+    t0 : int, optional
+        pair-sgd / query-sgd: the step is 1/(t + t0); 0 is the paper's 1/t (default: the
+        curvature bound, with which no step overshoots its pair or query).
     C : float, optional
-        pa's aggressiveness; pair-sgd / query-sgd's C (default 1).
+        pa's aggressiveness (default 1e7, sofia-ml's); pair-sgd / query-sgd's C (default 1).
     loss : str, optional
         The learner's loss (each learner has one).
 {_KERNEL_DOC}    patience : int, optional
@@ -1003,8 +1013,12 @@ class SGDRanker(_Trainable, metaclass=_RenamedParameters):
                  kernel: str | None = None, gamma: float | None = None, degree: int = 3, coef0: float = 0.0,
                  landmarks: int | None = None, patience: int | None = None, seed: int = 0, warm_start: bool = False,
                  threads: int | None = None, verbose: bool = False, scoring_metric: str = "ndcg@10",
-                 scoring_convention: str | None = None):
+                 scoring_convention: str | None = None, eta_c: float | None = None, ties: bool = False,
+                 t0: int | None = None):
         self.learner = learner
+        self.eta_c = eta_c
+        self.ties = ties
+        self.t0 = t0
         self.alpha = alpha
         self.iterations = iterations
         self.eta = eta
@@ -1106,11 +1120,18 @@ class SGDRanker(_Trainable, metaclass=_RenamedParameters):
             known = [n for n, s in SOLVERS.items() if s.stochastic]
             raise UsageError(f"learner must be one of {', '.join(known)}, not {self.learner!r}")
         _choice(self.eta, "eta", ("pegasos", "basic", "constant"))
-        _choice(self.sampler, "sampler", ("uniform", "indexed", "query-norm", "roc", "stream"))
+        _choice(self.sampler, "sampler", ("uniform", "indexed", "query-norm", "roc", "sofia", "stream"))
+        check_depends(["eta_c"] if self.eta_c is not None else [], {"eta": self.eta}, "python")
+        if self.t0 is not None and (isinstance(self.t0, bool) or not isinstance(self.t0, (int, np.integer))
+                                    or self.t0 < 0):
+            raise UsageError(f"t0 must be an integer >= 0 (0: the paper's step 1/t), not {self.t0!r}")
         params = {"C": _positive_or_none(self.C, "C"), "loss": self.loss}
         stochastic = {"lam": _nonnegative_or_none(self.alpha, "alpha"),
                       "iterations": _count_or_none(self.iterations, "iterations"), "eta": self.eta,
                       "eta0": _positive_or_none(self.eta0, "eta0"),
+                      "eta_c": _positive_or_none(self.eta_c, "eta_c"),
+                      "ties": True if _flag(self.ties, "ties") else None,
+                      "t0": None if self.t0 is None else int(self.t0),
                       "batch_size": _count_or_none(self.batch_size, "batch_size"),
                       "sampler": self.sampler, "seed": _seed(self.seed)}
         return self.learner, params, stochastic
@@ -1250,8 +1271,8 @@ def _choice(v, name: str, choices: tuple) -> None:
 
 
 # -- from model files ------------------------------------------------------------------------------
-_INT_KEYS = ("max_iter", "iterations", "batch_size", "K", "patience", "landmarks", "degree", "seed")
-_FLOAT_KEYS = ("C", "tol", "lambda", "eta0", "init_scale", "gamma", "coef0")
+_INT_KEYS = ("max_iter", "iterations", "batch_size", "K", "patience", "landmarks", "degree", "seed", "t0")
+_FLOAT_KEYS = ("C", "tol", "lambda", "eta0", "init_scale", "gamma", "coef0", "eta_c")
 
 
 def _header_params(header: dict) -> dict:
@@ -1263,7 +1284,7 @@ def _header_params(header: dict) -> dict:
                 out[key] = int(value)
             elif key in _FLOAT_KEYS:
                 out[key] = float(value)
-            elif key in ("query_norm",):
+            elif key in ("query_norm", "ties"):
                 out[key] = str(value) == "true" or value is True
             elif key in ("loss", "rescale", "delta", "eta", "sampler", "kernel", "learner"):
                 out[key] = str(value)
@@ -1320,9 +1341,11 @@ def load_model(path: str | os.PathLike, model_format: str | None = None) -> Rank
             est = FactorizedRankSVM(**{k: p[k] for k in names if k in p}, **{k: v for k, v in kern.items() if k != "seed"})
         elif spec.stochastic:
             args = {k: p[k] for k in ("iterations", "sampler", "loss", "seed") if k in p}
+            if spec.name in ("pair-sgd", "query-sgd"):  # the header says how pairs were drawn; not a parameter
+                args.pop("sampler", None)
             if "lambda" in p:
                 args["alpha"] = p["lambda"]
-            for k in ("eta", "eta0", "batch_size", "C"):
+            for k in ("eta", "eta0", "batch_size", "C", "eta_c", "ties", "t0"):
                 if k in p:
                     args[k] = p[k]
             est = SGDRanker(learner=spec.name, **args, **{k: v for k, v in kern.items() if k != "seed"})

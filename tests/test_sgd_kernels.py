@@ -12,7 +12,8 @@ from rankkit.data import Dataset
 from rankkit.solvers import _sgd_kernels as K
 from tests.conftest import make_dataset
 from tests.reference import explicit_pairs
-from tests.reference_sgd import RTOL_SGD, dense_rows, pair_probabilities, reference_spd, reference_step
+from tests.reference_sgd import (RTOL_SGD, dense_rows, pair_probabilities, reference_spd, reference_step,
+                                 sofia_no_pair_probability, tied_pairs)
 
 ETA_MODES = list(K.ETA)
 EMPTY_I = np.zeros(0, dtype=np.int64)
@@ -42,13 +43,15 @@ def _draws(index, sampler, seed, n):
     return a, b
 
 
-def _run(ds, index, sampler, learner, eta_mode, eta0, lam, C, iterations, batch_size, seed, w0=None, trace_iters=EMPTY_I):
+def _run(ds, index, sampler, learner, eta_mode, eta0, lam, C, iterations, batch_size, seed, w0=None, trace_iters=EMPTY_I,
+         eta_c=K.BASIC_T0, ties=False):
     w = np.zeros(ds.n_features) if w0 is None else np.array(w0, dtype=np.float64)
     trace = np.full(len(trace_iters), np.nan)
+    tpair = K.tie_index(index[1]) if ties else K.NO_TIE_INDEX
     status = K.run_spd(
         ds.data, ds.indices, ds.indptr, *index,
         K.SAMPLERS[sampler], K.LEARNERS[learner], K.ETA[eta_mode],
-        eta0, lam, C, iterations, batch_size, seed, w, np.asarray(trace_iters, np.int64), trace,
+        eta0, lam, C, iterations, batch_size, seed, w, np.asarray(trace_iters, np.int64), trace, 0, eta_c, ties, tpair,
     )  # fmt: skip
     return status, w, trace
 
@@ -158,6 +161,9 @@ def test_samplers_on_awkward_data(sampler):
     if sampler == "roc":
         y, qptr = (ds.y > 1).astype(np.float64), np.array([0, ds.n_rows], np.int64)
     a, b = _draws(K.build_index(y, qptr), sampler, 3, 50_000)
+    if sampler == "sofia":  # no pair when the first document's query has one label
+        assert np.all((a < 0) == (b < 0))
+        a, b = a[a >= 0], b[b >= 0]
     _check_draws(y, qptr, a, b)
     pairs = set(map(tuple, explicit_pairs(y, qptr).tolist()))
     assert set(zip(a.tolist(), b.tolist())) <= pairs
@@ -182,6 +188,10 @@ CASES = [
     ("margin-perceptron", "pegasos", 1.0, 0.1, 1.0, "indexed"),
     ("margin-perceptron", "basic", 0.2, 0.0, 1.0, "uniform"),
     ("margin-perceptron", "constant", 0.01, 0.0, 1.0, "query-norm"),
+    ("perceptron", "constant", 0.5, 0.0, 1.0, "uniform"),
+    ("perceptron", "pegasos", 1.0, 0.1, 1.0, "sofia"),
+    ("sgd", "pegasos", 1.0, 0.05, 1.0, "sofia"),
+    ("pa", "constant", 1.0, 0.0, 1e7, "sofia"),
 ]
 
 
@@ -225,7 +235,7 @@ def test_run_spd_matches_reference(learner, eta_mode, eta0, lam, C, sampler, whi
     _close(trace, trace_ref)
 
 
-@pytest.mark.parametrize("learner", ["sgd", "pegasos", "logreg", "margin-perceptron"])
+@pytest.mark.parametrize("learner", ["sgd", "pegasos", "logreg", "margin-perceptron", "perceptron"])
 def test_minibatch_matches_reference(learner):
     ds = make_dataset(seed=3, integer_features=True, n_labels=4)
     index = K.build_index(ds.y, ds.qptr)
@@ -454,14 +464,18 @@ def test_status_codes():
         return K.run_spd(
             ds.data, ds.indices, ds.indptr, *index, codes["sampler"], codes["learner"], codes["eta_mode"],
             args["eta0"], args["lam"], args["C"], args["iterations"], args["batch_size"], args["seed"],
-            w, np.asarray(trace_iters, np.int64), trace,
+            w, np.asarray(trace_iters, np.int64), trace, 0, args.get("eta_c", 10.0), args.get("ties", False),
+            args.get("tpair", K.tie_index(index[1])),
         )  # fmt: skip
 
     assert run() == K.OK
     assert run(iterations=0) == K.OK
     assert run(sampler=7) == K.BAD_SAMPLER
+    assert run(sampler=5) == K.BAD_SAMPLER
+    assert run(sampler="sofia") == K.OK
     assert run(sampler="roc") == K.ROC_NEEDS_ONE_QUERY
     assert run(learner=9) == K.BAD_LEARNER
+    assert run(learner=8) == K.BAD_LEARNER
     assert run(eta_mode=-1) == K.BAD_ETA
     assert run(eta_mode="basic", eta0=0.0) == K.BAD_ETA0
     assert run(eta_mode="constant", eta0=np.nan) == K.BAD_ETA0
@@ -486,6 +500,145 @@ def test_status_codes():
     assert run(learner="margin-perceptron", eta_mode="constant", eta0=1e308, iterations=100) == K.NON_FINITE
     one = np.ones(ds.n_rows)
     flat = K.build_index(one, ds.qptr)
-    assert K.run_spd(ds.data, ds.indices, ds.indptr, *flat, 1, 0, 0, 1.0, 0.1, 1.0, 10, 1, 0, np.zeros(ds.n_features), EMPTY_I, EMPTY_F) == K.NO_PAIRS
+    assert K.run_spd(ds.data, ds.indices, ds.indptr, *flat, 1, 0, 0, 1.0, 0.1, 1.0, 10, 1, 0, np.zeros(ds.n_features), EMPTY_I, EMPTY_F,
+                     0, 10.0, False, K.NO_TIE_INDEX) == K.NO_PAIRS
+    assert run(eta_mode="basic", eta_c=0.0) == K.BAD_ETA_C
+    assert run(eta_mode="basic", eta_c=np.inf) == K.BAD_ETA_C
+    assert run(eta_mode="constant", eta_c=0.0) == K.OK  # c is basic's only
+    assert run(ties=True) == K.OK
+    assert run(ties=True, learner="pa") == K.TIES_NOT_SUPPORTED
+    assert run(ties=True, learner="romma") == K.TIES_NOT_SUPPORTED
+    assert run(ties=True, learner="pair-sgd", eta_mode="inverse-t") == K.TIES_NOT_SUPPORTED
+    assert run(ties=True, tpair=K.NO_TIE_INDEX) == K.NO_TIES
+    distinct = np.arange(ds.n_rows, dtype=np.float64)  # no two documents share a label
+    no_ties = K.tie_index(K.build_index(distinct, ds.qptr)[1])
+    assert no_ties[-1] == 0 and run(ties=True, tpair=no_ties) == K.NO_TIES
     assert K.sample_pairs(*index, 1, 0, 5, np.zeros(4, np.int64), np.zeros(5, np.int64)) == K.BAD_OUTPUT
     assert set(K.STATUS_MESSAGES) == set(range(len(K.STATUS_MESSAGES)))
+
+
+# -- sofia-ml's rank-loop sampler, tied pairs, basic's c (Sculley 2009, issue 26) ---------------------
+
+
+def test_sofia_sampler_distribution():
+    """a uniform over all documents, b uniform over the other-label documents of a's query:
+    P(hi, lo) = (1/(m - n_hi) + 1/(m - n_lo)) / n; a document of a one-label (or one-document)
+    query gives no pair (-1, -1), as sofia-ml's loop `continue`s. Against the enumeration."""
+    y, qptr = SAMPLER_Y, SAMPLER_QPTR
+    n_draws = 200_000
+    a, b = _draws(K.build_index(y, qptr), "sofia", 12345, n_draws)
+    none = a < 0
+    assert np.array_equal(none, b < 0)
+    # the documents of the one-label query [5, 7) and the one-document query [14, 15)
+    p_none = sofia_no_pair_probability(y, qptr)
+    assert p_none == 3 / 26
+    _check_draws(y, qptr, a[~none], b[~none])
+    pairs, prob = pair_probabilities(y, qptr, "sofia")
+    assert abs(prob.sum() + p_none - 1.0) < 1e-12
+    code = {(int(i), int(j)): k for k, (i, j) in enumerate(pairs)}
+    counts = np.bincount([code[(int(i), int(j))] for i, j in zip(a[~none], b[~none])], minlength=len(pairs))
+    observed = np.append(counts, none.sum())
+    expected = np.append(prob, p_none) * n_draws
+    assert chisquare(observed, expected).pvalue > 1e-4
+    # the test tells it from the uniform and the indexed samplers
+    _, p_idx = pair_probabilities(y, qptr, "indexed")
+    assert chisquare(counts, p_idx * counts.sum()).pvalue < 1e-10
+    assert chisquare(counts, np.full(len(pairs), counts.sum() / len(pairs))).pvalue < 1e-10
+
+
+def test_sofia_sampler_by_hand():
+    """Two queries: [2, 1, 1] and [0, 0] (one label). Exact frequencies: the one-label query's
+    two documents (2/5) give no pair; document 0 (1/5) pairs with 1 or 2 (1/10 each); documents
+    1 and 2 (1/5 each) pair with 0 only: P(0, 1) = P(0, 2) = 1/10 + 1/5 = 3/10."""
+    y = np.array([2.0, 1.0, 1.0, 0.0, 0.0])
+    qptr = np.array([0, 3, 5], np.int64)
+    a, b = _draws(K.build_index(y, qptr), "sofia", 1, 100_000)
+    counts = [np.sum(a < 0), np.sum((a == 0) & (b == 1)), np.sum((a == 0) & (b == 2))]
+    assert sum(counts) == 100_000
+    assert chisquare(counts, np.array([0.4, 0.3, 0.3]) * 100_000).pvalue > 1e-4
+
+
+def test_sofia_run_skips_steps_without_a_pair():
+    """The step counter advances on a draw without a pair (the learning rate of step t is
+    eta_t whatever came before), and w does not move: against the reference fed the same draws."""
+    ds = make_dataset(seed=3, integer_features=True, n_labels=4)
+    index = K.build_index(ds.y, ds.qptr)
+    X = dense_rows(ds.data, ds.indices, ds.indptr, ds.n_features)
+    T, seed = 400, 9
+    pa, pb = _draws(index, "sofia", seed, T * 3)
+    assert np.any(pa < 0), "the data must have a one-label query"
+    for learner, eta_mode, batch in (("pegasos", "pegasos", 1), ("sgd", "basic", 3), ("pa", "constant", 1)):
+        trace_iters = np.array([100, T], np.int64)
+        status, w, trace = _run(ds, index, "sofia", learner, eta_mode, 0.7, 0.05, 1e7, T, batch, seed,
+                                trace_iters=trace_iters)
+        assert status == K.OK
+        w_ref, trace_ref = reference_spd(X, pa, pb, learner, eta_mode, 0.7, 0.05, 1e7, T, batch, trace_iters=trace_iters)
+        assert np.any(w_ref != 0.0)
+        _close(w, w_ref)
+        _close(trace, trace_ref)
+
+
+def test_tied_pair_distribution():
+    """With ties, after each pair a tied pair uniform over the ordered tied pairs (a != b, one
+    query, one label): against the enumeration; the pairs' own sequence is interleaved, still valid."""
+    y, qptr = SAMPLER_Y, SAMPLER_QPTR
+    index = K.build_index(y, qptr)
+    tpair = K.tie_index(index[1])
+    ties = tied_pairs(y, qptr)
+    assert tpair[-1] == len(ties) == 40
+    n = 100_000
+    a, b, ta, tb = (np.empty(n, np.int64) for _ in range(4))
+    assert K.sample_pairs_with_ties(*index, K.SAMPLERS["uniform"], 4, n, a, b, tpair, ta, tb) == K.OK
+    _check_draws(y, qptr, a, b)
+    code = {(int(i), int(j)): k for k, (i, j) in enumerate(ties)}
+    counts = np.bincount([code[(int(i), int(j))] for i, j in zip(ta, tb)], minlength=len(ties))
+    assert chisquare(counts).pvalue > 1e-4
+    flat = np.zeros(1, np.int64)
+    assert K.sample_pairs_with_ties(*index, 1, 4, n, a, b, K.tie_index(index[1][:1]), ta, tb) == K.NO_TIES
+    assert K.sample_pairs_with_ties(*index, 1, 4, n, a, b, tpair, ta, flat) == K.BAD_OUTPUT
+
+
+@pytest.mark.parametrize("learner,eta_mode,batch,sampler", [("pegasos", "pegasos", 1, "uniform"),
+                                                            ("sgd", "basic", 4, "uniform"),
+                                                            ("logreg", "constant", 1, "indexed"),
+                                                            ("perceptron", "constant", 2, "uniform"),
+                                                            ("margin-perceptron", "basic", 1, "query-norm"),
+                                                            ("pegasos", "pegasos", 1, "sofia"),
+                                                            ("sgd", "constant", 3, "sofia")])
+def test_ties_match_reference(learner, eta_mode, batch, sampler):
+    """Each pair's tied partner adds -eta p_t (x_ta - x_tb) (squared loss, target 0, sofia-ml's
+    rule), averaged with the batch, shrink and projection once: against the dense reference."""
+    ds = make_dataset(seed=3, integer_features=True, n_labels=4)
+    index = K.build_index(ds.y, ds.qptr)
+    tpair = K.tie_index(index[1])
+    X = dense_rows(ds.data, ds.indices, ds.indptr, ds.n_features)
+    T, seed = 300, 5
+    n = T * batch
+    a, b, ta, tb = (np.empty(n, np.int64) for _ in range(4))
+    assert K.sample_pairs_with_ties(*index, K.SAMPLERS[sampler], seed, n, a, b, tpair, ta, tb) == K.OK
+    if sampler == "sofia":
+        assert np.any(a < 0)  # steps (or batch slots) with a tied pair and no preference pair
+    trace_iters = np.array([50, T], np.int64)
+    status, w, trace = _run(ds, index, sampler, learner, eta_mode, 0.05, 0.1, 1.0, T, batch, seed,
+                            trace_iters=trace_iters, ties=True)
+    assert status == K.OK
+    w_ref, trace_ref = reference_spd(X, a, b, learner, eta_mode, 0.05, 0.1, 1.0, T, batch, trace_iters=trace_iters,
+                                     ta=ta, tb=tb)
+    w_plain = reference_spd(X, a, b, learner, eta_mode, 0.05, 0.1, 1.0, T, batch)[0]
+    assert np.max(np.abs(w_ref - w_plain)) > 1e-6  # the tied pairs made a difference
+    _close(w, w_ref)
+    _close(trace, trace_ref)
+
+
+def test_basic_eta_c():
+    """--eta-c: eta0 c/(t + c); c = 10 is sofia-ml's BASIC_ETA and the default."""
+    assert K.eta_at(K.ETA["basic"], 1.0, 0.1, 1) == 10.0 / 11.0
+    assert K.eta_at(K.ETA["basic"], 2.0, 0.1, 5, 3.0) == 2.0 * 3.0 / 8.0
+    ds = separable_dataset()
+    index = K.build_index(ds.y, ds.qptr)
+    X = dense_rows(ds.data, ds.indices, ds.indptr, ds.n_features)
+    pa, pb = _draws(index, "uniform", 2, 300)
+    for c in (0.5, 10.0, 1000.0):
+        status, w, _ = _run(ds, index, "uniform", "sgd", "basic", 0.3, 0.05, 1.0, 300, 1, 2, eta_c=c)
+        assert status == K.OK
+        _close(w, reference_spd(X, pa, pb, "sgd", "basic", 0.3, 0.05, 1.0, 300, 1, eta_c=c)[0])

@@ -86,6 +86,8 @@ SOLVERS: dict[str, SolverSpec] = {
             ("romma", "RommaRankSVM", ("hinge",), "aggressive ROMMA on sampled pairs"),
             ("logreg", "LogregRankSVM", ("logistic",), "logistic loss with Pegasos-style steps on sampled pairs"),
             ("margin-perceptron", "MarginPerceptronRankSVM", ("hinge",), "perceptron with margin 1 on sampled pairs"),
+            ("perceptron", "PerceptronRankSVM", ("hinge",),
+             "plain perceptron on sampled pairs (a step when w.(x_a - x_b) <= 0): Sculley's 'did not help'"),
             ("pair-sgd", "PairSgdRankSVM", ("squared-hinge",),
              "Chapelle & Keerthi Algorithm 2: SGD on uniform pairs, squared hinge, step 1/t"),
             ("query-sgd", "QuerySgdRankSVM", ("squared-hinge",),

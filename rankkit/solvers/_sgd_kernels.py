@@ -38,6 +38,16 @@ Samplers (SAMPLERS codes):
                 distribution its name promises (Cao et al.'s query normalisation).
     roc         the AUC case: the index of a single query (e.g. Dataset.as_one_query(), binary
                 labels), sampled as `uniform`. Any other number of queries -> ROC_NEEDS_ONE_QUERY.
+    sofia       sofia-ml's own rank loop (StochasticRankLoop): a uniform among all n documents
+                (a position of doc; its group and query by binary search), then b uniform among
+                the m - n_a documents of a's query with another label; P(pair) = (1/(m - n_a) +
+                1/(m - n_b)) / n. When a's query has one label the draw gives (-1, -1) and the
+                step is skipped (sofia-ml `continue`s: its step counter still advances, so does
+                ours). 1 or 2 random integers per draw.
+
+Tied pairs (run_spd with ties, tpair = tie_index(gptr)): after each pair, a tied pair (two
+different documents of one query with one label) uniform over the ordered tied pairs, one random
+integer: the group by binary search in tpair, then the two documents.
 
 Random numbers: numba's own Mersenne Twister (np.random inside jitted code), seeded in the kernel
 by np.random.seed(seed), seed in [0, 2**32). The sampler is the only consumer, so the pair
@@ -46,7 +56,7 @@ Runs are reproducible byte for byte for a given numba version (numba's integer d
 change between versions); everything is serial.
 
 Learners (LEARNERS codes), eta_t at step t = 1..iterations (ETA codes: pegasos 1/(lam t); basic
-eta0 * 10/(t + 10), sofia-ml's BASIC_ETA 10/(i + 10) with a scale eta0; constant eta0):
+eta0 * c/(t + c), sofia-ml's BASIC_ETA 10/(i + 10) with eta0 = 1 and c = 10; constant eta0):
 
     sgd                 w <- (1 - eta lam) w; then, if p < 1, w <- w + eta x
     pegasos             the sgd step, then w <- w / (sqrt(lam) ||w||) if ||w|| > 1/sqrt(lam)
@@ -57,6 +67,11 @@ eta0 * 10/(t + 10), sofia-ml's BASIC_ETA 10/(i + 10) with a scale eta0; constant
                         parallel to w, or x = 0): no update
     logreg              w <- (1 - eta lam) w + eta x / (1 + exp(p))
     margin-perceptron   if p < 1: w <- w + eta x
+    perceptron          if p <= 0: w <- w + eta x (sofia-ml's margin-perceptron with margin 0)
+
+With ties, each tied pair (x_t = x_ta - x_tb, p_t = w.x_t at the incoming w) adds -eta p_t x_t:
+the step on its squared loss p_t^2 / 2, target 0 (sofia-ml's SinglePegasosRankWithTiesStep);
+not with pa, romma or pair-sgd (TIES_NOT_SUPPORTED).
 
 pa and romma use neither eta nor lam. Differences from sofia-ml, on purpose: no clamp of the
 shrink factor at 1e-7 (the factor is 1 - eta lam exactly, 0 at the first Pegasos step); pa
@@ -86,18 +101,19 @@ import numpy as np
 from rankkit.compiler.dispatch import NumbaGlobal, njit
 from rankkit.sorting import longest, stable_order
 
-SAMPLERS = {"indexed": 0, "uniform": 1, "query-norm": 2, "roc": 3}
-LEARNERS = {"sgd": 0, "pegasos": 1, "pa": 2, "romma": 3, "logreg": 4, "margin-perceptron": 5, "pair-sgd": 6}
+SAMPLERS = {"indexed": 0, "uniform": 1, "query-norm": 2, "roc": 3, "sofia": 4}
+LEARNERS = {"sgd": 0, "pegasos": 1, "pa": 2, "romma": 3, "logreg": 4, "margin-perceptron": 5, "pair-sgd": 6,
+            "perceptron": 7}
 ETA = {"pegasos": 0, "basic": 1, "constant": 2, "inverse-t": 3}
 INDEX_FIELDS = ("doc", "gptr", "qgptr", "gpair", "qpair", "qlist")
 
-_INDEXED, _UNIFORM, _QUERY_NORM, _ROC = 0, 1, 2, 3
-_SGD, _PEGASOS, _PA, _ROMMA, _LOGREG, _MARGIN_PERCEPTRON, _PAIR_SGD = 0, 1, 2, 3, 4, 5, 6
+_INDEXED, _UNIFORM, _QUERY_NORM, _ROC, _SOFIA = 0, 1, 2, 3, 4
+_SGD, _PEGASOS, _PA, _ROMMA, _LOGREG, _MARGIN_PERCEPTRON, _PAIR_SGD, _PERCEPTRON = 0, 1, 2, 3, 4, 5, 6, 7
 _ETA_PEGASOS, _ETA_BASIC, _ETA_CONSTANT, _ETA_INVERSE_T = 0, 1, 2, 3
 # pair-sgd is Chapelle & Keerthi's Algorithm 2 on the squared hinge: with lam = 1/|P| and
 # eta_t = 1/t (inverse-t), w <- (1 - eta lam) w + eta * 2C max(0, 1 - p) x.
 
-BASIC_T0 = 10.0  # eta_t = eta0 * BASIC_T0 / (t + BASIC_T0): sofia-ml's BASIC_ETA when eta0 = 1
+BASIC_T0 = 10.0  # eta_t = eta0 * c / (t + c), c = BASIC_T0 by default: sofia-ml's BASIC_ETA 10/(i + 10)
 SCALE_MIN = 1e-10  # |s| below SCALE_MIN or above SCALE_MAX: multiply s into v, s = 1
 SCALE_MAX = 1e10
 
@@ -119,6 +135,9 @@ BAD_TRACE = 13
 BAD_OUTPUT = 14
 BAD_COLUMN = 15
 NON_FINITE = 16
+BAD_ETA_C = 17
+TIES_NOT_SUPPORTED = 18
+NO_TIES = 19
 
 STATUS_MESSAGES = {
     OK: "ok",
@@ -138,6 +157,9 @@ STATUS_MESSAGES = {
     BAD_OUTPUT: "output array has the wrong length",
     BAD_COLUMN: "a column index lies outside w",
     NON_FINITE: "w is no longer finite (learning rate too large?)",
+    BAD_ETA_C: "c of the basic learning rate eta0 c/(t + c) must be positive and finite",
+    TIES_NOT_SUPPORTED: "tied pairs take a learning-rate step: not with pa, romma or pair-sgd",
+    NO_TIES: "no tied pairs: no two documents of a query share a label",
 }
 
 
@@ -197,6 +219,16 @@ def build_index(y, qptr):
     return doc, gptr, qgptr, gpair, qpair, qlist
 
 
+def tie_index(gptr):
+    """tpair[G+1]: cumulative counts of ordered tied pairs by group, tpair[g+1] - tpair[g] =
+    n_g (n_g - 1) (two different documents of one label of one query, either order)."""
+    sizes = np.diff(np.asarray(gptr, dtype=np.int64))
+    return np.concatenate([np.zeros(1, np.int64), np.cumsum(sizes * (sizes - 1), dtype=np.int64)])
+
+
+NO_TIE_INDEX = np.zeros(1, dtype=np.int64)  # tpair of a run without tied pairs
+
+
 # -- samplers ------------------------------------------------------------------------------------
 
 
@@ -242,6 +274,23 @@ def _draw(sampler, doc, gptr, qgptr, gpair, qpair, qlist):
         if la > lb:
             return a, b
         return b, a
+    if sampler == _SOFIA:
+        # sofia-ml's rank loop: a uniform among all documents, b uniform among the documents of
+        # a's query with another label; none (-1, -1) when a's query has a single label
+        n_groups = gptr.shape[0] - 1
+        pos = np.random.randint(0, doc.shape[0])
+        g = _last_le(gptr, 0, n_groups, pos)
+        q = _last_le(qgptr, 0, qgptr.shape[0] - 1, g)
+        base = gptr[qgptr[q]]
+        before = gptr[g] - base
+        others = gptr[qgptr[q + 1]] - base - (gptr[g + 1] - gptr[g])
+        if others == 0:
+            return -1, -1
+        r = np.random.randint(0, others)
+        pb_pos = base + r if r < before else gptr[g + 1] + r - before
+        if r < before:  # b lies in a lower group: a is the higher document
+            return doc[pos], doc[pb_pos]
+        return doc[pb_pos], doc[pos]
     if sampler == _QUERY_NORM:
         q = qlist[np.random.randint(0, qlist.shape[0])]
         r = qpair[q] + np.random.randint(0, qpair[q + 1] - qpair[q])
@@ -254,16 +303,38 @@ def _draw(sampler, doc, gptr, qgptr, gpair, qpair, qlist):
 
 
 @njit
-def _draw_batch(sampler, doc, gptr, qgptr, gpair, qpair, qlist, pa, pb, off, nb):
+def _draw_tie(doc, gptr, tpair):
+    """One tied pair (two different documents of one query with one label), uniform over the
+    ordered tied pairs: r uniform in [0, tpair[G]) gives the group by binary search, then
+    r - tpair[g] = i (n_g - 1) + j picks document i and, skipping i, document j of the group."""
+    n_groups = gptr.shape[0] - 1
+    r = np.random.randint(0, tpair[n_groups])
+    g = _last_le(tpair, 0, n_groups, r)
+    m = gptr[g + 1] - gptr[g] - 1
+    rem = r - tpair[g]
+    i = rem // m
+    j = rem - i * m
+    if j >= i:
+        j += 1
+    return doc[gptr[g] + i], doc[gptr[g] + j]
+
+
+@njit
+def _draw_batch(sampler, doc, gptr, qgptr, gpair, qpair, qlist, pa, pb, off, nb, ties, tpair, ta, tb):
+    """nb pairs into pa/pb[off:off + nb]; with `ties`, after each pair a tied pair into ta/tb."""
     for i in range(off, off + nb):
         a, b = _draw(sampler, doc, gptr, qgptr, gpair, qpair, qlist)
         pa[i] = a
         pb[i] = b
+        if ties:
+            a, b = _draw_tie(doc, gptr, tpair)
+            ta[i] = a
+            tb[i] = b
 
 
 @njit
 def _check_sampler(sampler, qgptr, qpair, seed):
-    if sampler < 0 or sampler > 3:
+    if sampler < 0 or sampler > 4:
         return BAD_SAMPLER
     if seed < 0 or seed > 4294967295:
         return BAD_SEED
@@ -278,14 +349,33 @@ def _check_sampler(sampler, qgptr, qpair, seed):
 @njit
 def sample_pairs(doc, gptr, qgptr, gpair, qpair, qlist, sampler, seed, n_draws, out_a, out_b):
     """Draw n_draws pairs into out_a[:n_draws] (higher label) and out_b[:n_draws]: exactly the
-    pairs run_spd draws with the same seed and sampler, in order. Returns a status."""
+    pairs run_spd draws with the same seed and sampler, in order (sofia: -1, -1 where the draw
+    found no pair and run_spd takes no step). Returns a status."""
     st = _check_sampler(sampler, qgptr, qpair, seed)
     if st != OK:
         return st
     if n_draws < 0 or out_a.shape[0] < n_draws or out_b.shape[0] < n_draws:
         return BAD_OUTPUT
     np.random.seed(seed)
-    _draw_batch(sampler, doc, gptr, qgptr, gpair, qpair, qlist, out_a, out_b, 0, n_draws)
+    _draw_batch(sampler, doc, gptr, qgptr, gpair, qpair, qlist, out_a, out_b, 0, n_draws, False, NO_TIE_INDEX,
+                out_a, out_b)
+    return OK
+
+
+@njit
+def sample_pairs_with_ties(doc, gptr, qgptr, gpair, qpair, qlist, sampler, seed, n_draws, out_a, out_b, tpair,
+                           out_ta, out_tb):
+    """sample_pairs with the tied pair run_spd draws after each pair when run with ties (tpair =
+    tie_index(gptr)) into out_ta/out_tb. Returns a status."""
+    st = _check_sampler(sampler, qgptr, qpair, seed)
+    if st != OK:
+        return st
+    if n_draws < 0 or min(out_a.shape[0], out_b.shape[0], out_ta.shape[0], out_tb.shape[0]) < n_draws:
+        return BAD_OUTPUT
+    if tpair.shape[0] != gptr.shape[0] or tpair[tpair.shape[0] - 1] <= 0:
+        return NO_TIES
+    np.random.seed(seed)
+    _draw_batch(sampler, doc, gptr, qgptr, gpair, qpair, qlist, out_a, out_b, 0, n_draws, True, tpair, out_ta, out_tb)
     return OK
 
 
@@ -337,7 +427,7 @@ def _prefetch_row(data, indices, indptr, r):
 
 @njit
 def _check_learner(learner, lam, C, batch_size):
-    if learner < 0 or learner > 6:
+    if learner < 0 or learner > 7:
         return BAD_LEARNER
     if not (lam >= 0.0) or lam == np.inf:
         return BAD_LAMBDA
@@ -358,11 +448,13 @@ def _uses_eta(learner):
 
 
 @njit
-def _check_eta(learner, eta_mode, eta0, lam):
+def _check_eta(learner, eta_mode, eta0, lam, eta_c):
     if eta_mode < 0 or eta_mode > 3:
         return BAD_ETA
     if not _uses_eta(learner):
         return OK
+    if eta_mode == _ETA_BASIC and (not (eta_c > 0.0) or eta_c == np.inf):
+        return BAD_ETA_C
     if eta_mode == _ETA_PEGASOS:
         if not (lam > 0.0):
             return BAD_LAMBDA
@@ -372,12 +464,12 @@ def _check_eta(learner, eta_mode, eta0, lam):
 
 
 @njit
-def eta_at(eta_mode, eta0, lam, t):
-    """The learning rate of step t (t = 1, 2, ...)."""
+def eta_at(eta_mode, eta0, lam, t, eta_c=BASIC_T0):
+    """The learning rate of step t (t = 1, 2, ...); eta_c is the c of basic's eta0 c/(t + c)."""
     if eta_mode == _ETA_PEGASOS:
         return 1.0 / (lam * t)
     if eta_mode == _ETA_BASIC:
-        return eta0 * BASIC_T0 / (t + BASIC_T0)
+        return eta0 * eta_c / (t + eta_c)
     if eta_mode == _ETA_INVERSE_T:
         return eta0 / t
     return eta0
@@ -533,10 +625,15 @@ def _renormalise(v, st):
 
 
 @njit
-def _batch_step(learner, eta, lam, C, data, indices, indptr, pa, pb, off, nb, v, st, xv, xs, xc, coef):
+def _batch_step(learner, eta, lam, C, data, indices, indptr, pa, pb, off, nb, v, st, xv, xs, xc, coef, ties, ta, tb,
+                tcoef):
     """One step on the pairs pa[i] above pb[i], off <= i < off + nb, at w = st[0] * v with st[1] = ||w||^2.
 
-    Returns (status, sum over the nb pairs of the hinge loss max(0, 1 - p) at the incoming w).
+    Returns (status, sum over the pairs of the hinge loss max(0, 1 - p) at the incoming w, the
+    number of pairs). A pair pa[i] = -1 (the sofia sampler found none) counts neither way; a step
+    whose pairs are all such (and no tied pairs) leaves w as it is, sofia-ml's `continue`. With
+    `ties`, the tied pair ta[i], tb[i] adds the step of its squared loss p_t^2 / 2 (target 0,
+    sofia-ml's SinglePegasosRankWithTiesStep): -eta p_t (x_ta - x_tb), averaged with the rest.
     Margins are s (v.x_a - v.x_b). pa and romma (one pair) form x = x_a - x_b in xs/xc and add
     it as such: their steps tau = (1 - p)/||x||^2 can be huge for near-identical rows, and c x_a -
     c x_b row by row would then cancel. The others add c x_a and -c x_b row by row."""
@@ -545,21 +642,33 @@ def _batch_step(learner, eta, lam, C, data, indices, indptr, pa, pb, off, nb, v,
     hinge = 0.0
     f = 1.0
     m = 0
-    if learner == _SGD or learner == _PEGASOS or learner == _LOGREG or learner == _PAIR_SGD:
-        f = 1.0 - eta * lam
+    n_valid = 0
     for i in range(nb):
         a = pa[off + i]
         b = pb[off + i]
+        coef[i] = 0.0
+        if ties:
+            ua, ok_a = _row_dot(data, indices, indptr, ta[off + i], v)
+            ub, ok_b = _row_dot(data, indices, indptr, tb[off + i], v)
+            if not (ok_a and ok_b):
+                return BAD_COLUMN, hinge, n_valid
+            tcoef[i] = -eta * s * (ua - ub)
+        if a < 0:
+            continue
+        n_valid += 1
         va, ok_a = _row_dot(data, indices, indptr, a, v)
         vb, ok_b = _row_dot(data, indices, indptr, b, v)
         if not (ok_a and ok_b):
-            return BAD_COLUMN, hinge
+            return BAD_COLUMN, hinge, n_valid
         p = s * (va - vb)
         if p < 1.0:
             hinge += 1.0 - p
         alpha = 0.0
         if learner == _SGD or learner == _PEGASOS or learner == _MARGIN_PERCEPTRON:
             if p < 1.0:
+                alpha = eta
+        elif learner == _PERCEPTRON:
+            if p <= 0.0:
                 alpha = eta
         elif learner == _LOGREG:
             alpha = eta / (1.0 + np.exp(p))
@@ -580,6 +689,10 @@ def _batch_step(learner, eta, lam, C, data, indices, indptr, pa, pb, off, nb, v,
                     f = (xx * ww - p) / den
                     alpha = ww * (1.0 - p) / den
         coef[i] = alpha
+    if n_valid == 0 and not ties:
+        return OK, hinge, n_valid
+    if learner == _SGD or learner == _PEGASOS or learner == _LOGREG or learner == _PAIR_SGD:
+        f = 1.0 - eta * lam
     _scale(v, st, f)
     s = st[0]
     dsq = 0.0
@@ -592,14 +705,19 @@ def _batch_step(learner, eta, lam, C, data, indices, indptr, pa, pb, off, nb, v,
             if c != 0.0:
                 dsq += _add_row(data, indices, indptr, pa[off + i], c, v, s)
                 dsq += _add_row(data, indices, indptr, pb[off + i], -c, v, s)
+            if ties:
+                c = tcoef[i] / nb
+                if c != 0.0:
+                    dsq += _add_row(data, indices, indptr, ta[off + i], c, v, s)
+                    dsq += _add_row(data, indices, indptr, tb[off + i], -c, v, s)
     sq = st[1] + dsq
     st[1] = sq if sq > 0.0 else 0.0
     if learner == _PEGASOS and st[1] * lam > 1.0:
         _scale(v, st, 1.0 / np.sqrt(lam * st[1]))
     _renormalise(v, st)
     if not (abs(st[1]) < np.inf and abs(st[0]) < np.inf):
-        return NON_FINITE, hinge
-    return OK, hinge
+        return NON_FINITE, hinge, n_valid
+    return OK, hinge, n_valid
 
 
 @njit
@@ -634,7 +752,8 @@ def step(learner, eta, lam, C, data, indices, indptr, pa, pb, w):
     st[1] = _sq_norm(w)
     xv, xs, xc = _pair_scratch(learner, w.shape[0], 2 * max(_max_row_nnz(indptr, pa), _max_row_nnz(indptr, pb)))
     coef = np.empty(nb)
-    status, _ = _batch_step(learner, eta, lam, C, data, indices, indptr, pa, pb, 0, nb, w, st, xv, xs, xc, coef)
+    status, _, _ = _batch_step(learner, eta, lam, C, data, indices, indptr, pa, pb, 0, nb, w, st, xv, xs, xc, coef,
+                               False, pa, pb, coef)
     w *= st[0]
     return status
 
@@ -665,11 +784,16 @@ def run_spd(
     w_out,
     trace_iters,
     trace_loss,
-    t_start=0,
+    t_start,
+    eta_c,
+    ties,
+    tpair,
 ):
     """Stochastic pairwise descent (Algorithm 1): `iterations` steps t = 1..iterations, each on
-    batch_size pairs drawn by `sampler` with learning rate eta_at(eta_mode, eta0, lam, t_start + t)
-    (t_start > 0 continues a run from a checkpoint: the schedule goes on where it stopped).
+    batch_size pairs drawn by `sampler` with learning rate eta_at(eta_mode, eta0, lam, t_start + t,
+    eta_c) (t_start > 0 continues a run from a checkpoint: the schedule goes on where it stopped).
+    With `ties` (tpair = tie_index(gptr)), each pair comes with a tied pair uniform over the
+    ordered tied pairs, stepped on with target 0 (see _batch_step); else tpair is not read.
 
     w_out: in, the starting point (zeros for the paper's w_0 = 0); out, the final w (also when
     a status other than OK stops the run early). trace_iters (int64[k], strictly increasing in
@@ -680,7 +804,12 @@ def run_spd(
     if status == OK:
         status = _check_learner(learner, lam, C, batch_size)
     if status == OK:
-        status = _check_eta(learner, eta_mode, eta0, lam)
+        status = _check_eta(learner, eta_mode, eta0, lam, eta_c)
+    if status == OK and ties:
+        if learner == _PA or learner == _ROMMA or learner == _PAIR_SGD:
+            status = TIES_NOT_SUPPORTED
+        elif tpair.shape[0] != gptr.shape[0] or tpair[tpair.shape[0] - 1] <= 0:
+            status = NO_TIES
     if status != OK:
         return status
     if iterations < 0:
@@ -699,6 +828,10 @@ def run_spd(
     coef = np.empty(batch_size)
     pa = np.empty(2 * batch_size, dtype=np.int64)  # this step's pairs and the next step's
     pb = np.empty(2 * batch_size, dtype=np.int64)
+    nt = 2 * batch_size if ties else 0
+    ta = np.empty(nt, dtype=np.int64)  # the tied pairs, with ties
+    tb = np.empty(nt, dtype=np.int64)
+    tcoef = np.empty(batch_size)
     v = w_out  # w = st[0] * v, worked on in place
     st = np.empty(2)
     st[0] = 1.0
@@ -710,27 +843,29 @@ def run_spd(
     h_sum = 0.0
     h_cnt = 0
     if iterations > 0:
-        _draw_batch(sampler, doc, gptr, qgptr, gpair, qpair, qlist, pa, pb, 0, batch_size)
+        _draw_batch(sampler, doc, gptr, qgptr, gpair, qpair, qlist, pa, pb, 0, batch_size, ties, tpair, ta, tb)
     for t in range(1, iterations + 1):
         off = (t - 1) % 2 * batch_size
         if t < iterations:
             # draw the next step's pairs now (same random sequence) and prefetch their rows, so
             # the memory latency of random rows overlaps this step's arithmetic
             nxt = batch_size - off
-            _draw_batch(sampler, doc, gptr, qgptr, gpair, qpair, qlist, pa, pb, nxt, batch_size)
+            _draw_batch(sampler, doc, gptr, qgptr, gpair, qpair, qlist, pa, pb, nxt, batch_size, ties, tpair, ta, tb)
             for i in range(nxt, nxt + batch_size):
-                _prefetch_row(data, indices, indptr, pa[i])
-                _prefetch_row(data, indices, indptr, pb[i])
-        eta = eta_at(eta_mode, eta0, lam, t_start + t)
-        status, h = _batch_step(
-            learner, eta, lam, C, data, indices, indptr, pa, pb, off, batch_size, v, st, xv, xs, xc, coef
+                if pa[i] >= 0:
+                    _prefetch_row(data, indices, indptr, pa[i])
+                    _prefetch_row(data, indices, indptr, pb[i])
+        eta = eta_at(eta_mode, eta0, lam, t_start + t, eta_c)
+        status, h, nv = _batch_step(
+            learner, eta, lam, C, data, indices, indptr, pa, pb, off, batch_size, v, st, xv, xs, xc, coef, ties, ta,
+            tb, tcoef
         )
         if status != OK:
             break
         h_sum += h
-        h_cnt += batch_size
+        h_cnt += nv
         if k < nk and trace_iters[k] == t:
-            trace_loss[k] = h_sum / h_cnt
+            trace_loss[k] = h_sum / h_cnt if h_cnt > 0 else np.nan
             k += 1
             h_sum = 0.0
             h_cnt = 0

@@ -13,20 +13,23 @@ from rankkit.solvers import LOSSES, SOLVERS, solver_for
 from rankkit.solvers.base import DEFAULT_C
 
 STOCHASTIC_DEFAULTS = {"lam": None, "iterations": None, "eta": "pegasos", "eta0": 1.0, "batch_size": 1,
-                       "sampler": "uniform"}
+                       "sampler": "uniform", "eta_c": None, "ties": False, "t0": None}
+PA_DEFAULT_C = 1e7  # sofia-ml's --passive_aggressive_c default: PA-I's step cap, in effect unclipped
 
 CLI_NAMES = {"C": "-C", "tol": "--tol", "max_iter": "--max-iter", "query_norm": "--query-norm",
              "query_weights": "--query-weights", "rescale": "--rescale", "lam": "--lambda",
              "iterations": "--iterations", "eta": "--eta", "eta0": "--eta0", "batch_size": "--batch-size",
              "sampler": "--sampler", "valid_file": "--valid", "K": "-K", "init_scale": "--init-scale",
              "patience": "--patience", "save_factors": "--save-factors", "kernel": "--kernel", "gamma": "--gamma",
-             "degree": "--degree", "coef0": "--coef0", "landmarks": "--landmarks", "delta": "--delta"}
+             "degree": "--degree", "coef0": "--coef0", "landmarks": "--landmarks", "delta": "--delta",
+             "eta_c": "--eta-c", "ties": "--ties", "t0": "--t0"}
 PYTHON_NAMES = {"C": "C", "tol": "tol", "max_iter": "max_iter", "query_norm": "query_norm",
                 "query_weights": "sample_weight", "rescale": "rescale", "lam": "alpha", "iterations": "iterations",
                 "eta": "eta", "eta0": "eta0", "batch_size": "batch_size", "sampler": "sampler",
                 "valid_file": "eval_set", "K": "K", "init_scale": "init_scale", "patience": "patience",
                 "save_factors": "save_factors", "kernel": "kernel", "gamma": "gamma", "degree": "degree",
-                "coef0": "coef0", "landmarks": "landmarks", "delta": "delta"}
+                "coef0": "coef0", "landmarks": "landmarks", "delta": "delta", "eta_c": "eta_c", "ties": "ties",
+                "t0": "t0"}
 
 _EXACT = {"C", "tol", "max_iter", "query_norm", "query_weights", "rescale"}
 _SOFIA = {"iterations", "sampler", "valid_file"}
@@ -35,14 +38,16 @@ SOLVER_OPTIONS = {
     "newton-pairs": _EXACT,
     "bundle": _EXACT,
     "factorized": {"C", "iterations", "eta", "eta0", "valid_file", "K", "init_scale", "patience", "save_factors"},
-    "sgd": _SOFIA | {"lam", "eta", "eta0", "batch_size"},
-    "pegasos": _SOFIA | {"lam", "eta", "eta0", "batch_size"},
-    "logreg": _SOFIA | {"lam", "eta", "eta0", "batch_size"},
-    "margin-perceptron": _SOFIA | {"lam", "eta", "eta0", "batch_size"},  # lambda only through --eta pegasos
-    "pa": _SOFIA | {"C"},  # PA-I: C caps the step; no learning rate, no lambda
+    "sgd": _SOFIA | {"lam", "eta", "eta0", "eta_c", "batch_size", "ties"},
+    "pegasos": _SOFIA | {"lam", "eta", "eta0", "eta_c", "batch_size", "ties"},
+    "logreg": _SOFIA | {"lam", "eta", "eta0", "eta_c", "batch_size", "ties"},
+    # the perceptrons: lambda only through --eta pegasos
+    "margin-perceptron": _SOFIA | {"lam", "eta", "eta0", "eta_c", "batch_size", "ties"},
+    "perceptron": _SOFIA | {"lam", "eta", "eta0", "eta_c", "batch_size", "ties"},
+    "pa": _SOFIA | {"C"},  # PA-I: C caps the step (default PA_DEFAULT_C); no learning rate, no lambda
     "romma": _SOFIA,  # aggressive ROMMA: no C, no learning rate, no lambda
-    "pair-sgd": {"C", "iterations", "valid_file"},  # Algorithm 2: uniform pairs, step 1/t
-    "query-sgd": {"C", "iterations"},  # Algorithm 3: whole queries, step 1/(t + t0)
+    "pair-sgd": {"C", "iterations", "valid_file", "t0"},  # Algorithm 2: uniform pairs, step 1/(t + t0)
+    "query-sgd": {"C", "iterations", "t0"},  # Algorithm 3: whole queries, step 1/(t + t0)
 }
 _HINTS = {"cli": {"query_norm": " (use --sampler query-norm)"}, "python": {"query_norm": " (use sampler='query-norm')"}}
 
@@ -58,6 +63,7 @@ DEPENDS = {
     "landmarks": ("kernel", None),
     "delta": ("rescale", None),
     "patience": ("valid_file", None),
+    "eta_c": ("eta", ("basic",)),
 }
 
 
@@ -87,7 +93,7 @@ def solver_kwargs(spec, params: dict, stochastic: dict | None, query_weights_giv
     solver_word = f"--solver {spec.name}" if style == "cli" else f"solver '{spec.name}'"
     stochastic = dict(stochastic or {})
     given = {k for k, v in params.items() if k not in ("loss", "delta") and v not in (None, False)}
-    given |= {k for k, v in stochastic.items() if k != "seed" and v is not None}
+    given |= {k for k, v in stochastic.items() if k != "seed" and v is not None and v is not False}
     if query_weights_given:
         given.add("query_weights")
     takes = SOLVER_OPTIONS.get(spec.name)
@@ -102,10 +108,10 @@ def solver_kwargs(spec, params: dict, stochastic: dict | None, query_weights_giv
     if stochastic.get("eta0") is not None and "eta0" in takes and (eta or "pegasos") == "pegasos" and not spec.factorized:
         raise UsageError(f"{names['eta0']} is the scale of {names['eta']} basic or constant; "
                          f"{names['eta']} pegasos is 1/(lambda t)")
-    if spec.name == "margin-perceptron" and stochastic.get("lam") is not None and (eta or "pegasos") != "pegasos":
+    if spec.name in ("margin-perceptron", "perceptron") and stochastic.get("lam") is not None and (eta or "pegasos") != "pegasos":
         raise UsageError(f"{names['lam']} is used by {solver_word} only through {names['eta']} pegasos, "
                          f"not {names['eta']} {eta}")
-    C = DEFAULT_C if params.get("C") is None else params["C"]
+    C = (PA_DEFAULT_C if spec.name == "pa" else DEFAULT_C) if params.get("C") is None else params["C"]
     if spec.factorized:
         out = {"C": C, "loss": params.get("loss"), "seed": stochastic.get("seed", 0)}
         for key in ("iterations", "eta", "eta0", "K", "init_scale", "patience"):

@@ -40,11 +40,11 @@ from rankkit.objectives.pairwise import PairwiseObjective
 from rankkit.solvers import _sgd_kernels as K
 from rankkit.solvers._query_sgd import run_query_sgd, step_offset
 from rankkit.solvers.base import FitResult, Log, check_finite, check_magnitude, quiet_fp
-from rankkit.solvers.options import stop_message
+from rankkit.solvers.options import PA_DEFAULT_C, stop_message
 
 DEFAULT_LAMBDA = 0.1
 DEFAULT_ITERATIONS = 100_000
-SAMPLER_NAMES = ("uniform", "indexed", "query-norm", "roc")
+SAMPLER_NAMES = ("uniform", "indexed", "query-norm", "roc", "sofia")
 ETA_NAMES = ("pegasos", "basic", "constant")
 
 
@@ -101,10 +101,11 @@ def hinge_objective_active(ds: Dataset, w: np.ndarray, lam: float) -> tuple[floa
 
 # which of the options each learner uses (the rest would be ignored: the CLI rejects them, and the
 # model header records only these)
-USES_LAMBDA = ("sgd", "pegasos", "logreg")  # margin-perceptron: only through --eta pegasos, 1/(lambda t)
-USES_ETA = ("sgd", "pegasos", "logreg", "margin-perceptron")
+USES_LAMBDA = ("sgd", "pegasos", "logreg")  # the perceptrons: only through --eta pegasos, 1/(lambda t)
+USES_ETA = ("sgd", "pegasos", "logreg", "margin-perceptron", "perceptron")
 USES_C = ("pa", "pair-sgd", "query-sgd")
-USES_BATCH = ("sgd", "pegasos", "logreg", "margin-perceptron")
+USES_BATCH = ("sgd", "pegasos", "logreg", "margin-perceptron", "perceptron")
+TAKES_TIES = USES_ETA  # a tied pair's step is a learning-rate step on its squared loss
 
 
 class StochasticRankSVM:
@@ -113,11 +114,11 @@ class StochasticRankSVM:
     learner = "pegasos"
     name = "pegasos"
 
-    def __init__(self, C: float = 1.0, lam: float | None = None, iterations: int | None = None, eta: str = "pegasos",
+    def __init__(self, C: float | None = None, lam: float | None = None, iterations: int | None = None, eta: str = "pegasos",
                  eta0: float = 1.0, seed: int = 0, batch_size: int = 1, sampler: str = "uniform",
                  valid: Dataset | None = None, loss: str | None = None, exact_objective: bool | None = None,
-                 **ignored):
-        self.C = float(C)
+                 eta_c: float | None = None, ties: bool = False, t0: int | None = None, **ignored):
+        self.C = float((PA_DEFAULT_C if self.learner == "pa" else 1.0) if C is None else C)
         self.lam = DEFAULT_LAMBDA if lam is None else float(lam)
         self.iterations = DEFAULT_ITERATIONS if iterations is None else int(iterations)
         self.eta, self.eta0 = eta, float(eta0)
@@ -125,11 +126,15 @@ class StochasticRankSVM:
         self.valid = valid
         self.loss = loss or ("squared-hinge" if self.learner in ("pair-sgd", "query-sgd") else "hinge")
         self.exact_objective = exact_objective
+        self.eta_c = K.BASIC_T0 if eta_c is None else float(eta_c)
+        self.ties = bool(ties)
+        self.t0 = None if t0 is None else int(t0)
         if self.iterations < 1:
             raise UsageError("--iterations must be at least 1")
 
     def uses_lambda(self) -> bool:
-        return self.learner in USES_LAMBDA or (self.learner == "margin-perceptron" and self.eta == "pegasos")
+        return self.learner in USES_LAMBDA or (self.learner in ("margin-perceptron", "perceptron")
+                                                and self.eta == "pegasos")
 
     def hyperparameters(self) -> dict:
         """Only what this learner used: pa has C and no eta or lambda; romma has neither."""
@@ -141,6 +146,10 @@ class StochasticRankSVM:
             out["eta"] = self.eta
             if self.eta != "pegasos":
                 out["eta0"] = self.eta0
+            if self.eta == "basic":
+                out["eta_c"] = self.eta_c
+        if self.ties:
+            out["ties"] = True
         out["seed"] = self.seed
         if self.learner in USES_BATCH:
             out["batch_size"] = self.batch_size
@@ -163,36 +172,29 @@ class StochasticRankSVM:
 
         trace_iters = np.array([n], dtype=np.int64)
         trace_loss = np.zeros(1)
-        status = K.run_spd(ds.data, ds.indices, ds.indptr, *index, K.SAMPLERS[self.sampler], K.LEARNERS[self.learner],
-                           K.ETA[self.eta], self.eta0, self.lam, self.C, n, self.batch_size, seed, w,
-                           trace_iters, trace_loss, t_start)
+        tpair = index[1] if self.ties else K.NO_TIE_INDEX  # (doc, gptr, ...): see _index
+        status = K.run_spd(ds.data, ds.indices, ds.indptr, *index[0], K.SAMPLERS[self.sampler],
+                           K.LEARNERS[self.learner], K.ETA[self.eta], self.eta0, self.lam, self.C, n, self.batch_size,
+                           seed, w, trace_iters, trace_loss, t_start, self.eta_c, self.ties, tpair)
         if status != K.OK:
             raise UsageError(f"{self.name}: {K.STATUS_MESSAGES[status]}")
         return float(trace_loss[0])
 
+    def _index(self, ds: Dataset):
+        """(the sampling index, the tied-pair counts tie_index(gptr) or None without ties)."""
+        index = K.build_index(ds.y, ds.qptr)
+        return index, (K.tie_index(index[1]) if self.ties else None)
+
     def _check(self, ds: Dataset) -> None:
         ds.require_pairs()
+        if self.ties and self.learner not in TAKES_TIES:
+            raise UsageError(f"{self.name}: tied pairs take a learning-rate step: not with pa, romma or pair-sgd")
         if self.sampler == "roc" and ds.n_queries != 1:
             raise UsageError("--sampler roc samples one query: use it on a file without qid, or with --auc")
 
     def fit(self, ds: Dataset, w0: np.ndarray | None = None, log: Log | None = None, progress=None) -> FitResult:
-        self._check(ds)
-        check_magnitude(ds, *self._magnitude_scale(ds))
-        t0 = time.perf_counter()
-        index = K.build_index(ds.y, ds.qptr)
-        w = np.zeros(ds.n_features) if w0 is None else np.array(w0, dtype=np.float64, copy=True)
-        exact = self.wants_exact_objective(ds, log)
-        with quiet_fp():
-            f_start = self._start_objective(ds, w, w0) if exact else math.nan
-            done = 0
-            for k, cp in enumerate(checkpoints(self.iterations)):
-                loss = self._segment(ds, index, w, cp - done, done, _segment_seed(self.seed, k))
-                done = cp
-                if log:
-                    log(self._progress_line(cp, loss, w, t0))
-                if progress:
-                    progress(done, self.iterations)
-            return self._result(ds, w, t0, f_start, exact)
+        """A run of self.iterations steps from w0 (None: w = 0): the run of resume from no state."""
+        return self._run(ds, None, log, progress, None, None, w0)[0]
 
     # -- continuing a run (SGDRanker.partial_fit) and watching it (eval_set): a hook beside fit ----------
     def resume(self, ds: Dataset, state: "RunState | None" = None, log: Log | None = None, progress=None,
@@ -215,10 +217,15 @@ class StochasticRankSVM:
             if monitor is not None:
                 monitor(self.iterations, result.w)
             return result, RunState(self.iterations, 0, 0, np.zeros(ds.n_features), float("nan"))
+        return self._run(ds, state, log, progress, monitor, patience, w0)
+
+    def _run(self, ds: Dataset, state, log, progress, monitor, patience, w0) -> tuple[FitResult, "RunState"]:
+        """The one loop of fit and resume: the segments of the schedule from `state` (None: a new
+        run from w0, or w = 0)."""
         self._check(ds)
         check_magnitude(ds, *self._magnitude_scale(ds))
         t0 = time.perf_counter()
-        index = K.build_index(ds.y, ds.qptr)
+        index = self._index(ds)
         if state is not None and (state.w_anchor.shape[0] != ds.n_features or state.done > self.iterations):
             raise UsageError("the run to continue has another number of features, or more steps than asked")
         best = None  # (value, step, w) for early stopping
@@ -349,7 +356,8 @@ class StochasticRankSVM:
         )
 
     def _objective_kind(self) -> str:
-        return self.OBJECTIVE_KIND if self.uses_lambda() else "mean hinge over pairs (this learner has no lambda)"
+        kind = self.OBJECTIVE_KIND if self.uses_lambda() else "mean hinge over pairs (this learner has no lambda)"
+        return kind + (" (without the tied pairs' squared loss it also stepped on)" if self.ties else "")
 
     def _divergence_remedy(self) -> str:
         """What to change after a divergence (rankkit.solvers.options.stop_message words it)."""
@@ -371,6 +379,7 @@ PaRankSVM = _learner_class("pa", "Passive-aggressive PA-I with aggressiveness C.
 RommaRankSVM = _learner_class("romma", "Aggressive ROMMA.")
 LogregRankSVM = _learner_class("logreg", "Logistic loss with Pegasos-style steps.")
 MarginPerceptronRankSVM = _learner_class("margin-perceptron", "Perceptron updating when the margin is below 1.")
+PerceptronRankSVM = _learner_class("perceptron", "Plain perceptron: w <- w + eta x when w.x <= 0 (no margin).")
 
 
 class PairSgdRankSVM(StochasticRankSVM):
@@ -383,8 +392,11 @@ class PairSgdRankSVM(StochasticRankSVM):
     OBJECTIVE_KIND = "0.5 ||w||^2 + C * sum of squared hinge over pairs"
 
     def hyperparameters(self) -> dict:
-        return {"learner": self.learner, "sampler": "uniform", "C": self.C, "iterations": self.iterations,
-                "seed": self.seed}
+        out = {"learner": self.learner, "sampler": "uniform", "C": self.C, "iterations": self.iterations,
+               "seed": self.seed}
+        if self.t0 is not None:
+            out["t0"] = self.t0
+        return out
 
     def _magnitude_scale(self, ds: Dataset) -> tuple[float, str, str]:
         return self.C * max(ds.n_pairs, 1), f"-C {self.C:g}", "C x pairs"
@@ -403,7 +415,8 @@ class PairSgdRankSVM(StochasticRankSVM):
         """The paper's step 1/t, as 1/(t + t0) with t0 = ceil(2C max_pair ||x_a - x_b||^2 + 1/|P|)
         bounded by 8C max_i ||x_i||^2 + 1/|P| (the curvature of one pair's term): no step overshoots
         the pair it is taken on (on LightGBM's lambdarank example the plain 1/t ends at an objective
-        250 times the one at w = 0); where the bound is below 1 nothing changes."""
+        250 times the one at w = 0); where the bound is below 1 nothing changes. t0 given (`--t0`):
+        that offset instead, 0 being the paper's 1/t."""
         self.sampler, self.eta, self.eta0, self.batch_size = "uniform", "inverse-t", 1.0, 1
         self.lam = 1.0 / ds.n_pairs if ds.n_pairs else 1.0
         if ds.data.size:
@@ -412,6 +425,8 @@ class PairSgdRankSVM(StochasticRankSVM):
                                     minlength=ds.n_rows)
             bound = 8.0 * self.C * float(norms.max()) + self.lam
             self.step_offset = int(min(math.ceil(bound), 2**53)) if math.isfinite(bound) and bound > 1.0 else 0
+        if self.t0 is not None:
+            self.step_offset = self.t0
         result = super().fit(ds, w0, log, progress)
         result.extra["step_offset"] = self.step_offset
         return result
@@ -424,7 +439,10 @@ class QuerySgdRankSVM(PairSgdRankSVM):
     name = "query-sgd"
 
     def hyperparameters(self) -> dict:
-        return {"learner": self.learner, "C": self.C, "iterations": self.iterations, "seed": self.seed}
+        out = {"learner": self.learner, "C": self.C, "iterations": self.iterations, "seed": self.seed}
+        if self.t0 is not None:
+            out["t0"] = self.t0
+        return out
 
     def steps_cost(self, ds: Dataset) -> float:
         """A step is one query's O(m log m) gradient: the figures' cost per query, per step."""
@@ -443,7 +461,7 @@ class QuerySgdRankSVM(PairSgdRankSVM):
         exact = self.wants_exact_objective(ds, log)
         with quiet_fp():
             f_start = self._start_objective(ds, w, w0) if exact else math.nan
-            offset = step_offset(ds, self.C)
+            offset = step_offset(ds, self.C) if self.t0 is None else float(self.t0)
             status = run_query_sgd(ds.data, ds.indices, ds.indptr, lev, ds.qptr, ds.levels_per_query, pairs_q, self.C,
                                    self.iterations, self.seed, w, trace_iters, trace_loss, offset)
             if status == 1:

@@ -12,6 +12,15 @@ memory at a time.
 
 Unlike the in-memory samplers, the steps come in file order, query after query; the learning-rate
 schedule runs over the whole pass. Reproducible from the seed (one derived seed per query).
+
+How this differs from the paper's "sampling without an index" (Sect. 3.1), which draws two
+examples from the whole stream until they share a query and differ in label: the distribution over
+pairs is the same (uniform over P: each query gets its share of the steps, then a uniform pair by
+rejection inside it), but (1) a query's steps are consecutive, in file order, instead of spread
+over the run, and (2) rejection runs inside one query, O(m^2 / pairs of the query) draws per pair,
+instead of over the stream, O(|D|^2 / |P|) (on MQ2008 Fold1: |D|^2 / 2|P| = 886 draws per pair
+over the whole file, and random access to any two documents of it, which a stream without an index
+cannot give: the paper's method needs the data in memory or a reservoir).
 """
 
 from __future__ import annotations
@@ -136,7 +145,7 @@ def _pairs(labels: np.ndarray) -> int:
 
 
 @njit
-def _stream_query(data, indices, indptr, y, n_steps, seed, learner, eta_mode, eta0, lam, C, t_start, w):
+def _stream_query(data, indices, indptr, y, n_steps, seed, learner, eta_mode, eta0, lam, C, t_start, w, eta_c=K.BASIC_T0):
     """n_steps steps on pairs of one query drawn by rejection. Returns (status, sum of hinge losses)."""
     np.random.seed(seed)
     n = y.shape[0]
@@ -160,7 +169,7 @@ def _stream_query(data, indices, indptr, y, n_steps, seed, learner, eta_mode, et
             p -= data[t] * w[indices[t]]
         if p < 1.0:
             hinge += 1.0 - p
-        eta = K.eta_at(eta_mode, eta0, lam, t_start + k + 1)
+        eta = K.eta_at(eta_mode, eta0, lam, t_start + k + 1, eta_c)
         status = K.step(learner, eta, lam, C, data, indices, indptr, pa, pb, w)
         if status != 0:
             return status, hinge
@@ -178,6 +187,8 @@ def train_stream(path: str, solver, zero_based: bool = False, log=None, chunk_by
         raise UsageError(f"--sampler stream is for the sofia-ml learners, not --solver {solver.learner}")
     if solver.batch_size != 1:
         raise UsageError("--sampler stream takes one pair per step (--batch-size 1)")
+    if solver.ties:
+        raise UsageError("--ties does not work with --sampler stream (it draws pairs of one query at a time)")
     pairs, n_rows, n_features, seen = [], 0, 0, []
     for _, labels, _, indices, _, _ in _query_blocks(path, zero_based, chunk_bytes, hasher, groups):
         pairs.append(_pairs(labels))
@@ -216,7 +227,7 @@ def train_stream(path: str, solver, zero_based: bool = False, log=None, chunk_by
         if used is not None:
             indices = np.searchsorted(used, indices)
         status, h = _stream_query(data, indices.astype(np.int32), indptr.astype(np.int64), labels, n_steps, seed,
-                                  *codes, done, w)
+                                  *codes, done, w, solver.eta_c)
         if status != K.OK:
             raise UsageError(f"{solver.name}: {K.STATUS_MESSAGES[status]} (query starting at line {line})")
         hinge += h
