@@ -266,10 +266,12 @@ def _dask_option(f):
 )
 @click.option(
     "--rescale",
-    type=click.Choice(["margin", "slack"]),
+    type=click.Choice(["margin", "margin-sqrt", "margin-delta", "slack"]),
     default=None,
-    help="Cost-sensitive pairs (Sect. 6.2): margin max(0, D_ij - t)^2 or slack D_ij max(0, 1 - t)^2, with "
-    "D_ij from --delta; O(n log n) for a label-based delta, --delta swap needs --solver newton-pairs.",
+    help="Cost-sensitive pairs (Sect. 6.2), D_ij from --delta: margin (the paper's, = margin-sqrt) "
+    "max(0, sqrt(D_ij) - t)^2, bounding D_ij on each inverted pair; margin-delta max(0, D_ij - t)^2 (rankkit's "
+    "`margin` before issue 26: bounds D_ij^2); slack D_ij max(0, 1 - t)^2. No pair list for a label-based "
+    "delta; --delta swap needs --solver newton-pairs.",
 )
 @click.option(
     "--delta",

@@ -80,6 +80,7 @@ CASES = [
     dict(C=0.02, loss="logistic", query_weights=True),
     dict(C=0.01, rescale="slack", delta="gain"),
     dict(C=0.01, rescale="margin", delta="0,1,3", query_norm=True),
+    dict(C=0.01, rescale="margin-delta", delta="gain"),
 ]
 
 
