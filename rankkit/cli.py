@@ -343,6 +343,8 @@ def train(files, dask, solver, C, tol, max_iter, loss, query_norm, query_weights
                   n log n) per step (Chapelle & Keerthi; default)  --query-norm --rescale
     newton-pairs  the same on the explicit pair list: per-pair     as newton
                   costs (--delta swap), exact logistic loss
+    nlcg          the same squared hinge by non-linear conjugate   as newton
+                  gradient (Sect. 2's alternative to Newton)
     bundle        hinge loss (svm_rank's objective), bundle method -C --tol --max-iter
     factorized    Factorized Ranking SVM (Zhang et al. 2015)       -K -C --iterations --valid
     sgd pegasos   stochastic steps on sampled pairs (sofia-ml)     --lambda --iterations --eta

@@ -1,6 +1,6 @@
 """scikit-learn-style rankers over rankkit's solvers: the same code `rankkit train` runs.
 
-    RankSVM            the exact solvers: newton (default), newton-pairs, bundle
+    RankSVM            the exact solvers: newton (default), newton-pairs, nlcg, bundle
     SGDRanker          the stochastic family of sofia-ml: pegasos, sgd, pa, romma, logreg, ...
     FactorizedRankSVM  Zhang et al.'s factorized pair multipliers
     load_model         any model file (rankkit's, svm_rank's, liblinear's, sofia-ml's) as a fitted ranker
@@ -752,12 +752,13 @@ class RankSVM(_Trainable):
         Weight of the loss summed over all pairs (liblinear-ranksvm's ``-c``).
     loss : {"squared-hinge", "huber", "logistic", "hinge"}, optional
         Default: the solver's first (squared-hinge for newton, hinge for bundle).
-    solver : {"newton", "newton-pairs", "bundle"}, optional
+    solver : {"newton", "newton-pairs", "nlcg", "bundle"}, optional
         Default: newton, or the solver of ``loss`` (bundle for hinge).
     tol : float, optional
-        Stopping rule: Newton decrement / objective (default 1e-6); bundle: relative gap (1e-4).
+        Stopping rule: Newton decrement / objective (default 1e-6); nlcg: ||gradient||^2 / objective
+        (1e-6; it implies Newton's rule); bundle: relative gap (1e-4).
     max_iter : int, optional
-        At most this many iterations (default 100 Newton, 1000 bundle; a ConvergenceWarning).
+        At most this many iterations (default 100 Newton, 5000 nlcg, 1000 bundle; a ConvergenceWarning).
     query_norm : bool, default False
         Divide each query's loss by its number of pairs (svm_rank's normalisation).
     rescale : {None, "margin", "margin-sqrt", "margin-delta", "slack"}, default None
