@@ -318,3 +318,15 @@ def test_slack_rescaled_optimum_is_the_same_for_both_newton_solvers():
     a = NewtonRankSVM(C=0.5, tol=1e-12, rescale="slack", delta="gain").fit(ds)
     b = NewtonPairsRankSVM(C=0.5, tol=1e-12, rescale="slack", delta="gain").fit(ds)
     assert a.converged and b.converged and abs(a.objective - b.objective) <= 1e-10 * a.objective
+
+
+def test_margin_rescaling_of_huber_needs_the_pair_list(tmp_path):
+    """It was an internal error (a ValueError from the objective); now one line naming the way out."""
+    from tests.test_cli import SAMPLE_TRAIN, rankkit
+
+    bad = rankkit("train", SAMPLE_TRAIN, "m.txt", "--loss", "huber", "--rescale", "margin", cwd=tmp_path)
+    err = bad.stderr.decode()
+    assert bad.returncode == 2 and "needs --solver newton-pairs" in err and err.count("\n") == 1
+    ok = rankkit("train", SAMPLE_TRAIN, "m.txt", "--loss", "huber", "--rescale", "margin", "--solver", "newton-pairs",
+                 "-C", "0.1", cwd=tmp_path)
+    assert ok.returncode == 0, ok.stderr.decode()

@@ -160,6 +160,10 @@ class ExactRankSVM:
         values = {}
         if self.rescale and self.delta == "swap":
             raise UsageError("--delta swap is not a function of the labels: it needs --solver newton-pairs")
+        if self.rescale and self.rescale.startswith("margin") and self.loss in ("huber", "logistic"):
+            raise UsageError(f"--rescale {self.rescale} with --loss {self.loss} needs --solver newton-pairs (per-pair "
+                             "margins); the O(n log n) objective rescales the margin of the squared-hinge and hinge "
+                             "losses (or use --rescale slack)")
         if self.rescale:  # label-based Delta: every rescaling without the pair list (objectives/rescale.py)
             key = {"margin-sqrt": "margin_sqrt_values", "margin-delta": "margin_offsets", "slack": "slack_values"}
             values[key[self.rescale]] = label_values(ds, self.delta)
