@@ -233,15 +233,15 @@ def _dask_option(f):
     "--tol",
     type=_Finite(min=0, min_open=True),
     default=None,
-    help="Stopping rule: Newton decrement / objective for newton solvers [default: 1e-6]; relative "
-    "duality gap for bundle [default: 1e-4].",
+    help="Stopping rule: Newton decrement / objective for newton solvers [default: 1e-6]; ||gradient||^2 / "
+    "objective for nlcg (it implies Newton's rule) [default: 1e-6]; relative duality gap for bundle [default: 1e-4].",
 )
 @click.option(
     "--max-iter",
     type=click.IntRange(min=1),
     default=None,
     help="At most this many iterations (a warning, not an error, if reached). "
-    "[default: 100 Newton iterations; 1000 bundle iterations]",
+    "[default: 100 Newton iterations; 5000 nlcg iterations; 1000 bundle iterations]",
 )
 @click.option(
     "--loss",
