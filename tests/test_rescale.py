@@ -266,8 +266,6 @@ def test_cli_rescale(tmp_path):
     ok = rankkit("train", SAMPLE_TRAIN, "m.txt", "--rescale", "margin", "--delta", "gain", cwd=tmp_path)
     assert ok.returncode == 0, ok.stderr.decode()
     assert "rescale margin-sqrt" in (tmp_path / "m.txt").read_text()
-    old = rankkit("train", SAMPLE_TRAIN, "d.txt", "--rescale", "margin-delta", cwd=tmp_path)
-    assert old.returncode == 0 and "rescale margin-delta" in (tmp_path / "d.txt").read_text()
     swap = rankkit("train", SAMPLE_TRAIN, "s.txt", "--solver", "newton-pairs", "--rescale", "slack", "--delta", "swap",
                    "-C", "0.1", cwd=tmp_path)
     assert swap.returncode == 0, swap.stderr.decode()
