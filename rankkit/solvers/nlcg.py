@@ -87,6 +87,8 @@ def _line_search(obj, w, y, d, delta, f0: float, gd: float, t0: float, trial: np
                 s_lo *= 0.5
             side = 1
         if s_hi is None:  # no slope known above lo yet: try the bracket's end
+            if t >= hi:  # phi'(t_hi) < 0 only by rounding: t_hi is the minimiser to working precision
+                break
             t = hi
             continue
         t_new = lo - s_lo * (hi - lo) / (s_hi - s_lo) if s_hi != s_lo else 0.5 * (lo + hi)
@@ -124,7 +126,7 @@ def nonlinear_cg(obj, ds: Dataset | None, w0: np.ndarray | None = None, tol: flo
     finite("objective or gradient at the start", f, g)
     d = -g
     gg = float(g @ g)
-    it = evaluations = restarts = 0
+    it = restarts = 0
     evaluations = 1
     t_prev = gd_prev = None
     stop, detail = "", {}
