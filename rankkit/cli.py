@@ -233,15 +233,15 @@ def _dask_option(f):
     "--tol",
     type=_Finite(min=0, min_open=True),
     default=None,
-    help="Stopping rule: Newton decrement / objective for newton solvers [default: 1e-6]; relative "
-    "duality gap for bundle [default: 1e-4].",
+    help="Stopping rule: Newton decrement / objective for newton solvers [default: 1e-6]; ||gradient||^2 / "
+    "objective for nlcg (it implies Newton's rule) [default: 1e-6]; relative duality gap for bundle [default: 1e-4].",
 )
 @click.option(
     "--max-iter",
     type=click.IntRange(min=1),
     default=None,
     help="At most this many iterations (a warning, not an error, if reached). "
-    "[default: 100 Newton iterations; 1000 bundle iterations]",
+    "[default: 100 Newton iterations; 5000 nlcg iterations; 1000 bundle iterations]",
 )
 @click.option(
     "--loss",
@@ -266,10 +266,12 @@ def _dask_option(f):
 )
 @click.option(
     "--rescale",
-    type=click.Choice(["margin", "slack"]),
+    type=click.Choice(["margin", "margin-sqrt", "margin-delta", "slack"]),
     default=None,
-    help="Cost-sensitive pairs (Sect. 6.2): margin max(0, D_ij - t)^2 or slack D_ij max(0, 1 - t)^2, with "
-    "D_ij from --delta; O(n log n) for a label-based delta, --delta swap needs --solver newton-pairs.",
+    help="Cost-sensitive pairs (Sect. 6.2), D_ij from --delta: margin (the paper's, = margin-sqrt) "
+    "max(0, sqrt(D_ij) - t)^2, bounding D_ij on each inverted pair; margin-delta max(0, D_ij - t)^2 (rankkit's "
+    "`margin` before issue 26: bounds D_ij^2); slack D_ij max(0, 1 - t)^2. No pair list for a label-based "
+    "delta; --delta swap needs --solver newton-pairs.",
 )
 @click.option(
     "--delta",
@@ -353,6 +355,8 @@ def train(files, dask, solver, C, tol, max_iter, loss, query_norm, query_weights
                   n log n) per step (Chapelle & Keerthi; default)  --query-norm --rescale
     newton-pairs  the same on the explicit pair list: per-pair     as newton
                   costs (--delta swap), exact logistic loss
+    nlcg          the same squared hinge by non-linear conjugate   as newton
+                  gradient (Sect. 2's alternative to Newton)
     bundle        hinge loss (svm_rank's objective), bundle method -C --tol --max-iter
     factorized    Factorized Ranking SVM (Zhang et al. 2015)       -K -C --iterations --valid
     sgd pegasos   stochastic steps on sampled pairs (sofia-ml)     --lambda --iterations --eta

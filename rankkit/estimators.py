@@ -1,6 +1,6 @@
 """scikit-learn-style rankers over rankkit's solvers: the same code `rankkit train` runs.
 
-    RankSVM            the exact solvers: newton (default), newton-pairs, bundle
+    RankSVM            the exact solvers: newton (default), newton-pairs, nlcg, bundle
     SGDRanker          the stochastic family of sofia-ml: pegasos, sgd, pa, romma, logreg, ...
     FactorizedRankSVM  Zhang et al.'s factorized pair multipliers
     load_model         any model file (rankkit's, svm_rank's, liblinear's, sofia-ml's) as a fitted ranker
@@ -45,6 +45,7 @@ from rankkit.io.foreign_models import load_model as _read_model
 from rankkit.io.model import Model, write_model
 from rankkit.io.query_weights import read_query_weights, weights_for
 from rankkit.io.svmlight import read_svmlight
+from rankkit.objectives.rescale import MODEL_NAMES as MODEL_RESCALE_NAMES
 from rankkit.scoring import model_scores
 from rankkit.solvers import SOLVERS
 from rankkit.solvers.base import DEFAULT_C
@@ -751,16 +752,18 @@ class RankSVM(_Trainable):
         Weight of the loss summed over all pairs (liblinear-ranksvm's ``-c``).
     loss : {"squared-hinge", "huber", "logistic", "hinge"}, optional
         Default: the solver's first (squared-hinge for newton, hinge for bundle).
-    solver : {"newton", "newton-pairs", "bundle"}, optional
+    solver : {"newton", "newton-pairs", "nlcg", "bundle"}, optional
         Default: newton, or the solver of ``loss`` (bundle for hinge).
     tol : float, optional
-        Stopping rule: Newton decrement / objective (default 1e-6); bundle: relative gap (1e-4).
+        Stopping rule: Newton decrement / objective (default 1e-6); nlcg: ||gradient||^2 / objective
+        (1e-6; it implies Newton's rule); bundle: relative gap (1e-4).
     max_iter : int, optional
-        At most this many iterations (default 100 Newton, 1000 bundle; a ConvergenceWarning).
+        At most this many iterations (default 100 Newton, 5000 nlcg, 1000 bundle; a ConvergenceWarning).
     query_norm : bool, default False
         Divide each query's loss by its number of pairs (svm_rank's normalisation).
-    rescale : {None, "margin", "slack"}, default None
-        Cost-sensitive pairs (Sect. 6.2), with D_ij from ``delta``.
+    rescale : {None, "margin", "margin-sqrt", "margin-delta", "slack"}, default None
+        Cost-sensitive pairs (Sect. 6.2), with D_ij from ``delta``: "margin" (= "margin-sqrt", the
+        paper's) max(0, sqrt(D_ij) - t)^2; "margin-delta" max(0, D_ij - t)^2; "slack" D_ij max(0, 1 - t)^2.
     delta : str, optional
         D_ij of ``rescale``: "gain" (default), comma-separated values per label, or "swap"
         (newton-pairs).
@@ -846,8 +849,9 @@ class RankSVM(_Trainable):
             other = "SGDRanker(learner=...)" if SOLVERS[self.solver].stochastic else "FactorizedRankSVM"
             raise UsageError(f"solver '{self.solver}' is not an exact RankSVM solver: use rankkit.{other}")
         check_depends(["delta"] if self.delta is not None else [], {"rescale": self.rescale}, "python")
-        if self.rescale not in (None, "margin", "slack"):
-            raise UsageError(f"rescale must be None, 'margin' or 'slack', not {self.rescale!r}")
+        if self.rescale not in (None, "margin", "margin-sqrt", "margin-delta", "slack"):
+            raise UsageError(f"rescale must be None, 'margin' (= 'margin-sqrt', the paper's), 'margin-delta' or "
+                             f"'slack', not {self.rescale!r}")
         if not isinstance(self.query_norm, (bool, np.bool_)):
             raise UsageError(f"query_norm must be True or False, not {self.query_norm!r}")
         params = {"C": _positive(self.C, "C"), "tol": _positive_or_none(self.tol, "tol"),
@@ -1351,6 +1355,8 @@ def load_model(path: str | os.PathLike, model_format: str | None = None) -> Rank
             est = SGDRanker(learner=spec.name, **args, **{k: v for k, v in kern.items() if k != "seed"})
         else:
             args = {k: p[k] for k in ("C", "loss", "tol", "max_iter", "query_norm", "rescale") if k in p}
+            if "rescale" in p:  # `margin` in a model file predates issue 26: the margin Delta (margin-delta)
+                args["rescale"] = MODEL_RESCALE_NAMES.get(p["rescale"], p["rescale"])
             if "rescale" in p and "delta" in p:
                 args["delta"] = p["delta"]
             est = RankSVM(solver=spec.name, **args, **kern)

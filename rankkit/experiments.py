@@ -83,7 +83,7 @@ PA_C = (1e-3, 10.0)
 # the hyperparameters a grid may name (command-line spelling) -> the training option they set
 GRID_PARAMETERS = {"C": "C", "lambda": "lam", "K": "K", "gamma": "gamma"}
 _EXTS = ("", ".gz", ".bz2", ".xz")
-_EXACT = ("newton", "newton-pairs", "bundle")
+_EXACT = ("newton", "newton-pairs", "nlcg", "bundle")
 
 
 @dataclass(frozen=True)

@@ -201,6 +201,10 @@ SOLVER_RUNS = (
     ("--solver", "newton-pairs", "--loss", "logistic", "-C", "0.1"),
     ("--solver", "newton-pairs", "--rescale", "margin", "-C", "0.1"),
     ("--solver", "newton-pairs", "--rescale", "slack", "-C", "0.1"),
+    ("--rescale", "margin", "-C", "0.1"),  # the paper's: a sweep per pair of labels (issue 26)
+    ("--rescale", "margin-delta", "-C", "0.1"),
+    ("--rescale", "slack", "-C", "0.1"),  # and its violated pairs (count_active)
+    ("--solver", "nlcg", "-C", "0.1"),
     ("--solver", "bundle", "-C", "0.1"),
     ("--solver", "factorized", "-K", "2", "--iterations", "5"),
     ("--solver", "factorized", "--loss", "squared-hinge", "-K", "2", "--iterations", "5"),

@@ -80,6 +80,7 @@ CASES = [
     dict(C=0.02, loss="logistic", query_weights=True),
     dict(C=0.01, rescale="slack", delta="gain"),
     dict(C=0.01, rescale="margin", delta="0,1,3", query_norm=True),
+    dict(C=0.01, rescale="margin-delta", delta="gain"),
 ]
 
 
@@ -101,6 +102,29 @@ def test_same_optimum_as_one_process(parts, client, case):
     assert np.allclose(res.w, ref.w, rtol=1e-5, atol=1e-7 * np.abs(ref.w).max())
     assert (facts["n_documents"], facts["n_queries"], facts["n_pairs"]) == (ds.n_rows, ds.n_queries, ds.n_pairs)
     assert facts["parts"] == 4 and facts["workers"] == 2
+
+
+@pytest.mark.parametrize("rescale", ["margin", "margin-delta", "slack"])
+def test_worker_rescaled_loss_and_violated_pairs_are_one_process(parts, rescale):
+    """The Dask worker's partial sums (in-process: the worker functions are plain) at one w add up
+    to the one-process objective's loss, gradient and violated pairs under every rescaling."""
+    from rankkit.distributed import worker as W
+
+    paths, _ = parts
+    ds = concatenate([read_svmlight(p) for p in paths])
+    ref = NewtonRankSVM(C=1.0, rescale=rescale, delta="0,1,3,7,15").objective(ds)
+    w = np.random.default_rng(0).standard_normal(ds.n_features) * 0.05
+    y = ref.scores(w)
+    loss = ref.loss_y(y)
+    total, grad, violated = 0.0, np.zeros(ds.n_features), 0
+    for k, path in enumerate(paths):
+        spec = W.PartSpec(f"rescale-{rescale}", k, path, n_features=ds.n_features, rescale=rescale,
+                          delta="0,1,3,7,15")
+        (L, g, v), *_ = W.fg(spec, "w0", w)
+        total, grad, violated = total + L, grad + g, violated + v
+    assert total == pytest.approx(loss, rel=1e-12)
+    np.testing.assert_allclose(grad, ref.gradient_loss(), rtol=1e-10, atol=1e-10)
+    assert violated == ref.n_active > 0
 
 
 def test_same_bytes_for_any_assignment_of_parts(parts, client):

@@ -32,6 +32,7 @@ from rankkit.distributed.cluster import ClusterError, cluster_failures, connect,
 from rankkit.distributed.parts import expand_parts
 from rankkit.errors import DataError, UsageError
 from rankkit.io.svmlight import display_name
+from rankkit.objectives.rescale import canonical_rescale
 from rankkit.paths.grid import c_min_of_spread
 from rankkit.solvers.base import DEFAULT_MAX_ITER, DEFAULT_TOL, MAGNITUDE_LIMIT, FitResult, quiet_fp
 from rankkit.solvers.newton import DENSE_MAX_FEATURES, minimise_along, truncated_newton
@@ -183,8 +184,9 @@ class Problem:
         loss = check_dask(None, loss)
         if rescale is not None and delta == "swap":
             raise UsageError("--delta swap is not a function of the labels: it needs --solver newton-pairs (one process)")
-        if rescale is not None and loss != "squared-hinge" and rescale == "margin":
+        if rescale is not None and loss != "squared-hinge" and rescale.startswith("margin"):
             raise UsageError("margin rescaling is defined for the squared-hinge loss")
+        rescale = canonical_rescale(rescale)  # the name the model records, as one process records it
         self.loss, self.query_norm, self.rescale, self.delta = loss, bool(query_norm), rescale, delta
         self.query_weights = query_weights
         self.specs = [replace(s, n_features=self.n_features, loss=loss, query_norm=bool(query_norm), rescale=rescale,
@@ -389,8 +391,8 @@ def fit_newton(parts, client, *, C: float = 1.0, loss: str = "squared-hinge", to
 
     client: a dask.distributed.Client (used as it is, not closed), or an address string:
         'tcp://host:8786' or 'local[:N]' (a LocalCluster of N processes, closed at the end).
-    C, loss (squared-hinge, huber, logistic), tol, max_iter, query_norm, rescale (None, 'margin',
-        'slack'), delta ('gain' or a comma-separated value per label): as `rankkit train`.
+    C, loss (squared-hinge, huber, logistic), tol, max_iter, query_norm, rescale (None, 'margin' =
+        'margin-sqrt' (the paper's), 'margin-delta', 'slack'), delta ('gain' or a comma-separated value per label): as `rankkit train`.
     query_weights: a path to a `qid weight` file (read by each worker) or a {qid: weight} dict.
     w0: a starting point (a warm start); the optimum does not depend on it.
     log: a callable taking one line of progress (-v), or None.

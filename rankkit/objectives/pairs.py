@@ -57,8 +57,9 @@ def _loss(t, code):
 @njit
 def pair_fun_grad(y, pi, pj, cost, shift, code, gy, curv):
     """Loss, dL/dy into gy, and each pair's weighted second derivative into curv, with the pair's
-    margin moved to t = y_i - y_j - shift_k (margin rescaling: shift = Delta - 1). Returns
-    (loss, number of pairs with a non-zero derivative)."""
+    margin moved to t = y_i - y_j - shift_k (margin rescaling: shift = the pair's margin - 1). Returns
+    (loss, number of violated pairs: a non-zero derivative and a non-zero cost, as PairwiseObjective
+    counts them, which skips queries of weight 0)."""
     gy[:] = 0.0
     loss = 0.0
     active = 0
@@ -72,7 +73,7 @@ def pair_fun_grad(y, pi, pj, cost, shift, code, gy, curv):
         gy[i] += g
         gy[j] -= g
         curv[k] = c * d2
-        if d1 != 0.0:
+        if d1 != 0.0 and c != 0.0:
             active += 1
     return loss, active
 

@@ -39,11 +39,22 @@ LOSSES = ("squared-hinge", "huber", "hinge", "logistic")  # hinge: value and sub
 
 class PairwiseObjective:
     def __init__(self, ds: Dataset, C: float, loss: str = "squared-hinge", query_weights: np.ndarray | None = None,
-                 margin_offsets: np.ndarray | None = None, slack_values: np.ndarray | None = None):
-        """margin_offsets (float64[n], optional): margin rescaling with Delta_ij = u_i - u_j, where u
+                 margin_offsets: np.ndarray | None = None, slack_values: np.ndarray | None = None,
+                 margin_sqrt_values: np.ndarray | None = None):
+        """margin_offsets (float64[n], optional): margin rescaling with margin Delta_ij = u_i - u_j, where u
         is a per-document value (e.g. its DCG gain): a pair is active when y_i - y_j < u_i - u_j, i.e.
         y~_i - y~_j < 0 for y~ = y - u, and its loss (Delta_ij - t)^2 is the margin-0 loss on y~.
-        Still O(n log n). Chapelle & Keerthi Sect. 6.2.
+        Still O(n log n): the paper's first special case of Sect. 6.2 (margin rescaling with
+        delta_ij = (u_i - u_j)^2, so the loss bounds sum (u_i - u_j)^2 over inverted pairs).
+
+        margin_sqrt_values (float64[n], optional): the paper's margin rescaling, margin sqrt(u_i - u_j)
+        (Sect. 6.2, "set the margin to sqrt(delta_ij)", so the squared hinge bounds sum delta_ij over
+        inverted pairs), u an increasing function of the label. sqrt(u_i - u_j) is not a difference
+        of per-document values, but it depends on the two labels only: the paper's second special
+        case, "deal with the loss term corresponding to each pair of relevance levels" separately.
+        Each query is sorted once; for every pair of labels a > b the documents of those two labels
+        are taken from the sorted order (a view, O(n)) and swept with margin sqrt(u(a) - u(b)).
+        Every document is in at most R - 1 views: O(nnz + n log n + R n) per evaluation.
 
         slack_values (float64[n], optional): slack rescaling, each pair's loss times u_i - u_j. With
         the distinct labels v_0 < ... < v_{R-1}, u_i - u_j = sum_t (u(v_t) - u(v_{t-1})) [l_j < v_t <= l_i],
@@ -53,8 +64,10 @@ class PairwiseObjective:
             raise ValueError(f"unknown loss {loss!r}")
         if margin_offsets is not None and loss in ("huber", "logistic"):
             raise ValueError("margin rescaling is defined for the squared-hinge and hinge losses")
-        if margin_offsets is not None and slack_values is not None:
-            raise ValueError("choose margin or slack rescaling")
+        if margin_sqrt_values is not None and loss in ("huber", "logistic"):
+            raise ValueError("margin rescaling is defined for the squared-hinge and hinge losses")
+        if sum(v is not None for v in (margin_offsets, slack_values, margin_sqrt_values)) > 1:
+            raise ValueError("choose one rescaling")
         self.offsets = None if margin_offsets is None else np.ascontiguousarray(margin_offsets, dtype=np.float64)
         self.margin = 1.0 if margin_offsets is None else 0.0
         nq = ds.n_queries
@@ -98,15 +111,42 @@ class PairwiseObjective:
         if slack_values is not None:
             self._level_sets, weights_t = _threshold_level_sets(ds, np.asarray(slack_values, dtype=np.float64))
         self._terms = [(w_t * c, m, sq, si) for si, w_t in enumerate(weights_t) for c, m, sq in base]
-        self._single_term = len(self._terms) == 1 and self._terms[0][0] == 1.0
         self._ls_sets = [self.ls] + [np.zeros(n, dtype=np.int32) for _ in self._level_sets[1:]]
-        # a loss of several terms (Huber, logistic, slack rescaling) adds them up in these
+        # every level set is swept over the whole sort: (lev, nlev, qptr, order, ys, ls, select) with
+        # select None; a view (margin_sqrt_values) is a subset of the rows, select = (label codes,
+        # a, b, the queries that hold both) picks its rows out of the sorted order at each evaluation
+        # (each its own sorted scores: a query with one side of a threshold only is skipped by that
+        # set, whose kernel zeroes its scores, while another set's Hessian-vector product reads them)
+        self._sets = [(lev, nlev, self.qptr, self.order, self.ys if k == 0 else np.zeros(n), ls, None)
+                      for k, ((lev, nlev), ls) in enumerate(zip(self._level_sets, self._ls_sets))]
+        if margin_sqrt_values is not None:
+            self._sets, self._terms = [], []
+            for view, margin in _label_pair_views(ds, np.asarray(margin_sqrt_values, dtype=np.float64), self.qweight):
+                self._terms.append((1.0, margin, loss != "hinge", len(self._sets)))
+                self._sets.append(view)
+        # violated pairs (pairs whose loss term is non-zero): the first term's active pairs, or the
+        # sum over the views (each pair is in exactly one); slack rescaling counts its pairs once,
+        # over the labels themselves (count_active), when asked
+        self._count_terms = range(len(self._terms)) if margin_sqrt_values is not None else range(1)
+        self._count_levels = slack_values is not None
+        self._single_term = len(self._terms) == 1 and self._terms[0][0] == 1.0 and self._sets[0][6] is None
+        # a loss of several terms (Huber, logistic, rescaling) adds them up in these
         self._gy0 = self._z = self._z0 = None
         if not self._single_term:
             self._gy0, self._z, self._z0 = np.zeros(n), np.zeros(n), np.zeros(n)
         self.loss_value = np.nan
-        self.n_active = 0
+        self._n_active = 0
+        self._y_count = None
         self._diag_chunks = None
+
+    @property
+    def n_active(self) -> int:
+        """Violated pairs at the last evaluated point: pairs (in queries of non-zero weight) whose
+        loss term is non-zero, t = y_i - y_j below the pair's margin, each pair counted once."""
+        if self._n_active is None:  # slack rescaling: one count over the labels, on the same sort
+            self._n_active = int(sqh.count_active(self._y_count, self.lev, self.order, self.qptr, self.nlev,
+                                                  self.qweight, self._terms[0][1]))
+        return self._n_active
 
     # -- products with X ----------------------------------------------------------------------
     def scores(self, w: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
@@ -127,22 +167,45 @@ class PairwiseObjective:
         sqh.sort_queries(y, self.qptr, self._skip, self.order)
         if self._single_term:  # the plain loss: straight into gy
             _, margin, squared, si = self._terms[0]
-            lev, nlev = self._level_sets[si]
-            loss, n_active = sqh.fun_grad_y(y, lev, self.qptr, nlev, self.order, self.ys, self._ls_sets[si],
-                                            self.gs, self.gy, self.qweight, margin, squared)
+            lev, nlev, qptr, order, ys, ls, _ = self._sets[si]
+            loss, n_active = sqh.fun_grad_y(y, lev, qptr, nlev, order, ys, ls, self.gs, self.gy, self.qweight, margin,
+                                            squared)
         else:  # a weighted sum of squared-hinge / hinge terms over the same sorted queries
+            self._select_views()
             self.gy[:] = 0.0
-            loss, n_active = 0.0, None
-            for coef, margin, squared, si in self._terms:
-                lev, nlev = self._level_sets[si]
-                l_t, act = sqh.fun_grad_y(y, lev, self.qptr, nlev, self.order, self.ys, self._ls_sets[si],
-                                          self.gs, self._gy0, self.qweight, margin, squared)
+            loss, n_active = 0.0, 0.0
+            for k, (coef, margin, squared, si) in enumerate(self._terms):
+                lev, nlev, qptr, order, ys, ls, select = self._sets[si]
+                if select is not None:
+                    self._gy0[:] = 0.0  # a view writes its own rows only
+                l_t, act = sqh.fun_grad_y(y, lev, qptr, nlev, order, ys, ls, self.gs[:order.shape[0]], self._gy0,
+                                          self.qweight, margin, squared)
                 loss += coef * l_t
                 self.gy += coef * self._gy0
-                n_active = act if n_active is None else n_active
+                if k in self._count_terms:
+                    n_active += act
         self.loss_value = loss
-        self.n_active = int(n_active)
+        if self._count_levels:  # counted when asked (n_active), from a copy of these scores
+            if self._y_count is None:
+                self._y_count = np.empty(self.n_rows)
+            np.copyto(self._y_count, y)
+            self._n_active = None
+        else:
+            self._n_active = int(n_active)
         return loss
+
+    def _select_views(self):
+        """Each view's rows in ascending y, query by query, taken from the whole sort (O(n) each)."""
+        code_sorted = None
+        for lev, _, _, order, _, _, select in self._sets:
+            if select is None:
+                continue
+            if code_sorted is None:
+                code_sorted = lev[self.order]
+            a, b, rows_ok = select
+            keep = (code_sorted == a) | (code_sorted == b)
+            keep &= rows_ok
+            np.compress(keep, self.order, out=order)
 
     def hess_vec_y(self, d: np.ndarray) -> np.ndarray:
         """H_L d in score space at the last evaluated point."""
@@ -150,14 +213,20 @@ class PairwiseObjective:
             raise ValueError("the hinge loss has no Hessian: use the bundle method")
         if self._single_term:  # the result is written over the scratch _ds (valid until the next call)
             _, margin, _, si = self._terms[0]
+            _, nlev, qptr, order, ys, ls, _ = self._sets[si]
             if d is self._ds:  # a previous result passed back in: the kernel would read what it writes
                 d = d.copy()
-            return sqh.hess_vec_y(self.ys, self._ls_sets[si], self.qptr, self._level_sets[si][1], self.order, d,
-                                  self._ds, self._zs, self._ds, self.qweight, margin)
+            return sqh.hess_vec_y(ys, ls, qptr, nlev, order, d, self._ds, self._zs, self._ds, self.qweight, margin)
+        if d is self._z:
+            d = d.copy()
         self._z[:] = 0.0
         for coef, margin, _, si in self._terms:
-            self._z += coef * sqh.hess_vec_y(self.ys, self._ls_sets[si], self.qptr, self._level_sets[si][1], self.order,
-                                             d, self._ds, self._zs, self._z0, self.qweight, margin)
+            _, nlev, qptr, order, ys, ls, select = self._sets[si]
+            if select is not None:
+                self._z0[:] = 0.0  # a view writes its own rows only
+            m = order.shape[0]
+            self._z += coef * sqh.hess_vec_y(ys, ls, qptr, nlev, order, d, self._ds[:m], self._zs[:m], self._z0,
+                                             self.qweight, margin)
         return self._z
 
     def hess_diag(self) -> np.ndarray:
@@ -169,8 +238,9 @@ class PairwiseObjective:
             self._diag_chunks = sqh.hess_diag_chunks(self.qptr, self.n_features, int(self.indptr[-1]))
         part = np.zeros((self._diag_chunks.shape[0] - 1, self.n_features))
         for coef, margin, _, si in self._terms:
-            sqh.hess_diag_add(self.ys, self._ls_sets[si], self.qptr, self._level_sets[si][1], self.order, self.qweight,
-                              self.data, self.indices, self.indptr, margin, coef, self._ds, part, self._diag_chunks)
+            _, nlev, qptr, order, ys, ls, _ = self._sets[si]
+            sqh.hess_diag_add(ys, ls, qptr, nlev, order, self.qweight, self.data, self.indices, self.indptr, margin,
+                              coef, self._ds, part, self._diag_chunks)
         out = sum_chunks(part, np.empty(self.n_features))
         return np.maximum(out, 0.0, out=out)
 
@@ -204,8 +274,9 @@ class PairwiseObjective:
                 Zb = Z[:r1 - r0]
                 Zb[:, :] = 0.0
                 for coef, margin, _, si in self._terms:
-                    sqh.hess_x_block(self.ys, self._ls_sets[si], self.qptr, self._level_sets[si][1], self.order,
-                                     self.qweight, self.data, self.indices, self.indptr, margin, coef, q0, q1, Zb)
+                    _, nlev, qptr, order, ys, ls, _ = self._sets[si]
+                    sqh.hess_x_block(ys, ls, qptr, nlev, order, self.qweight, self.data, self.indices, self.indptr,
+                                     margin, coef, q0, q1, r0, Zb)
                 sqh.xtz_add(self.data, self.indices, self.indptr, r0, r1, Zb, H)
             q0 = q1
         H += H.T
@@ -250,3 +321,40 @@ def _threshold_level_sets(ds: Dataset, u: np.ndarray):
         sets.append((lev, nlev))
         weights.append(float(u_of[t] - u_of[t - 1]))
     return sets, weights
+
+
+def _label_pair_views(ds: Dataset, u: np.ndarray, qweight: np.ndarray):
+    """For every pair of distinct labels a > b (codes in the sorted distinct labels) present
+    together in some query of non-zero weight: the view of the rows of those two labels in those
+    queries, and its margin sqrt(u(a) - u(b)). u must be an increasing function of the label.
+    A view is (lev, nlev, qptr, order, ys, ls, select) as PairwiseObjective._sets holds them: the
+    label codes as levels (the Fenwick trees sized by the number of distinct labels), so only the
+    pairs between its two labels differ in level."""
+    values = np.unique(ds.y)
+    code = np.searchsorted(values, ds.y).astype(np.int32)
+    u_of = np.empty(values.shape[0])
+    u_of[code] = u
+    if not np.allclose(u_of[code], u) or np.any(np.diff(u_of) <= 0):
+        raise ValueError("margin_sqrt_values must be an increasing function of the label")
+    R = values.shape[0]
+    nq = ds.n_queries
+    qrow = np.repeat(np.arange(nq), np.diff(ds.qptr))
+    present = np.zeros((nq, R), dtype=bool)
+    present[qrow, code] = True
+    present &= (qweight > 0)[:, None]
+    nlev = np.full(nq, max(R, 2), dtype=np.int64)
+    out = []
+    for a in range(1, R):
+        for b in range(a):
+            both = present[:, a] & present[:, b]
+            if not np.any(both):
+                continue
+            rows = ((code == a) | (code == b)) & both[qrow]
+            counts = np.bincount(qrow[rows], minlength=nq)
+            qptr = np.zeros(nq + 1, dtype=np.int64)
+            np.cumsum(counts, out=qptr[1:])
+            m = int(qptr[-1])
+            view = (code, nlev, qptr, np.zeros(m, dtype=np.int64), np.zeros(m), np.zeros(m, dtype=np.int32),
+                    (a, b, both[qrow]))
+            out.append((view, float(np.sqrt(u_of[a] - u_of[b]))))
+    return out

@@ -1,13 +1,27 @@
 """Cost-sensitive pairs (Chapelle & Keerthi Sect. 6.2): how much each pair matters, Delta_ij.
 
-    slack rescaling:   Delta_ij * max(0, 1 - t)^2        (a per-pair cost)
-    margin rescaling:  max(0, Delta_ij - t)^2            (a per-pair margin)
+    margin-sqrt  (`margin`):  max(0, sqrt(Delta_ij) - t)^2   the paper's margin rescaling ("set the
+                                                            margin to sqrt(delta_ij)"): bounds
+                                                            Delta_ij on every inverted pair (t <= 0)
+    margin-delta:             max(0, Delta_ij - t)^2        the margin Delta_ij itself: the paper's
+                                                            margin rescaling of delta_ij = Delta_ij^2,
+                                                            bounding Delta_ij^2 on an inverted pair
+    slack:                    Delta_ij * max(0, 1 - t)^2    a per-pair cost: bounds Delta_ij
+
+(with the hinge loss of `bundle` the same margins give max(0, m - t): margin-delta is then
+Tsochantaridis et al.'s margin rescaling, bounding Delta_ij, and margin-sqrt bounds sqrt(Delta_ij).)
 
 Label-based Delta_ij = u(label_i) - u(label_j), with u the DCG gain 2^label - 1 (`gain`) or a
-table of values per integer label (`0,1,3,7,15`): both rescalings then stay O(n log n) (see
-PairwiseObjective's margin_offsets and slack_values). `swap` is |Delta NDCG| of swapping the two documents at their
-positions in the ideal ranking (LambdaRank's weight), which is not a function of the labels alone:
-it needs the explicit pair list (`newton-pairs`).
+table of values per integer label (`0,1,3,7,15`): every rescaling then avoids the pair list (see
+PairwiseObjective: margin_offsets, the paper's special case (1), O(n log n); margin_sqrt_values and
+slack_values, its case (2), a sweep per pair of labels or per label threshold over one sort,
+O(n log n + R n)). `swap` is |Delta NDCG| of swapping the two documents at their positions in the
+ideal ranking (LambdaRank's weight), which is not a function of the labels alone: it needs the
+explicit pair list (`newton-pairs`, O(pairs)).
+
+Names: `margin` is the paper's (margin-sqrt) since this change (issue 26); a model file written
+before it that records `rescale margin` meant margin-delta, and reads back as that (MODEL_NAMES).
+Models record the explicit names.
 """
 
 from __future__ import annotations
@@ -17,8 +31,25 @@ import numpy as np
 from rankkit.data import Dataset
 from rankkit.errors import DataError, UsageError
 
+RESCALES = ("margin", "margin-sqrt", "margin-delta", "slack")  # what the faces accept
+CANONICAL = {"margin": "margin-sqrt", "margin-sqrt": "margin-sqrt", "margin-delta": "margin-delta", "slack": "slack"}
+MODEL_NAMES = {"margin": "margin-delta"}  # a model file's `rescale margin` (written before issue 26)
 GAIN_MAX = 1e150  # a Delta, squared or times a squared slack, stays far from overflowing a double
 DELTA_HELP = "gain (2^label - 1), a comma-separated value per label 0,1,2,... (e.g. 0,1,3,7,15), or swap"
+
+
+def canonical_rescale(name: str | None) -> str | None:
+    """The explicit name of a rescaling the faces accept (`margin` is the paper's, margin-sqrt)."""
+    if name is None:
+        return None
+    if name not in CANONICAL:
+        raise UsageError(f"rescale must be one of {', '.join(RESCALES)}, not {name!r}")
+    return CANONICAL[name]
+
+
+def pair_margins(rescale: str, delta: np.ndarray) -> np.ndarray:
+    """Each pair's margin under a margin rescaling of Delta (explicit pairs)."""
+    return np.sqrt(delta) if canonical_rescale(rescale) == "margin-sqrt" else delta
 
 
 def label_values(ds: Dataset, spec: str) -> np.ndarray:

@@ -284,6 +284,41 @@ def hess_vec_y(ys, ls, qptr, nlev, order, d, ds, zs, z, qweight, margin):
     return z
 
 
+# -- violated pairs, counted once over the labels (slack rescaling sums one loss per threshold) -----
+@njit
+def _count_range(y, lev, order, qptr, nlev, qweight, margin, out, q0, q1):
+    for q in range(q0, q1):
+        out[q] = 0.0
+        s = qptr[q]
+        e = qptr[q + 1]
+        R = nlev[q]
+        if R < 2 or qweight[q] == 0.0:
+            continue
+        tree = np.zeros((R + 1, 3))
+        cnt = 0.0
+        p = e - 1
+        for t in range(e - 1, s - 1, -1):  # sweep 1 of query_fun_grad: t the higher document
+            while p >= s and y[order[t]] - y[order[p]] < margin:
+                _fen_add_sum(tree, R, np.int64(lev[order[p]]), 0.0)
+                p -= 1
+            n, _ = _fen_sums(tree, np.int64(lev[order[t]]))
+            cnt += n
+        out[q] = cnt
+
+
+def count_active(y, lev, order, qptr, nlev, qweight, margin):
+    """Pairs (i, j) of one query with lev_i > lev_j and y_i - y_j < margin, in queries of non-zero
+    weight: y and lev by row, `order` each query's rows in ascending y (sort_queries). O(n log R);
+    per-query counts added in query order."""
+    nq = qptr.shape[0] - 1
+    out = np.zeros(nq)
+    threads.run(_count_range, threads.split(qptr, nq, int(qptr[-1])), y, lev, order, qptr, nlev, qweight, margin, out)
+    total = 0.0
+    for q in range(nq):
+        total += out[q]
+    return total
+
+
 # -- the diagonal of the generalised Hessian in feature space -------------------------------------
 # diag(X' H_L X)_f = 2 sum over active pairs (i, j) of (x_if - x_jf)^2
 #                  = 2 [ sum_k c_k x_kf^2 - 2 sum_k x_kf sum_{j in J_k} x_jf ]
@@ -463,9 +498,10 @@ def _query_hx(ys, ls, order, s, e, R, data, indices, indptr, r0, vtree, ctree, m
 
 
 @njit
-def hess_x_block(ys, ls, qptr, nlev, order, qweight, data, indices, indptr, margin, coef, q0, q1, Z):
-    """Z[k - qptr[q0]] += coef * (H_L X)_k for the rows of queries q0..q1-1 (Z: rows x n_features)."""
-    r0 = qptr[q0]
+def hess_x_block(ys, ls, qptr, nlev, order, qweight, data, indices, indptr, margin, coef, q0, q1, r0, Z):
+    """Z[k - r0] += coef * (H_L X)_k for the rows k of queries q0..q1-1 (Z: rows x n_features; r0 the
+    first row of query q0: qptr[q0] when the sweep covers every row, the row offset of the block
+    when qptr and order are a view of some rows, PairwiseObjective's label-pair views)."""
     R = 2
     for q in range(q0, q1):
         if nlev[q] > R:

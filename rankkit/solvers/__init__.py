@@ -49,6 +49,15 @@ SOLVERS: dict[str, SolverSpec] = {
             narrow_indices=True,
         ),
         SolverSpec(
+            name="nlcg",
+            summary="the same objective by primal non-linear conjugate gradient (Polak-Ribiere+, secant line "
+            "search; Chapelle & Keerthi Sect. 2's alternative to truncated Newton), O(nnz + n log n) per iteration",
+            module="rankkit.solvers.nlcg",
+            cls="NlcgRankSVM",
+            losses=("squared-hinge",),
+            narrow_indices=True,
+        ),
+        SolverSpec(
             name="bundle",
             summary="the hinge-loss RankSVM (svm_rank's objective) by a bundle / cutting-plane method (BMRM) "
             "on the O(n log n) subgradient, stopped on the relative duality gap",

@@ -11,7 +11,7 @@ import numpy as np
 from rankkit.data import Dataset
 from rankkit.errors import DataError, UsageError
 from rankkit.objectives.pairwise import PairwiseObjective
-from rankkit.objectives.rescale import label_values
+from rankkit.objectives.rescale import canonical_rescale, label_values
 
 Log = Callable[[str], None]
 
@@ -139,7 +139,7 @@ class ExactRankSVM:
         self.max_iter = self.DEFAULT_MAX_ITER if max_iter is None else int(max_iter)
         self.query_norm = bool(query_norm)
         self.query_weights = query_weights
-        self.rescale, self.delta = rescale, delta
+        self.rescale, self.delta = canonical_rescale(rescale), delta
 
     def hyperparameters(self) -> dict:
         out = {"C": self.C, "tol": self.tol, "max_iter": self.max_iter, "query_norm": self.query_norm}
@@ -157,13 +157,14 @@ class ExactRankSVM:
 
     def objective(self, ds: Dataset):
         """The O(n log n) objective (PairwiseObjective) with this solver's loss, weights and rescaling."""
-        offsets = slack = None
+        values = {}
         if self.rescale and self.delta == "swap":
             raise UsageError("--delta swap is not a function of the labels: it needs --solver newton-pairs")
-        if self.rescale:
-            if self.rescale == "margin":
-                offsets = label_values(ds, self.delta)
-            else:
-                slack = label_values(ds, self.delta)
-        return PairwiseObjective(ds, self.C, self.loss, query_weights=self.weights(ds), margin_offsets=offsets,
-                                 slack_values=slack)
+        if self.rescale and self.rescale.startswith("margin") and self.loss in ("huber", "logistic"):
+            raise UsageError(f"--rescale {self.rescale} with --loss {self.loss} needs --solver newton-pairs (per-pair "
+                             "margins); the O(n log n) objective rescales the margin of the squared-hinge and hinge "
+                             "losses (or use --rescale slack)")
+        if self.rescale:  # label-based Delta: every rescaling without the pair list (objectives/rescale.py)
+            key = {"margin-sqrt": "margin_sqrt_values", "margin-delta": "margin_offsets", "slack": "slack_values"}
+            values[key[self.rescale]] = label_values(ds, self.delta)
+        return PairwiseObjective(ds, self.C, self.loss, query_weights=self.weights(ds), **values)

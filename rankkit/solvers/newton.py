@@ -32,7 +32,7 @@ from rankkit.data import Dataset
 from rankkit.errors import UsageError
 from rankkit.objectives.pairs import ExplicitPairObjective, explicit_pairs
 from rankkit.objectives.pairwise import PairwiseObjective
-from rankkit.objectives.rescale import pair_deltas
+from rankkit.objectives.rescale import pair_deltas, pair_margins
 from rankkit.solvers.base import (DEFAULT_MAX_ITER, DEFAULT_TOL, ExactRankSVM, FitResult, Log, check_exact_magnitude,
                                   check_finite, quiet_fp)
 from rankkit.solvers.options import stop_message
@@ -486,6 +486,6 @@ class NewtonPairsRankSVM(NewtonRankSVM):
             if self.rescale == "slack":
                 costs = delta if costs is None else costs * delta
             else:
-                margins = delta
+                margins = pair_margins(self.rescale, delta)
         return ExplicitPairObjective(ds, self.C, self.loss, query_weights=self.weights(ds), pair_costs=costs,
                                      pairs=pairs, pair_margins=margins)

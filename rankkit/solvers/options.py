@@ -36,6 +36,7 @@ _SOFIA = {"iterations", "sampler", "valid_file"}
 SOLVER_OPTIONS = {
     "newton": _EXACT,
     "newton-pairs": _EXACT,
+    "nlcg": _EXACT,
     "bundle": _EXACT,
     "factorized": {"C", "iterations", "eta", "eta0", "valid_file", "K", "init_scale", "patience", "save_factors"},
     "sgd": _SOFIA | {"lam", "eta", "eta0", "eta_c", "batch_size", "ties"},
@@ -188,6 +189,8 @@ def stop_message(stop: str, detail: dict, style: str = "cli") -> str:
     d = detail
     if stop == "converged":  # the Newton driver's rule
         text = f"Newton decrement / objective = {d['ratio']:.3g} < tol {d['tol']:g}"
+    elif stop == "gradient":  # nlcg's rule: ||g||^2 >= the Newton decrement, since H >= I
+        text = f"|g|^2 / objective = {d['ratio']:.3g} <= tol {d['tol']:g} (so Newton decrement / objective too)"
     elif stop == "zero_gradient":
         text = "gradient is exactly zero"
     elif stop == "max_iter":
