@@ -31,7 +31,8 @@ def test_quick_run_on_the_bundled_sample(tmp_path):
     text = (out / "chapelle.md").read_text()
     for k in range(1, 9):
         assert f"## {k}. " in text
-    assert "PLACEHOLDER: pair-sgd with the paper's 1/t step is measured by the SGD change" in text
+    sgd = text.split("## 8. ")[1]
+    assert sum(ln.startswith("| 0.1 | ") for ln in sgd.splitlines()) == 1 and "--t0 0" in sgd
     assert "(within 1e-5" in text
     row = [ln for ln in text.splitlines() if ln.startswith("| sum of delta_ij")][0]
     total = row.split("|")[2].strip()
