@@ -82,15 +82,20 @@ def test_early_stopping_keeps_the_best_validation_iteration():
     assert solver.factors.shape == (ds.n_rows, 2)
 
 
-def test_multiplier_analysis_reproduces_w_and_reports_shares():
+def _analysis():
     import sys
     from pathlib import Path
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
-    from analyze_multipliers import multiplier_ranks
+    import analyze_multipliers
 
+    return analyze_multipliers
+
+
+def test_multiplier_analysis_reproduces_w_and_reports_shares():
     from rankkit.solvers.newton import NewtonRankSVM
 
+    multiplier_ranks = _analysis().multiplier_ranks
     ds = make_dataset(seed=8, sizes=(15, 12, 1, 20), n_features=5)
     res = NewtonRankSVM(C=0.2, tol=1e-14).fit(ds)
     rows, w_back = multiplier_ranks(ds, res.w, 0.2)
@@ -98,6 +103,44 @@ def test_multiplier_analysis_reproduces_w_and_reports_shares():
     assert len(rows) == int(np.sum(ds.pairs_per_query > 0))
     for n_q, shares in rows:
         assert 0 < shares[0.9] <= shares[1.0] <= 1.0
+
+
+def test_hinge_multipliers_solve_the_dual_and_give_the_hinge_ranksvm():
+    """Fig. 1 with the paper's multipliers: the dual solution's w is the hinge RankSVM's (bundle),
+    primal = dual, 0 <= alpha <= C with alpha = C on the pairs inside the margin and 0 outside; the
+    per-query ranks equal NumPy's on the blocks built pair by pair."""
+    from rankkit.solvers.bundle import BundleRankSVM
+
+    am = _analysis()
+    ds = make_dataset(seed=9, sizes=(15, 12, 1, 20, 6), n_features=5)  # ties, one-doc, one-label, empty rows
+    C = 0.05
+    pi, pj, alpha, w, facts = am.hinge_multipliers(ds, C, eps=1e-10)
+    assert facts["projected_gradient"] <= 1e-10
+    ref = BundleRankSVM(C=C, loss="hinge", tol=1e-10, max_iter=5000).fit(ds)
+    assert facts["primal"] == pytest.approx(ref.objective, rel=1e-8)
+    assert facts["dual"] == pytest.approx(facts["primal"], rel=1e-8)
+    X = dense(ds)
+    P = explicit_pairs(ds.y, ds.qptr)
+    assert sorted(zip(pi.tolist(), pj.tolist())) == sorted(map(tuple, P.tolist()))
+    t = (X[pi] - X[pj]) @ w
+    assert np.all((alpha >= 0) & (alpha <= C))
+    assert np.all(alpha[t < 1 - 1e-6] == C) and np.all(alpha[t > 1 + 1e-6] == 0)
+    rows, w_back = am.block_shares(ds, pi, pj, alpha)
+    np.testing.assert_allclose(w_back, w, rtol=0, atol=1e-12 * np.abs(w).max())
+    k = 0
+    for q in range(ds.n_queries):
+        s, e = ds.qptr[q], ds.qptr[q + 1]
+        A = np.zeros((e - s, e - s))
+        for (i, j), a in zip(zip(pi, pj), alpha):
+            if s <= i < e:
+                A[i - s, j - s] = a
+        if not np.any(ds.y[s:e] != ds.y[s]):
+            continue
+        r = rows[k]
+        k += 1
+        assert r["n"] == e - s and r["rank"] == np.linalg.matrix_rank(A)
+        assert r["rank"] <= r["max_rank"] <= (e - s) - np.sum(ds.y[s:e] == ds.y[s:e].min())
+    assert k == len(rows)
 
 
 def test_cli_factorized(tmp_path):
