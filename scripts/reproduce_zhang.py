@@ -380,7 +380,7 @@ def main(argv=None) -> int:
                f"Hinge RankSVM at C={C:g} solved tightly (`bundle --tol 1e-8`): J* {ref.objective:.6g}, vali MAP "
                f"{metrics(vali, ref.w)['map']:.4f}, test MAP {metrics(test, ref.w)['map']:.4f}, NDCG@1/3/5 "
                + "/".join(f"{metrics(test, ref.w)[m]:.4f}" for m in METRICS[1:]) + ".", "",
-               "| iterations | J / J* | \|w - w*\| / \|w*\| | vali MAP | test MAP | NDCG@1 | NDCG@3 | NDCG@5 |",
+               "| iterations | J / J* | \\|w - w*\\| / \\|w*\\| | vali MAP | test MAP | NDCG@1 | NDCG@3 | NDCG@5 |",
                "|---:|---:|---:|---:|---:|---:|---:|---:|"]
         state_obj = training.plan("bundle", {"C": C, "loss": "hinge"}, style="python").solver().objective(train)
         for c in ck:

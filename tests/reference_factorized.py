@@ -27,14 +27,15 @@ def objective_and_gradient(X: np.ndarray, P: np.ndarray, V: np.ndarray, C: float
         l_minus[j] += 1
     u = (l_plus - l_minus) @ X
     L = 0.5 * w @ w + C * (p_w - w @ u)  # eq. (6)
+    # eq. (8), its double sum over pairs kept as printed (= <w, phi_ij>), once per pair
+    quad = {(i, j): sum((V[a] @ V[b]) * (phi[a, b] @ phi[i, j]) for a, b in P) for i, j in P}
     G = np.zeros_like(V)
-    for k in range(X.shape[0]):  # eq. (8), its double sum over pairs kept as printed
+    for k in range(X.shape[0]):
         for i, j in P:
             if k not in (i, j):
                 continue
             other = j if k == i else i
-            quad = sum((V[a] @ V[b]) * (phi[a, b] @ phi[i, j]) for a, b in P)  # = <w, phi_ij>
-            G[k] += V[other] * (quad - C * (phi[i, j] @ u))
+            G[k] += V[other] * (quad[i, j] - C * (phi[i, j] @ u))
     return L, G, w
 
 
