@@ -314,11 +314,13 @@ def main(argv=None) -> int:
             fmt(row[m]) + (f" [{rng[m][0]:.4f}, {rng[m][1]:.4f}]" if rng and len(cfg["seeds"]) > 1 else "")
             for m in METRICS) + " |")
     for opt in ("paper", "backtracking"):
-        runs = {(f["fold"], s): f[opt]["seeds"][s]["last"]["fit"] for f in folds for s in cfg["seeds"]}
-        bad = sorted(k for k, g in runs.items() if g.diverged)
-        md.append(f"\n`{opt}` at the chosen points (iterations last): {len(bad)} of {len(runs)} fold x seed runs "
-                  "diverged" + (" (" + ", ".join(f"Fold{k} seed {s}" for k, s in bad) + "; their last finite iterate "
-                                "is in the means above, as the algorithm returns it)" if bad else "") + ".")
+        for mode in ("tuned", "last"):
+            runs = {(f["fold"], s): f[opt]["seeds"][s][mode]["fit"] for f in folds for s in cfg["seeds"]}
+            bad = sorted(k for k, g in runs.items() if g.diverged)
+            md.append(f"\n`{opt}` at the chosen points (iterations {'on vali' if mode == 'tuned' else 'last'}): "
+                      f"{len(bad)} of {len(runs)} fold x seed runs diverged" + (
+                          " (" + ", ".join(f"Fold{k} seed {s}" for k, s in bad) + "; their last finite iterate is in "
+                          "the means above, as the algorithm returns it)" if bad else "") + ".")
     trec_rsvm = mean_over([f["rsvm"] for f in folds], "trec")
     md += ["", "RSVM under the trec_eval convention instead (same models): " +
            ", ".join(f"{m} {trec_rsvm[m]:.4f}" for m in METRICS) + ".", ""]
