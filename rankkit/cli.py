@@ -234,7 +234,9 @@ def _dask_option(f):
     type=_Finite(min=0, min_open=True),
     default=None,
     help="Stopping rule: Newton decrement / objective for newton solvers [default: 1e-6]; ||gradient||^2 / "
-    "objective for nlcg (it implies Newton's rule) [default: 1e-6]; relative duality gap for bundle [default: 1e-4].",
+    "objective for nlcg (it implies Newton's rule) [default: 1e-6]; relative duality gap for bundle [default: 1e-4]; "
+    "relative change of the objective in one iteration for factorized [default: 1e-6 with --optimizer paper, none "
+    "with backtracking].",
 )
 @click.option(
     "--max-iter",
@@ -316,6 +318,10 @@ def _dask_option(f):
 @click.option("--patience", type=click.IntRange(min=1), default=None,
               help="--solver factorized: stop when the --valid MAP has not improved for this many iterations, "
               "keeping the best.")
+@click.option("--optimizer", type=click.Choice(["backtracking", "paper"]), default=None,
+              help="--solver factorized: backtracking (the step --eta0 halved for good whenever the objective "
+              "would rise: monotone) or paper (Zhang et al.'s Algorithm 1: fixed --eta0, no safeguard, stop on "
+              "--tol or --iterations). [default: backtracking]")
 @click.option("--save-factors", type=click.Path(dir_okay=False), default=None,
               help="--solver factorized: also write the factors V (one training document per line, K values).")
 @click.option(
@@ -345,8 +351,8 @@ def _dask_option(f):
 @_verbose
 def train(files, dask, solver, C, tol, max_iter, loss, query_norm, query_weights, rescale, delta, lam,
           iterations, eta, eta0, eta_c, ties, t0, batch_size, sampler, valid_file, K, init_scale, patience,
-          save_factors, kernel, gamma, degree, coef0, landmarks, seed, auc, zero_based, group_queries, group_file,
-          threads, verbose):
+          optimizer, save_factors, kernel, gamma, degree, coef0, landmarks, seed, auc, zero_based, group_queries,
+          group_file, threads, verbose):
     """Fit a ranker on TRAIN (SVMlight/LETOR; .gz/.bz2/.xz or - for stdin) and write MODEL.
 
     \b
@@ -359,6 +365,7 @@ def train(files, dask, solver, C, tol, max_iter, loss, query_norm, query_weights
                   gradient (Sect. 2's alternative to Newton)
     bundle        hinge loss (svm_rank's objective), bundle method -C --tol --max-iter
     factorized    Factorized Ranking SVM (Zhang et al. 2015)       -K -C --iterations --valid
+                  (--optimizer paper: their Algorithm 1)           --eta0 --optimizer --tol
     sgd pegasos   stochastic steps on sampled pairs (sofia-ml)     --lambda --iterations --eta
     logreg margin-perceptron perceptron                            --sampler --batch-size --ties
     pa romma      passive-aggressive (-C caps the step, default    --iterations --sampler
@@ -391,7 +398,8 @@ def train(files, dask, solver, C, tol, max_iter, loss, query_norm, query_weights
             params={"C": C, "tol": tol, "max_iter": max_iter, "loss": loss, "query_norm": query_norm,
                     **({"rescale": rescale, "delta": "gain" if delta is None else delta} if rescale else {})},
             stochastic={"lam": lam, "iterations": iterations, "eta": eta, "eta0": eta0, "batch_size": batch_size,
-                        "seed": seed, "K": K, "init_scale": init_scale, "patience": patience},
+                        "seed": seed, "K": K, "init_scale": init_scale, "patience": patience,
+                        "optimizer": optimizer},
             query_weights_file=query_weights, zero_based=zero_based, unsupported=given,
             log=_say if verbose else None, warn=_warn)
         return
@@ -403,7 +411,8 @@ def train(files, dask, solver, C, tol, max_iter, loss, query_norm, query_weights
                 **({"rescale": rescale, "delta": "gain" if delta is None else delta} if rescale else {})},
         stochastic={"lam": lam, "iterations": iterations, "eta": eta, "eta0": eta0, "batch_size": batch_size,
                     "sampler": sampler, "seed": seed, "valid_file": valid_file, "K": K, "init_scale": init_scale,
-                    "patience": patience, "save_factors": save_factors, "eta_c": eta_c, "ties": ties, "t0": t0},
+                    "patience": patience, "optimizer": optimizer, "save_factors": save_factors, "eta_c": eta_c,
+                    "ties": ties, "t0": t0},
         progress=_progress_bar if (not verbose and sys.stderr.isatty()) else None,
         query_weights_file=query_weights,
         auc=auc,

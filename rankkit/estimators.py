@@ -1158,6 +1158,12 @@ class FactorizedRankSVM(_Trainable):
     eta0 : float, optional
     init_scale : float, optional
         Standard deviation of the random initial factors (default 0.01).
+    optimizer : {"backtracking", "paper"}, optional
+        backtracking (default): the step eta0 halved for good whenever the objective would rise;
+        paper: Zhang et al.'s Algorithm 1, a fixed eta0 and no safeguard (``--optimizer``).
+    tol : float, optional
+        Stop when one iteration changes the objective by at most tol of it (default 1e-6 with
+        optimizer="paper", no test with "backtracking").
     patience : int, optional
         With ``eval_set``: stop when the first eval set's MAP has not improved for this many
         iterations, keeping the best factors (early stopping; ``best_iteration_``).
@@ -1190,7 +1196,9 @@ class FactorizedRankSVM(_Trainable):
                  init_scale: float | None = None, patience: int | None = None, kernel: str | None = None,
                  gamma: float | None = None, degree: int = 3, coef0: float = 0.0, landmarks: int | None = None,
                  seed: int = 0, threads: int | None = None, verbose: bool = False, scoring_metric: str = "ndcg@10",
-                 scoring_convention: str | None = None):
+                 scoring_convention: str | None = None, optimizer: str | None = None, tol: float | None = None):
+        self.optimizer = optimizer
+        self.tol = tol
         self.K = K
         self.C = C
         self.loss = loss
@@ -1212,11 +1220,13 @@ class FactorizedRankSVM(_Trainable):
 
     def _options(self):
         _choice(self.eta, "eta", ("constant", "basic"))
-        params = {"C": _positive_or_none(self.C, "C"), "loss": self.loss}
+        _choice(self.optimizer, "optimizer", ("backtracking", "paper"))
+        params = {"C": _positive_or_none(self.C, "C"), "loss": self.loss, "tol": _positive_or_none(self.tol, "tol")}
         stochastic = {"K": _count_or_none(self.K, "K"), "iterations": _count_or_none(self.iterations, "iterations"),
                       "eta": self.eta, "eta0": _positive_or_none(self.eta0, "eta0"),
                       "init_scale": _positive_or_none(self.init_scale, "init_scale"),
-                      "patience": _count_or_none(self.patience, "patience"), "seed": _seed(self.seed)}
+                      "patience": _count_or_none(self.patience, "patience"), "seed": _seed(self.seed),
+                      "optimizer": self.optimizer}
         return "factorized", params, stochastic
 
     _iterative = True
@@ -1290,7 +1300,7 @@ def _header_params(header: dict) -> dict:
                 out[key] = float(value)
             elif key in ("query_norm", "ties"):
                 out[key] = str(value) == "true" or value is True
-            elif key in ("loss", "rescale", "delta", "eta", "sampler", "kernel", "learner"):
+            elif key in ("loss", "rescale", "delta", "eta", "sampler", "kernel", "learner", "optimizer"):
                 out[key] = str(value)
         except ValueError:
             continue
@@ -1341,7 +1351,7 @@ def load_model(path: str | os.PathLike, model_format: str | None = None) -> Rank
         if "kernel" in kern and "landmarks" in p and "landmark_seed" in model.header:
             kern["seed"] = int(model.header["landmark_seed"])
         if spec.factorized:
-            names = ("K", "C", "loss", "iterations", "eta", "eta0", "init_scale", "patience", "seed")
+            names = ("K", "C", "loss", "iterations", "eta", "eta0", "init_scale", "patience", "seed", "optimizer", "tol")
             est = FactorizedRankSVM(**{k: p[k] for k in names if k in p}, **{k: v for k, v in kern.items() if k != "seed"})
         elif spec.stochastic:
             args = {k: p[k] for k in ("iterations", "sampler", "loss", "seed") if k in p}

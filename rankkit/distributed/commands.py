@@ -43,7 +43,7 @@ def _parts_sha(facts) -> str:
 
 
 # options of the stochastic and factorized solvers: a fit on a Dask cluster (solver newton) has none
-STOCHASTIC_KEYS = ("lam", "iterations", "eta", "eta0", "batch_size", "K", "init_scale", "patience")
+STOCHASTIC_KEYS = ("lam", "iterations", "eta", "eta0", "batch_size", "K", "init_scale", "patience", "optimizer")
 
 
 def train_parts(patterns, model_file, dask=None, solver=None, params=None, query_weights_file=None, zero_based=False,

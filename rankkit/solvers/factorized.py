@@ -30,6 +30,22 @@ s = X g, since d alpha_kj / d v_k = v_j and (x_k - x_j).g = s_k - s_j,
 One iteration: c (O(N K)), w = X'c (O(nnz)), y = X w and the loss gradient (O(nnz + N log N)),
 g and s = X g (O(nnz)), the sums and dJ/dV (O(N K)): O(nnz + N K + N log N) instead of quadratic.
 The naive O(|P|) version is in the tests as the reference.
+
+Two optimisers (`--optimizer`):
+
+- `backtracking` (the default): the step is eta (--eta0, optionally decaying with --eta basic),
+  halved for good whenever it would increase J, so the descent is monotone; a fixed number of
+  iterations (--iterations), no convergence test unless --tol is given.
+- `paper`: Algorithm 1 as printed. V starts at random values (N(0, init_scale^2): the paper says
+  "random values" only), then every iteration computes w (line 3), the violated pairs (line 4) and
+  moves every v_k by -eta dJ/dv_k with the same w (lines 5-7), eta fixed (--eta0). "Until
+  convergence" is read as: stop when one iteration changes J by at most --tol (1e-6) of |J|, or
+  after --iterations. No safeguard: a learning rate too large for the data diverges, and says so.
+
+Notation: the paper's eq. (6)-(8) name u = sum_i (l_i^+ - l_i^-) x_i with l^+ counting the pairs in
+which i is the *lower* document (eq. 7), which would flip the sign of the loss term of (8); the
+derivation here is of the objective (5) itself, so dJ/dalpha_ij = (x_i - x_j).(w - C sum over
+violated pairs (x_k - x_l)), the gradient the paper means (Lee & Lin's u).
 """
 
 from __future__ import annotations
@@ -51,6 +67,9 @@ DEFAULT_K = 10
 DEFAULT_ITERATIONS = 200
 DEFAULT_ETA0 = 1e-3
 DEFAULT_INIT_SCALE = 0.01
+OPTIMIZERS = ("backtracking", "paper")
+DEFAULT_OPTIMIZER = "backtracking"
+DEFAULT_PAPER_TOL = 1e-6  # --optimizer paper: "until convergence", relative change of J in one iteration
 
 
 @njit
@@ -149,24 +168,33 @@ class FactorizedRankSVM:
     """Solver `factorized`: gradient descent on the latent vectors V (Zhang et al. Algorithm 1) with
     linear-time iterations; early stopping on a validation metric with --valid and --patience.
 
-    The step is the paper's eta (--eta0, optionally decaying with --eta basic), halved for good
-    whenever it would increase J: the objective is non-convex and quartic in V, and a fixed step that
-    suits one data set diverges on another. The descent is therefore monotone."""
+    optimizer "backtracking": the step is eta (--eta0, optionally decaying with --eta basic), halved
+    for good whenever it would increase J: the objective is non-convex and quartic in V, and a fixed
+    step that suits one data set diverges on another. The descent is therefore monotone.
+    optimizer "paper": Algorithm 1 as printed, a fixed eta and no safeguard (module docstring)."""
 
     name = "factorized"
 
     def __init__(self, C: float = 1.0, K: int = DEFAULT_K, iterations: int | None = None, eta: str = "constant",
                  eta0: float | None = None, seed: int = 0, init_scale: float = DEFAULT_INIT_SCALE, loss: str = "hinge",
-                 valid: Dataset | None = None, patience: int | None = None, monitor=None, **ignored):
+                 valid: Dataset | None = None, patience: int | None = None, monitor=None,
+                 optimizer: str = DEFAULT_OPTIMIZER, tol: float | None = None, **ignored):
         if loss not in ("hinge", "squared-hinge"):
             raise UsageError(f"--solver factorized offers the hinge and squared-hinge losses, not {loss}")
         if eta not in ("constant", "basic"):
             raise UsageError("--solver factorized takes --eta constant or basic (eta0 * 10 / (t + 10))")
+        if optimizer not in OPTIMIZERS:
+            raise UsageError(f"--optimizer must be one of {', '.join(OPTIMIZERS)}, not {optimizer!r}")
+        if optimizer == "paper" and eta != "constant":
+            raise UsageError("--optimizer paper has a fixed learning rate (--eta constant), not --eta basic")
         self.C, self.K, self.loss = float(C), int(K), loss
         self.iterations = DEFAULT_ITERATIONS if iterations is None else int(iterations)
         self.eta, self.eta0 = eta, DEFAULT_ETA0 if eta0 is None else float(eta0)
         self.seed, self.init_scale = int(seed), float(init_scale)
         self.valid, self.patience = valid, patience
+        self.optimizer = optimizer
+        # the convergence test: the paper's by default; the backtracking optimiser has none unless asked
+        self.tol = (DEFAULT_PAPER_TOL if optimizer == "paper" else None) if tol is None else float(tol)
         # monitor(iteration, w) -> float: the Python estimators' eval sets (recorded there); its value
         # replaces the validation MAP for early stopping
         self.monitor = monitor
@@ -175,8 +203,10 @@ class FactorizedRankSVM:
             raise UsageError("-K must be at least 1")
 
     def hyperparameters(self) -> dict:
-        out = {"C": self.C, "K": self.K, "iterations": self.iterations, "eta": self.eta, "eta0": self.eta0,
-               "seed": self.seed, "init_scale": self.init_scale}
+        out = {"C": self.C, "K": self.K, "optimizer": self.optimizer, "iterations": self.iterations, "eta": self.eta,
+               "eta0": self.eta0, "seed": self.seed, "init_scale": self.init_scale}
+        if self.tol is not None:
+            out["tol"] = self.tol
         if self.patience is not None:
             out["patience"] = self.patience
         return out
@@ -188,6 +218,10 @@ class FactorizedRankSVM:
         v = self.valid
         return evaluate(v.y, csr_matvec(v.data, v.indices, v.indptr, w, np.empty(v.n_rows)), v.qptr, ("map",))["map"]
 
+    def initial_factors(self, n_rows: int) -> np.ndarray:
+        """V at the start: N(0, init_scale^2) entries drawn from --seed."""
+        return self.init_scale * np.random.default_rng(self.seed).standard_normal((n_rows, self.K))
+
     def fit(self, ds: Dataset, w0=None, log: Log | None = None, progress=None) -> FitResult:
         if w0 is not None:
             raise UsageError("--solver factorized starts from random factors (no warm start in w)")
@@ -198,17 +232,19 @@ class FactorizedRankSVM:
 
     def _fit(self, ds: Dataset, log: Log | None, progress) -> FitResult:
         t0 = time.perf_counter()
-        rng = np.random.default_rng(self.seed)
-        V = self.init_scale * rng.standard_normal((ds.n_rows, self.K))
+        V = self.initial_factors(ds.n_rows)
         state = FactorState(ds, self.C, self.loss)
         best = None  # (metric, iteration, V) for early stopping
         stale = 0
         it = 0
         halvings = 0  # backtracking: the paper's fixed step, halved whenever it would increase J
+        paper = self.optimizer == "paper"
         history = []
         J, G, w = state.value_grad(V)
         check_finite(ds, self.name, "objective or gradient at the start", J, G)
+        J_start = J
         stop, detail, converged = "", {}, False
+        done = 0  # updates of V applied
         for it in range(1, self.iterations + 1):
             line = f"iter {it:5d}  J {J:.10e}  |grad| {np.linalg.norm(G):.3e}"
             if self.valid is not None or self.monitor is not None:
@@ -226,20 +262,36 @@ class FactorizedRankSVM:
             if self.patience is not None and best is not None and stale >= self.patience:
                 stop, detail, converged = "early_stop", {"patience": self.patience}, True
                 break
-            while True:
-                V_new = V - self._eta(it) * 0.5**halvings * G
+            if paper:  # Algorithm 1, lines 3-7: one step of the fixed learning rate, no safeguard
+                V_new = V - self.eta0 * G
                 J_new, G_new, w_new = state.value_grad(V_new)
-                if np.isfinite(J_new) and J_new <= J and np.all(np.isfinite(G_new)):
+                if not (np.isfinite(J_new) and np.all(np.isfinite(G_new))):
+                    stop, detail = "diverged", {"objective": float(J_new), "iterations": it, "start": J_start,
+                                                "remedy": "eta0"}
                     break
-                halvings += 1
-                if halvings > 60:  # the step is 2^-60 of eta0: no descent along -G at working precision
+            else:
+                while True:
+                    V_new = V - self._eta(it) * 0.5**halvings * G
+                    J_new, G_new, w_new = state.value_grad(V_new)
+                    if np.isfinite(J_new) and J_new <= J and np.all(np.isfinite(G_new)):
+                        break
+                    halvings += 1
+                    if halvings > 60:  # the step is 2^-60 of eta0: no descent along -G at working precision
+                        break
+                if halvings > 60:
+                    stop, detail = "no_descent", {"iteration": it}
                     break
-            if halvings > 60:
-                stop, detail = "no_descent", {"iteration": it}
-                break
+            change = abs(J - J_new) / max(abs(J), np.finfo(float).tiny)
             V, J, G, w = V_new, J_new, G_new, w_new
+            done = it
+            if self.tol is not None and change <= self.tol:
+                stop, detail, converged = "objective_change", {"change": change, "tol": self.tol, "iteration": it}, True
+                break
         else:
             stop, detail = "iterations", {"iterations": self.iterations}
+        if paper and stop in ("iterations", "objective_change") and J > J_start:
+            stop, detail, converged = "diverged", {"objective": J, "iterations": done, "start": J_start,
+                                                   "remedy": "eta0"}, False
         if best is not None and self.patience is not None:
             V = best[2]
             detail.update({"best_map": best[0], "best_iteration": best[1]})
@@ -247,6 +299,7 @@ class FactorizedRankSVM:
         w = state.weights(V)
         J = state.obj.evaluate(w, state.obj.scores(w))
         check_finite(ds, self.name, "objective at the solution", J, w)
-        return FitResult(w=w, objective=J, iterations=it, converged=converged, message=stop_message(stop, detail),
-                         n_active=state.obj.n_active, train_time=time.perf_counter() - t0,
+        return FitResult(w=w, objective=J, iterations=done if paper else it, converged=converged,
+                         message=stop_message(stop, detail), n_active=state.obj.n_active,
+                         train_time=time.perf_counter() - t0,
                          extra={"first_objective": history[0] if history else J}, stop=stop, detail=detail, factors=V)

@@ -22,14 +22,14 @@ CLI_NAMES = {"C": "-C", "tol": "--tol", "max_iter": "--max-iter", "query_norm": 
              "sampler": "--sampler", "valid_file": "--valid", "K": "-K", "init_scale": "--init-scale",
              "patience": "--patience", "save_factors": "--save-factors", "kernel": "--kernel", "gamma": "--gamma",
              "degree": "--degree", "coef0": "--coef0", "landmarks": "--landmarks", "delta": "--delta",
-             "eta_c": "--eta-c", "ties": "--ties", "t0": "--t0"}
+             "eta_c": "--eta-c", "ties": "--ties", "t0": "--t0", "optimizer": "--optimizer"}
 PYTHON_NAMES = {"C": "C", "tol": "tol", "max_iter": "max_iter", "query_norm": "query_norm",
                 "query_weights": "sample_weight", "rescale": "rescale", "lam": "alpha", "iterations": "iterations",
                 "eta": "eta", "eta0": "eta0", "batch_size": "batch_size", "sampler": "sampler",
                 "valid_file": "eval_set", "K": "K", "init_scale": "init_scale", "patience": "patience",
                 "save_factors": "save_factors", "kernel": "kernel", "gamma": "gamma", "degree": "degree",
                 "coef0": "coef0", "landmarks": "landmarks", "delta": "delta", "eta_c": "eta_c", "ties": "ties",
-                "t0": "t0"}
+                "t0": "t0", "optimizer": "optimizer"}
 
 _EXACT = {"C", "tol", "max_iter", "query_norm", "query_weights", "rescale"}
 _SOFIA = {"iterations", "sampler", "valid_file"}
@@ -38,7 +38,8 @@ SOLVER_OPTIONS = {
     "newton-pairs": _EXACT,
     "nlcg": _EXACT,
     "bundle": _EXACT,
-    "factorized": {"C", "iterations", "eta", "eta0", "valid_file", "K", "init_scale", "patience", "save_factors"},
+    "factorized": {"C", "iterations", "eta", "eta0", "valid_file", "K", "init_scale", "patience", "save_factors",
+                   "optimizer", "tol"},
     "sgd": _SOFIA | {"lam", "eta", "eta0", "eta_c", "batch_size", "ties"},
     "pegasos": _SOFIA | {"lam", "eta", "eta0", "eta_c", "batch_size", "ties"},
     "logreg": _SOFIA | {"lam", "eta", "eta0", "eta_c", "batch_size", "ties"},
@@ -115,11 +116,16 @@ def solver_kwargs(spec, params: dict, stochastic: dict | None, query_weights_giv
     C = (PA_DEFAULT_C if spec.name == "pa" else DEFAULT_C) if params.get("C") is None else params["C"]
     if spec.factorized:
         out = {"C": C, "loss": params.get("loss"), "seed": stochastic.get("seed", 0)}
-        for key in ("iterations", "eta", "eta0", "K", "init_scale", "patience"):
+        for key in ("iterations", "eta", "eta0", "K", "init_scale", "patience", "optimizer"):
             if stochastic.get(key) is not None:
                 out[key] = stochastic[key]
+        if params.get("tol") is not None:
+            out["tol"] = params["tol"]
         if "eta" not in out:
             out["eta"] = "constant"
+        if out.get("optimizer") == "paper" and out["eta"] != "constant":
+            raise UsageError(f"{names['optimizer']} paper has a fixed learning rate (Algorithm 1), not "
+                             f"{names['eta']} {out['eta']}")
         return out
     if spec.stochastic:
         out = {"C": C, "loss": params.get("loss")}
@@ -177,6 +183,9 @@ def check_dask(solver: str | None, loss: str | None, kernel: bool = False, style
 # -- why a solver stopped: the solvers return a code and its numbers (FitResult.stop, .detail); the
 # words are made here, once, naming the options as the caller knows them
 _REMEDIES = {
+    "eta0": {"cli": "the fixed learning rate is too large for this data: lower --eta0, or use --optimizer backtracking",
+             "python": "the fixed learning rate is too large for this data: lower eta0, or use "
+                       "optimizer='backtracking'"},
     "separable": {"cli": "aggressive ROMMA assumes pairs a hyperplane can separate: try --solver pa or pegasos",
                   "python": "aggressive ROMMA assumes pairs a hyperplane can separate: try learner='pa' or 'pegasos'"},
 }
@@ -211,6 +220,9 @@ def stop_message(stop: str, detail: dict, style: str = "cli") -> str:
         text = (f"early stopping: the first eval set's MAP did not improve for {d['patience']} checkpoints "
                 f"(patience={d['patience']}, a Python parameter); kept the best, {d['best_value']:.4f} at step "
                 f"{d['best_iteration']} (stopped at step {d['iterations']})")
+    elif stop == "objective_change":  # factorized: Algorithm 1's "until convergence"
+        text = (f"relative change of the objective {d['change']:.3g} <= {names['tol']} {d['tol']:g} at iteration "
+                f"{d['iteration']}")
     elif stop == "no_descent":
         text = (f"no step along the gradient decreases the objective at iteration {d['iteration']} "
                 "(numerical precision reached)")
