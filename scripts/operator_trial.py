@@ -1015,6 +1015,9 @@ def main(argv=None) -> int:
                 results.append(fut.result())
             except Exception as exc:  # noqa: BLE001 - a harness error is reported as the case's failure
                 results.append(Outcome(futures[fut], "harness", [f"harness error: {type(exc).__name__}: {exc}"], 0.0))
+            if results[-1].problems:
+                r = results[-1]
+                print(f"  FAILED [{r.case.family}] {r.case.name}: exit {r.code}: {'; '.join(r.problems)[:400]}", flush=True)
             if done % 100 == 0 or done == len(cases):
                 bad = sum(1 for r in results if r.problems)
                 print(f"  {done}/{len(cases)} cases, {bad} failed, {time.monotonic() - started:.0f} s", flush=True)
