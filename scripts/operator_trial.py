@@ -73,6 +73,7 @@ SAMPLE_VALI = ROOT / "data" / "sample.vali.txt"
 FOREIGN = ROOT / "tests" / "data" / "foreign"
 SHARED = next((p for p in (ROOT.parent / "shared" / "data", Path("/work/shared/data")) if p.is_dir()), None)
 TEMP = re.compile(r"^\..+\.tmp$")
+LINGER = 20  # seconds a run's processes may take to end after it has exited
 FSIZE = ("import resource, runpy, sys; resource.setrlimit(resource.RLIMIT_FSIZE, ({n}, {n})); "
          "sys.argv[0] = 'rankkit'; runpy.run_module('rankkit', run_name='__main__', alter_sys=True)")
 
@@ -298,7 +299,7 @@ def run_case(case: Case, d: Path, env: dict) -> Outcome:
     seconds = time.monotonic() - started
     text = err.decode("utf-8", "replace")
     # processes left: every member of the run's session, once it has exited
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + LINGER
     left = _session_members(proc.pid)
     while left and time.monotonic() < deadline:
         time.sleep(0.2)
