@@ -491,7 +491,7 @@ def bad_inputs(ref: Ref) -> list[Case]:
         for cmd in (f"train {path} out.model", f"predict {path} {q(ref.model)} out.txt", f"eval {path} scores.txt",
                     f"eval in.txt {path}", f"predict in.txt {path} out.txt", f"convert {path} out.model --to rankkit"):
             cases.append(Case("input", f"{label}: {cmd.split()[0]} ({cmd})", f"exec {RK} {cmd}", files,
-                              must_fail=(os.geteuid() != 0 or setup != "locked")))
+                              ("out.model", "out.txt"), must_fail=(os.geteuid() != 0 or setup != "locked")))
     # scores files that do not fit the data
     for label, scores in [("fewer scores", ref.scores[: ref.scores.rindex(b"\n", 0, -1) + 1]), ("one more", ref.scores + b"1\n"),
                           ("nan score", b"nan\n" + ref.scores.split(b"\n", 1)[1]), ("text", b"hello\n" * 527),
