@@ -990,6 +990,11 @@ def main(argv=None) -> int:
     ap.add_argument("--keep", default=None, help="directory for the case directories (default: a temporary one)")
     ap.add_argument("--family", action="append", default=None, help="only these families (repeatable, prefix)")
     args = ap.parse_args(argv)
+    # a trial started in the background (`nohup ... &`) has SIGINT and SIGHUP ignored, and a signal
+    # ignored when rankkit starts stays ignored: give the runs the defaults, or the signal cases
+    # would only ever test SIGTERM
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
     rng = random.Random(args.seed)
     scratch = Path(args.keep or tempfile.mkdtemp(prefix="rankkit-trial-"))
     scratch.mkdir(parents=True, exist_ok=True)
