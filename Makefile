@@ -3,6 +3,7 @@
 #   make test    run the test suite (all but the tests marked slow)
 #   make test-all   the whole suite, the slow tests too (full-size cases, worker processes killed mid-fit, ...)
 #   make fuzz    the randomized reader and model-file tests with many more cases (a few minutes)
+#   make trial   the operator trial: ~1,900 real runs over fault families, a table of outcomes (scripts/operator_trial.py)
 #   make bench   run the benchmarks (installs scikit-learn into .venv for the reader comparison)
 #   make bench-peers  only the side-by-side against liblinear-ranksvm / sofia-ml (RANKKIT_PEERS=/tmp/peers)
 #   make bench-distributed  only one process against a 2-worker Dask LocalCluster (BENCHMARKS-distributed.md)
@@ -70,6 +71,10 @@ fuzz: $(STAMP)
 	@cache=$$(mktemp -d); \
 	RANKKIT_FUZZ_CASES=$${RANKKIT_FUZZ_CASES:-50000} NUMBA_CACHE_DIR=$$cache $(PY) -m pytest -q -m fuzz tests; status=$$?; \
 	rm -rf $$cache; exit $$status
+
+.PHONY: trial
+trial: $(WARM_STAMP)
+	$(PY) scripts/operator_trial.py $(TRIAL_ARGS)
 
 $(BENCH_STAMP): $(STAMP)
 	PYTHONWARNINGS=ignore $(PY) -m pip install --quiet -e '.[test,bench]'
