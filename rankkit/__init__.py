@@ -12,7 +12,61 @@ and `rankkit --help` stays instant.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import os as _os
+import _signal  # the builtin module: no file to import while a signal may land
+import sys as _sys
+
+
+def _interrupted_before_the_cli(signum, frame):
+    try:
+        name = {getattr(_signal, n, None): n for n in ("SIGINT", "SIGTERM", "SIGHUP")}.get(signum, f"signal {signum}")
+        _os.write(2, f"rankkit: interrupted by {name}\n".encode())
+    except OSError:  # stderr closed: the status still says it
+        pass
+    _os._exit(128 + signum)
+
+
+def _hold_signals_until_the_cli() -> None:
+    """The command line's first handlers for SIGINT, SIGTERM and SIGHUP (a signal ignored at start,
+    SIGHUP under nohup, stays ignored): until rankkit.cli installs its own, a signal ends the run at
+    once with one line and status 128 + N. Nothing has been opened or written yet."""
+    for name in ("SIGINT", "SIGTERM", "SIGHUP"):
+        sig = getattr(_signal, name, None)
+        try:
+            if sig is not None and _signal.getsignal(sig) is not _signal.SIG_IGN:
+                _signal.signal(sig, _interrupted_before_the_cli)
+        except (ValueError, OSError):  # not the main thread
+            break
+
+
+def _started_as_the_cli() -> bool:
+    """This import is the start of `python -m rankkit` or of the `rankkit` console script (whose
+    first step imports this package), not a Python program using rankkit as a library."""
+    argv = getattr(_sys, "orig_argv", None) or []
+    i = 1
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "-m":
+            return argv[i + 1:i + 2] == ["rankkit"]
+        if arg.startswith("-m"):
+            return arg == "-mrankkit"
+        if not arg.startswith("-") or arg.startswith("-c"):
+            break
+        i += 2 if arg in ("-X", "-W") else 1
+    script = _sys.argv[0] if _sys.argv else ""
+    if not script or script.startswith("-") or script.endswith(".py"):
+        return False
+    try:  # the console script pip writes: `from rankkit.__main__ import main`
+        with open(script, "rb") as fh:
+            return b"from rankkit.__main__ import" in fh.read(4096)
+    except OSError:
+        return False
+
+
+if _started_as_the_cli():  # `python -m rankkit` imports this package before rankkit/__main__.py runs
+    _hold_signals_until_the_cli()
+
+from typing import TYPE_CHECKING  # noqa: E402 - after the handlers: an import is where a signal lands
 
 from rankkit.config import __version__
 

@@ -192,6 +192,17 @@ def _check_depends(options, values: dict) -> None:
     check_depends([name for name in options if _given(name)], values, "cli")
 
 
+def _check_significance_options(compared: bool, test_name: str, what: str, *more) -> None:
+    """The one rule for the paired test's options: --test and --permutations (and `more`, (flag,
+    parameter) pairs) given without anything to compare, or --permutations with another test, are
+    errors, never silently ignored."""
+    for flag, param in (("--test", "test_name"), ("--permutations", "permutations"), *more):
+        if _given(param) and not compared:
+            raise click.UsageError(f"{flag} applies only with {what}: the paired test of each against the first")
+    if _given("permutations") and test_name != "randomization":
+        raise click.UsageError(f"--permutations applies only with --test randomization, not --test {test_name}")
+
+
 def _use_threads(n: int | None) -> None:
     threads.apply(n)  # perf: the default is the free usable cores (rankkit/threads.py)
 
@@ -472,6 +483,8 @@ def predict(files, dask, out_dir, fmt, tag, zero_based, group_queries, group_fil
     """
     from rankkit import commands
 
+    if _given("tag") and fmt != "trec":  # the one rule: an option that does not apply is an error
+        raise click.UsageError(f"--tag applies only with --format trec, not --format {fmt}")
     _use_threads(threads)
     if dask is not None or out_dir is not None:  # parts, on a Dask cluster: rankkit.distributed
         if dask is None:
@@ -612,6 +625,8 @@ def eval_(files, dask, metrics, convention, empty_query, fmt, per_query, test_na
 
     if qrels is None and len(files) < 2:
         raise click.UsageError("eval needs DATA and at least one SCORES file (or --qrels QRELS RUN ...)")
+    systems = 1 if dask is not None else len(files) if qrels is not None else len(files) - 1
+    _check_significance_options(systems >= 2, test_name, "two or more SCORES files (or runs)", ("--seed", "seed"))
     _use_threads(threads)
     if dask is not None:  # `eval PARTS... SCORES --dask`: rankkit.distributed
         given = [flag for flag, v in (("--qrels", qrels), ("--group-queries", group_queries),
@@ -791,6 +806,7 @@ def experiment_(directory, fold_triples, solvers, metrics, convention, select, g
 
     _use_threads(threads)
     _check_depends(("degree", "coef0", "landmarks"), {"kernel": kernel})
+    _check_significance_options(len(solvers or ("newton",)) >= 2, test_name, "two or more --solver")
     kernel_opts = None
     if kernel is not None:
         kernel_opts = {"name": kernel, "degree": degree, "coef0": coef0, "landmarks": landmarks}
@@ -822,6 +838,7 @@ def _install_signal_handlers() -> None:
             signal.signal(sig, interrupts.on_signal)
         except (ValueError, OSError):  # not the main thread (rankkit.cli.main called from a thread)
             return
+    interrupts.install_unraisable_hook()
 
 
 def _ignore_signals() -> None:
@@ -863,6 +880,10 @@ def main(argv=None) -> None:
     except RankkitError as exc:
         console.say(f"rankkit: error: {exc}")
         sys.exit(exc.exit_code)
+    problem = threads.check_environment()  # before numba is imported
+    if problem is not None:
+        console.say(f"rankkit: error: {problem}")
+        sys.exit(EXIT_USAGE)
     try:
         os.getcwd()
     except OSError:  # deleted under the shell that started us: no relative path can be resolved
@@ -870,8 +891,10 @@ def main(argv=None) -> None:
         sys.exit(EXIT_USAGE)
     try:
         cli.main(args=argv, prog_name="rankkit", standalone_mode=False)
-    except click.exceptions.Exit as exc:
+    except click.exceptions.Exit as exc:  # --help, --version: their text must have reached stdout
         _ignore_signals()
+        if exc.exit_code == 0:
+            _finish_stdout(wrote=True)
         sys.exit(exc.exit_code)
     except BaseException as exc:
         # A signal can surface as any exception (numba reports one raised during a kernel call as
@@ -881,15 +904,44 @@ def main(argv=None) -> None:
         if interrupts.received() is not None:
             _interrupted_exit()
         _fail(exc)
+    from rankkit import interrupts
+
     _ignore_signals()  # done: the outputs are complete, and exit 0 says so
+    if interrupts.received() is not None:  # unless a signal landed where Python could not raise it
+        _interrupted_exit()
+    _finish_stdout()
+    sys.exit(0)
+
+
+def _finish_stdout(wrote: bool = False) -> None:
+    """Everything written to stdout reached it, or exit 2 in one line (full, an I/O error; closed,
+    when the command `wrote` to it: --help, --version); a reader that went away (`| head`) is not
+    an error."""
+    from rankkit import console
+
     try:
+        if wrote:
+            console.check_stdout()
         sys.stdout.flush()
     except BrokenPipeError:
         console.silence_stdout()
+    except RankkitError as exc:
+        console.say(f"rankkit: error: {exc}")
+        sys.exit(EXIT_USAGE)
     except OSError as exc:
         console.say(f"rankkit: error: {console.stdout_error(exc)}")
         sys.exit(EXIT_USAGE)
-    sys.exit(0)
+
+
+def _stdout_fails(exc: BaseException) -> bool:
+    """The error came from click writing to stdout (its help and version text), not from a file."""
+    tb = exc.__traceback__
+    while tb is not None:
+        frame = tb.tb_frame
+        if frame.f_globals.get("__name__") == "click.utils" and frame.f_code.co_name == "echo":
+            return frame.f_locals.get("file") in (sys.stdout, getattr(sys.stdout, "buffer", None))
+        tb = tb.tb_next
+    return False
 
 
 def _command(exc) -> str:
@@ -916,6 +968,9 @@ def _fail(exc: BaseException) -> None:
     if isinstance(exc, BrokenPipeError):  # `rankkit predict ... | head`: not an error; silence the final flush
         console.silence_stdout()
         sys.exit(0)
+    if isinstance(exc, OSError) and _stdout_fails(exc):  # click's own writes (--help)
+        console.say(f"rankkit: error: {console.stdout_error(exc)}")
+        sys.exit(EXIT_USAGE)
     from rankkit import limits
 
     short = limits.out_of_memory(exc)  # exit 3, whichever allocation failed

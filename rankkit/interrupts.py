@@ -8,6 +8,7 @@ signal arriving meanwhile is recorded, and `release()` raises it. Imports nothin
 
 from __future__ import annotations
 
+import sys
 import threading
 
 from rankkit.errors import Interrupted
@@ -51,3 +52,19 @@ def release() -> None:
     _holding = max(0, _holding - 1)
     if _holding == 0 and _deferred:
         raise Interrupted(_deferred.pop())
+
+
+def _unraisable(hook_args, previous=sys.unraisablehook) -> None:
+    """sys.unraisablehook while the CLI's handlers are installed: the signal's exception raised
+    where Python cannot propagate it (a weakref callback of the import system, a __del__) is not
+    printed ("Exception ignored in ...", a traceback); the signal is kept for the next release()
+    and for the CLI's check when the command returns."""
+    if isinstance(hook_args.exc_value, Interrupted):
+        if not _deferred:
+            _deferred.append(hook_args.exc_value.signum)
+        return
+    previous(hook_args)
+
+
+def install_unraisable_hook() -> None:
+    sys.unraisablehook = _unraisable

@@ -42,6 +42,24 @@ def configure_runtime() -> None:
         os.environ.setdefault(key, value)
 
 
+def check_environment() -> str | None:
+    """None, or why the thread settings in the environment cannot be used: numba takes
+    NUMBA_NUM_THREADS only as a whole number of at least 1 (0 made every run fail inside numba with
+    an internal error; a word, a warning and numba's traceback on stderr). The CLI checks this
+    before anything imports numba."""
+    value = os.environ.get("NUMBA_NUM_THREADS")
+    if value is None:
+        return None
+    try:
+        ok = int(value.strip()) >= 1
+    except ValueError:
+        ok = False
+    if not ok:
+        return (f"NUMBA_NUM_THREADS={value!r} is not a whole number of threads of at least 1 "
+                "(unset it, or use --threads N)")
+    return None
+
+
 def _cgroup_quota() -> int | None:
     """Whole cores allowed by a cgroup v2 (cpu.max) or v1 (cfs_quota_us) CPU quota, None if none."""
     try:

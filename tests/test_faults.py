@@ -482,6 +482,7 @@ def test_a_cache_that_cannot_be_written_is_switched_off_not_fatal(tmp_path, monk
 
     monkeypatch.setattr(FunctionCache, "save_overload", full)
     monkeypatch.setattr(jit, "_cache_enabled", True)
+    monkeypatch.setattr(jit, "_compile_noted", True)  # the compile note is another test's (test_aot)
     monkeypatch.setattr(console, "_stderr_ok", True)
     monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(jit.numba.config, "CACHE_DIR", str(tmp_path))

@@ -13,7 +13,7 @@ from typing import Callable
 
 import numpy as np
 
-from rankkit import console, processes, threads
+from rankkit import console, interrupts, processes, threads
 from rankkit.app.report import aligned
 from rankkit.app.train import train
 from rankkit.distributed.path import path_one
@@ -115,7 +115,14 @@ def _run_folds_in_processes(args: list, jobs: int) -> list:
     _quiet_broken_pool_manager(pool)
 
     try:
-        futures = [pool.submit(_path_one, *a) for a in args]
+        # a signal while a worker is being spawned (the parent writing its start-up data) waits until
+        # the workers exist: stopped then (terminate), they end quietly; stopped halfway, a worker
+        # printed multiprocessing's "EOFError: Ran out of input" traceback
+        interrupts.hold()
+        try:
+            futures = [pool.submit(_path_one, *a) for a in args]
+        finally:
+            interrupts.release()
         try:
             outs = [f.result() for f in futures]
         except BrokenProcessPool:
