@@ -20,13 +20,15 @@ CLI_NAMES = {"C": "-C", "tol": "--tol", "max_iter": "--max-iter", "query_norm": 
              "iterations": "--iterations", "eta": "--eta", "eta0": "--eta0", "batch_size": "--batch-size",
              "sampler": "--sampler", "valid_file": "--valid", "K": "-K", "init_scale": "--init-scale",
              "patience": "--patience", "save_factors": "--save-factors", "kernel": "--kernel", "gamma": "--gamma",
-             "degree": "--degree", "coef0": "--coef0", "landmarks": "--landmarks", "delta": "--delta"}
+             "degree": "--degree", "coef0": "--coef0", "landmarks": "--landmarks", "delta": "--delta",
+             "plot": "--plot", "plot_kind": "--plot-kind", "plot_query": "--plot-query"}
 PYTHON_NAMES = {"C": "C", "tol": "tol", "max_iter": "max_iter", "query_norm": "query_norm",
                 "query_weights": "sample_weight", "rescale": "rescale", "lam": "alpha", "iterations": "iterations",
                 "eta": "eta", "eta0": "eta0", "batch_size": "batch_size", "sampler": "sampler",
                 "valid_file": "eval_set", "K": "K", "init_scale": "init_scale", "patience": "patience",
                 "save_factors": "save_factors", "kernel": "kernel", "gamma": "gamma", "degree": "degree",
-                "coef0": "coef0", "landmarks": "landmarks", "delta": "delta"}
+                "coef0": "coef0", "landmarks": "landmarks", "delta": "delta",
+                "plot": "plot", "plot_kind": "plot_kind", "plot_query": "plot_query"}
 
 _EXACT = {"C", "tol", "max_iter", "query_norm", "query_weights", "rescale"}
 _SOFIA = {"iterations", "sampler", "valid_file"}
@@ -58,6 +60,8 @@ DEPENDS = {
     "landmarks": ("kernel", None),
     "delta": ("rescale", None),
     "patience": ("valid_file", None),
+    "plot_kind": ("plot", None),  # rankkit path
+    "plot_query": ("plot_kind", ("decision",)),
 }
 
 
