@@ -98,6 +98,7 @@ RESID_TOL = 1e-9  # |(Q_EE eta)_p - 1| or |margin_p - 1| over E above this: Q_EE
 REFINE_STEPS = 3  # iterative-refinement steps after a refactorisation
 GRADE_BLOCK = 128  # breakpoints graded on the validation set per call of the metric kernels
 SING_RTOL = 1e-12  # Schur complement below this * Q_pp: the pair is dependent on E
+NOISE_FACTOR = 1e3  # ... or below this * eps * cond(Q_EE) * Q_pp (its rounding error): dependent too
 EVENT_RTOL = 1e-9  # events within this relative distance in lambda are simultaneous
 KKT_TOL = 1e-6  # margin / alpha tolerance of the KKT check at each breakpoint
 CHECKPOINT = 64  # keep the full alpha every CHECKPOINT breakpoints (replay in between)
@@ -452,6 +453,11 @@ class _MarginSet:
         except np.linalg.LinAlgError:  # numerically singular: the KKT check will stop the path if it matters
             self.Minv = np.linalg.pinv(QEE)
 
+    def condition(self) -> float:
+        """An estimate of cond(Q_EE) = ||Q_EE||_1 ||Q_EE^-1||_1 (entries of Q bounded by qscale)."""
+        k = len(self.pairs)
+        return k * self.qscale * float(np.abs(self.Minv).sum(axis=0).max(initial=0.0))
+
     def closes_cycle(self, p: int) -> bool:
         """Does pair p close a cycle with the pairs of E (documents as nodes)? Then the rows of P
         for E + p are linearly dependent and Q_EE + p is singular whatever the kernel."""
@@ -490,7 +496,10 @@ class _MarginSet:
             qv = self.ops.q_cols(np.array(E), p)
             b = self.Minv @ qv
             s = qpp - qv @ b
-            if s <= SING_RTOL * max(qpp, 1e-300) or s <= SING_RTOL * self.qscale * 1e-3:
+            # s is computed with an error of about eps * cond(Q_EE) * Q_pp: below a multiple of that it
+            # cannot be told from 0, and the pair is taken as dependent (cond estimated by the 1-norms)
+            noise = NOISE_FACTOR * np.finfo(float).eps * self.condition() * max(qpp, 1e-300)
+            if s <= SING_RTOL * max(qpp, 1e-300) or s <= SING_RTOL * self.qscale * 1e-3 or s <= noise:
                 return False
             k = len(E)
             new = np.empty((k + 1, k + 1))
@@ -601,6 +610,8 @@ class _PathState:
         self.history = _History(self.alpha)
         self.stop_reason, self.complete = "", False
         self.n_events = self.zero_steps = self.since_refresh = self.since_exact = 0
+        self.seen_here: set = set()  # (E, events) of the zero-length steps at the current lambda
+        self.box_excess = 0.0  # how far alpha_E left [0, 1] in the last step (before it was clipped)
         self.stats = {"refactorisations": 0, "periodic_refreshes": 0, "refinements": 0, "alpha_resolves": 0,
                       "backtracks": 0, "exact_products": 0, "max_residual": 0.0, "max_kkt": 0.0}
         self.clock = {"log": -np.inf, "progress": -np.inf}
@@ -704,17 +715,28 @@ class _PathState:
                 self.stop_reason = (f"degenerate breakpoint at lambda {self.lam:.6g}: ties did not resolve in "
                                     f"{self.max_zero_steps} steps")
                 return None
+            key = (tuple(sorted(self.E.pairs)), hash(self.state.tobytes()), tuple(leaving), tuple(entering))
+            if key in self.seen_here:  # the same sets and the same event again: the steps cycle
+                self.stop_reason = (f"degenerate breakpoint at lambda {self.lam:.6g}: the zero-length steps cycle "
+                                    f"(|I_alpha| {len(self.E)}, after {self.zero_steps} steps)")
+                return None
+            self.seen_here.add(key)
         else:
             self.zero_steps = 0
+            self.seen_here = set()
             self.unblock()
             self.move_to(best, idx, eta, h, dz, dfeat)
         events = [self.leave(p, kinds[p]) for p in leaving]
         events += [e for e in (self.enter(p) for p in entering) if e is not None]
         self.n_events += len(events)
         self.since_refresh += len(events)
+        self.box_excess = 0.0
         if self.E.pairs:
             inside = np.array(self.E.pairs)
-            self.alpha[inside] = np.clip(self.alpha[inside], 0.0, 1.0)
+            aE = self.alpha[inside]
+            # a multiplier of E beyond its box by more than rounding: an event was missed (the step fails)
+            self.box_excess = max(0.0, -float(aE.min()), float(aE.max()) - 1.0)
+            self.alpha[inside] = np.clip(aE, 0.0, 1.0)
         if self.since_refresh >= REFRESH:
             self.E.refresh()
             self.stats["periodic_refreshes"] += 1
@@ -777,6 +799,9 @@ class _PathState:
     def verified(self) -> bool:
         """The breakpoint just reached: the margins of E within RESID_TOL of 1 and the KKT conditions
         within KKT_TOL, after (if needed) g from alpha, a refactorisation and alpha_E solved afresh."""
+        if self.box_excess > KKT_TOL:  # alpha_E left its box on the way: no repair here can mend that
+            self.stats["last_kkt"] = self.box_excess
+            return False
         for repair in range(3):
             if repair == 1:
                 self.exact()  # g, z, feat from alpha: rules out drift of the updates
@@ -794,12 +819,12 @@ class _PathState:
         """What a step changes, to take it again: alpha and the sets (two O(m) copies; g, lambda * w and
         lambda * beta are recomputed from alpha when the step is taken again)."""
         return (self.lam, self.alpha.copy(), self.state.copy(), list(self.E.pairs), self.E.Minv.copy(),
-                set(self.blocked), self.zero_steps, self.n_events, self.since_refresh)
+                set(self.blocked), self.zero_steps, self.n_events, self.since_refresh, set(self.seen_here))
 
     def restore(self, snap: tuple) -> None:
         """Back to a snapshot; g, z and feat from its alpha."""
         (self.lam, self.alpha, self.state, pairs, Minv, blocked, self.zero_steps, self.n_events,
-         self.since_refresh) = snap
+         self.since_refresh, self.seen_here) = snap
         self.E.pairs, self.E.Minv = pairs, Minv
         self.unblock()
         for p in blocked:
