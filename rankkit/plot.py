@@ -378,13 +378,13 @@ def plane_svg(title: str, panels, X, y, extent, cell=4, size=300) -> str:
     |f| (the scale of f shrinks with lambda), the black line is f = 0 (the paper's "decision function
     taken on zero"). X, y: the training documents (label 1 red, 0 blue)."""
     x0, x1, y0, y1 = extent
-    gap, top, cols = 24, 46, 2
+    gap, top, cols = 40, 46, 2
     rows = (len(panels) + cols - 1) // cols
     width = cols * size + (cols + 1) * gap
     height = top + rows * (size + 40) + gap
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif" '
            'font-size="12">', f'<rect width="{width}" height="{height}" fill="white"/>',
-           f'<text x="{width / 2}" y="22" text-anchor="middle" font-size="14">{_escape(title)}</text>']
+           f'<text x="{width / 2}" y="22" text-anchor="middle" font-size="12">{_escape(title)}</text>']
     for k, (caption, F) in enumerate(panels):
         ox = gap + (k % cols) * (size + gap)
         oy = top + (k // cols) * (size + 40)
@@ -416,6 +416,10 @@ def plane_svg(title: str, panels, X, y, extent, cell=4, size=300) -> str:
                 out.append(f'<circle cx="{px_:.1f}" cy="{py_:.1f}" r="{cell * 0.55:.1f}" fill="{colour}" '
                            'stroke="white" stroke-width="0.6"/>')
         out.append(f'<rect x="{ox}" y="{oy}" width="{size}" height="{size}" fill="none" stroke="black"/>')
-        out.append(f'<text x="{ox + size / 2}" y="{oy + size + 16}" text-anchor="middle">{_escape(caption)}</text>')
+        head, _, tail = caption.partition(": ")
+        out.append(f'<text x="{ox + size / 2}" y="{oy + size + 15}" text-anchor="middle" font-size="11">'
+                   f'{_escape(head)}</text>')
+        out.append(f'<text x="{ox + size / 2}" y="{oy + size + 29}" text-anchor="middle" font-size="11">'
+                   f'{_escape(tail)}</text>')
     out.append("</svg>")
     return "\n".join(out) + "\n"
