@@ -25,12 +25,15 @@ empties (Sect. 5.3) is again the same rule with h = 0 (I_0 kept, lambda = (Q alp
 
 Q_EE^-1 is kept as an explicit inverse updated by the bordered-matrix formula when a pair enters
 and the Schur-complement downdate when one leaves: O(|E|^2) per event, not O(|E|^3). It is
-recomputed from scratch (Cholesky) every `REFRESH` events and whenever the residual check fails;
-g = Q alpha is recomputed exactly at every breakpoint (O(nnz + m) linear, O(n^2 + m) otherwise), so
-errors do not accumulate.
+recomputed from scratch (Cholesky) every `REFRESH` events and whenever a residual check fails
+(see _PathState: the residual of eta, the margins of E, the KKT check; then alpha_E is solved
+afresh, and a breakpoint that still fails is taken again from the last verified one). g = Q alpha
+moves along h between breakpoints (O(m)) and is recomputed from alpha every EXACT_EVERY moves
+(O(nnz + m) linear, O(n^2 + m) otherwise), so errors do not accumulate.
 
 Degeneracy. A pair whose row of Q is (numerically) a combination of the rows of E cannot enter
-(the Schur complement s = Q_pp - q'Q_EE^-1 q is below SING_RTOL * Q_pp): its margin is then a
+(the Schur complement s = Q_pp - q'Q_EE^-1 q is below SING_RTOL * Q_pp, or below its own rounding
+error NOISE_FACTOR * eps * cond(Q_EE) * Q_pp): its margin is then a
 combination of margins that are all 1, so it stays at its bound with margin 1 (KKT holds). On the
 full graph this happens whenever E holds a cycle of the pair graph (rank P = n - #queries) or, for
 the linear kernel, more than rank(X) pairs. Ties (several events at one lambda, pairs sitting at
