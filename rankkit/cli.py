@@ -667,6 +667,12 @@ def eval_(files, dask, metrics, convention, empty_query, fmt, per_query, test_na
               help="Write every point of the path as TSV (C, lambda, iterations, objective, loss, active set, metric).")
 @click.option("--plot", type=click.Path(dir_okay=False), default=None,
               help="Plot the validation metric and the active set against C: .svg (built in) or .png (needs matplotlib).")
+@click.option("--plot-kind", type=click.Choice(["metric", "coef", "decision"]), default="metric", show_default=True,
+              help="What --plot draws against C: metric (validation metric and active set), coef (the 10 weights, "
+              "or kernel coefficients beta, largest at the chosen C), decision (the decision values f(x) of one "
+              "validation query's documents: the paper's Fig. 4 along the path).")
+@click.option("--plot-query", type=int, default=None,
+              help="--plot-kind decision: the qid of the validation query drawn. [default: the first with two labels]")
 @click.option("--method", type=click.Choice(["exact", "grid"]), default=None,
               help="exact: the piecewise-linear path of the hinge RankSVM, breakpoint by breakpoint (Zapien et al.); "
               "grid: the Newton solver over a log-spaced C grid, warm-started. [default: exact when the training data "
@@ -708,7 +714,7 @@ def eval_(files, dask, metrics, convention, empty_query, fmt, per_query, test_na
 @_reader_options
 @_threads
 @_verbose
-def path_(dask, train_file, valid_file, out_model, table, plot, method, graph, kernel, gamma, degree, coef0, lambda_min,
+def path_(dask, train_file, valid_file, out_model, table, plot, plot_kind, plot_query, method, graph, kernel, gamma, degree, coef0, lambda_min,
           max_events, metrics, convention, select, n_points, ratio, folds, jobs, Cs, out_dir, zero_based, group_queries,
           group_file, threads, verbose):
     """Regularisation path and model selection: train along a range of C, evaluate each point on
@@ -723,7 +729,8 @@ def path_(dask, train_file, valid_file, out_model, table, plot, method, graph, k
     choices and numbers for the same --n-points, --ratio, -m, --convention, --select); experiment
     also writes the chosen models, test scores, tables and a significance test.
     """
-    _check_depends(("gamma", "degree", "coef0"), {"kernel": kernel})
+    _check_depends(("gamma", "degree", "coef0", "plot_kind", "plot_query"),
+                   {"kernel": kernel, "plot": plot, "plot_kind": plot_kind})
     from rankkit import commands
 
     _use_threads(threads)
@@ -735,7 +742,8 @@ def path_(dask, train_file, valid_file, out_model, table, plot, method, graph, k
                   echo=_echo_summary,
                   exact={"kernel": kernel, "gamma": gamma, "degree": degree, "coef0": coef0, "graph": graph,
                          "lambda_min": lambda_min, "max_events": max_events}, dask=dask,
-                   progress=_progress_bar if (not verbose and sys.stderr.isatty()) else None, Cs=Cs, out_dir=out_dir)
+                   progress=_progress_bar if (not verbose and sys.stderr.isatty()) else None, Cs=Cs, out_dir=out_dir,
+                  plot_kind=plot_kind, plot_query=plot_query)
 
 
 # -- experiment -------------------------------------------------------------------------------

@@ -317,12 +317,15 @@ def test_linear_products_equal_the_dense_ones():
     np.testing.assert_allclose(lin.apply(z)[0], dense_ops.apply(z)[0], rtol=1e-12, atol=1e-12)
     for idx in (np.array([3]), np.array([0, 7, 7 + 1, len(pi) - 1]), rng.choice(len(pi), 25, replace=False)):
         v = rng.standard_normal(idx.shape[0])
-        np.testing.assert_allclose(lin.apply_pairs(v, idx), dense_ops.apply_pairs(v, idx), rtol=1e-12, atol=1e-12)
+        kz_lin, u, _ = lin.apply_pairs(v, idx)
+        kz_dense, _, z_pairs = dense_ops.apply_pairs(v, idx)
+        np.testing.assert_allclose(kz_lin, kz_dense, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(u, dense(ds).T @ z_pairs, rtol=1e-12, atol=1e-12)  # X'P_idx'v, P_idx'v
         for p in (0, int(idx[-1]), len(pi) - 1):
             np.testing.assert_allclose(lin.q_cols(idx, p), dense_ops.q_cols(idx, p), rtol=1e-12, atol=1e-12)
     beta = rng.standard_normal(ds.n_rows)
-    np.testing.assert_allclose(lin.valid_scores(beta, None), dense_ops.valid_scores(beta, None), rtol=1e-12,
-                               atol=1e-12)
+    np.testing.assert_allclose(lin.valid_scores(None, dense(ds).T @ beta), dense_ops.valid_scores(beta, None),
+                               rtol=1e-12, atol=1e-12)
 
 
 def _peak_bytes(fn) -> int:

@@ -26,17 +26,18 @@ from rankkit.evaluation import dataset_tiebreak
 from rankkit.metrics import describe, gradable_labels, parse_metric, per_query_table, ungradable
 from rankkit.paths.grid import (fixed_c_folds, fixed_c_model_name, fold_dirs, mean_se, reported_metrics,
                                 validation_table, write_exact_table, write_fixed_c_table, write_table)
-from rankkit.paths.select import chosen_model, path_on_datasets
-from rankkit.plot import check_plot_target, write_plot
+from rankkit.paths.select import check_plot_options, chosen_model, path_on_datasets, plot_path
 
 Log = Callable[[str], None] | None
 
 
 def _path_one(train_file, valid_file, test_file, method, metric, select, n_points, ratio, zero_based, group_queries,
-              log=None, exact=None, group_file="auto", progress=None, convention=DEFAULT_CONVENTION, metrics=None):
+              log=None, exact=None, group_file="auto", progress=None, convention=DEFAULT_CONVENTION, metrics=None,
+              keep_data=False):
     """One regularisation path (a fold); module level so that --jobs can run it in a worker process.
     method None chooses: exact for small problems, grid otherwise. group_file is TRAIN's; VALID and
-    TEST use the group files next to them. The test values: {metric: mean over the test queries}."""
+    TEST use the group files next to them. The test values: {metric: mean over the test queries}.
+    keep_data: the facts keep the datasets (train, valid) for a plot of the path's curves."""
     exact = dict(exact or {})
     names = reported_metrics(metric, metrics)
     # the grid path's Newton fits take uint16 column indices (half their memory); the exact path
@@ -66,6 +67,8 @@ def _path_one(train_file, valid_file, test_file, method, metric, select, n_point
              "raw": raw if method == "exact" and test_file is None else None, "train_csr": None}
     if method == "exact" and exact.get("kernel", "linear") != "linear" and test_file is None:
         facts["train_csr"] = train_ds.csr()
+    if keep_data:
+        facts["datasets"] = (train_ds, valid_ds)
     return result, test_value, facts
 
 
@@ -187,11 +190,12 @@ def _path_fixed_c(folds, Cs, out_dir, table, names, zero_based, group_queries, l
 def path(train_file=None, valid_file=None, out_model=None, table=None, plot=None, method=None, metric="ndcg@10",
          select="best", n_points=30, ratio=1e7, folds=None, jobs=None, zero_based=False, group_queries=False, log=None,
          echo=print, exact=None, group_file="auto", dask=None, progress=None, Cs=(), out_dir=None,
-         convention=DEFAULT_CONVENTION):
+         convention=DEFAULT_CONVENTION, plot_kind="metric", plot_query=None):
     """`rankkit path`: a regularisation path with model selection on a validation set (or per fold).
     metric: a name or several (-m repeated): the first selects, all are reported. progress(total,
     label): a progress display for the exact path of a single TRAIN VALID path. Cs: fixed values
-    of C on every fold of --folds, in one process (no path)."""
+    of C on every fold of --folds, in one process (no path). plot_kind: what --plot draws (metric,
+    coef, decision: rankkit.paths.select.plot_path); plot_query: the validation qid of a decision plot."""
     names = reported_metrics(*((metric, ()) if isinstance(metric, str) else (metric[0], metric[1:])))
     metric = names[0]
     if Cs:  # fixed values of C on every fold, one process (rankkit/paths/grid.py)
@@ -203,8 +207,7 @@ def path(train_file=None, valid_file=None, out_model=None, table=None, plot=None
     check_output(out_model, inputs, kind="model")
     check_output(table, inputs, outputs=(out_model,))
     check_output(plot, inputs, outputs=(out_model, table))
-    if plot is not None:
-        check_plot_target(plot)
+    check_plot_options(plot, plot_kind, plot_query)
     if folds is not None:
         if dask is not None:
             raise UsageError("--dask runs a single TRAIN VALID path, not --folds")
@@ -223,12 +226,14 @@ def path(train_file=None, valid_file=None, out_model=None, table=None, plot=None
     if dask is not None:  # TRAIN: parts (a quoted glob) on a Dask cluster
         if len(names) > 1 or convention != DEFAULT_CONVENTION:
             raise UsageError("--dask runs a path with one -m under the default convention")
+        if plot_kind != "metric":
+            raise UsageError("--dask draws the metric plot only (--plot-kind metric): the parts stay on the workers")
         result, _, facts = path_one(train_file, valid_file, method, metric, select, n_points, ratio, zero_based,
                                     group_queries, log, exact, group_file, dask)
     else:
         result, _, facts = _path_one(train_file, valid_file, None, method, metric, select, n_points, ratio, zero_based,
                                      group_queries, log=log, exact=exact, group_file=group_file, progress=progress,
-                                     convention=convention, metrics=names)
+                                     convention=convention, metrics=names, keep_data=plot is not None and plot_kind != "metric")
     method = facts["method"]
     _show_path(result, facts, method, names, select, echo, convention)
     if table:
@@ -237,9 +242,10 @@ def path(train_file=None, valid_file=None, out_model=None, table=None, plot=None
         else:
             write_table(table, result)
     if plot:
-        write_plot(plot, result)
+        train_ds, valid_ds = facts.get("datasets", (None, None))
+        plot_path(plot, result, facts["raw"], valid_ds, plot_kind, plot_query, train_ds, 0 if zero_based else 1)
     if out_model:
-        facts_shown = {k: v for k, v in facts.items() if k not in ("raw", "notes", "train_csr", "train_file")}
+        facts_shown = {k: v for k, v in facts.items() if k not in ("raw", "notes", "train_csr", "train_file", "datasets")}
         header_facts = {"index_base": 0 if zero_based else 1, "train_file": facts["train_file"], **facts_shown,
                         "valid_file": display_name(valid_file)}
         write_model(out_model, chosen_model(result, method, facts["raw"], facts["train_csr"], header_facts,

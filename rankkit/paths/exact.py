@@ -25,12 +25,15 @@ empties (Sect. 5.3) is again the same rule with h = 0 (I_0 kept, lambda = (Q alp
 
 Q_EE^-1 is kept as an explicit inverse updated by the bordered-matrix formula when a pair enters
 and the Schur-complement downdate when one leaves: O(|E|^2) per event, not O(|E|^3). It is
-recomputed from scratch (Cholesky) every `REFRESH` events and whenever the residual check fails;
-g = Q alpha is recomputed exactly at every breakpoint (O(nnz + m) linear, O(n^2 + m) otherwise), so
-errors do not accumulate.
+recomputed from scratch (Cholesky) every `REFRESH` events and whenever a residual check fails
+(see _PathState: the residual of eta, the margins of E, the KKT check; then alpha_E is solved
+afresh, and a breakpoint that still fails is taken again from the last verified one). g = Q alpha
+moves along h between breakpoints (O(m)) and is recomputed from alpha every EXACT_EVERY moves
+(O(nnz + m) linear, O(n^2 + m) otherwise), so errors do not accumulate.
 
 Degeneracy. A pair whose row of Q is (numerically) a combination of the rows of E cannot enter
-(the Schur complement s = Q_pp - q'Q_EE^-1 q is below SING_RTOL * Q_pp): its margin is then a
+(the Schur complement s = Q_pp - q'Q_EE^-1 q is below SING_RTOL * Q_pp, or below its own rounding
+error NOISE_FACTOR * eps * cond(Q_EE) * Q_pp): its margin is then a
 combination of margins that are all 1, so it stays at its bound with margin 1 (KKT holds). On the
 full graph this happens whenever E holds a cycle of the pair graph (rank P = n - #queries) or, for
 the linear kernel, more than rank(X) pairs. Ties (several events at one lambda, pairs sitting at
@@ -86,17 +89,26 @@ from rankkit.errors import UsageError
 from rankkit.feature_maps import make_kernel
 from rankkit.config import DEFAULT_CONVENTION
 from rankkit.evaluation import dataset_tiebreak
-from rankkit.metrics import parse_metric, per_query
+from rankkit.metrics import parse_metric, per_query, per_query_table
+from rankkit.paths._path_kernels import (dense_matvec, dense_rmatvec, hinge_and_quad, kkt_sweep, outside_candidates,
+                                         pair_diff, pair_sum)
+from rankkit.sparse import csr_matvec, csr_rmatvec
 
 DEFAULT_METRIC = "ndcg@10"
 REFRESH = 200  # recompute Q_EE^-1 from scratch every REFRESH events
+EXACT_EVERY = 64  # g = Q alpha (and lambda w, lambda beta) recomputed from alpha every EXACT_EVERY moves
+RESID_TOL = 1e-9  # |(Q_EE eta)_p - 1| or |margin_p - 1| over E above this: Q_EE^-1 has drifted (refactorise)
+REFINE_STEPS = 3  # iterative-refinement steps after a refactorisation
+GRADE_BLOCK = 128  # breakpoints graded on the validation set per call of the metric kernels
 SING_RTOL = 1e-12  # Schur complement below this * Q_pp: the pair is dependent on E
+NOISE_FACTOR = 1.0  # ... or below this * eps * cond(Q_EE) * Q_pp (its rounding error): dependent too (BENCHMARKS: 1e3, 10 stop early on MQ2008)
 EVENT_RTOL = 1e-9  # events within this relative distance in lambda are simultaneous
 KKT_TOL = 1e-6  # margin / alpha tolerance of the KKT check at each breakpoint
 CHECKPOINT = 64  # keep the full alpha every CHECKPOINT breakpoints (replay in between)
 LOG_SECONDS = 2.0  # at most one progress line (log) this often
 PROGRESS_SECONDS = 0.2  # at most one update of the progress display this often
 PROGRESS_STEPS = 1000  # the display's total: log(lambda_0 / lambda) as a share of log(lambda_0 / lambda_min)
+DENSE_BYTES_RATIO = 1.5  # the linear route keeps X dense when that takes at most this times its CSR bytes
 _PAIR_BLOCK = 1 << 12  # the linear structure computes x_i . x_j for this many pairs at a time
 
 
@@ -104,7 +116,7 @@ class PathWarning(UserWarning):
     """The exact path stopped early (lambda_min, max_events, degeneracy)."""
 
 
-@dataclass
+@dataclass(slots=True)
 class Breakpoint:
     lam: float
     n_alpha: int  # |I_alpha| after the events at lam
@@ -143,6 +155,7 @@ class ExactPathResult:
     complete: bool = False  # True when no event remains below the last breakpoint
     route: str = "dense"  # how products with K were made ("linear": through X, no n x n matrix)
     _w: list = field(repr=False, default_factory=list)  # linear route: w at each breakpoint
+    stats: dict = field(default_factory=dict)  # events, seconds, seconds_per_event, refactorisations, ...
 
     @property
     def n_pairs(self) -> int:
@@ -213,6 +226,14 @@ class ExactPathResult:
         if u is None:
             return self._w[t].copy()
         return ((1 - u) * lams[t] * self._w[t] + u * lams[t + 1] * self._w[t + 1]) / lam
+
+    @property
+    def n_features(self) -> int:
+        return int(self._X.shape[1])
+
+    def kernel_rows(self, A) -> np.ndarray:
+        """K(A, train): the kernel between the rows of the CSR matrix A and the training documents."""
+        return _kernel_matrix(self.kernel, A, self._X)
 
     def scores_at(self, lam: float, ds: Dataset) -> np.ndarray:
         """f(x) for every row of ds at lambda (through the kernel expansion; linear: X w)."""
@@ -296,9 +317,10 @@ class DenseKernel:
         """(K z, None)."""
         return self.K @ z, None
 
-    def apply_pairs(self, v: np.ndarray, idx: np.ndarray) -> np.ndarray:
-        """K P_idx' v."""
-        return self.K @ _pair_sum(self.pi[idx], self.pj[idx], v, self.K.shape[0])
+    def apply_pairs(self, v: np.ndarray, idx: np.ndarray) -> tuple:
+        """(K P_idx' v, None, P_idx' v)."""
+        z = _pair_sum(self.pi[idx], self.pj[idx], v, self.K.shape[0])
+        return self.K @ z, None, z
 
     def q_cols(self, rows: np.ndarray, p: int) -> np.ndarray:
         """Q[rows, p]."""
@@ -323,7 +345,15 @@ class LinearStructure:
     name = "linear"
 
     def __init__(self, X, Xv, pi, pj):
-        self.X, self.Xt, self.Xv, self.pi, self.pj = X, X.T.tocsr(), Xv, pi, pj
+        self.X, self.pi, self.pj = X, pi, pj
+        n, d = X.shape
+        # features dense enough (LETOR: every document has every feature): X kept dense, at most
+        # DENSE_BYTES_RATIO times the bytes of its CSR form, and multiplied in one contiguous pass
+        self.Xd = X.toarray() if 8.0 * n * d <= DENSE_BYTES_RATIO * 12.0 * max(X.nnz, 1) else None
+        self.Xvd = Xv.toarray() if Xv is not None and self.Xd is not None else None
+        self.Xv = Xv
+        # otherwise rankkit's own CSR kernels (threaded, the same bits on any number of threads)
+        self.csr = (X.data, X.indices, np.asarray(X.indptr, dtype=np.int64))
         sq = np.asarray(X.multiply(X).sum(axis=1)).ravel()
         m = pi.shape[0]
         cross = np.empty(m)
@@ -332,17 +362,32 @@ class LinearStructure:
             cross[s:e] = np.asarray(X[pi[s:e]].multiply(X[pj[s:e]]).sum(axis=1)).ravel()
         self.qdiag = sq[pi] + sq[pj] - 2.0 * cross
 
+    def times(self, u: np.ndarray) -> np.ndarray:
+        """X u."""
+        out = np.empty(self.X.shape[0])
+        if self.Xd is not None:
+            dense_matvec(self.Xd, u, out)
+            return out
+        data, indices, indptr = self.csr
+        return csr_matvec(data, indices, indptr, u, out)
+
     def apply(self, z: np.ndarray):
         """(K z, X' z)."""
-        feat = self.Xt @ z
-        return self.X @ feat, feat
+        feat = np.empty(self.X.shape[1])
+        if self.Xd is not None:
+            dense_rmatvec(self.Xd, z, feat)
+        else:
+            data, indices, indptr = self.csr
+            csr_rmatvec(data, indices, indptr, z, feat)
+        return self.times(feat), feat
 
-    def apply_pairs(self, v: np.ndarray, idx: np.ndarray) -> np.ndarray:
-        """K P_idx' v = X u with u = sum_p v_p (x_i - x_j) from the pairs' own rows."""
+    def apply_pairs(self, v: np.ndarray, idx: np.ndarray) -> tuple:
+        """(K P_idx' v, u, None): K P_idx' v = X u with u = X'P_idx' v = sum_p v_p (x_i - x_j) from the
+        pairs' own rows."""
         docs = np.concatenate([self.pi[idx], self.pj[idx]])
         row, cols, vals = _gather_rows(self.X, docs)
         u = np.bincount(cols, weights=vals * np.concatenate([v, -v])[row], minlength=self.X.shape[1])
-        return self.X @ u
+        return self.times(u), u, None
 
     def q_cols(self, rows: np.ndarray, p: int) -> np.ndarray:
         """Q[rows, p] = (x_i' - x_j') . (x_i - x_j) for the rows' pairs (i', j') and p = (i, j)."""
@@ -353,8 +398,12 @@ class LinearStructure:
         s = np.bincount(row, weights=vals * a[cols], minlength=2 * r)
         return s[:r] - s[r:]
 
-    def valid_scores(self, z: np.ndarray, feat) -> np.ndarray:
-        return self.Xv @ (self.Xt @ z if feat is None else feat)
+    def valid_scores(self, z, feat: np.ndarray) -> np.ndarray:
+        if self.Xvd is not None:
+            out = np.empty(self.Xvd.shape[0])
+            dense_matvec(self.Xvd, feat, out)
+            return out
+        return self.Xv @ feat
 
     @staticmethod
     def describe(n: int, nv: int) -> str:
@@ -370,28 +419,9 @@ def _gather_rows(X, docs: np.ndarray):
     return row, X.indices[pos], X.data[pos]
 
 
-def _incidence(pi: np.ndarray, pj: np.ndarray, n: int):
-    """The pair incidence matrix P (m x n, CSR): row p has +1 at pi[p] and -1 at pj[p]."""
-    m = pi.shape[0]
-    cols = np.empty(2 * m, dtype=np.int64)
-    cols[0::2], cols[1::2] = pi, pj
-    vals = np.tile(np.array([1.0, -1.0]), m)
-    return sp.csr_matrix((vals, cols, np.arange(0, 2 * m + 1, 2, dtype=np.int64)), shape=(m, n))
-
-
 def _pair_sum(pi: np.ndarray, pj: np.ndarray, v: np.ndarray, n: int) -> np.ndarray:
     """P'v: +v_p at the upper document of pair p, -v_p at the lower one."""
     return np.bincount(pi, weights=v, minlength=n) - np.bincount(pj, weights=v, minlength=n)
-
-
-def _metric_means(names, valid: Dataset, scores: np.ndarray, convention: str = DEFAULT_CONVENTION,
-                  tiebreak=None) -> dict:
-    out = {}
-    for name in names:
-        vals = per_query(name, valid.y, scores, valid.qptr, convention, tiebreak=tiebreak)
-        vals = vals[~np.isnan(vals)]
-        out[name] = float(vals.mean()) if vals.size else float("nan")
-    return out
 
 
 # -- the path: its state and its events -----------------------------------------------------------
@@ -425,6 +455,11 @@ class _MarginSet:
             self.Minv = Linv.T @ Linv
         except np.linalg.LinAlgError:  # numerically singular: the KKT check will stop the path if it matters
             self.Minv = np.linalg.pinv(QEE)
+
+    def condition(self) -> float:
+        """An estimate of cond(Q_EE) = ||Q_EE||_1 ||Q_EE^-1||_1 (entries of Q bounded by qscale)."""
+        k = len(self.pairs)
+        return k * self.qscale * float(np.abs(self.Minv).sum(axis=0).max(initial=0.0))
 
     def closes_cycle(self, p: int) -> bool:
         """Does pair p close a cycle with the pairs of E (documents as nodes)? Then the rows of P
@@ -464,7 +499,10 @@ class _MarginSet:
             qv = self.ops.q_cols(np.array(E), p)
             b = self.Minv @ qv
             s = qpp - qv @ b
-            if s <= SING_RTOL * max(qpp, 1e-300) or s <= SING_RTOL * self.qscale * 1e-3:
+            # s is computed with an error of about eps * cond(Q_EE) * Q_pp: below a multiple of that it
+            # cannot be told from 0, and the pair is taken as dependent (cond estimated by the 1-norms)
+            noise = NOISE_FACTOR * np.finfo(float).eps * self.condition() * max(qpp, 1e-300)
+            if s <= SING_RTOL * max(qpp, 1e-300) or s <= SING_RTOL * self.qscale * 1e-3 or s <= noise:
                 return False
             k = len(E)
             new = np.empty((k + 1, k + 1))
@@ -500,6 +538,13 @@ class _History:
         self.before_last = alpha.copy()  # alpha at the breakpoint before the last one
         self.last = alpha.copy()  # alpha at the last breakpoint
 
+    def nbytes(self) -> int:
+        """The arrays the history keeps (changes, checkpoints, w per breakpoint), in bytes; the
+        Breakpoint records add about 400 bytes each."""
+        n = sum(i.nbytes + v.nbytes for i, v in self.changes)
+        n += sum(a.nbytes + b.nbytes + c.nbytes for a, b, c in self.ckpt.values())
+        return n + sum(w.nbytes for w in self.ws)
+
     def append(self, b: Breakpoint, alpha: np.ndarray, feat) -> None:
         """A new breakpoint b with its alpha (feat: X'P'alpha on the linear route, else None)."""
         if self.breakpoints:
@@ -527,71 +572,144 @@ class _History:
 
 
 class _PathState:
-    """The path between two events: the current lambda, alpha and g = Q alpha; the sets (`state`: 1
-    for I_1, 0 for I_0, 2 for E; E itself with Q_EE^-1 in a _MarginSet); the breakpoints so far (a
-    _History); the counters of the stopping rules. `run` follows the path, one `step` per breakpoint;
-    the events of a step (a pair entering or leaving E, the close at lambda_min) are methods."""
+    """The path between two events: the current lambda, alpha, g = Q alpha (and lambda * beta,
+    lambda * w); the sets (`state`: 1 for I_1, 0 for I_0, 2 for E; E itself with Q_EE^-1 in a
+    _MarginSet); the breakpoints so far (a _History); the counters of the stopping rules and of
+    the numerical safeguards (`stats`). `run` follows the path, one `step` per breakpoint; the
+    events of a step (a pair entering or leaving E, the close at lambda_min) are methods.
+
+    Along a segment alpha_E, g, lambda * beta and lambda * w move by (lambda - lambda^t) times their
+    direction (eta, h = Q_:E eta, P_E'eta, X'P_E'eta): O(m) per event, no product with K. They are
+    recomputed from alpha (`exact`, O(nnz + m)) every EXACT_EVERY steps, so rounding cannot build
+    up. Each step is checked (`verified`): the residual of the direction, |(Q_EE eta)_p - 1|, and
+    at the new breakpoint the margins of E, |m_p - 1|, must be below RESID_TOL, and the KKT
+    conditions must hold to KKT_TOL. A residual above it means the updated Q_EE^-1 has drifted: it
+    is refactorised from scratch (Cholesky of Q_EE from its entries), eta and alpha_E refined
+    against the exact products (iterative refinement: alpha_E solved afresh from the sets,
+    Q_EE alpha_E = lambda 1 - Q_EN alpha_N). A breakpoint that still fails the KKT check is undone:
+    the path goes back to the last verified breakpoint, refactorises, solves alpha_E afresh and
+    takes the step again. Only if that step fails too does the path stop, with a warning."""
 
     def __init__(self, ops, pi: np.ndarray, pj: np.ndarray, n: int, valid: Dataset | None, names: list,
                  source: str, lambda_min, lambda_min_ratio: float, max_events: int, max_zero_steps, log, progress,
-                 t_start: float):
+                 t_start: float, convention: str = DEFAULT_CONVENTION):
         m = pi.shape[0]
-        self.ops, self.m, self.valid, self.names, self.source = ops, m, valid, names, source
+        self.ops, self.m, self.n, self.valid, self.names, self.source = ops, m, n, valid, names, source
+        self.pi, self.pj = pi, pj
         self.lam_min = None if lambda_min is None else float(lambda_min)  # set from lambda_0 when None
         self.lambda_min_ratio, self.max_events = lambda_min_ratio, max_events
         self.max_zero_steps = 2 * min(m, n) + 20 if max_zero_steps is None else int(max_zero_steps)
         self.log, self.progress, self.t_start = log, progress, t_start
-        self.P = _incidence(pi, pj, n)  # m x n, +1 at the upper document, -1 at the lower: O(m) memory
-        self.Pt = self.P.T.tocsr()
         self.E = _MarginSet(ops, pi, pj)
         self.alpha = np.ones(m)
         self.state = np.ones(m, dtype=np.int8)  # 1: I_1, 0: I_0, 2: E
         self.blocked: set = set()  # dependent pairs refused at the current lambda (they keep their bound)
+        self.blocked_mask = np.zeros(m, dtype=np.int8)  # the same as a mask, for the candidates' sweep
+        self.cand = np.empty(m)  # the candidates' sweep writes here
         self.lam = np.inf
         self.g = None  # Q alpha
-        self.z = None  # P'alpha of the last q_alpha(): lambda * beta
-        self.feat = None  # X'P'alpha of the last q_alpha() (linear route): lambda * w
+        self.z = None  # P'alpha (the dense route): lambda * beta
+        self.feat = None  # X'P'alpha (the linear route): lambda * w
         self.history = _History(self.alpha)
         self.stop_reason, self.complete = "", False
-        self.n_events = self.zero_steps = self.since_refresh = 0
+        self.n_events = self.zero_steps = self.since_refresh = self.since_exact = 0
+        self.seen_here: set = set()  # (E, events) of the zero-length steps at the current lambda
+        self.box_excess = 0.0  # how far alpha_E left [0, 1] in the last step (before it was clipped)
+        self.stats = {"refactorisations": 0, "periodic_refreshes": 0, "refinements": 0, "alpha_resolves": 0,
+                      "backtracks": 0, "exact_products": 0, "max_residual": 0.0, "max_kkt": 0.0}
         self.clock = {"log": -np.inf, "progress": -np.inf}
+        self.grader = _Grader(valid, names, convention) if valid is not None else None
 
     # products with Q = P K P', never formed
-    def q_alpha(self) -> np.ndarray:
-        """Q alpha; keeps P'alpha and (linear route) X'P'alpha for the scores and w."""
-        self.z = z = self.Pt @ self.alpha
+    def exact(self) -> None:
+        """g = Q alpha, lambda * beta = P'alpha and lambda * w = X'P'alpha from alpha itself."""
+        z = np.empty(self.n)
+        pair_sum(self.alpha, self.pi, self.pj, z)
         kz, self.feat = self.ops.apply(z)
-        return self.P @ kz
+        self.z = z if self.ops.name == "dense" else None
+        g = np.empty(self.m)
+        pair_diff(kz, self.pi, self.pj, g)
+        self.g = g
+        self.since_exact = 0
+        self.stats["exact_products"] += 1
 
-    def q_columns(self, v: np.ndarray, idx: np.ndarray) -> np.ndarray:
-        """Q[:, idx] v."""
-        return self.P @ self.ops.apply_pairs(v, idx)
+    def q_columns(self, v: np.ndarray, idx: np.ndarray) -> tuple:
+        """(Q[:, idx] v, P_idx'v on the dense route (else None), X'P_idx'v on the linear route (else None))."""
+        kz, dfeat, dz = self.ops.apply_pairs(v, idx)
+        out = np.empty(self.m)
+        pair_diff(kz, self.pi, self.pj, out)
+        return out, (dz if self.ops.name == "dense" else None), dfeat
+
+    def add_columns(self, d: np.ndarray, idx: np.ndarray) -> None:
+        """alpha_idx += d, with g, lambda * beta and lambda * w following."""
+        self.alpha[idx] += d
+        dg, dz, dfeat = self.q_columns(d, idx)
+        self.g += dg
+        if dz is not None:
+            self.z += dz
+        if dfeat is not None:
+            self.feat += dfeat
 
     # the path
     def run(self) -> None:
         """Follow the path from lambda = +inf until a stopping rule (stop_reason says which)."""
-        self.g = self.q_alpha()
+        self.exact()
         while self.step():
             self.report()
+        self.grade()
         self.report(final=True)
 
     def step(self) -> bool:
-        """Move to the next breakpoint and process its events (one at a time if it is where the
-        last one was: a zero-length step). False when the path stops instead."""
-        idx, eta, h = self.direction()
-        cand, kind = self.candidates(idx, eta, h)
-        best = float(cand.max()) if self.m else -np.inf
+        """Move to the next breakpoint and process its events (one at a time if it is where the last
+        one was: a zero-length step), check it, record it. A breakpoint that fails the check after
+        a refactorisation is taken again from the last verified one; False when the path stops."""
+        snap = self.snapshot()
+        for attempt in range(2):
+            outcome = self.advance()
+            if outcome is None:
+                return False
+            if self.verified():
+                break
+            if attempt == 0:  # back to the last verified breakpoint: fresh factorisation, alpha_E afresh
+                bad = self.stats["last_kkt"]
+                self.restore(snap)
+                self.stats["backtracks"] += 1
+                self.refactorise()
+                self.resolve_alpha()
+                if self.log:
+                    self.log(f"exact path: KKT violated by {bad:.3g} at lambda {self.lam:.6g} after a refactorisation; "
+                             "the step is taken again from the last verified breakpoint")
+        else:
+            self.E.refresh()
+            self.stop_reason = (f"KKT violated by {self.stats['last_kkt']:.3g} at lambda {self.lam:.6g} (numerical "
+                                "trouble: the step failed again when taken from the last verified breakpoint with a "
+                                "fresh factorisation)")
+            return False
+        events, step_zero = outcome
+        if not step_zero or not self.history.breakpoints:
+            first = not self.history.breakpoints
+            label = "init" if first else "+".join(sorted({e for e, _ in events})) or "dependent"
+            self.record(self.lam, label, tuple(p for _, p in events))
+        else:  # zero-length events at the same lambda join the last breakpoint
+            self.join_last(events)
+        return True
+
+    def advance(self):
+        """The move to the next breakpoint and its events: (events, zero-length?), or None when the
+        path stops there (lambda_min, max_events, an unresolved tie)."""
+        idx, eta, h, dz, dfeat = self.direction()
+        kinds, best = self.candidates(idx, eta, h)
         if self.lam_min is None and np.isfinite(best) and best > 0 and np.isinf(self.lam):
             self.lam_min = self.lambda_min_ratio * best
         floor = self.lam_min if self.lam_min is not None else 0.0
         if not np.isfinite(best) or best <= floor:
-            self.close(best, floor, idx, eta)
-            return False
+            self.close(best, floor, idx, eta, h, dz, dfeat)
+            return None
         if self.n_events >= self.max_events:
             self.stop_reason = "max_events"
-            return False
+            return None
         step_zero = best >= self.lam * (1 - EVENT_RTOL) if np.isfinite(self.lam) else False
-        leaving, entering = self.due(cand, kind, best)
+        leaving, entering = self.due(kinds, best)
         if step_zero:  # one pair at a time at a degenerate breakpoint
             self.zero_steps += 1
             leaving = leaving[:1]
@@ -599,92 +717,175 @@ class _PathState:
             if self.zero_steps > self.max_zero_steps:
                 self.stop_reason = (f"degenerate breakpoint at lambda {self.lam:.6g}: ties did not resolve in "
                                     f"{self.max_zero_steps} steps")
-                return False
+                return None
+            key = (tuple(sorted(self.E.pairs)), hash(self.state.tobytes()), tuple(leaving), tuple(entering))
+            if key in self.seen_here:  # the same sets and the same event again: the steps cycle
+                self.stop_reason = (f"degenerate breakpoint at lambda {self.lam:.6g}: the zero-length steps cycle "
+                                    f"(|I_alpha| {len(self.E)}, after {self.zero_steps} steps)")
+                return None
+            self.seen_here.add(key)
         else:
             self.zero_steps = 0
-            self.blocked.clear()
-            self.move_to(best, idx, eta)
-        events = [self.leave(p, kind[p]) for p in leaving]
+            self.seen_here = set()
+            self.unblock()
+            self.move_to(best, idx, eta, h, dz, dfeat)
+        events = [self.leave(p, kinds[p]) for p in leaving]
         events += [e for e in (self.enter(p) for p in entering) if e is not None]
         self.n_events += len(events)
         self.since_refresh += len(events)
+        self.box_excess = 0.0
         if self.E.pairs:
             inside = np.array(self.E.pairs)
-            self.alpha[inside] = np.clip(self.alpha[inside], 0.0, 1.0)
+            aE = self.alpha[inside]
+            # a multiplier of E beyond its box by more than rounding: an event was missed (the step fails)
+            self.box_excess = max(0.0, -float(aE.min()), float(aE.max()) - 1.0)
+            self.alpha[inside] = np.clip(aE, 0.0, 1.0)
         if self.since_refresh >= REFRESH:
             self.E.refresh()
+            self.stats["periodic_refreshes"] += 1
             self.since_refresh = 0
-        self.g = self.q_alpha()
-        if not step_zero or not self.history.breakpoints:
-            first = not self.history.breakpoints
-            label = "init" if first else "+".join(sorted({e for e, _ in events})) or "dependent"
-            self.record(self.lam, label, tuple(p for _, p in events))
-        else:  # zero-length events at the same lambda join the last breakpoint
-            self.join_last(events)
-        return self.kkt_holds()
+        if self.since_exact >= EXACT_EVERY:
+            self.exact()
+        return events, step_zero
 
     def direction(self) -> tuple:
-        """On the current segment: (idx, eta, h), idx the pairs of E, eta = Q_EE^-1 1 (alpha_E moves
-        by eta per unit of lambda) and h = Q_:E eta (lambda m = g + (lambda - lambda^t) h)."""
-        if self.E.pairs:
-            idx = np.array(self.E.pairs)
-            eta = self.E.Minv @ np.ones(len(self.E))
-            h = self.q_columns(eta, idx)
-        else:
-            idx = np.zeros(0, np.int64)
-            eta = np.zeros(0)
-            h = np.zeros(self.m)
-        return idx, eta, h
+        """On the current segment: (idx, eta, h, dz, dfeat), idx the pairs of E, eta = Q_EE^-1 1
+        (alpha_E moves by eta per unit of lambda), h = Q_:E eta (lambda m = g + (lambda - lambda^t)
+        h), dz = P_E'eta and dfeat = X'P_E'eta (lambda * beta and lambda * w move by these). The
+        residual |h_E - 1| is checked: above RESID_TOL, Q_EE^-1 is refactorised and eta refined."""
+        if not self.E.pairs:
+            return np.zeros(0, np.int64), np.zeros(0), None, None, None
+        idx = np.array(self.E.pairs)
+        eta = self.E.Minv.sum(axis=1)  # Q_EE^-1 1 (Minv is symmetric)
+        h, dz, dfeat = self.q_columns(eta, idx)
+        res = float(np.max(np.abs(h[idx] - 1.0)))
+        if res > RESID_TOL:
+            self.refactorise()
+            eta = self.E.Minv.sum(axis=1)
+            h, dz, dfeat = self.q_columns(eta, idx)
+            for _ in range(REFINE_STEPS):  # iterative refinement against the exact products
+                r = 1.0 - h[idx]
+                res = float(np.max(np.abs(r)))
+                if res <= RESID_TOL:
+                    break
+                d = self.E.Minv @ r
+                eta = eta + d
+                dh, ddz, ddf = self.q_columns(d, idx)
+                h = h + dh
+                dz = dz + ddz if dz is not None else None
+                dfeat = dfeat + ddf if dfeat is not None else None
+                self.stats["refinements"] += 1
+            res = float(np.max(np.abs(h[idx] - 1.0)))
+        self.stats["max_residual"] = max(self.stats["max_residual"], res)
+        return idx, eta, h, dz, dfeat
 
-    def candidates(self, idx: np.ndarray, eta: np.ndarray, h: np.ndarray) -> tuple:
-        """(cand, kind): per pair the largest lambda <= the current one at which it has an event (-inf:
-        none), and which event: 1 enters E (eq. 17, or from lambda = +inf the start), 2 leaves E for
-        I_0, 3 leaves E for I_1 (eqs. 13, 14). Pairs refused at this lambda (blocked) have none."""
-        m, lam, g, state = self.m, self.lam, self.g, self.state
-        cand = np.full(m, -np.inf)
-        kind = np.zeros(m, dtype=np.int8)  # 1 enter, 2 leave to 0, 3 leave to 1
-        out1 = state == 1
-        out0 = state == 0
-        if np.isinf(lam):
-            ok = out1 & (g > 0)
-            cand[ok] = g[ok]
-            kind[ok] = 1
-        else:
-            phi = g - lam  # lam * (margin - 1)
-            slope = 1.0 - h
-            stol = 1e-10
-            etol = 1e-12 * float(np.max(np.abs(eta), initial=0.0))
-            sel = out1 & (slope > stol)
-            cand[sel] = lam + np.minimum(phi[sel], 0.0) / slope[sel]
-            kind[sel] = 1
-            sel = out0 & (slope < -stol)
-            cand[sel] = lam + np.maximum(phi[sel], 0.0) / slope[sel]
-            kind[sel] = 1
-            if self.E.pairs:
-                aE = self.alpha[idx]
-                up = eta < -etol
-                lu = np.full(len(idx), -np.inf)
-                lu[up] = lam + np.maximum(1.0 - aE[up], 0.0) / eta[up]
-                dn = eta > etol
-                ld = np.full(len(idx), -np.inf)
-                ld[dn] = lam - np.maximum(aE[dn], 0.0) / eta[dn]
-                cand[idx] = np.maximum(lu, ld)
-                kind[idx] = np.where(lu >= ld, 3, 2)
+    def refactorise(self) -> None:
+        """Q_EE^-1 from scratch (the updated inverse has drifted, or a breakpoint failed its check)."""
+        self.E.refresh()
+        self.since_refresh = 0
+        self.stats["refactorisations"] += 1
+
+    def resolve_alpha(self) -> None:
+        """alpha_E solved afresh from the sets: Q_EE alpha_E = lambda 1 - Q_EN alpha_N, i.e. the margins
+        of E exactly 1, by iterative refinement from the current alpha_E against the exact g."""
+        self.exact()
+        if not self.E.pairs or not np.isfinite(self.lam):
+            return
+        idx = np.array(self.E.pairs)
+        for _ in range(REFINE_STEPS):
+            r = self.lam - self.g[idx]
+            if float(np.max(np.abs(r))) <= RESID_TOL * self.lam:
+                break
+            self.add_columns(self.E.Minv @ r, idx)
+            self.stats["alpha_resolves"] += 1
+
+    def verified(self) -> bool:
+        """The breakpoint just reached: the margins of E within RESID_TOL of 1 and the KKT conditions
+        within KKT_TOL, after (if needed) g from alpha, a refactorisation and alpha_E solved afresh."""
+        if self.box_excess > KKT_TOL:  # alpha_E left its box on the way: no repair here can mend that
+            self.stats["last_kkt"] = self.box_excess
+            return False
+        for repair in range(3):
+            if repair == 1:
+                self.exact()  # g, z, feat from alpha: rules out drift of the updates
+            elif repair == 2:
+                self.refactorise()
+                self.resolve_alpha()
+            bad, resid = kkt_sweep(self.alpha, self.g, self.lam, self.state) if np.isfinite(self.lam) else (0.0, 0.0)
+            self.stats["last_kkt"] = bad
+            if bad <= KKT_TOL and resid <= RESID_TOL:
+                self.stats["max_kkt"] = max(self.stats["max_kkt"], bad)
+                return True
+        return bad <= KKT_TOL
+
+    def snapshot(self) -> tuple:
+        """What a step changes, to take it again: alpha and the sets (two O(m) copies; g, lambda * w and
+        lambda * beta are recomputed from alpha when the step is taken again)."""
+        return (self.lam, self.alpha.copy(), self.state.copy(), list(self.E.pairs), self.E.Minv.copy(),
+                set(self.blocked), self.zero_steps, self.n_events, self.since_refresh, set(self.seen_here))
+
+    def restore(self, snap: tuple) -> None:
+        """Back to a snapshot; g, z and feat from its alpha."""
+        (self.lam, self.alpha, self.state, pairs, Minv, blocked, self.zero_steps, self.n_events,
+         self.since_refresh, self.seen_here) = snap
+        self.E.pairs, self.E.Minv = pairs, Minv
+        self.unblock()
+        for p in blocked:
+            self.block(p)
+        self.exact()
+
+    def block(self, p: int) -> None:
+        self.blocked.add(p)
+        self.blocked_mask[p] = 1
+
+    def unblock(self) -> None:
         if self.blocked:
-            cand[np.array(sorted(self.blocked))] = -np.inf
-        return np.minimum(cand, lam), kind
+            self.blocked_mask[np.array(sorted(self.blocked))] = 0
+            self.blocked.clear()
 
-    def due(self, cand: np.ndarray, kind: np.ndarray, best: float) -> tuple:
+    def candidates(self, idx: np.ndarray, eta: np.ndarray, h) -> tuple:
+        """(kinds of the pairs of E, the largest candidate); self.cand: per pair the largest lambda <=
+        the current one at which it has an event (-inf: none): a pair outside E enters E (eq. 17,
+        or from lambda = +inf the start), a pair of E leaves for I_0 (kind 2) or I_1 (kind 3) (eqs.
+        13, 14). Pairs refused at this lambda (blocked) have none."""
+        lam, cand = self.lam, self.cand
+        hh = h if h is not None else _zeros_like(self.g)
+        best = outside_candidates(self.g, hh, self.state, self.blocked_mask, lam, 1e-10, cand)
+        kinds = {}
+        if self.E.pairs and np.isfinite(lam):
+            aE = self.alpha[idx]
+            etol = 1e-12 * float(np.max(np.abs(eta), initial=0.0))
+            up = eta < -etol
+            lu = np.full(len(idx), -np.inf)
+            lu[up] = lam + np.maximum(1.0 - aE[up], 0.0) / eta[up]
+            dn = eta > etol
+            ld = np.full(len(idx), -np.inf)
+            ld[dn] = lam - np.maximum(aE[dn], 0.0) / eta[dn]
+            cE = np.minimum(np.maximum(lu, ld), lam)
+            cand[idx] = cE
+            kinds = {int(p): (3 if u >= d else 2) for p, u, d in zip(idx, lu, ld)}
+            best = max(best, float(cE.max()))
+        return kinds, best
+
+    def due(self, kinds: dict, best: float) -> tuple:
         """The pairs whose event is at `best` (within EVENT_RTOL): (leaving E, entering E)."""
-        hit = np.flatnonzero(cand >= best - EVENT_RTOL * max(abs(best), 1e-300))
-        leaving = [p for p in hit if kind[p] in (2, 3) and self.state[p] == 2]
-        entering = [p for p in hit if kind[p] == 1 and self.state[p] != 2]
+        hit = np.flatnonzero(self.cand >= best - EVENT_RTOL * max(abs(best), 1e-300))
+        leaving = [int(p) for p in hit if self.state[p] == 2]
+        entering = [int(p) for p in hit if self.state[p] != 2]
         return leaving, entering
 
-    def move_to(self, lam: float, idx: np.ndarray, eta: np.ndarray) -> None:
-        """Along the segment to lambda = lam: alpha_E moves by (lam - lambda) eta (nothing moves from +inf)."""
+    def move_to(self, lam: float, idx: np.ndarray, eta: np.ndarray, h, dz, dfeat) -> None:
+        """Along the segment to lambda = lam: alpha_E, g, lambda * beta and lambda * w move by
+        (lam - lambda) times their directions (nothing moves from +inf, or with E empty)."""
         if np.isfinite(self.lam) and self.E.pairs:
-            self.alpha[idx] = self.alpha[idx] + (lam - self.lam) * eta
+            dl = lam - self.lam
+            self.alpha[idx] = self.alpha[idx] + dl * eta
+            self.g += dl * h
+            if dz is not None:
+                self.z += dl * dz
+            if dfeat is not None:
+                self.feat += dl * dfeat
+            self.since_exact += 1
         self.lam = lam
 
     def leave(self, p, kind_p) -> tuple:
@@ -703,34 +904,36 @@ class _PathState:
         if self.E.add(p):
             self.state[p] = 2
             return ("enter", p)
-        self.blocked.add(p)
+        self.block(p)
         return None
 
-    def close(self, best: float, floor: float, idx: np.ndarray, eta: np.ndarray) -> None:
+    def close(self, best: float, floor: float, idx: np.ndarray, eta: np.ndarray, h, dz, dfeat) -> None:
         """No event above lambda_min (floor): the path ends, with a last breakpoint at lambda_min."""
         if np.isinf(self.lam):
             raise UsageError(f"{self.source}: every pair has (Q 1)_p <= 0: the path is empty")
         self.complete = not np.isfinite(best) or best <= 0
         self.stop_reason = "complete" if self.complete else "lambda_min"
         if floor > 0 and floor < self.lam:
-            self.move_to(floor, idx, eta)
-            self.g = self.q_alpha()
+            self.move_to(floor, idx, eta, h, dz, dfeat)
+            self.exact()
             self.record(floor, "lambda_min", ())
 
     def record(self, lam: float, event: str, pairs: tuple) -> None:
-        """A new breakpoint at lam: the sets' sizes, the hinge loss, the objective, the validation metrics."""
-        g, alpha = self.g, self.alpha
-        marg = g / lam
-        hinge = float(np.maximum(0.0, 1.0 - marg).sum())
-        obj = hinge + 0.5 * float(np.sum(alpha * g)) / lam  # not BLAS ddot: its threads wait for cores on a busy machine
-        mets = {}
-        if self.valid is not None:
-            mets = _metric_means(self.names, self.valid, self.ops.valid_scores(self.z, self.feat) / lam,
-                                 self.convention, self.tiebreak)
+        """A new breakpoint at lam: the sets' sizes, the hinge loss, the objective; the validation
+        scores go to the grader (graded a block of breakpoints at a time)."""
+        hinge, quad = hinge_and_quad(self.g, self.alpha, lam)
+        obj = hinge + 0.5 * quad / lam
         nE = len(self.E)
         n1 = int(np.count_nonzero(self.state == 1))
-        self.history.append(Breakpoint(lam, nE, self.m - nE - n1, n1, event, pairs, hinge, obj, mets,
-                                       time.perf_counter() - self.t_start), alpha, self.feat)
+        b = Breakpoint(lam, nE, self.m - nE - n1, n1, event, pairs, hinge, obj, {}, time.perf_counter() - self.t_start)
+        self.history.append(b, self.alpha, self.feat)
+        if self.grader is not None:
+            self.grader.add(b, self.ops.valid_scores(self.z, self.feat) / lam)
+
+    def grade(self) -> None:
+        """The validation metrics of the breakpoints not graded yet."""
+        if self.grader is not None:
+            self.grader.flush()
 
     def join_last(self, events: list) -> None:
         """Zero-length events: the last breakpoint (at this lambda) takes them and the sets after them."""
@@ -742,15 +945,6 @@ class _PathState:
         b.n_zero = self.m - b.n_alpha - b.n_one
         self.history.amend_last(self.alpha, self.feat)
 
-    def kkt_holds(self) -> bool:
-        """The KKT check at the breakpoint just reached; a violation stops the path."""
-        bad = kkt_violation(self.alpha, self.g / self.lam, self.state)
-        if bad > KKT_TOL:
-            self.E.refresh()
-            self.stop_reason = f"KKT violated by {bad:.3g} at lambda {self.lam:.6g} (numerical trouble)"
-            return False
-        return True
-
     def report(self, final: bool = False) -> None:
         """A log line (at most one every LOG_SECONDS, and the last) and the progress display."""
         breakpoints = self.history.breakpoints
@@ -760,10 +954,13 @@ class _PathState:
         b = breakpoints[-1]
         if self.log and (final or now - self.clock["log"] >= LOG_SECONDS):
             self.clock["log"] = now
+            self.grade()
+            st = self.stats
             shown = "".join(f"  valid {k} {v:.4f}" for k, v in b.metrics.items())
             self.log(f"exact path: breakpoint {len(breakpoints):,}  events {self.n_events:,}  lambda {b.lam:.6g}  "
                      f"C {b.C:.6g}  |I_alpha| {b.n_alpha}  |I_1| {b.n_one}  |I_0| {b.n_zero}{shown}  "
-                     f"{now - self.t_start:.1f} s" + (f"  ({self.stop_reason or 'stopped'})" if final else ""))
+                     f"refactorised {st['refactorisations']}  {now - self.t_start:.1f} s"
+                     + (f"  ({self.stop_reason or 'stopped'})" if final else ""))
         if self.progress and (final or now - self.clock["progress"] >= PROGRESS_SECONDS):
             self.clock["progress"] = now
             lam0, lam_min = breakpoints[0].lam, self.lam_min
@@ -772,6 +969,43 @@ class _PathState:
                 done = int(PROGRESS_STEPS * np.log(lam0 / b.lam) / np.log(lam0 / lam_min))
             done = PROGRESS_STEPS if final else min(max(done, 0), PROGRESS_STEPS - 1)
             self.progress(done, PROGRESS_STEPS, f"{len(breakpoints):,} breakpoints, C {b.C:.3g}, |I_alpha| {b.n_alpha}")
+
+
+def _zeros_like(v: np.ndarray) -> np.ndarray:
+    return np.zeros_like(v)
+
+
+class _Grader:
+    """The validation metrics of the breakpoints, a block of GRADE_BLOCK breakpoints per call of the
+    metric kernels: the block's score vectors side by side as GRADE_BLOCK copies of the validation
+    queries (each query is graded on its own, so the numbers are those of one call per breakpoint,
+    with the tiebreak `rankkit eval` uses)."""
+
+    def __init__(self, valid: Dataset, names: list, convention: str):
+        self.valid, self.names, self.convention = valid, list(names), convention
+        self.tiebreak = dataset_tiebreak(valid, convention)
+        self.pending: list = []  # (breakpoint, validation scores)
+
+    def add(self, b: Breakpoint, scores: np.ndarray) -> None:
+        self.pending.append((b, scores))
+        if len(self.pending) >= GRADE_BLOCK:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self.pending:
+            return
+        v, k = self.valid, len(self.pending)
+        nv, nq = v.n_rows, v.n_queries
+        qptr = np.concatenate([v.qptr[:-1] + c * nv for c in range(k)] + [np.array([k * nv], np.int64)])
+        tb = None if self.tiebreak is None else np.tile(self.tiebreak, k)
+        scores = np.concatenate([s for _, s in self.pending])
+        table = per_query_table(self.names, np.tile(v.y, k), scores, qptr, self.convention, tiebreak=tb)
+        for name in self.names:
+            vals = table[name].reshape(k, nq)
+            for (b, _), row in zip(self.pending, vals):
+                row = row[~np.isnan(row)]
+                b.metrics[name] = float(row.mean()) if row.size else float("nan")
+        self.pending = []
 
 
 def _check_choice(what: str, value: str, known: tuple) -> None:
@@ -823,19 +1057,23 @@ def exact_path(train: Dataset, valid: Dataset | None = None, kernel: str = "line
             f"{kern.name} kernel; building the " + ("pair structure" if route == "linear" else DenseKernel.describe(n, nv)))
     ops = LinearStructure(X, Xv, pi, pj) if route == "linear" else DenseKernel(kern, X, Xv, pi, pj)
     path = _PathState(ops, pi, pj, n, valid, names, train.source, lambda_min, lambda_min_ratio, max_events,
-                      max_zero_steps, log, progress, t_start)
-    path.convention = convention  # validation metrics graded as `rankkit eval` grades them
-    path.tiebreak = dataset_tiebreak(valid, convention) if valid is not None else None
+                      max_zero_steps, log, progress, t_start, convention)
     if log:
         log(f"exact path: {ops.describe(n, nv)} ready in {time.perf_counter() - t_start:.2f} s; following the path "
             "from lambda_0")
+    t_path = time.perf_counter()
     path.run()
     h = path.history
     if path.stop_reason not in ("complete", "lambda_min"):  # reaching lambda_min is the normal end
         warnings.warn(f"exact path stopped: {path.stop_reason} after {path.n_events} events, "
                       f"{len(h.breakpoints)} breakpoints", PathWarning, stacklevel=2)
+    seconds = time.perf_counter() - t_start
+    stats = {k: v for k, v in path.stats.items() if k != "last_kkt"}
+    stats.update(seconds=seconds, setup_seconds=t_path - t_start, path_seconds=seconds - (t_path - t_start),
+                 events=path.n_events, breakpoints=len(h.breakpoints),
+                 seconds_per_event=(seconds - (t_path - t_start)) / max(path.n_events, 1), history_bytes=h.nbytes())
     return ExactPathResult(h.breakpoints, pi, pj, kern, graph, names, path.stop_reason, path.n_events, X, h.changes,
-                           h.ckpt, path.complete, route, h.ws)
+                           h.ckpt, path.complete, route, h.ws, stats)
 
 
 def kkt_violation(alpha: np.ndarray, margins: np.ndarray, state=None) -> float:

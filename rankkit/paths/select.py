@@ -22,10 +22,18 @@ from rankkit.errors import UsageError
 from rankkit.estimators import Ranker, RankSVM, Threads, set_fitted_state, verbose_log
 from rankkit.io.model import Model
 from rankkit.paths.grid import choose_method, exact_path_points, grid_path
+from rankkit.plot import PLOT_KINDS, Curves, check_plot_target, write_plot
 from rankkit.resources import check_memory
 from rankkit.solvers.base import FitResult
+from rankkit.solvers.options import check_depends
 
-__all__ = ["RegularizationPath", "regularization_path"]
+__all__ = ["RegularizationPath", "regularization_path", "path_curves", "plot_path"]
+
+CURVES_TOP = 10  # coef: the features (documents) with the largest |coefficient| at the chosen point
+CURVES_MAX_POINTS = 2000  # a longer path is drawn at this many of its points (evenly spaced, the chosen one kept)
+CURVES_DENSIFY = 400  # an exact path with fewer breakpoints is drawn with 8 points per segment (it is not
+#                       linear in C between breakpoints: lambda * w is linear in lambda)
+DECISION_MAX_DOCS = 40  # decision: at most this many documents of the query are drawn
 
 
 @dataclass
@@ -60,6 +68,10 @@ class RegularizationPath:
         hinge for the grid, hinge for the exact path), so it can be cloned and fitted again.
     notes : list of str
         Remarks about the choice (e.g. a validation set that cannot tell the points apart).
+
+    ``plot(file, plot_kind="metric", plot_query=None)`` draws the path as `rankkit path --plot`
+    does (the same code): the validation metric and the active set, the coefficients (coef) or the
+    decision values of one validation query's documents (decision) against C.
     """
 
     method: str
@@ -77,10 +89,17 @@ class RegularizationPath:
     chosen: int
     best_estimator_: Any = field(repr=False, default=None)
     notes: list = field(default_factory=list)
+    _drawn: tuple = field(repr=False, default=())  # (PathResult, raw exact result, train, valid) for plot()
 
     @property
     def best_C(self) -> float:
         return float(self.C[self.chosen])
+
+    def plot(self, file: str, plot_kind: str = "metric", plot_query=None) -> None:
+        """Write the path's plot to `file` (.svg, or .png with matplotlib); see the class docstring."""
+        check_plot_options(file, plot_kind, plot_query, style="python")
+        result, raw, train, valid = self._drawn
+        plot_path(file, result, raw, valid, plot_kind, plot_query, train, index_base=0)
 
     def __len__(self) -> int:
         return int(self.C.shape[0])
@@ -115,6 +134,126 @@ def path_on_datasets(train_ds, valid_ds, method: str | None = None, metric: str 
     return result, raw, notes, method
 
 
+def _curve_Cs(result, raw) -> tuple:
+    """(C values to draw at, the point index behind each or None for a point inside a segment)."""
+    Cs = [p.C for p in result.points]
+    if raw is not None and len(Cs) < CURVES_DENSIFY:
+        out, idx = [], []
+        for i, C in enumerate(Cs):
+            out.append(C)
+            idx.append(i)
+            if i + 1 < len(Cs):
+                for u in np.linspace(0, 1, 9)[1:-1]:
+                    out.append(float(np.exp((1 - u) * np.log(C) + u * np.log(Cs[i + 1]))))
+                    idx.append(None)
+        return out, idx
+    keep = range(len(Cs))
+    if len(Cs) > CURVES_MAX_POINTS:
+        keep = sorted(set(np.linspace(0, len(Cs) - 1, CURVES_MAX_POINTS).round().astype(int).tolist())
+                      | {int(result.chosen)})
+    return [Cs[i] for i in keep], list(keep)
+
+
+def _coefs_at(result, raw, kernel_path: bool, Cs, idx) -> np.ndarray:
+    """The coefficients (w; beta for a kernel path) at each C of the curve, one row each."""
+    rows = []
+    for C, i in zip(Cs, idx):
+        if i is not None:
+            rows.append(result.points[i].w)
+        else:
+            rows.append(raw.beta_at(1.0 / C) if kernel_path else raw.w_at(1.0 / C))
+    return np.array(rows)
+
+
+def path_curves(result, raw=None, valid=None, kind: str = "coef", query=None, train=None, index_base: int = 1,
+                top: int = CURVES_TOP) -> Curves:
+    """The curves of a path plot (the paper's Fig. 4 as curves along the path), against C:
+
+    coef: the coefficients along the path, the `top` largest in |value| at the chosen point: w_j of
+    feature j (linear kernel, grid or exact path), beta_r of training document r (f(x) = sum_r
+    beta_r k(x_r, x): a kernel path; `train` gives the documents' line numbers).
+    decision: the decision values f(x) of the documents of one validation query (`query`: its qid;
+    default the first with two labels or more), coloured by label.
+
+    result: the PathResult; raw: the exact path's result (rankkit.paths.exact.ExactPathResult; None
+    for the grid), needed for a kernel path and used to draw a short exact path between its
+    breakpoints. Every value is computed from the path itself (no refit)."""
+    if kind not in PLOT_KINDS or kind == "metric":
+        raise UsageError(f"curves are drawn for the kinds coef and decision, not {kind!r}")
+    kernel_path = raw is not None and raw.kernel.name != "linear"
+    Cs, idx = _curve_Cs(result, raw)
+    chosen_C = result.best.C
+    where = f"{result.method} path, {len(result.points):,} {'breakpoints' if result.method == 'exact' else 'values of C'}"
+    if kind == "coef":
+        W = _coefs_at(result, raw, kernel_path, Cs, idx)
+        at = np.abs(result.best.w)
+        order = np.argsort(-(at if at.max() > 0 else np.abs(W).max(axis=0)), kind="stable")[:top]
+        order = [int(j) for j in order if np.abs(W[:, j]).max() > 0] or [int(order[0])]
+        if kernel_path:
+            lines = train.line if train is not None and train.line is not None else None
+            label = [f"train doc {r}" + (f" (line {int(lines[r])})" if lines is not None else "") for r in order]
+            title, ylabel = f"rankkit path: beta of the {len(order)} training documents largest at the chosen C", "beta_r"
+        else:
+            label = [f"feature {j + index_base}" for j in order]
+            title, ylabel = f"rankkit path: the {len(order)} weights largest at the chosen C", "w_j"
+        series = [(lab, W[:, j].tolist(), k) for k, (lab, j) in enumerate(zip(label, order))]
+        return Curves(title, ylabel, Cs, series, chosen_C, where + f"; {W.shape[1]} coefficients, {len(order)} drawn")
+    if valid is None:
+        raise UsageError("a decision plot needs the validation data")
+    q = _plot_query(valid, query)
+    s, e = int(valid.qptr[q]), int(valid.qptr[q + 1])
+    rows = np.arange(s, min(e, s + DECISION_MAX_DOCS))
+    A = valid.csr(result.best.w.shape[0] if not kernel_path else raw.n_features)[rows]
+    if kernel_path:
+        Kq = raw.kernel_rows(A)
+        F = np.array([Kq @ raw.beta_at(1.0 / C) for C in Cs])
+    else:
+        W = _coefs_at(result, raw, False, Cs, idx)
+        F = np.asarray((A @ W.T).T)
+    y = valid.y[rows]
+    levels = np.unique(y)[::-1]
+    group = {float(v): k for k, v in enumerate(levels)}
+    lines = valid.line
+    series = [(f"line {int(lines[r])}, label {valid.y[r]:g}" if lines is not None else f"row {r}, label {valid.y[r]:g}",
+               F[:, k].tolist(), group[float(y[k])]) for k, r in enumerate(rows)]
+    legend = [(group[float(v)], f"label {v:g} ({int(np.count_nonzero(y == v))} docs)") for v in levels]
+    more = f"; the first {len(rows)} of its {e - s} documents" if e - s > len(rows) else ""
+    return Curves(f"rankkit path: decision values f(x) of validation query {int(valid.qid[s])} along the path",
+                  "f(x)", Cs, series, chosen_C, where + more, grouped=True, legend=legend)
+
+
+def _plot_query(valid, query) -> int:
+    """The position of the validation query to draw: qid `query`, or the first with two labels or more."""
+    starts = valid.qptr[:-1]
+    if query is None:
+        ok = np.flatnonzero(valid.levels_per_query >= 2)
+        return int(ok[0]) if ok.size else 0
+    hit = np.flatnonzero(valid.qid[starts] == int(query))
+    if not hit.size:
+        raise UsageError(f"plot query {query}: no validation query has this qid ({valid.n_queries} queries, qids "
+                         f"{int(valid.qid[starts].min())}..{int(valid.qid[starts].max())})")
+    return int(hit[0])
+
+
+def check_plot_options(plot, plot_kind: str, plot_query, style: str = "cli") -> None:
+    """The plot options, checked before any work: the kind, the one rule of options that need another
+    (--plot-kind without --plot, --plot-query without --plot-kind decision), the file's format."""
+    if plot_kind not in PLOT_KINDS:
+        raise UsageError(f"plot_kind must be one of {', '.join(PLOT_KINDS)}, not {plot_kind!r}")
+    given = [k for k, v in (("plot_kind", plot_kind != "metric"), ("plot_query", plot_query is not None)) if v]
+    check_depends(given, {"plot": plot, "plot_kind": plot_kind}, style)
+    if plot is not None:
+        check_plot_target(plot)
+
+
+def plot_path(file: str, result, raw=None, valid=None, kind: str = "metric", query=None, train=None,
+              index_base: int = 1) -> None:
+    """Write the path's plot (rankkit.plot): the validation metric and the active set (metric), or
+    the curves of path_curves (coef, decision). What `rankkit path --plot --plot-kind` writes."""
+    curves = None if kind == "metric" else path_curves(result, raw, valid, kind, query, train, index_base)
+    write_plot(file, result, kind, curves)
+
+
 def chosen_model(result, method: str, raw, train_csr, facts: dict, kernel: str = "linear", seconds: float = 0.0):
     """The chosen point as a model (header: the path's facts), what `rankkit path --out-model` writes."""
     best = result.best
@@ -136,7 +275,8 @@ def regularization_path(X, y, X_valid, y_valid, *, qid=None, group=None, qid_val
                         method: str | None = None, metric: str = "ndcg@10", select: str = "best", n_points: int = 30,
                         ratio: float = 1e7, kernel: str = "linear", gamma: float | None = None, degree: int = 3,
                         coef0: float = 0.0, threads: int | None = None, verbose: bool = False,
-                        convention: str = DEFAULT_CONVENTION) -> RegularizationPath:
+                        convention: str = DEFAULT_CONVENTION, plot: str | None = None, plot_kind: str = "metric",
+                        plot_query=None) -> RegularizationPath:
     """Train along the regularisation path and choose C on validation queries (``rankkit path``).
 
     Parameters
@@ -158,6 +298,14 @@ def regularization_path(X, y, X_valid, y_valid, *, qid=None, group=None, qid_val
     threads : int, optional
     verbose : bool, default False
         A line per point on standard error.
+    plot : str, optional
+        Write the path's plot here (.svg; .png needs matplotlib), as ``rankkit path --plot``.
+    plot_kind : {"metric", "coef", "decision"}, default "metric"
+        What the plot draws against C: the validation metric and the active set; the 10 weights
+        (kernel path: coefficients beta of training documents) largest at the chosen C; the decision
+        values f(x) of the documents of one validation query (the paper's Fig. 4 along the path).
+    plot_query : int, optional
+        plot_kind "decision": the qid of the validation query drawn (default: the first with two labels).
 
     Returns
     -------
@@ -188,6 +336,7 @@ def regularization_path(X, y, X_valid, y_valid, *, qid=None, group=None, qid_val
         raise UsageError(f"kernel must be one of linear, poly, rbf, not {kernel!r}")
     if kernel != "linear" and method == "grid":
         raise UsageError("a kernel path is the exact path: method='exact' (or None)")
+    check_plot_options(plot, plot_kind, plot_query, style="python")
     train_ds = as_dataset(X, y, qid, group, name="X")
     valid_ds = as_dataset(X_valid, y_valid, qid_valid, group_valid, name="X_valid")
     exact = {"kernel": kernel, "gamma": gamma, "degree": degree, "coef0": coef0}
@@ -211,10 +360,14 @@ def regularization_path(X, y, X_valid, y_valid, *, qid=None, group=None, qid_val
         est = Ranker()
         est.model_ = model
     pts = result.points
-    return RegularizationPath(
+    path = RegularizationPath(
         method=method, metric=metric, select=select,
         C=np.array([p.C for p in pts]), iterations=np.array([p.iterations for p in pts], dtype=np.int64),
         objective=np.array([p.objective for p in pts]), train_loss=np.array([p.loss for p in pts]),
         violated_pairs=np.array([p.n_active for p in pts], dtype=np.int64), w_norm=np.array([p.w_norm for p in pts]),
         valid_metric=np.array([p.metric for p in pts]), valid_metric_se=np.array([p.metric_se for p in pts]),
-        seconds=np.array([p.seconds for p in pts]), chosen=int(result.chosen), best_estimator_=est, notes=list(notes))
+        seconds=np.array([p.seconds for p in pts]), chosen=int(result.chosen), best_estimator_=est, notes=list(notes),
+        _drawn=(result, raw, train_ds, valid_ds))
+    if plot is not None:
+        path.plot(plot, plot_kind, plot_query)
+    return path

@@ -22,14 +22,16 @@ CLI_NAMES = {"C": "-C", "tol": "--tol", "max_iter": "--max-iter", "query_norm": 
              "sampler": "--sampler", "valid_file": "--valid", "K": "-K", "init_scale": "--init-scale",
              "patience": "--patience", "save_factors": "--save-factors", "kernel": "--kernel", "gamma": "--gamma",
              "degree": "--degree", "coef0": "--coef0", "landmarks": "--landmarks", "delta": "--delta",
-             "eta_c": "--eta-c", "ties": "--ties", "t0": "--t0", "optimizer": "--optimizer"}
+             "eta_c": "--eta-c", "ties": "--ties", "t0": "--t0", "optimizer": "--optimizer",
+             "plot": "--plot", "plot_kind": "--plot-kind", "plot_query": "--plot-query"}
 PYTHON_NAMES = {"C": "C", "tol": "tol", "max_iter": "max_iter", "query_norm": "query_norm",
                 "query_weights": "sample_weight", "rescale": "rescale", "lam": "alpha", "iterations": "iterations",
                 "eta": "eta", "eta0": "eta0", "batch_size": "batch_size", "sampler": "sampler",
                 "valid_file": "eval_set", "K": "K", "init_scale": "init_scale", "patience": "patience",
                 "save_factors": "save_factors", "kernel": "kernel", "gamma": "gamma", "degree": "degree",
                 "coef0": "coef0", "landmarks": "landmarks", "delta": "delta", "eta_c": "eta_c", "ties": "ties",
-                "t0": "t0", "optimizer": "optimizer"}
+                "t0": "t0", "optimizer": "optimizer",
+                "plot": "plot", "plot_kind": "plot_kind", "plot_query": "plot_query"}
 
 _EXACT = {"C", "tol", "max_iter", "query_norm", "query_weights", "rescale"}
 _SOFIA = {"iterations", "sampler", "valid_file"}
@@ -66,6 +68,8 @@ DEPENDS = {
     "delta": ("rescale", None),
     "patience": ("valid_file", None),
     "eta_c": ("eta", ("basic",)),
+    "plot_kind": ("plot", None),  # rankkit path
+    "plot_query": ("plot_kind", ("decision",)),
 }
 
 
