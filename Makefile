@@ -53,17 +53,22 @@ demo: $(WARM_STAMP)
 # ahead of time into it first (one build for the whole run, both cores: the suite's processes then
 # load them instead of each compiling or importing numba; a build is only used for the sources it
 # was made from), and whatever the build does not cover compiles into the same cache.
+# The test files run in TEST_JOBS processes (pytest-xdist; each file whole in one process, so a
+# file's fixtures are made once); TEST_JOBS=0 runs them in this process, one after the other.
+TEST_JOBS ?= 2
+XDIST = $(if $(filter 0,$(TEST_JOBS)),,-n $(TEST_JOBS) --dist loadfile)
+
 test: $(STAMP)
 	@cache=$$(mktemp -d); \
 	NUMBA_CACHE_DIR=$$cache $(PY) -m rankkit.warmup -q && \
-	NUMBA_CACHE_DIR=$$cache $(PY) -m pytest -q tests; status=$$?; \
+	NUMBA_CACHE_DIR=$$cache $(PY) -m pytest -q $(XDIST) tests; status=$$?; \
 	rm -rf $$cache; exit $$status
 
 # Every test, the ones marked slow included (pyproject's addopts leaves them out; the last -m wins).
 test-all: $(STAMP)
 	@cache=$$(mktemp -d); \
 	NUMBA_CACHE_DIR=$$cache $(PY) -m rankkit.warmup -q && \
-	NUMBA_CACHE_DIR=$$cache $(PY) -m pytest -q -m '' tests; status=$$?; \
+	NUMBA_CACHE_DIR=$$cache $(PY) -m pytest -q $(XDIST) -m '' tests; status=$$?; \
 	rm -rf $$cache; exit $$status
 
 # Many more random mutations of real files than the suite's default (RANKKIT_FUZZ_CASES to change it).

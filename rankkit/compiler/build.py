@@ -59,6 +59,8 @@ def buildable(calls: set) -> list:
 NOT_BUILT: dict[str, str] = {
     "rankkit.solvers._sgd_kernels.sample_pairs": "the samplers' sequence on its own, for tests "
     "(tests/test_sgd_kernels.py); rankkit samples inside run_spd",
+    "rankkit.solvers._sgd_kernels.sample_pairs_with_ties": "the tie sampler's sequence on its own, for tests "
+    "(tests/test_sgd_kernels.py); rankkit samples ties inside run_spd",
 }
 
 
