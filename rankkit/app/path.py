@@ -105,6 +105,17 @@ def _forget_pool_manager(thread) -> None:
         getattr(process, "_threads_wakeups", {}).pop(thread, None)
 
 
+_WORKER_LOST = ("a --jobs worker process ended abruptly (killed by a signal, or out of memory?); "
+                "run again, or with fewer --jobs")
+
+
+def _lost_a_worker(pool) -> bool:
+    """The pool is broken, or one of its workers has ended."""
+    if getattr(pool, "_broken", False):
+        return True
+    return any(p.exitcode is not None for p in list((getattr(pool, "_processes", None) or {}).values()))
+
+
 def _run_folds_in_processes(args: list, jobs: int) -> list:
     """Folds in `jobs` worker processes. Workers are spawned, not forked: a fork of a process whose
     OpenMP runtime is running is unsafe (and GNU OpenMP refuses it). jobs x threads never exceeds
@@ -121,16 +132,21 @@ def _run_folds_in_processes(args: list, jobs: int) -> list:
         # a signal while a worker is being spawned (the parent writing its start-up data) waits until
         # the workers exist: stopped then (terminate), they end quietly; stopped halfway, a worker
         # printed multiprocessing's "EOFError: Ran out of input" traceback
-        interrupts.hold()
         try:
-            futures = [pool.submit(_path_one, *a) for a in args]
-        finally:
-            interrupts.release()
-        try:
+            interrupts.hold()
+            try:
+                futures = [pool.submit(_path_one, *a) for a in args]
+            finally:
+                interrupts.release()
             outs = [f.result() for f in futures]
         except BrokenProcessPool:
-            raise UsageError("a --jobs worker process ended abruptly (killed by a signal, or out of memory?); "
-                             "run again, or with fewer --jobs") from None
+            raise UsageError(_WORKER_LOST) from None
+        except (OSError, ValueError):
+            # a worker killed while the next one was being spawned: the pool's manager thread closes
+            # the pipes the spawn was handing over ("bad value(s) in fds_to_keep")
+            if _lost_a_worker(pool):
+                raise UsageError(_WORKER_LOST) from None
+            raise
     except BaseException:
         manager = getattr(pool, "_executor_manager_thread", None)
         for proc in list(getattr(pool, "_processes", {}).values()):  # do not wait for folds nobody will read
