@@ -10,6 +10,7 @@ Imports only rankkit.errors.
 
 from __future__ import annotations
 
+import io
 import os
 import sys
 
@@ -38,10 +39,32 @@ def guard_standard_fds() -> None:
             continue
         if fd == 1:
             _stdout_closed = True
-            sys.stdout = open(1, "w", closefd=False)  # noqa: SIM115
+            sys.stdout = _ClosedStdout()
         elif fd == 2:
             _stderr_ok = False
             sys.stderr = open(2, "w", closefd=False)  # noqa: SIM115
+
+
+class _ClosedStdout(io.TextIOBase):
+    """sys.stdout when the command was started with it closed (`>&-`): writing results (or click's
+    help and version text) there raises the one-line error; a command that writes nothing to
+    stdout (train) is unaffected."""
+
+    encoding = "utf-8"
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text) -> int:
+        if not text:
+            return 0
+        raise stdout_error()
+
+    def fileno(self) -> int:
+        return 1
+
+    def isatty(self) -> bool:
+        return False
 
 
 def stdout_error(exc: OSError | None = None) -> UsageError:

@@ -351,3 +351,30 @@ def test_the_same_rule_in_python():
                          (rk.SGDRanker(patience=2), "patience applies only with eval_set")]:
         with pytest.raises(UsageError, match=re.escape(message)):
             est.fit(X, y, qid=q)
+
+
+def test_options_of_the_paired_test_and_of_trec_output_apply_only_where_they_are_used(tmp_path):
+    """The operator trial: `predict --tag` without `--format trec` and `eval --test/--permutations/
+    --seed` with one SCORES file were silently ignored; the one rule refuses them."""
+    write_files(tmp_path, {"good.txt": GOOD})
+    assert rankkit("train", "good.txt", "m.txt", cwd=tmp_path).returncode == 0
+    assert rankkit("predict", "good.txt", "m.txt", "s.txt", cwd=tmp_path).returncode == 0
+    assert_one_line_error(rankkit("predict", "good.txt", "m.txt", "--tag", "x", cwd=tmp_path),
+                          "--tag applies only with --format trec, not --format scores")
+    for extra in (["--test", "t"], ["--permutations", "1000"], ["--seed", "3"]):
+        assert_one_line_error(rankkit("eval", "good.txt", "s.txt", *extra, cwd=tmp_path),
+                              f"{extra[0]} applies only with two or more SCORES files")
+    assert_one_line_error(rankkit("eval", "good.txt", "s.txt", "s.txt", "--test", "t", "--permutations", "1000",
+                                  cwd=tmp_path), "--permutations applies only with --test randomization, not --test t")
+    assert rankkit("eval", "good.txt", "s.txt", "s.txt", "--permutations", "1000", cwd=tmp_path).returncode == 0
+
+
+@pytest.mark.parametrize("value", ["0", "abc", "-1"])
+def test_numba_num_threads_that_numba_cannot_take_is_one_line(tmp_path, value):
+    """NUMBA_NUM_THREADS=0 was an internal error from numba, =abc numba's traceback with exit 0."""
+    write_files(tmp_path, {"good.txt": GOOD})
+    env = dict(_env(), NUMBA_NUM_THREADS=value)
+    proc = subprocess.run([sys.executable, "-m", "rankkit", "train", "good.txt", "m.txt"], cwd=tmp_path, env=env,
+                          capture_output=True, timeout=120)
+    assert_one_line_error(proc, f"NUMBA_NUM_THREADS={value!r} is not a whole number of threads")
+    assert not (tmp_path / "m.txt").exists()

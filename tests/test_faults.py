@@ -191,11 +191,14 @@ def test_closed_or_full_stderr_keeps_the_model(tmp_path, primed, redirect):
     assert no_temp_files(tmp_path)
 
 
-@pytest.mark.parametrize("command", ["predict", "eval"])
+@pytest.mark.parametrize("command", ["predict", "eval", "--help", "--version", "train --help"])
 @pytest.mark.parametrize("redirect", [">/dev/full", ">&-"])
 def test_results_that_cannot_reach_stdout_are_an_error(tmp_path, primed, command, redirect):
-    """Results on a full or closed stdout: exit 2 and one line, never exit 0 (results lost) or 1."""
-    args = f"predict {SAMPLE_TEST} {primed['model']}" if command == "predict" else f"eval {SAMPLE_TEST} {primed['dir'] / 's.txt'}"
+    """Results on a full or closed stdout: exit 2 and one line, never exit 0 (results lost) or 1.
+    Help and version text too (the operator trial: exit 1, an internal error, on a full device; exit
+    0 on a closed stdout)."""
+    args = {"predict": f"predict {SAMPLE_TEST} {primed['model']}",
+            "eval": f"eval {SAMPLE_TEST} {primed['dir'] / 's.txt'}"}.get(command, command)
     proc = subprocess.run(f"{sys.executable} -m rankkit {args} {redirect}", shell=True, cwd=tmp_path,
                           env=primed["env"], stderr=subprocess.PIPE, timeout=300)
     err = proc.stderr.decode()
