@@ -203,6 +203,15 @@ def _check_significance_options(compared: bool, test_name: str, what: str, *more
         raise click.UsageError(f"--permutations applies only with --test randomization, not --test {test_name}")
 
 
+def _outcome_decided_by_its_outputs() -> None:
+    """A command that writes its outputs at its end: once one has replaced its file, a signal waits
+    for the end of the run (exit 0, every output new); before that it stops the run (128 + N, every
+    output as it was). Never 128 + N with an output already replaced (rankkit.interrupts)."""
+    from rankkit import interrupts
+
+    interrupts.decided_by_commit()
+
+
 def _use_threads(n: int | None) -> None:
     threads.apply(n)  # perf: the default is the free usable cores (rankkit/threads.py)
 
@@ -397,6 +406,7 @@ def train(files, dask, solver, C, tol, max_iter, loss, query_norm, query_weights
         raise click.UsageError("train needs TRAIN and MODEL", ctx=click.get_current_context())
     *train_files, model_file = files
     train_file = train_files[0]
+    _outcome_decided_by_its_outputs()  # the model (and factors) are written at the end
 
     _use_threads(threads)
     if dask is not None or len(train_files) > 1 or commands.is_pattern(train_file):  # parts: rankkit.distributed
@@ -486,6 +496,8 @@ def predict(files, dask, out_dir, fmt, tag, zero_based, group_queries, group_fil
     if _given("tag") and fmt != "trec":  # the one rule: an option that does not apply is an error
         raise click.UsageError(f"--tag applies only with --format trec, not --format {fmt}")
     _use_threads(threads)
+    if dask is None and out_dir is None:
+        _outcome_decided_by_its_outputs()  # one scores file, written at the end
     if dask is not None or out_dir is not None:  # parts, on a Dask cluster: rankkit.distributed
         if dask is None:
             raise click.UsageError("--out-dir is for predicting parts with --dask", ctx=click.get_current_context())
@@ -544,6 +556,7 @@ def convert(in_file, out_file, to, model_format, verbose):
     """
     from rankkit import commands
 
+    _outcome_decided_by_its_outputs()
     commands.convert(in_file, out_file, to, model_format=model_format, log=_say if verbose else None)
 
 
@@ -912,11 +925,7 @@ def main(argv=None) -> None:
         if interrupts.received() is not None:
             _interrupted_exit()
         _fail(exc)
-    from rankkit import interrupts
-
     _ignore_signals()  # done: the outputs are complete, and exit 0 says so
-    if interrupts.received() is not None:  # unless a signal landed where Python could not raise it
-        _interrupted_exit()
     _finish_stdout()
     sys.exit(0)
 

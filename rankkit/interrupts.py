@@ -29,6 +29,21 @@ def on_signal(signum, frame) -> None:
     raise Interrupted(signum)
 
 
+_decided_by_commit = False
+
+
+def decided_by_commit() -> None:
+    """For a command whose outputs are all written at its end (train, predict, convert): once an
+    output has replaced its file the outcome is decided, so a signal after that waits for the end
+    of the run (which then exits 0 with every output new), never 128 + N with a file already replaced."""
+    global _decided_by_commit
+    _decided_by_commit = True
+
+
+def commit_decides() -> bool:
+    return _decided_by_commit
+
+
 def received() -> int | None:
     """The signal that asked the run to stop, or None."""
     return _received[0] if _received else None

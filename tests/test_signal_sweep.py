@@ -121,6 +121,8 @@ def test_a_signal_at_any_moment(tmp_path, primed, command):
             assert target.exists(), (where, p)
             new = _same(target, data)
             assert new or target.read_bytes() == previous[p], (where, p, "neither the previous nor the new output")
+            if code != 0 and command != "path":  # train, predict: their one output decides the outcome
+                assert not new or data == previous[p], (where, p, "exit 128 + N with the output already replaced")
             if code == 0:
                 assert new, (where, p, "exit 0 with an old output")
         assert no_temp_files(d) and (command != "path" or no_temp_files(d / "out")), where

@@ -296,7 +296,15 @@ def atomic_open(path: str, binary: bool = False):
             fh.flush()
             os.fsync(fh.fileno())
         _keep_mode_and_owner(tmp, target)
+        # a signal during the replace waits for it; for a command whose outcome the replace decides
+        # (interrupts.decided_by_commit) it waits for the end of the run
+        interrupts.hold()
+        held = True
         os.replace(tmp, target)
+        tmp = None
+        if not interrupts.commit_decides():
+            held = False
+            interrupts.release()
     except BaseException as exc:
         if fd is not None:
             with contextlib.suppress(OSError):
