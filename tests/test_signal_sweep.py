@@ -182,6 +182,7 @@ def test_a_signal_python_cannot_raise_is_kept_not_printed(monkeypatch, capsys):
     from rankkit.errors import Interrupted
 
     monkeypatch.setattr(interrupts, "_deferred", [])
+    monkeypatch.setattr(interrupts, "_holding", 0)  # an in-process CLI run of another test may hold
     interrupts._unraisable(types.SimpleNamespace(exc_value=Interrupted(signal.SIGTERM), object=None))
     assert interrupts._deferred == [signal.SIGTERM]
     assert capsys.readouterr().err == ""
