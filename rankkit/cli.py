@@ -915,7 +915,7 @@ def main(argv=None) -> None:
     except click.exceptions.Exit as exc:  # --help, --version: their text must have reached stdout
         _ignore_signals()
         if exc.exit_code == 0:
-            _finish_stdout(wrote=True)
+            _finish_stdout()
         sys.exit(exc.exit_code)
     except BaseException as exc:
         # A signal can surface as any exception (numba reports one raised during a kernel call as
@@ -930,21 +930,16 @@ def main(argv=None) -> None:
     sys.exit(0)
 
 
-def _finish_stdout(wrote: bool = False) -> None:
-    """Everything written to stdout reached it, or exit 2 in one line (full, an I/O error; closed,
-    when the command `wrote` to it: --help, --version); a reader that went away (`| head`) is not
-    an error."""
+def _finish_stdout() -> None:
+    """Everything written to stdout reached it, or exit 2 in one line (full, an I/O error; a closed
+    stdout refuses the write itself, console._ClosedStdout); a reader that went away (`| head`) is
+    not an error."""
     from rankkit import console
 
     try:
-        if wrote:
-            console.check_stdout()
         sys.stdout.flush()
     except BrokenPipeError:
         console.silence_stdout()
-    except RankkitError as exc:
-        console.say(f"rankkit: error: {exc}")
-        sys.exit(EXIT_USAGE)
     except OSError as exc:
         console.say(f"rankkit: error: {console.stdout_error(exc)}")
         sys.exit(EXIT_USAGE)
