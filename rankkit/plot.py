@@ -22,6 +22,15 @@ from rankkit.errors import UsageError
 from rankkit.io.atomic import atomic_open
 
 
+def _svg_start(width, height, title: str, title_x=None, title_size=14, title_y=20) -> list:
+    """The opening of every SVG rankkit draws: the root element, a white ground and the title
+    (already escaped)."""
+    x = width / 2 if title_x is None else title_x
+    return [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif" '
+            'font-size="12">', f'<rect width="{width}" height="{height}" fill="white"/>',
+            f'<text x="{x}" y="{title_y}" text-anchor="middle" font-size="{title_size}">{title}</text>']
+
+
 def _svg(result, width=760, height=420) -> str:
     L, R, T, B = 80, 90, 40, 50
     xs = [math.log10(p.C) for p in result.points]
@@ -45,11 +54,8 @@ def _svg(result, width=760, height=420) -> str:
     def pa(a):
         return T + (1 - a / a_hi) * (height - T - B)
 
-    out = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif" font-size="12">',
-        f'<rect width="{width}" height="{height}" fill="white"/>',
-        f'<text x="{width / 2}" y="20" text-anchor="middle" font-size="14">rankkit path ({result.method}): '
-        f'validation {result.metric} and active set against C</text>',
+    out = _svg_start(width, height, f"rankkit path ({result.method}): validation {result.metric} and active set "
+                     "against C") + [
         f'<line x1="{L}" y1="{height - B}" x2="{width - R}" y2="{height - B}" stroke="black"/>',
         f'<line x1="{L}" y1="{T}" x2="{L}" y2="{height - B}" stroke="#1f77b4"/>',
         f'<line x1="{width - R}" y1="{T}" x2="{width - R}" y2="{height - B}" stroke="#d62728"/>',
@@ -169,11 +175,158 @@ def curves_svg(curves: Curves, width=820, height=460) -> str:
     def py(y):
         return T + (1 - (y - y_lo) / (y_hi - y_lo)) * (height - T - B)
 
-    out = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif" '
-        'font-size="12">',
-        f'<rect width="{width}" height="{height}" fill="white"/>',
-        f'<text x="{(L + width - R) / 2}" y="18" text-anchor="middle" font-size="14">{_escape(curves.title)}</text>',
+    out = _svg_start(width, height, _escape(curves.title), title_x=(L + width - R) / 2, title_y=18) + [
+        f'<text x="{(L + width - R) / 2}" y="34" text-anchor="middle" font-size="11" fill="#555">'
+        f'{_escape(curves.note)}</text>',
+        f'<rect x="{L}" y="{T}" width="{width - L - R}" height="{height - T - B}" fill="none" stroke="black"/>',
+    ]
+    for x in _log_ticks(x_lo, x_hi):
+        out.append(f'<line x1="{px(x):.1f}" y1="{height - B}" x2="{px(x):.1f}" y2="{height - B + 4}" stroke="black"/>')
+        out.append(f'<text x="{px(x):.1f}" y="{height - B + 16}" text-anchor="middle">{10 ** x:.3g}</text>')
+        out.append(f'<text x="{px(x):.1f}" y="{T - 6}" text-anchor="middle" font-size="10" fill="#555">'
+                   f'{10 ** -x:.3g}</text>')
+    for y in _ticks(y_lo, y_hi):
+        out.append(f'<line x1="{L}" y1="{py(y):.1f}" x2="{width - R}" y2="{py(y):.1f}" stroke="#eee"/>')
+        out.append(f'<text x="{L - 6}" y="{py(y) + 4:.1f}" text-anchor="end">{y:.4g}</text>')
+    if y_lo < 0 < y_hi:
+        out.append(f'<line x1="{L}" y1="{py(0):.1f}" x2="{width - R}" y2="{py(0):.1f}" stroke="#999"/>')
+    out.append(f'<text x="{(L + width - R) / 2}" y="{height - 12}" text-anchor="middle">C (log scale; '
+               'lambda = 1/C on top)</text>')
+    out.append(f'<text x="18" y="{(T + height - B) / 2}" transform="rotate(-90 18 {(T + height - B) / 2})" '
+               f'text-anchor="middle">{_escape(curves.ylabel)}</text>')
+    for j, (label, vals, group) in enumerate(curves.series):
+        colour = _curve_colour(curves, j, group)
+        d, pen = [], "M"
+        for x, v in zip(xs, vals):
+            if v == v and abs(v) != math.inf:
+                d.append(f"{pen}{px(x):.1f},{py(v):.1f}")
+                pen = "L"
+            else:
+                pen = "M"
+        out.append(f'<path d="{" ".join(d)}" fill="none" stroke="{colour}" stroke-width="1.3"><title>'
+                   f'{_escape(label)}</title></path>')
+        if not curves.grouped and j < 24:
+            out.append(f'<text x="{width - R + 10}" y="{T + 14 * j + 10}" fill="{colour}" font-size="11">'
+                       f'{_escape(label)}</text>')
+    if curves.grouped:
+        for j, (group, text) in enumerate(curves.legend):
+            out.append(f'<text x="{width - R + 10}" y="{T + 14 * j + 10}" fill="{_curve_colour(curves, j, group)}" '
+                       f'font-size="11">{_escape(text)}</text>')
+    if curves.chosen_C is not None and curves.chosen_C > 0 and xs:
+        xc = px(math.log10(curves.chosen_C))
+        out.append(f'<line x1="{xc:.1f}" y1="{T}" x2="{xc:.1f}" y2="{height - B}" stroke="black" '
+                   'stroke-dasharray="4,3"/>')
+        right = xc > (L + width - R) / 2  # the label on the side with room
+        out.append(f'<text x="{xc + (-4 if right else 4):.1f}" y="{height - B - 6}" font-size="11" '
+                   f'text-anchor="{"end" if right else "start"}">chosen C = {curves.chosen_C:.3g}</text>')
+    out.append("</svg>")
+    return "\n".join(out) + "\n"
+
+
+def _curves_png(path: str, curves: Curves) -> None:
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(9, 5))
+    for j, (label, vals, group) in enumerate(curves.series):
+        colour = _curve_colour(curves, j, group)
+        ax.semilogx(curves.C, [v if v == v else float("nan") for v in vals], color=colour, linewidth=1.1,
+                    label=None if curves.grouped or j >= 24 else label)
+    if curves.grouped:
+        for j, (group, text) in enumerate(curves.legend):
+            ax.plot([], [], color=_curve_colour(curves, j, group), label=text)
+    if curves.chosen_C is not None:
+        ax.axvline(curves.chosen_C, color="black", linestyle="--", linewidth=1)
+    ax.set_xlabel("C (lambda = 1/C)")
+    ax.set_ylabel(curves.ylabel)
+    ax.set_title(curves.title + ("\n" + curves.note if curves.note else ""), fontsize=10)
+    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
+    fig.tight_layout()
+    with atomic_open(path, binary=True) as fh:
+        fig.savefig(fh, format="png", dpi=100)
+    plt.close(fig)
+
+
+def _pyplot():
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise UsageError("a PNG plot needs matplotlib (pip install 'rankkit[plot]'); an .svg plot needs nothing") from None
+    return plt
+
+
+def write_plot(path: str, result, kind: str = "metric", curves: Curves | None = None) -> None:
+    """The path's plot: kind "metric" draws `result` (a PathResult); the other kinds draw `curves`
+    (rankkit.paths.select.path_curves). .svg without dependency, .png through matplotlib."""
+    if kind not in PLOT_KINDS:
+        raise UsageError(f"plot kind must be one of {', '.join(PLOT_KINDS)}, not {kind!r}")
+    if kind != "metric" and curves is None:
+        raise UsageError(f"a {kind} plot needs its curves (rankkit.paths.select.path_curves)")
+    lower = path.lower()
+    if lower.endswith(".svg"):
+        with atomic_open(path) as fh:
+            fh.write(_svg(result) if kind == "metric" else curves_svg(curves))
+    elif lower.endswith(".png"):
+        if kind == "metric":
+            _path_png(path, result)
+        else:
+            _curves_png(path, curves)
+    else:
+        raise UsageError(f"--plot '{path}': the file name must end in .svg or .png")
+
+
+def _path_png(path: str, result) -> None:
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    Cs = [p.C for p in result.points]
+    ax.semilogx(Cs, [p.metric for p in result.points], color="#1f77b4", label=f"validation {result.metric}")
+    ax.set_xlabel("C")
+    ax.set_ylabel(f"validation {result.metric}")
+    ax2 = ax.twinx()
+    ax2.semilogx(Cs, [p.n_active for p in result.points], color="#d62728", linestyle="--", label="violated pairs")
+    ax2.set_ylabel("violated pairs")
+    ax.plot([result.best.C], [result.best.metric], "ko", fillstyle="none")
+    ax.set_title(f"rankkit path ({result.method}), chosen C = {result.best.C:.3g} ({result.select})")
+    fig.tight_layout()
+    with atomic_open(path, binary=True) as fh:
+        fig.savefig(fh, format="png", dpi=100)
+    plt.close(fig)
+
+
+_COLOURS = ("#d62728", "#ff7f0e", "#bcbd22", "#2ca02c", "#17becf", "#9467bd", "#1f77b4")
+
+
+def _curve_colour(curves, j: int, group: int) -> str:
+    """A curve's colour: its own (coef), or its level's, spread from red (highest) to blue (lowest)."""
+    if curves.grouped:
+        n = max(len(curves.legend), 1)
+        last = len(_LEVEL_COLOURS) - 1
+        return _LEVEL_COLOURS[min(last, round(group * last / max(n - 1, 1)))]
+    return _COLOURS[j % len(_COLOURS)]
+
+
+def curves_svg(curves: Curves, width=820, height=460) -> str:
+    """The curves as SVG: x = log10 C (lambda = 1/C on the top axis), y = the values."""
+    L, R, T, B = 80, 190, 58, 50
+    xs = [math.log10(c) for c in curves.C]
+    finite = [v for _, vals, _ in curves.series for v in vals if v == v and abs(v) != math.inf]
+    y_lo, y_hi = (min(finite), max(finite)) if finite else (0.0, 1.0)
+    if y_hi == y_lo:
+        y_lo, y_hi = y_lo - 0.5, y_hi + 0.5
+    pad = 0.03 * (y_hi - y_lo)
+    y_lo, y_hi = y_lo - pad, y_hi + pad
+    x_lo, x_hi = (min(xs), max(xs)) if xs else (0.0, 1.0)
+    if x_hi == x_lo:
+        x_lo, x_hi = x_lo - 0.5, x_hi + 0.5
+
+    def px(x):
+        return L + (x - x_lo) / (x_hi - x_lo) * (width - L - R)
+
+    def py(y):
+        return T + (1 - (y - y_lo) / (y_hi - y_lo)) * (height - T - B)
+
+    out = _svg_start(width, height, _escape(curves.title), title_x=(L + width - R) / 2, title_y=18) + [
         f'<text x="{(L + width - R) / 2}" y="34" text-anchor="middle" font-size="11" fill="#555">'
         f'{_escape(curves.note)}</text>',
         f'<rect x="{L}" y="{T}" width="{width - L - R}" height="{height - T - B}" fill="none" stroke="black"/>',
@@ -319,12 +472,8 @@ def grid_svg(solver: str, metric: str, convention: str, series, width=760, heigh
     def py(y):
         return T + (1 - (y - y_lo) / (y_hi - y_lo)) * (height - T - B)
 
-    out = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif" '
-        'font-size="12">',
-        f'<rect width="{width}" height="{height}" fill="white"/>',
-        f'<text x="{width / 2}" y="20" text-anchor="middle" font-size="14">rankkit experiment: {_escape(solver)}, '
-        f'validation {_escape(metric)} ({_escape(convention)}) along the grid, per fold</text>',
+    out = _svg_start(width, height, f"rankkit experiment: {_escape(solver)}, validation {_escape(metric)} "
+                     f"({_escape(convention)}) along the grid, per fold") + [
         f'<line x1="{L}" y1="{height - B}" x2="{width - R}" y2="{height - B}" stroke="black"/>',
         f'<line x1="{L}" y1="{T}" x2="{L}" y2="{height - B}" stroke="black"/>',
     ]
@@ -382,9 +531,7 @@ def plane_svg(title: str, panels, X, y, extent, cell=4, size=300) -> str:
     rows = (len(panels) + cols - 1) // cols
     width = cols * size + (cols + 1) * gap
     height = top + rows * (size + 40) + gap
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif" '
-           'font-size="12">', f'<rect width="{width}" height="{height}" fill="white"/>',
-           f'<text x="{width / 2}" y="22" text-anchor="middle" font-size="12">{_escape(title)}</text>']
+    out = _svg_start(width, height, _escape(title), title_size=12, title_y=22)
     for k, (caption, F) in enumerate(panels):
         ox = gap + (k % cols) * (size + gap)
         oy = top + (k // cols) * (size + 40)
