@@ -27,7 +27,6 @@ Exit 2 with one line naming the missing directory when the data is absent.
 
 from __future__ import annotations
 
-import argparse
 import math
 import os
 import platform
@@ -39,6 +38,9 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
+
+from _reproduce import paper_args  # noqa: E402
 
 from rankkit.data import Dataset  # noqa: E402
 from rankkit.io.svmlight import read_svmlight  # noqa: E402
@@ -487,17 +489,10 @@ def pair_sgd_step(md, data, folds, quick: bool):
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", required=True)
-    ap.add_argument("--quick", action="store_true", help="Fold1 only, fewer C values, small sizes (about 20 s of CPU)")
-    ap.add_argument("--data", default=str(ROOT.parent / "shared" / "data"))
-    args = ap.parse_args(argv)
-    mq = Path(args.data) / "MQ2008"
-    if not (mq / "Fold1" / "train.txt").is_file():
-        print(f"reproduce_chapelle: data directory {mq} is missing (needs MQ2008/Fold1..5)", file=sys.stderr)
+    args = paper_args("chapelle", __doc__, argv, quick_help="Fold1 only, fewer C values, small sizes (about 20 s of CPU)")
+    if args is None:
         return 2
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    mq, out = args.mq, args.out
     folds = [1] if args.quick else [1, 2, 3, 4, 5]
     t0 = time.perf_counter()
     md = ["# Chapelle & Keerthi (2010), Efficient algorithms for ranking with SVMs: reproduction\n",

@@ -29,7 +29,6 @@ Perl evaluation script's MAP and NDCG@10, named "letor4" in rankkit).
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from pathlib import Path
@@ -37,7 +36,9 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_DATA = ROOT.parent / "shared" / "data"
+sys.path.insert(0, str(ROOT / "scripts"))
+
+from _reproduce import paper_args  # noqa: E402
 CONVENTION = "letor4"
 LAMBDAS = [1e-4, 1e-3, 1e-2, 1e-1, 1.0]
 PA_CS = [1e-3, 1e-2, 1e-1, 1.0, 1e7]
@@ -50,15 +51,10 @@ def _cmd(args: str) -> str:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", required=True)
-    ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--data", default=str(DEFAULT_DATA))
-    a = ap.parse_args(argv)
-    mq = Path(a.data) / "MQ2008"
-    if not mq.is_dir():
-        print(f"reproduce_sculley: {mq}: no such directory (the MQ2008 folds of ../shared/data)", file=sys.stderr)
+    a = paper_args("sculley", __doc__, argv)
+    if a is None:
         return 2
+    mq = a.mq
     import warnings
 
     import scipy.sparse as sp

@@ -24,7 +24,6 @@ events), well under a minute. Exits 2 with one line when the data directory is a
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import time
@@ -35,6 +34,9 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
+
+from _reproduce import paper_args  # noqa: E402
 
 from rankkit.data import Dataset  # noqa: E402
 from rankkit.io.svmlight import read_svmlight  # noqa: E402
@@ -271,18 +273,10 @@ def mq2008(quick: bool, data: Path, out: Path, lines: list) -> None:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", required=True)
-    ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--data", default=str(ROOT.parent / "shared" / "data"))
-    args = ap.parse_args(argv)
-    data = Path(args.data)
-    if not (data / "MQ2008" / "Fold1").is_dir():
-        print(f"reproduce_zapien: {data / 'MQ2008' / 'Fold1'}: no such directory (the shared data is not here)",
-              file=sys.stderr)
+    args = paper_args("zapien", __doc__, argv)
+    if args is None:
         return 2
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    data, out = Path(args.data), args.out
     t0 = time.perf_counter()
     lines = ["# Zapien, Gasso, Gaertner & Canu (2009): Model selection for Ranking SVM using regularization path", "",
              f"`python scripts/reproduce_zapien.py --out {args.out}{' --quick' if args.quick else ''}` "

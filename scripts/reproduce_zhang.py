@@ -25,7 +25,6 @@ Protocol (the paper's Sect. 5.1, with what it leaves open chosen and stated):
 
 from __future__ import annotations
 
-import argparse
 import math
 import sys
 import time
@@ -36,6 +35,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import analyze_multipliers as am  # noqa: E402
+from _reproduce import paper_args  # noqa: E402
 
 from rankkit import training  # noqa: E402
 from rankkit.io.svmlight import read_svmlight  # noqa: E402
@@ -237,19 +237,11 @@ def svg_fig1(path, hist90, hist100, hist100max, C):
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", required=True)
-    ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--data", default=str(ROOT.parent / "shared" / "data"))
-    args = ap.parse_args(argv)
-    root = Path(args.data)
-    if not (root / "MQ2008" / "Fold1").is_dir():
-        print(f"reproduce_zhang: {root / 'MQ2008' / 'Fold1'} not found (the LETOR 4.0 MQ2008 folds; see "
-              "../shared/data/README.md)", file=sys.stderr)
+    args = paper_args("zhang", __doc__, argv, raw_doc=True)
+    if args is None:
         return 2
+    root, out_dir = Path(args.data), args.out
     cfg = QUICK if args.quick else FULL
-    out_dir = Path(args.out)
-    out_dir.mkdir(parents=True, exist_ok=True)
     t_start = time.perf_counter()
     log = lambda s: print(s, file=sys.stderr, flush=True)  # noqa: E731
     md = ["# Zhang et al. (CIKM 2015), Factorized Ranking SVM: the paper beside rankkit", "",
