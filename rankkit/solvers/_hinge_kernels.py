@@ -32,7 +32,7 @@ from rankkit import threads
 from rankkit.compiler.dispatch import njit
 from rankkit.sorting import longest, stable_order
 
-INSERTION_MOVES = 8  # an insertion sort gives up beyond this many moves per document of the query
+INSERTION_MOVES = 16  # an insertion sort gives up beyond this many moves per document of the query
 NUMPY_SORT_MIN = 50_000  # queries at least this long are sorted by NumPy first (as the objective does)
 
 
@@ -123,9 +123,10 @@ def _query_hinge(y, lev, s, e, R, order, ys, ls, tree, gy, wq):
 
 
 @njit
-def hinge_range(y, lev, qptr, nlev, qweight, order, gy, qloss, qactive, q0, q1):
+def hinge_range(y, lev, qptr, nlev, qweight, order, gy, moves, qloss, qactive, q0, q1):
     """The queries q0 <= q < q1: sort each (warm, see the module's docstring), then its loss,
-    violated pairs and subgradient. Returns how many queries had to be sorted from scratch."""
+    violated pairs and subgradient; an insertion sort gives up beyond `moves` moves per document.
+    Returns how many queries had to be sorted from scratch."""
     L = longest(qptr, q0, q1)
     R = 1
     for q in range(q0, q1):
@@ -144,17 +145,18 @@ def hinge_range(y, lev, qptr, nlev, qweight, order, gy, qloss, qactive, q0, q1):
             for k in range(s, e):
                 gy[k] = 0.0
             continue
-        if not insertion_sort(y, order, s, e, INSERTION_MOVES * (e - s)):
+        if not insertion_sort(y, order, s, e, moves * (e - s)):
             stable_order(y, s, e, order, tmp)
             resorted += 1
         qloss[q], qactive[q] = _query_hinge(y, lev, s, e, nlev[q], order, ys, ls, tree, gy, qweight[q])
     return resorted
 
 
-def hinge_loss_grad(y, lev, qptr, nlev, qweight, order, gy, big):
+def hinge_loss_grad(y, lev, qptr, nlev, qweight, order, gy, big, moves=INSERTION_MOVES):
     """L(y) (query weights applied), gy = dL/dy (overwritten) and the number of violated pairs.
     `order` (int64[n], each query's rows) is the warm start and is left sorted by y; `big` the
-    queries NumPy sorts first. Returns (loss, violated pairs, queries sorted from scratch)."""
+    queries NumPy sorts first; `moves` per document before an insertion sort gives up (0: every
+    query not already in order is merge-sorted). Returns (loss, violated pairs, queries sorted from scratch)."""
     for q in big:
         s, e = int(qptr[q]), int(qptr[q + 1])
         order[s:e] = s + np.argsort(y[s:e], kind="stable")
@@ -162,5 +164,51 @@ def hinge_loss_grad(y, lev, qptr, nlev, qweight, order, gy, big):
     qloss = np.zeros(nq)
     qactive = np.zeros(nq)
     resorted = threads.run(hinge_range, threads.split(qptr, nq, int(qptr[-1]) * 4), y, lev, qptr, nlev, qweight,
-                           order, gy, qloss, qactive)
+                           order, gy, int(moves), qloss, qactive)
     return float(np.sum(qloss)), int(np.sum(qactive)), sum(resorted)
+
+
+@njit
+def simplex_smo(G, b, a, iters, tol, gap_tol):
+    """max_a b.a - 0.5 a'Ga over the simplex, in place from a feasible a, by pairwise steps between
+    the best coordinate and the worst one in the support, each with an exact line search (an SMO on
+    the single equality constraint). Stops when the pair's gradient gap is below tol (relative),
+    when the Frank-Wolfe gap max_i grad_i - a.grad (a bound on how far b.a - 0.5 a'Ga is below the
+    maximum) is below gap_tol (absolute, if positive), or after `iters` steps. Returns the steps."""
+    k = a.shape[0]
+    Ga = np.zeros(k)
+    for r in range(k):
+        s = 0.0
+        for c in range(k):
+            s += G[r, c] * a[c]
+        Ga[r] = s
+    for it in range(iters):
+        i = 0
+        best = b[0] - Ga[0]
+        ag = 0.0
+        for r in range(k):
+            g = b[r] - Ga[r]
+            ag += a[r] * g
+            if g > best:
+                best = g
+                i = r
+        if gap_tol > 0.0 and best - ag <= gap_tol:
+            return it
+        j = -1
+        worst = 0.0
+        for r in range(k):
+            if a[r] > 0.0:
+                g = b[r] - Ga[r]
+                if j < 0 or g < worst:
+                    worst = g
+                    j = r
+        gap = best - worst
+        if gap <= tol * (1.0 + abs(best)):
+            return it
+        curv = G[i, i] + G[j, j] - 2.0 * G[i, j]
+        step = a[j] if curv <= 0.0 else min(a[j], gap / curv)
+        a[i] += step
+        a[j] -= step
+        for r in range(k):
+            Ga[r] += step * (G[r, i] - G[r, j])
+    return iters
