@@ -242,3 +242,16 @@ def test_bundle_uses_its_kernel_only_for_the_plain_hinge(monkeypatch):
     assert not calls
     res = BundleRankSVM(C=0.5, query_norm=True).fit(ds)
     assert calls and res.extra["loss_evaluations"] == len(calls)
+
+
+def test_unconverged_stop_reports_the_true_gap():
+    """Stopped by max_iter: the gap in the message and in the model is J(w), recomputed from X w,
+    minus the lower bound, and J(w) is the brute-force objective."""
+    ds = make_dataset(seed=8)
+    C = 5.0
+    res = BundleRankSVM(C=C, max_iter=3).fit(ds)
+    assert not res.converged and res.stop == "max_iter"
+    J = 0.5 * res.w @ res.w + C * ExplicitPairObjective(ds, C, "hinge").loss_y(dense(ds) @ res.w)
+    assert abs(J - res.objective) <= 1e-12 * J
+    assert res.extra["duality_gap"] == res.objective - res.extra["lower_bound"]
+    assert res.detail["gap"] == res.extra["duality_gap"] / res.objective

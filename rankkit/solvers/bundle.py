@@ -244,9 +244,11 @@ def bmrm(obj, w0=None, tol: float = DEFAULT_TOL, max_iter: int = DEFAULT_MAX_ITE
         # the dual value is a difference of terms as large as |b|.alpha + 0.5 alpha'|G|alpha: its
         # rounding error must be below the tolerance, or the gap (even a negative one) proves nothing
         rounding = 4.0 * np.finfo(float).eps * (float(np.abs(b) @ alpha) + 0.5 * float(alpha @ np.abs(G) @ alpha))
-        if best.J - lower <= tol * best.J and not best.exact:  # the stopping rule trusts only J from X w
-            best = _Point(oracle, C, best.w, obj.scores(best.w), True, evals)
         gap = best.J - lower
+        stopping = gap <= tol * best.J or (rounding > tol * best.J and gap <= rounding) or it == max_iter
+        if stopping and not best.exact:  # every stop is decided, and its gap reported, on J from X w itself
+            best = _Point(oracle, C, best.w, obj.scores(best.w), True, evals)
+            gap = best.J - lower
         if log:
             log(
                 f"iter {it:4d}  J {best.J:.12e}  lower {lower:.12e}  gap/J {gap / best.J:.2e}  "
@@ -269,7 +271,7 @@ def bmrm(obj, w0=None, tol: float = DEFAULT_TOL, max_iter: int = DEFAULT_MAX_ITE
             cut = _Point(oracle, C, wm, ym, True, evals)
             if cut.J < best.J:
                 best = cut
-    if not best.exact:  # the reported objective afresh from X w
+    if not best.exact:  # (only without iterations) the reported objective afresh from X w
         best = _Point(oracle, C, best.w, obj.scores(best.w), True, evals)
     return FitResult(
         w=best.w,
