@@ -255,3 +255,22 @@ def test_unconverged_stop_reports_the_true_gap():
     assert abs(J - res.objective) <= 1e-12 * J
     assert res.extra["duality_gap"] == res.objective - res.extra["lower_bound"]
     assert res.detail["gap"] == res.extra["duality_gap"] / res.objective
+
+
+@pytest.mark.parametrize("max_age,ratio", [(2, 10.0), (50, 0.0)])
+def test_retired_planes_and_longer_line_searches_keep_the_optimum(monkeypatch, max_age, ratio):
+    """Planes unused for max_age iterations leave the bundle (the lower bound stays valid), and the
+    line search takes 3 secant steps when an iteration counts as costly (ratio 0: always): the
+    same optimum, within the gap, above the exact one's lower end."""
+    import rankkit.solvers.bundle as B
+
+    monkeypatch.setattr(B, "PLANE_MAX_AGE", max_age)
+    monkeypatch.setattr(B, "COSTLY_RATIO", ratio)
+    ds = make_dataset(seed=4, sizes=(12, 3, 9, 1, 10), n_features=5)
+    C = 20.0
+    lower, upper = _exact_hinge_optimum(ds, C)
+    res = BundleRankSVM(C=C, tol=1e-8).fit(ds)
+    assert res.converged and res.extra["duality_gap"] <= 1e-8 * res.objective
+    eps = 1e-12 * upper
+    assert res.extra["lower_bound"] <= upper + eps
+    assert lower - eps <= res.objective <= upper + res.extra["duality_gap"] + eps

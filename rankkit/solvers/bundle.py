@@ -77,20 +77,30 @@ class BundleRankSVM(ExactRankSVM):
             return bmrm(obj, w0=w0, tol=self.tol, max_iter=self.max_iter, log=log, oracle=oracle)
 
 
-LINE_SEARCH_STEPS = 1  # secant steps of the line search after its evaluation at the model's minimiser
+LINE_SEARCH_STEPS = 1  # secant steps of the line search after its evaluation at the model's minimiser,
+LINE_SEARCH_STEPS_COSTLY = 3  # or this many when an iteration's other work costs COSTLY_RATIO evaluations:
+COSTLY_RATIO = 10.0  # (2 nnz + planes x features) / (EVAL_COST x documents), a deterministic estimate
+EVAL_COST = 40.0  # a loss evaluation per document, in multiply-adds of X w (measured: MQ2008, 200k file)
+# (MQ2008 and the 200k file: ~2.4 and ~1.9, one step is best; a 47k-feature AUC query: ~100, 3 steps
+# took 168 iterations instead of 272 and 2.5x less time, BENCHMARKS.md)
 OCAS_MU = 0.05  # the next cutting plane at (1 - mu) w_best + mu w_model (Franc & Sonnenburg 2009 use 0.1;
 # 0.05 took fewer iterations and loss evaluations on MQ2008 Fold1 and the 200k file, BENCHMARKS.md)
 QP_SHARE = 0.01  # the inner QP stops when its own gap is below this share of the allowed duality gap
+PLANE_MAX_AGE = 50  # a plane the QP has not used for this many iterations leaves the bundle (as svm_rank's
+# cutting planes do): each new plane costs O(planes x features) for its row of G, so a bundle that only
+# grows costs O(iterations^2 x features) (and memory) on hard problems with many features
 
 
 class _Planes:
     """The bundle: the planes' slopes A (one row each, in an array that doubles when full), their
-    offsets b and the Gram matrix G = A A', grown by one row and column per plane."""
+    offsets b, the Gram matrix G = A A', grown by one row and column per plane, and each plane's age
+    (iterations since its dual weight was last non-zero)."""
 
     def __init__(self, d: int):
         self.A = np.empty((8, d))
         self.G = np.empty((8, 8))
         self.b = np.empty(8)
+        self.age = np.zeros(8, dtype=np.int64)
         self.k = 0
 
     def add(self, a: np.ndarray, b: float) -> None:
@@ -99,12 +109,34 @@ class _Planes:
             A, G, bb = np.empty((2 * k, self.A.shape[1])), np.empty((2 * k, 2 * k)), np.empty(2 * k)
             A[:k], G[:k, :k], bb[:k] = self.A, self.G[:k, :k], self.b
             self.A, self.G, self.b = A, G, bb
+            self.age = np.concatenate([self.age, np.zeros(k, dtype=np.int64)])
         self.A[k] = a
-        row = self.A[:k + 1] @ a
+        row = np.einsum("ij,j->i", self.A[:k + 1], a)
         self.G[k, :k + 1] = row
         self.G[:k + 1, k] = row
         self.b[k] = b
+        self.age[k] = 0
         self.k = k + 1
+
+    def retire(self, alpha: np.ndarray, max_age: int) -> np.ndarray:
+        """Age the planes by one iteration (0 for those the QP uses); once a quarter of them are older
+        than max_age, drop those (a model of fewer planes is still below J: every later dual value
+        remains a lower bound; a quarter at a time keeps the copying O(features) per iteration).
+        Returns alpha on the planes kept."""
+        k = self.k
+        age = self.age[:k]
+        age += 1
+        age[alpha > 0.0] = 0
+        keep = np.flatnonzero(age <= max_age)
+        if 4 * (k - keep.shape[0]) < k:
+            return alpha
+        m = keep.shape[0]
+        self.A[:m] = self.A[keep]
+        self.G[:m, :m] = self.G[np.ix_(keep, keep)]
+        self.b[:m] = self.b[keep]
+        self.age[:m] = age[keep]
+        self.k = m
+        return alpha[keep]
 
 
 class ObjectiveOracle:
@@ -153,33 +185,33 @@ class _Point:
         self.w, self.y, self.exact = w, y, exact
         loss, self.gy, self.active = oracle(y)
         self.R = C * loss
-        self.J = 0.5 * float(w @ w) + self.R
+        self.J = 0.5 * _dot(w, w) + self.R
 
 
-def _line_search(oracle, C, best: _Point, ym: np.ndarray, wm: np.ndarray, evals: list):
+def _line_search(oracle, C, best: _Point, ym: np.ndarray, wm: np.ndarray, evals: list, steps: int):
     """OCAS's step: the best point on the segment from `best` through the model's minimiser wm
     (t = 1), then the next cutting-plane point t_c = t* + OCAS_MU (1 - t*) on the same segment,
     whose scores best.y + t_c delta need no product with X. J(t) = 0.5||w + t d||^2 + C L(y + t delta) is
     convex; its derivative wd + t dd + C gy(t).delta is taken from the subgradient the loss kernels
-    give at each point. One evaluation at t = 1, LINE_SEARCH_STEPS secant (false-position) steps on
-    the derivative inside the bracket, then the cutting-plane point: LINE_SEARCH_STEPS + 2 loss
+    give at each point. One evaluation at t = 1, `steps` secant (false-position) steps on
+    the derivative inside the bracket, then the cutting-plane point: steps + 2 loss
     evaluations (the step need not be exact: the lower bound and the stopping rule do not depend
     on it). Returns (the new best point, the cutting-plane point)."""
     d = wm - best.w
     delta = ym - best.y
-    wd, dd = float(best.w @ d), float(d @ d)
+    wd, dd = _dot(best.w, d), _dot(d, d)
 
     def at(t, y=None):
         p = _Point(oracle, C, best.w + t * d, best.y + t * delta if y is None else y, y is not None, evals)
-        return p, wd + t * dd + C * float(p.gy @ delta)
+        return p, wd + t * dd + C * _dot(p.gy, delta)
 
-    g0 = wd + C * float(best.gy @ delta)
+    g0 = wd + C * _dot(best.gy, delta)
     p1, g1 = at(1.0, ym)
     tried = [(0.0, best), (1.0, p1)]
     lo, glo, hi, ghi = 0.0, g0, 1.0, g1
     if g1 < 0.0:  # still descending at the model's minimiser: one step beyond it
         lo, glo, hi, ghi = 1.0, g1, None, None
-    for _ in range(LINE_SEARCH_STEPS):
+    for _ in range(steps):
         if hi is None:
             t = 2.0 * lo
         elif glo < 0.0 < ghi:
@@ -222,6 +254,7 @@ def bmrm(obj, w0=None, tol: float = DEFAULT_TOL, max_iter: int = DEFAULT_MAX_ITE
     C = obj.C
     d = obj.n_features
     oracle = ObjectiveOracle(obj) if oracle is None else oracle
+    n, nnz = obj.indptr.shape[0] - 1, int(obj.indptr[-1])
     w = np.zeros(d) if w0 is None else np.array(w0, dtype=np.float64, copy=True)
     evals: list = []  # one entry per loss evaluation
     cut = _Point(oracle, C, w, obj.scores(w), True, evals)
@@ -233,17 +266,19 @@ def bmrm(obj, w0=None, tol: float = DEFAULT_TOL, max_iter: int = DEFAULT_MAX_ITE
     for it in range(1, max_iter + 1):
         _finite(obj, f"objective or subgradient at iteration {it}", cut.J, cut.gy)
         a = C * csr_rmatvec(obj.data, obj.indices, obj.indptr, cut.gy, np.empty(d))
-        planes.add(a, cut.R - C * float(cut.gy @ cut.y))
+        planes.add(a, cut.R - C * _dot(cut.gy, cut.y))
         k = planes.k
         G, b = planes.G[:k, :k], planes.b[:k]
         alpha = np.append(alpha, 1.0 if k == 1 else 0.0)
         alpha = simplex_qp(G, b, alpha, gap_tol=QP_SHARE * tol * best.J)
-        lower = max(lower, float(b @ alpha) - 0.5 * float(alpha @ G @ alpha))
-        wm = -(alpha @ planes.A[:k])
+        lower = max(lower, _dot(b, alpha) - 0.5 * float(np.einsum("i,ij,j->", alpha, G, alpha)))
+        wm = np.zeros(d)
+        for i in np.flatnonzero(alpha):  # w_m = -A'alpha from the planes in use only
+            wm -= alpha[i] * planes.A[i]
         _finite(obj, f"cutting-plane model at iteration {it}", lower, wm)
         # the dual value is a difference of terms as large as |b|.alpha + 0.5 alpha'|G|alpha: its
         # rounding error must be below the tolerance, or the gap (even a negative one) proves nothing
-        rounding = 4.0 * np.finfo(float).eps * (float(np.abs(b) @ alpha) + 0.5 * float(alpha @ np.abs(G) @ alpha))
+        rounding = 4.0 * np.finfo(float).eps * (_dot(np.abs(b), alpha) + 0.5 * float(np.einsum("i,ij,j->", alpha, np.abs(G), alpha)))
         gap = best.J - lower
         stopping = gap <= tol * best.J or (rounding > tol * best.J and gap <= rounding) or it == max_iter
         if stopping and not best.exact:  # every stop is decided, and its gap reported, on J from X w itself
@@ -264,9 +299,12 @@ def bmrm(obj, w0=None, tol: float = DEFAULT_TOL, max_iter: int = DEFAULT_MAX_ITE
         if it == max_iter:
             stop, detail = "max_iter", {"max_iter": max_iter, "gap": gap / best.J}
             break
+        alpha = planes.retire(alpha, PLANE_MAX_AGE)
         ym = obj.scores(wm)
         if line_search:
-            best, cut = _line_search(oracle, C, best, ym, wm, evals)
+            costly = (2.0 * nnz + planes.k * d) / (EVAL_COST * max(n, 1)) >= COSTLY_RATIO
+            best, cut = _line_search(oracle, C, best, ym, wm, evals,
+                                     LINE_SEARCH_STEPS_COSTLY if costly else LINE_SEARCH_STEPS)
         else:
             cut = _Point(oracle, C, wm, ym, True, evals)
             if cut.J < best.J:
@@ -285,6 +323,13 @@ def bmrm(obj, w0=None, tol: float = DEFAULT_TOL, max_iter: int = DEFAULT_MAX_ITE
         train_time=time.perf_counter() - t_start,
         extra={"duality_gap": float(best.J - lower), "lower_bound": float(lower), "loss_evaluations": len(evals)},
     )
+
+
+def _dot(a: np.ndarray, b: np.ndarray) -> float:
+    """a.b without BLAS: numpy's `@` on long vectors wakes OpenBLAS's threads, which on a busy machine
+    cost milliseconds per call (d = 47k features: most of a fit's time) and may sum in an order that
+    depends on their number; einsum's own loop gives the same sum for any thread count."""
+    return float(np.einsum("i,i->", a, b))
 
 
 def _finite(obj, what, *values):
