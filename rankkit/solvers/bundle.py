@@ -278,7 +278,8 @@ def bmrm(obj, w0=None, tol: float = DEFAULT_TOL, max_iter: int = DEFAULT_MAX_ITE
         _finite(obj, f"cutting-plane model at iteration {it}", lower, wm)
         # the dual value is a difference of terms as large as |b|.alpha + 0.5 alpha'|G|alpha: its
         # rounding error must be below the tolerance, or the gap (even a negative one) proves nothing
-        rounding = 4.0 * np.finfo(float).eps * (_dot(np.abs(b), alpha) + 0.5 * float(np.einsum("i,ij,j->", alpha, np.abs(G), alpha)))
+        rounding = 4.0 * np.finfo(float).eps * (_dot(np.abs(b), alpha)
+                                                 + 0.5 * float(np.einsum("i,ij,j->", alpha, np.abs(G), alpha)))
         gap = best.J - lower
         stopping = gap <= tol * best.J or (rounding > tol * best.J and gap <= rounding) or it == max_iter
         if stopping and not best.exact:  # every stop is decided, and its gap reported, on J from X w itself
