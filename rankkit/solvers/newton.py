@@ -79,13 +79,15 @@ def conjugate_gradient(hess_vec, b: np.ndarray, rtol: float, max_iter: int, m_in
     return cg_steps(hess_vec, b, rtol, max_iter, m_inv)[:3]
 
 
-def cg_steps(hess_vec, b: np.ndarray, rtol: float, max_iter: int, m_inv=None, x0=None, r0=None):
+def cg_steps(hess_vec, b: np.ndarray, rtol: float, max_iter: int, m_inv=None, x0=None, r0=None,
+             certify: float | None = None):
     """Solve H x = b for symmetric positive definite H until ||b - H x|| <= rtol ||b||.
     m_inv: None, the inverse of a diagonal preconditioner M as an array, or a function v -> M^-1 v
     (preconditioned CG, the same stopping test on the unpreconditioned residual, so the same
     accuracy is asked of every preconditioner). x0, r0: continue from x0 with residual r0 = b - H x0
-    (a restart, e.g. with another preconditioner); from x = 0 otherwise. Returns (x, iterations,
-    residual norm, residual)."""
+    (a restart, e.g. with another preconditioner); from x = 0 otherwise. certify: also stop as soon
+    as decrement_bound(b, x, r) <= certify (for H >= I: b' H^-1 b is then certainly below it).
+    Returns (x, iterations, residual norm, residual)."""
     x = np.zeros_like(b) if x0 is None else x0.copy()
     r = b.copy() if r0 is None else r0.copy()
     bb = float(b @ b)
@@ -94,9 +96,13 @@ def cg_steps(hess_vec, b: np.ndarray, rtol: float, max_iter: int, m_inv=None, x0
     rr = float(r @ r)
     stop = (rtol * math.sqrt(bb)) ** 2
     it = 0
+
+    def certified():
+        return certify is not None and decrement_bound(b, x, r, rr) <= certify
+
     if m_inv is None:
         p = r.copy()
-        while rr > stop and it < max_iter:
+        while rr > stop and it < max_iter and not certified():
             Hp = hess_vec(p)
             pHp = float(p @ Hp)
             if pHp <= 0.0:  # cannot happen for H = I + C*PSD, but never divide by it
@@ -114,7 +120,7 @@ def cg_steps(hess_vec, b: np.ndarray, rtol: float, max_iter: int, m_inv=None, x0
     z = solve(r)
     p = z.copy()
     rz = float(r @ z)
-    while rr > stop and it < max_iter:
+    while rr > stop and it < max_iter and not certified():
         Hp = hess_vec(p)
         pHp = float(p @ Hp)
         if pHp <= 0.0 or rz <= 0.0:
@@ -130,6 +136,16 @@ def cg_steps(hess_vec, b: np.ndarray, rtol: float, max_iter: int, m_inv=None, x0
         rz = rz_new
         it += 1
     return x, it, math.sqrt(rr), r
+
+
+def decrement_bound(b: np.ndarray, x: np.ndarray, r: np.ndarray, rr: float | None = None) -> float:
+    """An upper bound on b' H^-1 b from any x and its residual r = b - H x, for H >= I (the Hessian
+    of 0.5||w||^2 + C L with L convex): H^-1 b = x + H^-1 r, so
+        b' H^-1 b = b.x + x.r + r' H^-1 r,  with 0 <= r' H^-1 r <= ||r||^2.
+    With b = -g it bounds the Newton decrement g' H^-1 g (the bound minus ||r||^2 is a lower bound)
+    however CG reached x: from 0 (then x.r = 0), restarted, or preconditioned."""
+    rr = float(r @ r) if rr is None else rr
+    return float(b @ x) + float(x @ r) + rr
 
 
 class Preconditioned:
@@ -173,10 +189,11 @@ class Preconditioned:
         self.point = (level, m_inv)
         return m_inv
 
-    def solve(self, b, rtol):
-        """(x, CG steps) for H x = b at the current point, to relative residual rtol."""
+    def solve(self, b, rtol, certify=None, x=None, r=None):
+        """(x, CG steps) for H x = b at the current point, to relative residual rtol, or until
+        certify (see cg_steps) is met; x, r: continue from x with residual r = b - H x. The
+        residual of the returned x is left in self.residual."""
         total = 0
-        x = r = None
         b_norm = float(np.linalg.norm(b))
         while True:
             m_inv = self._m_inv(self.level) if self.level else None
@@ -186,8 +203,9 @@ class Preconditioned:
             cap = CG_MAX_ITER - total
             if escalate:
                 cap = min(cap, PLAIN_STEPS if self.level == 0 else DIAG_STEPS)
-            x, it, res, r = cg_steps(self.obj.hess_vec, b, rtol, cap, m_inv, x, r)
+            x, it, res, r = cg_steps(self.obj.hess_vec, b, rtol, cap, m_inv, x, r, certify)
             total += it
+            self.residual = r
             if not escalate or res <= rtol * b_norm or it < cap or total >= CG_MAX_ITER:
                 self.used[("none", "diag", "dense")[self.level]] += 1
                 return x, total
@@ -411,19 +429,26 @@ def truncated_newton(
         it += 1
         eta = min(0.1, math.sqrt(g_norm / g0_norm)) if g0_norm > 0 else 0.1
         pre.new_point()
-        d, cg_it = pre.solve(-g, eta)
+        # CG stops at relative residual eta, or as soon as its iterate proves g'H^-1g <= tol f
+        # (decrement_bound: H >= I), which ends the run
+        d, cg_it = pre.solve(-g, eta, tol * f)
         cg_total += cg_it
         decrement = -float(g @ d)
-        if decrement <= tol * f and eta > CG_CONFIRM_RTOL:
-            # CG from 0 underestimates g'H^-1g when it stops early and H is ill-conditioned:
-            # confirm convergence with an accurate solve before trusting the estimate
-            d, more = pre.solve(-g, CG_CONFIRM_RTOL)
+        bound = decrement_bound(-g, d, pre.residual)
+        if bound > tol * f and decrement <= tol * f and eta > CG_CONFIRM_RTOL:
+            # CG underestimates g'H^-1g when it stops early and H is ill-conditioned: confirm
+            # convergence by continuing CG towards an accurate solve, until the bound decides
+            d, more = pre.solve(-g, CG_CONFIRM_RTOL, tol * f, d, pre.residual)
             cg_it += more
             cg_total += more
             decrement = -float(g @ d)
+            bound = decrement_bound(-g, d, pre.residual)
         obj.check_finite("Newton direction", decrement, d)
-        if decrement <= tol * f:
+        if bound <= tol * f or decrement <= tol * f:
             stop, detail = "converged", {"ratio": decrement / f, "tol": tol}
+            if bound <= tol * f:  # g'H^-1g certainly below: the bound is the figure to give
+                detail = {"ratio": max(bound, 0.0) / f, "tol": tol, "bound": True}
+            decrement = f * detail["ratio"]
             if log:
                 log(
                     f"iter {it:3d}  f {f:.12e}  |g| {g_norm:.3e}  cg {cg_it:3d}{pre.tag()}  "
