@@ -35,7 +35,7 @@ from rankkit.evaluation import dataset_tiebreak
 from rankkit.metrics import parse_metric, per_query, per_query_table
 from rankkit.sparse import csr_matvec
 from rankkit.objectives.pairwise import PairwiseObjective
-from rankkit.solvers.newton import NewtonRankSVM
+from rankkit.solvers.newton import CGMemory, NewtonRankSVM
 
 DEFAULT_N_POINTS = 30
 DEFAULT_RATIO = 1e7
@@ -200,9 +200,10 @@ def grid_path(train: Dataset, valid: Dataset, Cs=None, metric: str = DEFAULT_MET
     parse_metric(metric)
     train.require_pairs()
     Cs = grid(train, n_points, ratio) if Cs is None else np.asarray(Cs, dtype=np.float64)
+    memory = CGMemory() if warm_start else None  # CG's preconditioner, carried with w from fit to fit
 
     def fit(C, w0):
-        return NewtonRankSVM(C=C, tol=tol, max_iter=max_iter).fit(train, w0=w0)
+        return NewtonRankSVM(C=C, tol=tol, max_iter=max_iter).fit(train, w0=w0, memory=memory)
 
     return path_over(fit, Cs, valid, metric=metric, select=select, warm_start=warm_start, log=log, warn=warn,
                      convention=convention, metrics=metrics, progress=progress)

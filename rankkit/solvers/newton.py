@@ -57,6 +57,10 @@ SPREAD_DIAG = 100.0  # auto, d <= DENSE_MAX_FEATURES: the diagonal from the star
 # starts plain: there the diagonal cost more time than the CG steps it saved, measured on the AUC problem)
 DIAG_STEPS = 30
 DENSE_MAX_FEATURES = 512  # the dense preconditioner: at most this many features (d x d matrices)
+PLAIN_STEPS_DENSE = 5
+DENSE_DIRECT_FEATURES = 64
+STALE_STEPS = 10  # CG steps a kept d x d matrix (CGMemory) may take before one is built at the point (a build
+# costs O(nnz d), some 15 Hessian-vector products on MQ2008's 46 features; a fresh one converges in 1-3 steps)
 
 
 def dense_inverse(H: np.ndarray):
@@ -148,21 +152,40 @@ def decrement_bound(b: np.ndarray, x: np.ndarray, r: np.ndarray, rr: float | Non
     return float(b @ x) + float(x @ r) + rr
 
 
-class Preconditioned:
-    """The CG solves of one run with the preconditioner policy of `mode` (PRECONDITIONERS)."""
+class CGMemory:
+    """What the CG solves of one run hand to the next run of a path (truncated_newton's `memory`;
+    a run without one starts afresh): the level "auto" had escalated to (conditioning is a property
+    of the data, and it worsens as C grows along a path, so the next fit starts there), and the last
+    d x d Hessian built, kept as H_L = (H - I) / C so that it preconditions other points and other
+    values of C until CG shows it is too stale (STALE_STEPS)."""
 
-    def __init__(self, obj, mode: str):
+    def __init__(self):
+        self.level = 0
+        self.hess_loss = None
+
+
+class Preconditioned:
+    """The CG solves of one run with the preconditioner policy of `mode` (PRECONDITIONERS); memory:
+    a CGMemory carried along a path (read at the start, updated as the run goes)."""
+
+    def __init__(self, obj, mode: str, memory: CGMemory | None = None):
         if mode not in PRECONDITIONERS:
             raise ValueError(f"precondition must be one of {PRECONDITIONERS}, got {mode!r}")
         self.obj, self.mode = obj, mode
         self.level = {"none": 0, "auto": 0, "diag": 1, "dense": 2}[mode]
         if mode == "auto" and _dense_possible(obj) and scale_spread(obj.column_sumsq()) > SPREAD_DIAG:
             self.level = 1  # dense raw features (MSLR): plain CG would take thousands of steps
-        self.point = None  # the preconditioner of the current point: (level, m_inv)
+        self.memory = CGMemory() if memory is None else memory
+        if mode == "auto":
+            self.level = max(self.level, min(self.memory.level, 2 if _dense_possible(obj) else 1))
+        self.point = None  # the preconditioner of the current point: (level, m_inv, stale)
+        self.fresh = False  # the current point needs a matrix built at it (the stale one was not enough)
         self.used = {"none": 0, "diag": 0, "dense": 0}  # Newton steps solved at each level
+        self.residual = None
 
     def new_point(self):
         self.point = None
+        self.fresh = False
 
     def tag(self) -> str:
         """' (diag)' or ' (dense)' after a progress line's CG count when CG was preconditioned."""
@@ -172,13 +195,32 @@ class Preconditioned:
         """Which preconditioner the Newton steps used, e.g. "none 2, dense 7"."""
         return ", ".join(f"{k} {v}" for k, v in self.used.items() if v) or "none"
 
+    def _dense(self):
+        """(M^-1, stale) for the dense level: the memory's matrix at this C unless it proved too
+        stale at this point, else one built here; (None, False) if the factorisation fails."""
+        C = getattr(self.obj, "C", None)
+        if not self.fresh and C is not None and self.memory.hess_loss is not None:
+            H = self.memory.hess_loss * C
+            H[np.diag_indices_from(H)] += 1.0
+            m_inv = dense_inverse(H)
+            if m_inv is not None:
+                return m_inv, True
+        H = self.obj.hess_matrix() if hasattr(self.obj, "hess_matrix") else None
+        if H is None:
+            return None, False
+        if C is not None and C > 0:
+            hl = H.copy()
+            hl[np.diag_indices_from(hl)] -= 1.0
+            hl /= C
+            self.memory.hess_loss = hl
+        return dense_inverse(H), False
+
     def _m_inv(self, level):
         if self.point is not None and self.point[0] == level:
             return self.point[1]
-        m_inv = None
+        m_inv, stale = None, False
         if level == 2:
-            H = self.obj.hess_matrix() if hasattr(self.obj, "hess_matrix") else None
-            m_inv = None if H is None else dense_inverse(H)
+            m_inv, stale = self._dense()
             if m_inv is None:
                 level = 1
         if level == 1:
@@ -186,7 +228,7 @@ class Preconditioned:
             m_inv = None if diag is None else 1.0 / diag
             if m_inv is None:
                 level = 0
-        self.point = (level, m_inv)
+        self.point = (level, m_inv, stale)
         return m_inv
 
     def solve(self, b, rtol, certify=None, x=None, r=None):
@@ -199,17 +241,28 @@ class Preconditioned:
             m_inv = self._m_inv(self.level) if self.level else None
             if self.level and self.point[0] < self.level:  # the objective has no such preconditioner
                 self.level = self.point[0]
+            stale = self.level == 2 and self.point[2]
             escalate = self.mode == "auto" and (self.level == 0 or (self.level == 1 and _dense_possible(self.obj)))
+            direct = self.level == 0 and _dense_possible(self.obj) and self.obj.n_features <= DENSE_DIRECT_FEATURES
             cap = CG_MAX_ITER - total
             if escalate:
-                cap = min(cap, PLAIN_STEPS if self.level == 0 else DIAG_STEPS)
+                cap = min(cap, (PLAIN_STEPS_DENSE if direct else PLAIN_STEPS) if self.level == 0 else DIAG_STEPS)
+            if stale:
+                cap = min(cap, STALE_STEPS)
             x, it, res, r = cg_steps(self.obj.hess_vec, b, rtol, cap, m_inv, x, r, certify)
             total += it
             self.residual = r
-            if not escalate or res <= rtol * b_norm or it < cap or total >= CG_MAX_ITER:
+            if res <= rtol * b_norm or it < cap or total >= CG_MAX_ITER or not (escalate or stale):
                 self.used[("none", "diag", "dense")[self.level]] += 1
+                if self.mode == "auto":
+                    self.memory.level = max(self.memory.level, self.level)
                 return x, total
-            self.level += 1
+            if stale:  # the kept matrix is too stale here: build one at this point, continue from x
+                self.fresh, self.point = True, None
+            elif direct:  # few features: the d x d matrix costs less than the diagonal's extra steps
+                self.level = 2
+            else:
+                self.level += 1
 
 
 def scale_spread(sumsq: np.ndarray) -> float:
@@ -332,6 +385,10 @@ class LocalObjective:
     def n_active(self) -> int:
         return self.obj.n_active
 
+    @property
+    def C(self) -> float:
+        return self.obj.C
+
     def start(self, w):
         self._y = self.obj.scores(w)
         self._delta = np.empty_like(self._y)
@@ -398,10 +455,12 @@ def truncated_newton(
     max_iter: int = DEFAULT_MAX_ITER,
     log: Log | None = None,
     precondition: str = "auto",
+    memory: CGMemory | None = None,
 ) -> FitResult:
     """The one truncated-Newton driver (one process or a cluster: `obj` decides). Stops when the
-    Newton decrement -g.d falls below tol * f, confirmed by an accurate CG solve; FitResult.stop is
-    converged, zero_gradient, max_iter or line_search."""
+    Newton decrement g'H^-1g falls below tol * f: proved by CG's iterate (decrement_bound), or
+    estimated by -g.d after an accurate CG solve; FitResult.stop is converged, zero_gradient,
+    max_iter or line_search. memory: a CGMemory carried from fit to fit along a path (None: none)."""
     t_start = time.perf_counter()
     if w0 is None:
         w = np.zeros(obj.n_features)
@@ -415,7 +474,7 @@ def truncated_newton(
     stop, detail = "", {}
     cg_total = 0
     it = 0
-    pre = Preconditioned(obj, precondition)
+    pre = Preconditioned(obj, precondition, memory)
     if log:
         log(f"iter   0  f {f:.12e}  |g| {g0_norm:.3e}  violated {obj.n_active}")
     while True:
@@ -485,12 +544,14 @@ class NewtonRankSVM(ExactRankSVM):
 
     name = "newton"
 
-    def fit(self, ds: Dataset, w0: np.ndarray | None = None, log: Log | None = None) -> FitResult:
+    def fit(self, ds: Dataset, w0: np.ndarray | None = None, log: Log | None = None,
+            memory: CGMemory | None = None) -> FitResult:
+        """memory: a CGMemory carried from fit to fit along a warm-started path (truncated_newton)."""
         ds.require_pairs()
         check_exact_magnitude(ds, self.C)
         obj = LocalObjective(self.objective(ds), ds, self.name)
         with quiet_fp():
-            return truncated_newton(obj, w0=w0, tol=self.tol, max_iter=self.max_iter, log=log)
+            return truncated_newton(obj, w0=w0, tol=self.tol, max_iter=self.max_iter, log=log, memory=memory)
 
 
 class NewtonPairsRankSVM(NewtonRankSVM):
