@@ -8,12 +8,17 @@ query weights or svm_rank's query normalisation (w_q = 1 / pairs of q) are asked
 
 Each Newton iteration solves H d = -g approximately by linear conjugate gradient (Hessian-vector
 products; preconditioned by the diagonal of H or, with few features, by H itself when plain CG is
-slow: see PRECONDITIONERS below), then steps along d with a line search: t = 1 first (Armijo), and if that
+slow: see PRECONDITIONERS below) to the relative residual of `forcing` (Eisenstat & Walker's choice
+1), then steps along d with a line search: t = 1 first (Armijo), and if that
 fails a safeguarded one-dimensional Newton search on the piecewise-quadratic phi(t) = f(w + t d),
-which is exact for this loss. It stops when the Newton decrement -g.d (an estimate of g' H^-1 g
-from CG) falls below tol * f, the paper's relative rule (decrement / objective < 1e-6), confirmed
-by an accurate CG solve (a loose CG underestimates the decrement on ill-conditioned problems), and
-warns rather than fails at --max-iter or when the line search cannot decrease f.
+which is exact for this loss. It stops when the Newton decrement g' H^-1 g falls below tol * f, the
+paper's relative rule (decrement / objective < 1e-6). Since H >= I, every CG iterate x (residual r)
+bounds it: g' H^-1 g <= -g.x + x.r + |r|^2 (decrement_bound), so CG stops as soon as that bound is
+below tol * f, and the run with it; a direction whose estimate -g.d is below tol * f but whose bound
+is not is confirmed by continuing CG towards an accurate solve (a loose CG underestimates the
+decrement on ill-conditioned problems). It warns rather than fails at --max-iter or when the line
+search cannot decrease f. Along a warm-started path a CGMemory carries the preconditioner from fit
+to fit.
 
 The driver (truncated_newton) only talks to the objective through the NewtonObjective protocol,
 like liblinear's newton.h: LocalObjective runs it in this process, and
@@ -265,6 +270,23 @@ class Preconditioned:
                 self.level += 1
 
 
+def forcing(g_norm: float, g0_norm: float, model_norm: float | None, prev_g_norm: float | None,
+            prev_eta: float | None) -> float:
+    """CG's relative residual for this Newton step (the forcing term): Eisenstat & Walker's choice 1
+    (SIAM J. Sci. Comput. 17, 1996), eta = | |g| - |g_prev + t H_prev d_prev| | / |g_prev|, how far
+    the last step's quadratic model missed the gradient it reached: solving the model more accurately
+    than it predicts buys nothing (the squared hinge's active pairs change from point to point), with
+    their safeguard eta >= eta_prev^((1 + sqrt 5) / 2) when that exceeds 0.1, and at most 0.1. The
+    first step (no model yet): min(0.1, sqrt(|g| / |g0|)), the rule before."""
+    if model_norm is None or not prev_g_norm:
+        return min(0.1, math.sqrt(g_norm / g0_norm)) if g0_norm > 0 else 0.1
+    eta = abs(g_norm - model_norm) / prev_g_norm
+    guard = prev_eta ** ((1.0 + math.sqrt(5.0)) / 2.0)
+    if guard > 0.1:
+        eta = max(eta, guard)
+    return min(0.1, eta)
+
+
 def scale_spread(sumsq: np.ndarray) -> float:
     """max / median of the features' non-zero sums of squares (1 for features of one scale; MSLR's
     raw features: about 1e12)."""
@@ -475,6 +497,7 @@ def truncated_newton(
     cg_total = 0
     it = 0
     pre = Preconditioned(obj, precondition, memory)
+    model_norm = prev_g_norm = prev_eta = None
     if log:
         log(f"iter   0  f {f:.12e}  |g| {g0_norm:.3e}  violated {obj.n_active}")
     while True:
@@ -486,7 +509,7 @@ def truncated_newton(
             stop, detail = "max_iter", {"max_iter": max_iter}
             break
         it += 1
-        eta = min(0.1, math.sqrt(g_norm / g0_norm)) if g0_norm > 0 else 0.1
+        eta = forcing(g_norm, g0_norm, model_norm, prev_g_norm, prev_eta)
         pre.new_point()
         # CG stops at relative residual eta, or as soon as its iterate proves g'H^-1g <= tol f
         # (decrement_bound: H >= I), which ends the run
@@ -514,7 +537,11 @@ def truncated_newton(
                     f"dec/f {decrement / f:.2e}  converged  {obj.clock()}"
                 )
             break
+        r_prev, g_prev = pre.residual, g
         t, w, f, g = obj.linesearch_and_update(w, d, f, g, -decrement)
+        # the quadratic model's gradient at the new point: g + t H d = (1 - t) g - t r (H d = -g - r)
+        model_norm = float(np.linalg.norm((1.0 - t) * g_prev - t * r_prev))
+        prev_g_norm, prev_eta = g_norm, eta
         if t == 0.0:
             stop = "line_search"
             break
