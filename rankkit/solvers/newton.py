@@ -162,11 +162,13 @@ class CGMemory:
     a run without one starts afresh): the level "auto" had escalated to (conditioning is a property
     of the data, and it worsens as C grows along a path, so the next fit starts there), and the last
     d x d Hessian built, kept as H_L = (H - I) / C so that it preconditions other points and other
-    values of C until CG shows it is too stale (STALE_STEPS)."""
+    values of C until CG shows it is too stale (STALE_STEPS), and the features' scale_spread. One
+    memory per path: the fits of one dataset."""
 
     def __init__(self):
         self.level = 0
         self.hess_loss = None
+        self.spread = None
 
 
 class Preconditioned:
@@ -178,9 +180,12 @@ class Preconditioned:
             raise ValueError(f"precondition must be one of {PRECONDITIONERS}, got {mode!r}")
         self.obj, self.mode = obj, mode
         self.level = {"none": 0, "auto": 0, "diag": 1, "dense": 2}[mode]
-        if mode == "auto" and _dense_possible(obj) and scale_spread(obj.column_sumsq()) > SPREAD_DIAG:
-            self.level = 1  # dense raw features (MSLR): plain CG would take thousands of steps
         self.memory = CGMemory() if memory is None else memory
+        if mode == "auto" and _dense_possible(obj):
+            if self.memory.spread is None:  # a property of the data: once per path
+                self.memory.spread = scale_spread(obj.column_sumsq())
+            if self.memory.spread > SPREAD_DIAG:
+                self.level = 1  # dense raw features (MSLR): plain CG would take thousands of steps
         if mode == "auto":
             self.level = max(self.level, min(self.memory.level, 2 if _dense_possible(obj) else 1))
         self.point = None  # the preconditioner of the current point: (level, m_inv, stale)
