@@ -67,7 +67,6 @@ from rankkit.paths.grid import (DEFAULT_N_POINTS, DEFAULT_RATIO, PathPoint, fold
                                 reported_metrics, select_point)
 from rankkit.scoring import model_scores
 from rankkit.solvers import SOLVERS
-from rankkit.solvers.newton import CGMemory, NewtonRankSVM
 
 __all__ = ["experiment", "Fold", "letor_folds", "default_grid", "GRID_PARAMETERS", "RESULTS_VERSION"]
 
@@ -227,14 +226,10 @@ def _fit_grid(solver, points, train, valid, names, convention, select, kernel, i
     notes: list = []
     if _kind(solver, kernel and kernel.get("name")) == "C-path" and list(points[0]) == ["C"]:
         # the warm-started C path: for newton, exactly what `rankkit path --method grid` runs
-        memory = CGMemory()  # newton's CG preconditioner, carried with w from fit to fit
-
-        def fit(C, w0):
+        def fit(C, w0):  # path_over shares newton's CG preconditioner along the path too
             params, _, _ = _settings(solver, {"C": C}, None, iterations, seed)
-            sol = training.plan(solver, params).solver()
-            if isinstance(sol, NewtonRankSVM):
-                return sol.fit(train, w0=w0, memory=memory)
-            return sol.fit(train, w0=w0)
+            p = training.plan(solver, params)
+            return p.solver().fit(train, w0=w0)
 
         res = path_over(fit, [p["C"] for p in points], valid, metric=metric, select=select, convention=convention,
                         metrics=names, log=log, progress=lambda done, total: tick(),

@@ -185,3 +185,23 @@ def test_converged_message_says_what_was_proved(case):
     rel = "<=" if res.detail.get("bound") else "="
     assert res.message.startswith(f"Newton decrement / objective {rel} ")
     assert math.isfinite(res.detail["ratio"]) and res.detail["ratio"] < res.detail["tol"]
+
+
+def test_path_over_shares_one_memory_per_path_and_none_outside(monkeypatch):
+    """path_over (the one grid loop, local or Dask) gives its fits one CGMemory; fits outside a
+    path, and a cold path (warm_start=False), start afresh."""
+    seen = []
+    real = newton.Preconditioned.__init__
+
+    def spy(self, obj, mode, memory=None):
+        real(self, obj, mode, memory)
+        seen.append(self.memory)
+
+    monkeypatch.setattr(newton.Preconditioned, "__init__", spy)
+    ds = make_dataset(seed=5, n_labels=5, sizes=(40, 3, 60, 1, 50))
+    grid_path(ds, ds, n_points=4, ratio=1e4, metric="map")
+    assert len(seen) == 4 and all(m is seen[0] for m in seen)
+    seen.clear()
+    grid_path(ds, ds, n_points=3, ratio=1e4, metric="map", warm_start=False)
+    NewtonRankSVM(C=1.0).fit(ds)
+    assert len(seen) == 4 and len({id(m) for m in seen}) == 4

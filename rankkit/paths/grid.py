@@ -20,6 +20,7 @@ difference it implies is C * max_i |x_i . grad L(0)|... up to a factor 2; C_min 
 
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import dataclass, field
 
@@ -35,7 +36,7 @@ from rankkit.evaluation import dataset_tiebreak
 from rankkit.metrics import parse_metric, per_query, per_query_table
 from rankkit.sparse import csr_matvec
 from rankkit.objectives.pairwise import PairwiseObjective
-from rankkit.solvers.newton import CGMemory, NewtonRankSVM
+from rankkit.solvers.newton import NewtonRankSVM, path_memory
 
 DEFAULT_N_POINTS = 30
 DEFAULT_RATIO = 1e7
@@ -200,10 +201,8 @@ def grid_path(train: Dataset, valid: Dataset, Cs=None, metric: str = DEFAULT_MET
     parse_metric(metric)
     train.require_pairs()
     Cs = grid(train, n_points, ratio) if Cs is None else np.asarray(Cs, dtype=np.float64)
-    memory = CGMemory() if warm_start else None  # CG's preconditioner, carried with w from fit to fit
-
     def fit(C, w0):
-        return NewtonRankSVM(C=C, tol=tol, max_iter=max_iter).fit(train, w0=w0, memory=memory)
+        return NewtonRankSVM(C=C, tol=tol, max_iter=max_iter).fit(train, w0=w0)
 
     return path_over(fit, Cs, valid, metric=metric, select=select, warm_start=warm_start, log=log, warn=warn,
                      convention=convention, metrics=metrics, progress=progress)
@@ -224,7 +223,13 @@ def path_over(fit, Cs, valid: Dataset, metric: str = DEFAULT_METRIC, select: str
     cluster: rankkit.distributed.path), each warm-started from the previous w, scored on `valid`
     under `convention` (ties as `rankkit eval` breaks them), then the choice by `metric`; every
     metric of `metrics` is reported at each point. Warnings about the choice are in the result's
-    `notes` (and passed to `warn`). progress(done, total): called after each point."""
+    `notes` (and passed to `warn`). progress(done, total): called after each point. Warm-started,
+    the Newton fits also share their CG preconditioner (rankkit.solvers.newton.path_memory)."""
+    with path_memory() if warm_start else contextlib.nullcontext():  # Newton's CG preconditioner goes along with w
+        return _path_over(fit, Cs, valid, metric, select, warm_start, log, warn, convention, metrics, progress, label)
+
+
+def _path_over(fit, Cs, valid, metric, select, warm_start, log, warn, convention, metrics, progress, label):
     names = reported_metrics(metric, metrics)
     tiebreak = dataset_tiebreak(valid, convention)
     points = []

@@ -27,6 +27,8 @@ rankkit.distributed.newton.DaskObjective runs the same driver on per-part partia
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import math
 import time
 from typing import Protocol
@@ -169,6 +171,22 @@ class CGMemory:
         self.level = 0
         self.hess_loss = None
         self.spread = None
+
+
+_PATH_MEMORY: contextvars.ContextVar = contextvars.ContextVar("rankkit_path_memory", default=None)
+
+
+@contextlib.contextmanager
+def path_memory():
+    """Within it, the truncated_newton runs given no memory of their own share one CGMemory: the
+    fits of one warm-started path (rankkit.paths.grid.path_over), whether they run in this process
+    or on a cluster (the Dask fit is this driver too), so both paths stay the same algorithm.
+    Per thread (a context variable): folds run side by side each keep their own."""
+    token = _PATH_MEMORY.set(CGMemory())
+    try:
+        yield
+    finally:
+        _PATH_MEMORY.reset(token)
 
 
 class Preconditioned:
@@ -487,7 +505,8 @@ def truncated_newton(
     """The one truncated-Newton driver (one process or a cluster: `obj` decides). Stops when the
     Newton decrement g'H^-1g falls below tol * f: proved by CG's iterate (decrement_bound), or
     estimated by -g.d after an accurate CG solve; FitResult.stop is converged, zero_gradient,
-    max_iter or line_search. memory: a CGMemory carried from fit to fit along a path (None: none)."""
+    max_iter or line_search. memory: a CGMemory carried from fit to fit along a path (None: the
+    one of an enclosing path_memory(), if any)."""
     t_start = time.perf_counter()
     if w0 is None:
         w = np.zeros(obj.n_features)
@@ -501,7 +520,7 @@ def truncated_newton(
     stop, detail = "", {}
     cg_total = 0
     it = 0
-    pre = Preconditioned(obj, precondition, memory)
+    pre = Preconditioned(obj, precondition, memory if memory is not None else _PATH_MEMORY.get())
     model_norm = prev_g_norm = prev_eta = None
     if log:
         log(f"iter   0  f {f:.12e}  |g| {g0_norm:.3e}  violated {obj.n_active}")
