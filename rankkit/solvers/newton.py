@@ -54,9 +54,12 @@ ARMIJO = 1e-4
 # scales differ by more than SPREAD_DIAG); after PLAIN_STEPS steps without converging, the diagonal of the
 # generalised Hessian (O(nnz log R), about five Hessian-vector products); after DIAG_STEPS more, with
 # at most DENSE_MAX_FEATURES features, the whole d x d Hessian (O(nnz d), Cholesky on its Jacobi
-# scaling). Each escalation continues CG from where it stopped. On well-scaled data CG converges
-# within PLAIN_STEPS and nothing changes; on raw features (MSLR) the diagonal or the matrix cut
-# CG's steps from thousands to a few.
+# scaling). With at most DENSE_DIRECT_FEATURES features, plain CG goes to the matrix directly after
+# PLAIN_STEPS_DENSE steps (its build then costs about d/3 products, less than the steps the diagonal
+# leaves). Each escalation continues CG from where it stopped. On well-scaled data CG converges
+# within those steps and nothing changes; on raw features (MSLR) the diagonal or the matrix cut
+# CG's steps from thousands to a few. Along a warm-started path (CGMemory) the next fit starts at
+# the level reached and reuses the last matrix built.
 PRECONDITIONERS = ("auto", "diag", "dense", "none")
 PLAIN_STEPS = 20
 SPREAD_DIAG = 100.0  # auto, d <= DENSE_MAX_FEATURES: the diagonal from the start when max / median of the
@@ -64,8 +67,8 @@ SPREAD_DIAG = 100.0  # auto, d <= DENSE_MAX_FEATURES: the diagonal from the star
 # starts plain: there the diagonal cost more time than the CG steps it saved, measured on the AUC problem)
 DIAG_STEPS = 30
 DENSE_MAX_FEATURES = 512  # the dense preconditioner: at most this many features (d x d matrices)
-PLAIN_STEPS_DENSE = 5
-DENSE_DIRECT_FEATURES = 64
+PLAIN_STEPS_DENSE = 5  # auto, d <= DENSE_DIRECT_FEATURES: plain CG steps before the d x d matrix
+DENSE_DIRECT_FEATURES = 64  # (measured on MQ2008, 46 features: BENCHMARKS.md, issues 22 and 27, branch i22s)
 STALE_STEPS = 10  # CG steps a kept d x d matrix (CGMemory) may take before one is built at the point (a build
 # costs O(nnz d), some 15 Hessian-vector products on MQ2008's 46 features; a fresh one converges in 1-3 steps)
 
