@@ -226,7 +226,7 @@ def _fit_grid(solver, points, train, valid, names, convention, select, kernel, i
     notes: list = []
     if _kind(solver, kernel and kernel.get("name")) == "C-path" and list(points[0]) == ["C"]:
         # the warm-started C path: for newton, exactly what `rankkit path --method grid` runs
-        def fit(C, w0):
+        def fit(C, w0):  # path_over shares newton's CG preconditioner along the path too
             params, _, _ = _settings(solver, {"C": C}, None, iterations, seed)
             p = training.plan(solver, params)
             return p.solver().fit(train, w0=w0)

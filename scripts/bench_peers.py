@@ -448,6 +448,23 @@ def bench_experiment(rep: Report, peers, repeat, tmp):
         _bench_experiment(rep, peers, repeat, tmp, root, ratio_)
 
 
+EXPERIMENT_PROBE = r"""
+import json, resource, sys, time
+from rankkit.solvers import newton
+counts = {"hess_vec": 0, "hess_matrix": 0, "hess_diag": 0, "start": 0, "linesearch_and_update": 0}
+for name in counts:
+    real = getattr(newton.LocalObjective, name)
+    def counted(self, *a, _real=real, _name=name):
+        counts[_name] += 1
+        return _real(self, *a)
+    setattr(newton.LocalObjective, name, counted)
+from rankkit.experiments import experiment
+t = time.process_time()
+experiment(sys.argv[1], ["newton"], ["map"], n_points=10, ratio=float(sys.argv[2]), out_dir=sys.argv[3], resume=False)
+print(json.dumps({"cpu": time.process_time() - t, **counts}))
+"""
+
+
 def _bench_experiment(rep: Report, peers, repeat, tmp, root, ratio_):
     out = Path(tmp) / f"experiment{ratio_}"
     cmd = rankkit_cmd("experiment", root, "--solver", "newton", "-m", "map", "--n-points", "10", "--ratio", ratio_,
@@ -478,6 +495,9 @@ def _bench_experiment(rep: Report, peers, repeat, tmp, root, ratio_):
             runs.append((total, cpu))
         ll, ll_cpu = min(runs)
     mean = results["solvers"][0]["mean"]["test"]["map"]
+    probe = subprocess.run([sys.executable, "-c", EXPERIMENT_PROBE, str(root), ratio_, str(Path(tmp) / f"probe{ratio_}")],
+                           check=True, capture_output=True, text=True, env=_env())
+    work = json.loads(probe.stdout.strip().splitlines()[-1])
     rep.add(f"### The LETOR protocol in one command: MQ2008, 5 folds x 10 values of C (--ratio {ratio_})\n",
             f"- rankkit: `rankkit experiment MQ2008 --solver newton -m map --n-points 10 --ratio {ratio_} --out-dir D "
             "--no-resume` "
@@ -489,11 +509,15 @@ def _bench_experiment(rep: Report, peers, repeat, tmp, root, ratio_):
             f"rankkit {rk[0]:.2f} s wall, {rk[1]:.2f} s CPU ({rk[2]:.0f} MB peak)" + (
                 f"; liblinear-ranksvm {ll:.2f} s wall, {ll_cpu:.2f} s CPU: **{rk[0] / ll:.2f}x** the wall time "
                 f"(goal <= 0.5x), {rk[1] / ll_cpu:.2f}x the CPU time\n" if ll else
-                ", liblinear-ranksvm (train and predict) not found\n"))
+                ", liblinear-ranksvm (train and predict) not found\n"),
+            f"The same experiment in one process, counted (load-proof): {work['hess_vec']:,} Hessian-vector products, "
+            f"{work['hess_matrix']} d x d Hessians built, {work['hess_diag']} diagonals, {work['start']} fits, "
+            f"{work['linesearch_and_update']} Newton steps; {work['cpu']:.2f} s CPU (reading and writing included).\n")
     rep.rows.append((f"experiment: 5 MQ2008 folds x 10 C (ratio {ratio_})", f"{rk[0]:.2f} s",
                      f"50 liblinear-ranksvm trains + 5 predicts {ll:.2f} s" if ll else "liblinear-ranksvm: not found",
                      ratio(rk[0], ll)))
-    rep.data["experiment" + ratio_] = {"rankkit": rk, "liblinear": ll, "liblinear_cpu": ll_cpu, "mean_test_map": mean}
+    rep.data["experiment" + ratio_] = {"rankkit": rk, "liblinear": ll, "liblinear_cpu": ll_cpu, "mean_test_map": mean,
+                                       "work": work}
 
 
 BUSY_LOOP = "import time\nt = time.monotonic()\nwhile time.monotonic() - t < 600: pass\n"
@@ -823,13 +847,21 @@ def bench_auc(rep: Report, peers, repeat, tmp):
         my = sum(y for _, y in pts) / len(pts)
         return sum((x - mx) * (y - my) for x, y in pts) / sum((x - mx) ** 2 for x, _ in pts)
 
+    def cg_slope(mode):  # CG steps against n: load-proof (each step is O(nnz + n log n))
+        pts = [(math.log(r["n"]), math.log(r["cg"])) for r in rows if r["mode"] == mode]
+        mx = sum(x for x, _ in pts) / len(pts)
+        my = sum(y for _, y in pts) / len(pts)
+        return sum((x - mx) * (y - my) for x, y in pts) / sum((x - mx) ** 2 for x, _ in pts)
+
     rep.add(f"### AUC at scale: one RCV1-like sparse query, C = {C}, n = {AUC_SIZES[0]:,}..{AUC_SIZES[-1]:,}\n",
             "In one process (kernels loaded first), `truncated_newton` with `precondition` none (plain CG) and auto "
             "(the default); the generator is `rcv1_like` in scripts/bench_peers.py's AUC_PROBE.\n",
             "| n | preconditioner | fit s | Newton iterations | CG steps | objective |", "|---:|---|---:|---:|---:|---:|",
             *[f"| {r['n']:,} | {r['mode']} | {r['seconds']:.3f} | {r['iterations']} | {r['cg']} | {r['objective']:.8g} |"
               for r in rows],
-            "", "Slope of log fit time against log n: " + ", ".join(f"{m} **{slope(m):.2f}**" for m in modes) + ".\n")
+            "", "Slope of log fit time against log n: " + ", ".join(f"{m} **{slope(m):.2f}**" for m in modes) +
+            "; of log CG steps against log n (load-proof): " + ", ".join(f"{m} {cg_slope(m):.2f}" for m in modes) +
+            ".\n")
     rep.rows.append((f"AUC, RCV1-like sparse query, n = 1.2k..38.4k, C={C} (goal: exponent <= 1.2)",
                      f"time ~ n^{slope('auto'):.2f} (plain CG n^{slope('none'):.2f})", "-", "-"))
     rep.data["auc"] = rows

@@ -95,3 +95,27 @@ def test_one_fold_with_jobs_keeps_the_log(tmp_path):
     assert one.returncode == 0 and two.returncode == 0, two.stderr
     strip = [re.sub(r"\s[0-9.]+s\b", "", ln) for ln in two.stderr.decode().splitlines()]
     assert len(strip) > 3 and strip == [re.sub(r"\s[0-9.]+s\b", "", ln) for ln in one.stderr.decode().splitlines()]
+
+
+def test_fixed_c_folds_report_several_metrics(tmp_path):
+    """Several -m with -C (issue 22): every metric reported, in the printed table and the TSV, each
+    equal to the same run with that -m alone (the first in the place one -m had)."""
+    folds = _folds(tmp_path, k=2)
+    tables = {}
+    for ms in (("map", "ndcg@10"), ("map",), ("ndcg@10",)):
+        name = "_".join(ms)
+        args = [a for m in ms for a in ("-m", m)]
+        proc = rankkit("path", "--folds", str(folds), "-C", "0.01", "-C", "1", *args, "--out-dir", name,
+                       "--table", f"{name}.tsv", cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr
+        rows = [ln.split("\t") for ln in (tmp_path / f"{name}.tsv").read_text().splitlines()]
+        tables[ms] = [dict(zip(rows[0], r)) for r in rows[1:]]
+        if len(ms) == 2:
+            head = proc.stdout.decode().splitlines()[2].split()
+            assert head == ["fold", "C", "valid", "map", "valid", "ndcg@10", "test", "map", "test", "ndcg@10",
+                            "iterations"]
+    both = tables[("map", "ndcg@10")]
+    assert list(both[0])[6:10] == ["valid_map", "test_map", "valid_ndcg@10", "test_ndcg@10"]
+    for row, one_map, one_ndcg in zip(both, tables[("map",)], tables[("ndcg@10",)]):
+        for m, one in (("map", one_map), ("ndcg@10", one_ndcg)):
+            assert row[f"valid_{m}"] == one[f"valid_{m}"] and row[f"test_{m}"] == one[f"test_{m}"]

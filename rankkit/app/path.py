@@ -167,8 +167,6 @@ def _path_fixed_c(folds, Cs, out_dir, table, names, zero_based, group_queries, l
     models as `rankkit train -C` writes them, and a table of their test (and vali) metric."""
     if folds is None or any(v is not None for v in others):
         raise UsageError("-C values go with --folds DIR only (no TRAIN VALID, --out-model, --plot or --method)")
-    if len(names) > 1:
-        raise UsageError("-C values with --folds report one -m (give several -m to a path, or use rankkit experiment)")
     metric = names[0]
     out_dir = out_dir or "."
     os.makedirs(out_dir, exist_ok=True)
@@ -187,19 +185,20 @@ def _path_fixed_c(folds, Cs, out_dir, table, names, zero_based, group_queries, l
     # cores); one kernel thread each, so never more threads than cores
     jobs = min(jobs if jobs is not None else threads.count(), threads.usable_cores())
     rows = fixed_c_folds(folds, Cs, out_dir, train_one, metric, zero_based, group_queries, log, jobs=jobs,
-                         convention=convention)
+                         convention=convention, metrics=names)
     echo(f"# rankkit path, fixed C, newton; models in {out_dir}")
     echo(f"# convention {convention}: {describe(convention)}")
-    lines = [["fold", "C", "valid " + metric, "test " + metric, "iterations"]]
-    lines += [[r["fold"], f"{r['C']:g}", f"{r['vali']:.4f}", f"{r['test']:.4f}", str(r["iterations"])] for r in rows]
+    lines = [["fold", "C", *(f"valid {m}" for m in names), *(f"test {m}" for m in names), "iterations"]]
+    lines += [[r["fold"], f"{r['C']:g}", *(f"{r['valid_metrics'][m]:.4f}" for m in names),
+               *(f"{r['test_metrics'][m]:.4f}" for m in names), str(r["iterations"])] for r in rows]
     for C in Cs:
         mine = [r for r in rows if r["C"] == float(C)]
-        lines.append(["mean", f"{C:g}", f"{np.nanmean([r['vali'] for r in mine]):.4f}",
-                      f"{np.nanmean([r['test'] for r in mine]):.4f}", ""])
+        lines.append(["mean", f"{C:g}", *(f"{np.nanmean([r['valid_metrics'][m] for r in mine]):.4f}" for m in names),
+                      *(f"{np.nanmean([r['test_metrics'][m] for r in mine]):.4f}" for m in names), ""])
     for line in aligned(lines):
         echo(line)
     if table:
-        write_fixed_c_table(table, rows, metric)
+        write_fixed_c_table(table, rows, metric, names)
     return rows
 
 

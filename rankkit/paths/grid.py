@@ -20,6 +20,7 @@ difference it implies is C * max_i |x_i . grad L(0)|... up to a factor 2; C_min 
 
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import dataclass, field
 
@@ -35,7 +36,7 @@ from rankkit.evaluation import dataset_tiebreak
 from rankkit.metrics import parse_metric, per_query, per_query_table
 from rankkit.sparse import csr_matvec
 from rankkit.objectives.pairwise import PairwiseObjective
-from rankkit.solvers.newton import NewtonRankSVM
+from rankkit.solvers.newton import NewtonRankSVM, path_memory
 
 DEFAULT_N_POINTS = 30
 DEFAULT_RATIO = 1e7
@@ -200,7 +201,6 @@ def grid_path(train: Dataset, valid: Dataset, Cs=None, metric: str = DEFAULT_MET
     parse_metric(metric)
     train.require_pairs()
     Cs = grid(train, n_points, ratio) if Cs is None else np.asarray(Cs, dtype=np.float64)
-
     def fit(C, w0):
         return NewtonRankSVM(C=C, tol=tol, max_iter=max_iter).fit(train, w0=w0)
 
@@ -223,7 +223,13 @@ def path_over(fit, Cs, valid: Dataset, metric: str = DEFAULT_METRIC, select: str
     cluster: rankkit.distributed.path), each warm-started from the previous w, scored on `valid`
     under `convention` (ties as `rankkit eval` breaks them), then the choice by `metric`; every
     metric of `metrics` is reported at each point. Warnings about the choice are in the result's
-    `notes` (and passed to `warn`). progress(done, total): called after each point."""
+    `notes` (and passed to `warn`). progress(done, total): called after each point. Warm-started,
+    the Newton fits also share their CG preconditioner (rankkit.solvers.newton.path_memory)."""
+    with path_memory() if warm_start else contextlib.nullcontext():  # Newton's CG preconditioner goes along with w
+        return _path_over(fit, Cs, valid, metric, select, warm_start, log, warn, convention, metrics, progress, label)
+
+
+def _path_over(fit, Cs, valid, metric, select, warm_start, log, warn, convention, metrics, progress, label):
     names = reported_metrics(metric, metrics)
     tiebreak = dataset_tiebreak(valid, convention)
     points = []
@@ -357,7 +363,7 @@ def fixed_c_model_name(fold: str, C: float) -> str:
 
 def fixed_c_folds(folds_dir: str, Cs, out_dir: str, train_one, metric: str = DEFAULT_METRIC,
                   zero_based: bool = False, group_queries: bool = False, log=None, jobs: int = 1,
-                  convention: str = DEFAULT_CONVENTION) -> list[dict]:
+                  convention: str = DEFAULT_CONVENTION, metrics=None) -> list[dict]:
     """Train every fold of a LETOR directory (FoldK/train.txt) at each C of `Cs`, in this one
     process (the start is paid once, not once per fit), and score each model on FoldK/test.txt
     (and FoldK/vali.txt when present) with `metric`.
@@ -366,7 +372,8 @@ def fixed_c_folds(folds_dir: str, Cs, out_dir: str, train_one, metric: str = DEF
     TRAIN MODEL -C C` does (the CLI passes its own train) and returns the fit's result (.w,
     .iterations, .objective, .converged). Models are written to OUT_DIR/FoldK.C<C>.model. Returns
     one row per (fold, C): fold, C, model, iterations, objective, converged, valid and test values
-    (NaN when the file is absent).
+    of `metric` (NaN when the file is absent), and in "valid_metrics" / "test_metrics" those of
+    every metric of `metrics` (`metric` first), each graded as `rankkit eval` grades it.
 
     jobs > 1: that many folds at once, each on its own thread with single-threaded kernels (small
     fits gain more from whole folds side by side than from splitting each product). Every kernel
@@ -378,10 +385,11 @@ def fixed_c_folds(folds_dir: str, Cs, out_dir: str, train_one, metric: str = DEF
 
 
     folds = fold_dirs(folds_dir)
+    names = reported_metrics(metric, metrics)
     jobs = min(jobs, len(folds))
     if jobs <= 1:
         return [row for fold in folds
-                for row in _fixed_c_fold(folds_dir, fold, Cs, out_dir, train_one, metric, zero_based, group_queries,
+                for row in _fixed_c_fold(folds_dir, fold, Cs, out_dir, train_one, names, zero_based, group_queries,
                                          log, threading.Event(), convention)]
     from concurrent.futures import ThreadPoolExecutor
 
@@ -395,7 +403,7 @@ def fixed_c_folds(folds_dir: str, Cs, out_dir: str, train_one, metric: str = DEF
         # a fold in flight stops within one kernel call and writes no model
         with threads.limited(1, cancel=stop):
             try:
-                return _fixed_c_fold(folds_dir, fold, Cs, out_dir, train_one, metric, zero_based, group_queries,
+                return _fixed_c_fold(folds_dir, fold, Cs, out_dir, train_one, names, zero_based, group_queries,
                                      lines.append if log else None, stop, convention), lines
             except threads.Cancelled:
                 return [], lines
@@ -418,7 +426,7 @@ def fixed_c_folds(folds_dir: str, Cs, out_dir: str, train_one, metric: str = DEF
     return rows
 
 
-def _fixed_c_fold(folds_dir, fold, Cs, out_dir, train_one, metric, zero_based, group_queries, log, stop,
+def _fixed_c_fold(folds_dir, fold, Cs, out_dir, train_one, names, zero_based, group_queries, log, stop,
                   convention=DEFAULT_CONVENTION) -> list[dict]:
     import math
     import os
@@ -440,17 +448,25 @@ def _fixed_c_fold(folds_dir, fold, Cs, out_dir, train_one, metric, zero_based, g
                "objective": float(res.objective), "converged": bool(res.converged),
                "seconds": time.perf_counter() - t}
         for part, ev in evals.items():  # csr_matvec ignores features the model has not seen
-            row[part] = validation_metric(ev[0], res.w, metric, convention, ev[1])[0] if ev is not None else math.nan
+            table = validation_table(ev[0], res.w, names, convention, ev[1]) if ev is not None else None
+            values = {m: mean_se(table[m])[0] if table is not None else math.nan for m in names}
+            row["valid_metrics" if part == "vali" else "test_metrics"] = values
+            row[part] = values[names[0]]
         if log:
-            log(f"{fold} C={C:g}: {row['iterations']} iterations, test {metric} {row['test']:.4f}")
+            log(f"{fold} C={C:g}: {row['iterations']} iterations, test {names[0]} {row['test']:.4f}")
         rows.append(row)
     return rows
 
 
-def write_fixed_c_table(path: str, rows: list[dict], metric: str) -> None:
-    """Every (fold, C) as TSV."""
+def write_fixed_c_table(path: str, rows: list[dict], metric: str, metrics=None) -> None:
+    """Every (fold, C) as TSV: valid and test columns of `metric`, then of each other metric of
+    `metrics` (the rows' valid_metrics / test_metrics)."""
+    names = reported_metrics(metric, metrics)
+    cols = "\t".join(f"valid_{m}\ttest_{m}" for m in names)
     with atomic_open(path) as fh:
-        fh.write(f"fold\tC\tmodel\titerations\tobjective\tconverged\tvalid_{metric}\ttest_{metric}\tseconds\n")
+        fh.write(f"fold\tC\tmodel\titerations\tobjective\tconverged\t{cols}\tseconds\n")
         for r in rows:
+            vals = "\t".join(f"{r.get('valid_metrics', {m: r['vali']})[m]:.6f}\t"
+                             f"{r.get('test_metrics', {m: r['test']})[m]:.6f}" for m in names)
             fh.write(f"{r['fold']}\t{r['C']!r}\t{r['model']}\t{r['iterations']}\t{r['objective']:.17g}\t"
-                     f"{int(r['converged'])}\t{r['vali']:.6f}\t{r['test']:.6f}\t{r['seconds']:.4f}\n")
+                     f"{int(r['converged'])}\t{vals}\t{r['seconds']:.4f}\n")

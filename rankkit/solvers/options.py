@@ -201,7 +201,8 @@ def stop_message(stop: str, detail: dict, style: str = "cli") -> str:
     names = CLI_NAMES if style == "cli" else PYTHON_NAMES
     d = detail
     if stop == "converged":  # the Newton driver's rule
-        text = f"Newton decrement / objective = {d['ratio']:.3g} < tol {d['tol']:g}"
+        rel = "<=" if d.get("bound") else "="  # bound: CG's iterate proved it below this figure (H >= I)
+        text = f"Newton decrement / objective {rel} {d['ratio']:.3g} < tol {d['tol']:g}"
     elif stop == "gradient":  # nlcg's rule: ||g||^2 >= the Newton decrement, since H >= I
         text = f"|g|^2 / objective = {d['ratio']:.3g} <= tol {d['tol']:g} (so Newton decrement / objective too)"
     elif stop == "zero_gradient":
