@@ -250,24 +250,32 @@ def _fit_grid(solver, points, train, valid, names, convention, select, kernel, i
                  "valid": {m: q.metrics[m] for m in names}, "valid_se": q.metric_se}
                 for pt, q in zip(points, res.points)]
         return res.chosen, rows, model, notes
-    models, path_points, rows, warned = [], [], [], []
-    for k, pt in enumerate(points):
+    n = len(points)
+    models, path_points, rows, warned = [None] * n, [None] * n, [None] * n, [None] * n
+    # a kernel grid runs its points one value of gamma after another, so that the kernel map of the
+    # training data is computed once per gamma (maps: training.fit_dataset's cache, one entry);
+    # the rows keep the grid's order
+    gammas = list(dict.fromkeys(pt.get("gamma") for pt in points))
+    order = sorted(range(n), key=lambda k: gammas.index(points[k].get("gamma")))
+    maps: dict = {}
+    for k in order:
+        pt = points[k]
         params, stochastic, kmap = _settings(solver, pt, kernel, iterations, seed)
         p = training.plan(solver, params, stochastic, kmap)
         said: list = []
-        model, result = training.fit_dataset(p, train, warn=said.append)
-        warned.append(said[0] if said else None)
+        model, result = training.fit_dataset(p, train, warn=said.append, maps=maps)
+        warned[k] = said[0] if said else None
         if said and log:
             log(f"point {k + 1:3d}/{len(points)}  {_label(pt)}: {said[0]}")
         scores = model_scores(model, valid)[0]
         table = per_query_table(list(names), valid.y, scores, valid.qptr, convention, tiebreak=tiebreak)
         m, se = mean_se(table[metric])
         key = pt.get("C", pt.get("lambda", float(k + 1)))
-        path_points.append(PathPoint(key, result.iterations, result.objective, float("nan"), result.n_active, 0.0, m,
-                                     se, 0.0, np.zeros(0), table[metric]))
-        models.append(model)
-        rows.append({"point": dict(pt), "iterations": int(result.iterations), "objective": float(result.objective),
-                     "valid": {n: mean_se(table[n])[0] for n in names}, "valid_se": se})
+        path_points[k] = PathPoint(key, result.iterations, result.objective, float("nan"), result.n_active, 0.0, m,
+                                   se, 0.0, np.zeros(0), table[metric])
+        models[k] = model
+        rows[k] = {"point": dict(pt), "iterations": int(result.iterations), "objective": float(result.objective),
+                   "valid": {name: mean_se(table[name])[0] for name in names}, "valid_se": se}
         if log:
             log(f"point {k + 1:3d}/{len(points)}  {_label(pt)}  valid {metric} {m:.4f}")
         tick()

@@ -133,7 +133,7 @@ def fit_dataset(p: Plan, ds: Dataset, *, valid: Dataset | None = None, query_wei
                 log: Log | None = None, progress=None, warn: Callable[[str], None] | None = None,
                 facts: dict | None = None, run_facts: dict | None = None, w0: np.ndarray | None = None,
                 monitor: Callable | None = None, patience: int | None = None,
-                run: dict | None = None) -> tuple[Model, FitResult]:
+                run: dict | None = None, maps: dict | None = None) -> tuple[Model, FitResult]:
     """Fit the plan on `ds`: the model (its header from model_header) and the solver's result.
 
     valid: validation data (stochastic and factorized solvers). query_weights: one per query.
@@ -145,7 +145,9 @@ def fit_dataset(p: Plan, ds: Dataset, *, valid: Dataset | None = None, query_wei
     weights (over ds's columns) at each iteration of factorized and each checkpoint of the
     stochastic learners (eval_set), its value their early-stopping metric, with `patience`
     (stochastic learners: checkpoints); run, a dict whose "state" is a stochastic run to continue
-    (rankkit.solvers.sgd.RunState, None: a new one), replaced by the run's state at its end.
+    (rankkit.solvers.sgd.RunState, None: a new one), replaced by the run's state at its end; maps,
+    a cache of `ds`'s kernel map for a caller fitting several C at one kernel (one entry: the last
+    kernel's settings and map, reused when they are the same).
     Size parameters that cannot fit in memory are refused first (rankkit.resources)."""
     kwargs = dict(p.kwargs)
     spec = p.spec
@@ -179,7 +181,13 @@ def fit_dataset(p: Plan, ds: Dataset, *, valid: Dataset | None = None, query_wei
         kwargs["monitor"] = monitor
     model_solver = spec.load()(**kwargs)
     if p.kernel is not None:  # non-linear: the linear solver on the kernel map (Chapelle & Keerthi Sect. 6.3)
-        fit_ds, kmap = _kernel_map(ds, p.kernel, log)
+        key = repr(sorted(p.kernel.items()))
+        if maps is not None and maps.get("ds") is ds and maps.get("key") == key:
+            fit_ds, kmap = maps["map"]
+        else:
+            fit_ds, kmap = _kernel_map(ds, p.kernel, log)
+            if maps is not None:
+                maps.update(ds=ds, key=key, map=(fit_ds, kmap))
     compiled = compile_seconds()
     if spec.stochastic and (monitor is not None or (run is not None and run.get("state") is not None)):
         bar = progress(model_solver.iterations, spec.name) if progress else None

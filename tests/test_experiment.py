@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import rankkit
-from rankkit import training
+from rankkit import experiments, training
 from rankkit.app.evaluate import evaluate as eval_files
 from rankkit.app.predict import predict
 from rankkit.errors import DataError
@@ -252,3 +252,35 @@ def test_cli_is_quiet_without_a_terminal_and_prints_results_json(tmp_path):
                    "--format", "json", cwd=tmp_path)
     assert proc.returncode == 0 and proc.stderr == b"", proc.stderr.decode()
     assert json.loads(proc.stdout) == json.loads((tmp_path / "o" / "results.json").read_text())
+
+
+def test_a_kernel_grid_maps_the_training_data_once_per_gamma(tmp_path, monkeypatch):
+    """C x gamma grid: one kernel map per (fold, gamma), and every point's figures equal a fit of
+    that point on its own (a map made afresh), so the cache changes nothing but the work."""
+    calls = []
+    real = training._kernel_map
+
+    def counted(ds, kernel, log):
+        calls.append(kernel["gamma"])
+        return real(ds, kernel, log)
+
+    monkeypatch.setattr(training, "_kernel_map", counted)
+    Cs, gammas = [0.1, 1.0, 10.0], [0.05, 0.5]
+    points = [{"C": c, "gamma": g} for c in Cs for g in gammas]
+    train, valid = read_svmlight(FOLDS[0][0]), read_svmlight(FOLDS[0][1])
+    kernel = {"name": "rbf", "landmarks": 40}
+    chosen, rows, model, _ = experiments._fit_grid("newton", points, train, valid, ("map",), "trec", "best", kernel,
+                                                   None, 0, None, lambda: None)
+    assert sorted(calls) == sorted(gammas)  # 6 points, 2 maps
+    assert [r["point"] for r in rows] == points  # the rows in the grid's order
+    monkeypatch.setattr(training, "_kernel_map", real)
+    for pt, row in zip(points, rows):
+        p = training.plan("newton", {"C": pt["C"], "tol": None, "max_iter": None, "loss": None, "query_norm": False},
+                          None, dict(kernel, gamma=pt["gamma"], seed=0))
+        alone, result = training.fit_dataset(p, train)
+        assert row["objective"] == result.objective
+        assert row["valid"]["map"] == float(np.nanmean(dataset_table(["map"], valid, model_scores(alone, valid)[0])["map"]))
+    alone, _ = training.fit_dataset(training.plan("newton", {"C": points[chosen]["C"], "tol": None, "max_iter": None,
+                                                             "loss": None, "query_norm": False}, None,
+                                                  dict(kernel, gamma=points[chosen]["gamma"], seed=0)), train)
+    assert np.array_equal(model.weights, alone.weights)
