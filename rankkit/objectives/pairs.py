@@ -23,6 +23,7 @@ from rankkit.data import Dataset
 from rankkit.errors import UsageError
 from rankkit.compiler.dispatch import njit
 from rankkit.sparse import csr_matvec, csr_rmatvec
+from rankkit.vectors import dot
 
 LOSS_CODES = {"squared-hinge": 0, "huber": 1, "logistic": 2, "hinge": 3}
 MAX_PAIRS = 400_000_000  # 6.4 GB of pair indices: beyond this, use the O(n log n) solver
@@ -165,7 +166,7 @@ class ExplicitPairObjective:
         return pair_hess_vec(self.pi, self.pj, self._curv, d, self._z)
 
     def evaluate(self, w, y):
-        return 0.5 * float(w @ w) + self.C * self.loss_y(y)
+        return 0.5 * dot(w, w) + self.C * self.loss_y(y)
 
     def gradient(self, w):
         return w + self.C * csr_rmatvec(self.data, self.indices, self.indptr, self.gy, np.empty(self.n_features))

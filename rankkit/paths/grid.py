@@ -37,6 +37,7 @@ from rankkit.metrics import parse_metric, per_query, per_query_table
 from rankkit.sparse import csr_matvec
 from rankkit.objectives.pairwise import PairwiseObjective
 from rankkit.solvers.newton import NewtonRankSVM, path_memory
+from rankkit.vectors import dot, norm
 
 DEFAULT_N_POINTS = 30
 DEFAULT_RATIO = 1e7
@@ -242,8 +243,8 @@ def _path_over(fit, Cs, valid, metric, select, warm_start, log, warn, convention
         table = validation_table(valid, w, names, convention, tiebreak)
         vals = table[metric]
         m, se = mean_se(vals)
-        loss = (res.objective - 0.5 * float(w @ w)) / C
-        points.append(PathPoint(C, res.iterations, res.objective, loss, res.n_active, float(np.linalg.norm(w)), m, se,
+        loss = (res.objective - 0.5 * dot(w, w)) / C
+        points.append(PathPoint(C, res.iterations, res.objective, loss, res.n_active, float(norm(w)), m, se,
                                 time.perf_counter() - t0, w.copy(), vals,
                                 {name: mean_se(table[name])[0] for name in names}))
         if log:
@@ -314,7 +315,7 @@ def exact_path_points(train: Dataset, valid: Dataset, metric: str = DEFAULT_METR
     for b in res.breakpoints:
         coef = res.w_at(b.lam) if linear else res.beta_at(b.lam)
         m = float(b.metrics.get(metric, float("nan")))
-        points.append(PathPoint(b.C, 0, b.objective_C, b.hinge, b.n_one, float(np.linalg.norm(coef)), m, 0.0,
+        points.append(PathPoint(b.C, 0, b.objective_C, b.hinge, b.n_one, float(norm(coef)), m, 0.0,
                                 b.seconds - prev, coef, None, {k: float(b.metrics.get(k, float("nan"))) for k in names}))
         prev = b.seconds
 

@@ -44,6 +44,7 @@ from rankkit.solvers.base import (DEFAULT_MAX_ITER, DEFAULT_TOL, ExactRankSVM, F
                                   check_finite, quiet_fp)
 from rankkit.solvers.options import stop_message
 from rankkit.sparse import cholesky_lower, cholesky_solve
+from rankkit.vectors import dot, norm
 
 CG_MAX_ITER = 1000
 CG_CONFIRM_RTOL = 1e-8  # relative CG residual of the solve that confirms the stopping rule
@@ -104,10 +105,10 @@ def cg_steps(hess_vec, b: np.ndarray, rtol: float, max_iter: int, m_inv=None, x0
     Returns (x, iterations, residual norm, residual)."""
     x = np.zeros_like(b) if x0 is None else x0.copy()
     r = b.copy() if r0 is None else r0.copy()
-    bb = float(b @ b)
+    bb = dot(b, b)
     if not math.isfinite(bb):  # |b|^2 overflowed: no direction (the caller reports it, never "converged")
         return np.full_like(b, np.nan), 0, math.inf, r
-    rr = float(r @ r)
+    rr = dot(r, r)
     stop = (rtol * math.sqrt(bb)) ** 2
     it = 0
 
@@ -118,13 +119,13 @@ def cg_steps(hess_vec, b: np.ndarray, rtol: float, max_iter: int, m_inv=None, x0
         p = r.copy()
         while rr > stop and it < max_iter and not certified():
             Hp = hess_vec(p)
-            pHp = float(p @ Hp)
+            pHp = dot(p, Hp)
             if pHp <= 0.0:  # cannot happen for H = I + C*PSD, but never divide by it
                 break
             alpha = rr / pHp
             x += alpha * p
             r -= alpha * Hp
-            rr_new = float(r @ r)
+            rr_new = dot(r, r)
             p *= rr_new / rr
             p += r
             rr = rr_new
@@ -133,18 +134,18 @@ def cg_steps(hess_vec, b: np.ndarray, rtol: float, max_iter: int, m_inv=None, x0
     solve = m_inv if callable(m_inv) else (lambda v: v * m_inv)
     z = solve(r)
     p = z.copy()
-    rz = float(r @ z)
+    rz = dot(r, z)
     while rr > stop and it < max_iter and not certified():
         Hp = hess_vec(p)
-        pHp = float(p @ Hp)
+        pHp = dot(p, Hp)
         if pHp <= 0.0 or rz <= 0.0:
             break
         alpha = rz / pHp
         x += alpha * p
         r -= alpha * Hp
-        rr = float(r @ r)
+        rr = dot(r, r)
         z = solve(r)
-        rz_new = float(r @ z)
+        rz_new = dot(r, z)
         p *= rz_new / rz
         p += z
         rz = rz_new
@@ -158,8 +159,8 @@ def decrement_bound(b: np.ndarray, x: np.ndarray, r: np.ndarray, rr: float | Non
         b' H^-1 b = b.x + x.r + r' H^-1 r,  with 0 <= r' H^-1 r <= ||r||^2.
     With b = -g it bounds the Newton decrement g' H^-1 g (the bound minus ||r||^2 is a lower bound)
     however CG reached x: from 0 (then x.r = 0), restarted, or preconditioned."""
-    rr = float(r @ r) if rr is None else rr
-    return float(b @ x) + float(x @ r) + rr
+    rr = dot(r, r) if rr is None else rr
+    return dot(b, x) + dot(x, r) + rr
 
 
 class CGMemory:
@@ -267,7 +268,7 @@ class Preconditioned:
         certify (see cg_steps) is met; x, r: continue from x with residual r = b - H x. The
         residual of the returned x is left in self.residual."""
         total = 0
-        b_norm = float(np.linalg.norm(b))
+        b_norm = float(norm(b))
         while True:
             m_inv = self._m_inv(self.level) if self.level else None
             if self.level and self.point[0] < self.level:  # the objective has no such preconditioner
@@ -375,9 +376,9 @@ def line_search(obj: PairwiseObjective, w, y, d, delta, f0: float, gd: float, tr
             np.multiply(delta, t, out=trial)
             np.add(y, trial, out=trial)
             ft = obj.evaluate(w + t * d, trial)
-        return ft, lambda: (float(obj.gy @ delta), float(delta @ obj.hess_vec_y(delta)))
+        return ft, lambda: (dot(obj.gy, delta), dot(delta, obj.hess_vec_y(delta)))
 
-    t, ft = minimise_along(phi, f0, gd, float(w @ d), float(d @ d), obj.C)
+    t, ft = minimise_along(phi, f0, gd, dot(w, d), dot(d, d), obj.C)
     if t == 0.0:
         obj.evaluate(w, y)  # restore the state at w
     return t, ft
@@ -519,7 +520,7 @@ def truncated_newton(
             raise ValueError(f"w0 must be {obj.n_features} finite numbers, got shape {w.shape}")
     f, g = obj.start(w)
     obj.check_finite("objective or gradient at the start", f, g)
-    g0_norm = float(np.linalg.norm(g))
+    g0_norm = float(norm(g))
     stop, detail = "", {}
     cg_total = 0
     it = 0
@@ -528,7 +529,7 @@ def truncated_newton(
     if log:
         log(f"iter   0  f {f:.12e}  |g| {g0_norm:.3e}  violated {obj.n_active}")
     while True:
-        g_norm = float(np.linalg.norm(g))
+        g_norm = float(norm(g))
         if g_norm == 0.0:
             stop = "zero_gradient"
             break
@@ -542,7 +543,7 @@ def truncated_newton(
         # (decrement_bound: H >= I), which ends the run
         d, cg_it = pre.solve(-g, eta, tol * f)
         cg_total += cg_it
-        decrement = -float(g @ d)
+        decrement = -dot(g, d)
         bound = decrement_bound(-g, d, pre.residual)
         if bound > tol * f and decrement <= tol * f and eta > CG_CONFIRM_RTOL:
             # CG underestimates g'H^-1g when it stops early and H is ill-conditioned: confirm
@@ -550,7 +551,7 @@ def truncated_newton(
             d, more = pre.solve(-g, CG_CONFIRM_RTOL, tol * f, d, pre.residual)
             cg_it += more
             cg_total += more
-            decrement = -float(g @ d)
+            decrement = -dot(g, d)
             bound = decrement_bound(-g, d, pre.residual)
         obj.check_finite("Newton direction", decrement, d)
         if bound <= tol * f or decrement <= tol * f:
@@ -567,7 +568,7 @@ def truncated_newton(
         r_prev, g_prev = pre.residual, g
         t, w, f, g = obj.linesearch_and_update(w, d, f, g, -decrement)
         # the quadratic model's gradient at the new point: g + t H d = (1 - t) g - t r (H d = -g - r)
-        model_norm = float(np.linalg.norm((1.0 - t) * g_prev - t * r_prev))
+        model_norm = float(norm((1.0 - t) * g_prev - t * r_prev))
         prev_g_norm, prev_eta = g_norm, eta
         if t == 0.0:
             stop = "line_search"
@@ -575,7 +576,7 @@ def truncated_newton(
         obj.check_finite(f"objective or gradient at iteration {it}", f, g)
         if log:
             log(
-                f"iter {it:3d}  f {f:.12e}  |g| {float(np.linalg.norm(g)):.3e}  cg {cg_it:3d}{pre.tag()}  t {t:.3g}  "
+                f"iter {it:3d}  f {f:.12e}  |g| {float(norm(g)):.3e}  cg {cg_it:3d}{pre.tag()}  t {t:.3g}  "
                 f"dec/f {decrement / f:.2e}  violated {obj.n_active}  {obj.clock()}"
             )
     f, g = obj.finish(w, f, g)
@@ -587,7 +588,7 @@ def truncated_newton(
         message=stop_message(stop, detail),
         n_active=obj.n_active,
         train_time=time.perf_counter() - t_start,
-        extra={"cg_iterations": cg_total, "gradient_norm": float(np.linalg.norm(g))},
+        extra={"cg_iterations": cg_total, "gradient_norm": float(norm(g))},
         stop=stop,
         detail=detail,
     )

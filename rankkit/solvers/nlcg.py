@@ -43,6 +43,7 @@ import numpy as np
 from rankkit.data import Dataset
 from rankkit.solvers.base import ExactRankSVM, FitResult, Log, check_exact_magnitude, check_finite, quiet_fp
 from rankkit.solvers.options import stop_message
+from rankkit.vectors import dot, norm
 
 DEFAULT_MAX_ITER = 5000
 ARMIJO = 1e-4
@@ -54,7 +55,7 @@ def _line_search(obj, w, y, d, delta, f0: float, gd: float, t0: float, trial: np
     """Step t along d from w (scores y, delta = X d). Returns (t, f(w + t d), trials), the
     objective's state left at w + t d and `trial` holding y + t delta; (0, f0, trials) if no step
     decreased f (numerical precision reached)."""
-    wd, dd = float(w @ d), float(d @ d)
+    wd, dd = dot(w, d), dot(d, d)
     t_hi = -gd / dd  # phi'(t_hi) >= 0 by strong convexity
     trials = 0
 
@@ -62,7 +63,7 @@ def _line_search(obj, w, y, d, delta, f0: float, gd: float, t0: float, trial: np
         np.multiply(delta, t, out=trial)
         np.add(y, trial, out=trial)
         ft = obj.evaluate(w + t * d, trial)
-        return ft, wd + t * dd + obj.C * float(obj.gy @ delta)
+        return ft, wd + t * dd + obj.C * dot(obj.gy, delta)
 
     lo, s_lo = 0.0, gd
     hi, s_hi = t_hi, None  # the slope at hi is known to be >= 0, evaluated when needed
@@ -125,7 +126,7 @@ def nonlinear_cg(obj, ds: Dataset | None, w0: np.ndarray | None = None, tol: flo
     g = obj.gradient(w)
     finite("objective or gradient at the start", f, g)
     d = -g
-    gg = float(g @ g)
+    gg = dot(g, g)
     it = restarts = 0
     evaluations = 1
     t_prev = gd_prev = None
@@ -143,7 +144,7 @@ def nonlinear_cg(obj, ds: Dataset | None, w0: np.ndarray | None = None, tol: flo
             stop, detail = "max_iter", {"max_iter": max_iter}
             break
         it += 1
-        gd = float(g @ d)
+        gd = dot(g, d)
         if not gd < 0.0:  # not a descent direction (PR+ can lose it with an inexact search): restart
             d = -g
             gd = -gg
@@ -160,8 +161,8 @@ def nonlinear_cg(obj, ds: Dataset | None, w0: np.ndarray | None = None, tol: flo
         y, trial = trial, y  # trial holds y + t delta
         g_new = obj.gradient(w)
         finite(f"objective or gradient at iteration {it}", f_new, g_new)
-        gg_new = float(g_new @ g_new)
-        beta = max(0.0, (gg_new - float(g_new @ g)) / gg)
+        gg_new = dot(g_new, g_new)
+        beta = max(0.0, (gg_new - dot(g_new, g)) / gg)
         d = beta * d
         d -= g_new
         t_prev, gd_prev = t, gd
@@ -173,7 +174,7 @@ def nonlinear_cg(obj, ds: Dataset | None, w0: np.ndarray | None = None, tol: flo
     f = obj.evaluate(w, obj.scores(w))
     g = obj.gradient(w)
     finite("objective at the solution", f, w)
-    g_norm = float(np.linalg.norm(g))
+    g_norm = float(norm(g))
     if log and stop == "gradient":
         log(f"converged: |g|^2/f {g_norm * g_norm / f:.2e} <= tol {tol:g}")
     return FitResult(
