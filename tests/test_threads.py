@@ -97,3 +97,34 @@ def test_cli_threads_give_identical_models(tmp_path):
         return text[text.index("\nweights ") : text.index("\nchecksum ")]  # the checksum covers the timings
 
     assert weights("m1.txt") == weights("m2.txt")
+
+
+def test_weights_do_not_depend_on_blas_threads(tmp_path):
+    """OpenBLAS splits a dot product of over 10,000 entries over its threads (one per core by
+    default), so its last bits depend on the machine; the solvers' products (rankkit.vectors) do
+    not use BLAS: `rankkit train` writes the same weights with OPENBLAS_NUM_THREADS=1 and 2, on
+    sparse data with 30,000 features (CG's products are that long)."""
+    import os
+    import subprocess
+    import sys
+
+    import scipy.sparse as sp
+
+    from rankkit.datasets import dump_svmlight_file
+
+    rng = np.random.default_rng(3)
+    n, d = 2_000, 30_000
+    X = sp.random(n, d, density=10 / d, format="csr", random_state=4)
+    y = np.digitize(X @ rng.standard_normal(d) + 0.1 * rng.standard_normal(n), [-0.3, 0.0, 0.3])
+    qid = np.repeat(np.arange(n // 40), 40)
+    path = tmp_path / "wide.txt"
+    dump_svmlight_file(X, y, str(path), query_id=qid, zero_based=False)
+    out = {}
+    for t in ("1", "2"):
+        env = dict(os.environ, OPENBLAS_NUM_THREADS=t)
+        proc = subprocess.run([sys.executable, "-m", "rankkit", "train", str(path), str(tmp_path / f"m{t}.txt"), "-C", "10"],
+                              env=env, capture_output=True)
+        assert proc.returncode == 0, proc.stderr.decode()
+        text = (tmp_path / f"m{t}.txt").read_text()
+        out[t] = text[text.index("\nweights ") : text.index("\nchecksum ")]
+    assert out["1"] == out["2"]
