@@ -20,7 +20,9 @@ worker reproduces exactly the same numbers.
 
 from __future__ import annotations
 
+import hashlib
 import math
+import os
 import time
 import uuid
 from dataclasses import replace
@@ -29,14 +31,17 @@ import numpy as np
 
 from rankkit.distributed import worker as W
 from rankkit.distributed.cluster import ClusterError, cluster_failures, connect, watch, workers
-from rankkit.distributed.parts import expand_parts
+from rankkit.distributed.parts import expand_parts, joined_name
 from rankkit.errors import DataError, UsageError
+from rankkit.io.model import Model
+from rankkit.io.query_weights import read_query_weights
 from rankkit.io.svmlight import display_name
 from rankkit.objectives.rescale import canonical_rescale
 from rankkit.paths.grid import c_min_of_spread
 from rankkit.solvers.base import DEFAULT_MAX_ITER, DEFAULT_TOL, MAGNITUDE_LIMIT, FitResult, quiet_fp
 from rankkit.solvers.newton import DENSE_MAX_FEATURES, minimise_along, truncated_newton
 from rankkit.solvers.options import check_dask
+from rankkit.training import Plan, cluster_facts, fit_outcome, model_header, needs_warning, stop_words
 
 
 class Problem:
@@ -56,12 +61,7 @@ class Problem:
             raise UsageError("no parts to train on")
         self.fit_id = uuid.uuid4().hex
         self.specs = [W.PartSpec(self.fit_id, k, p, bool(zero_based)) for k, p in enumerate(self.parts)]
-        self.watch = watch(client)  # every wait bounded (rankkit.distributed.cluster.Watch)
-        live = self.watch.live() if client.status == "running" else workers(client)
-        if not live:
-            raise ClusterError("the Dask cluster has no worker")
-        self.where = [live[k % len(live)] for k in range(len(self.parts))]
-        self.n_workers = len(live)
+        self._connect()
         self.reads = 0  # parts read again after their worker was lost
         self.rounds = 0
         self.bytes_in = 0  # to the workers (points and directions), bytes of the numpy payloads
@@ -71,10 +71,23 @@ class Problem:
         self._submits = 0  # tasks submitted (a suffix making every task key new)
         self._keys = 0  # names of the points (w) and directions (d) whose state the workers cache
         t0 = time.perf_counter()
-        self._load()
-        self._setup(loss, query_norm, rescale, delta, query_weights)
+        try:
+            self._load()
+            self._setup(loss, query_norm, rescale, delta, query_weights)
+        except BaseException:
+            self.close()  # nothing of a Problem that failed to start is left held
+            raise
         self.read_seconds = time.perf_counter() - t0
         self.loaded = (self.rounds, self.compute, self.wall, self.bytes_in + self.bytes_out)  # the fits' figures start here
+
+    def _connect(self) -> None:
+        client = self.client
+        self.watch = watch(client)  # every wait bounded (rankkit.distributed.cluster.Watch)
+        live = self.watch.live() if client.status == "running" else workers(client)
+        if not live:
+            raise ClusterError("the Dask cluster has no worker")
+        self.where = [live[k % len(live)] for k in range(len(self.parts))]
+        self.n_workers = len(live)
 
     # -- rounds -------------------------------------------------------------------------------
     def _place(self, live) -> None:
@@ -128,6 +141,9 @@ class Problem:
 
         return self.watch.gather(submit)[0]
 
+    def _where_words(self) -> str:
+        return f"on {self.n_workers} workers"
+
     # -- loading and the checks a single process makes on the whole file ----------------------------
     def _load(self):
         t0 = time.perf_counter()
@@ -144,7 +160,7 @@ class Problem:
         self.n_features = max(f["n_features"] for f in facts)
         self.nnz = sum(f["nnz"] for f in facts)
         if self.log:
-            self.log(f"read {len(self.parts)} parts on {self.n_workers} workers: {self.n_rows} documents, "
+            self.log(f"read {len(self.parts)} parts {self._where_words()}: {self.n_rows} documents, "
                      f"{self.n_queries} queries, {self.n_pairs} pairs, {self.n_features} features, {self.nnz} "
                      f"non-zeros in {time.perf_counter() - t0:.3f}s")
         if self.n_pairs == 0:
@@ -152,10 +168,19 @@ class Problem:
                             "no preference pairs: every query has only one relevance level, so there is nothing to rank")
 
     def _check_split(self):
-        """A query id in two parts is an error naming both: a tree of merges on the workers, so the
-        client never holds the list of query ids (only the finding travels back)."""
+        """A query id in two parts is an error naming both."""
         if len(self.specs) == 1:
             return
+        found = self._split_finding()
+        if found is not None:
+            _, q, a, b = found
+            line = self._call(W.first_line_of_qid, b, q)
+            raise DataError(self.parts[b], f"qid {q} is also in the part {self.parts[a]}: a query split across parts "
+                            "(each query must be whole in one part)", line)
+
+    def _split_finding(self):
+        """None, or ("split", qid, part, part): a tree of merges on the workers, so the client never
+        holds the list of query ids (only the finding travels back)."""
         c = self.client
 
         def submit(live):  # the whole tree, again if a worker is lost under it
@@ -173,12 +198,7 @@ class Problem:
                 f.release()
             return [top]
 
-        found = self.watch.gather(submit)[0]
-        if found is not None:
-            _, q, a, b = found
-            line = self._call(W.first_line_of_qid, b, q)
-            raise DataError(self.parts[b], f"qid {q} is also in the part {self.parts[a]}: a query split across parts "
-                            "(each query must be whole in one part)", line)
+        return self.watch.gather(submit)[0]
 
     def _setup(self, loss, query_norm, rescale, delta, query_weights):
         loss = check_dask(None, loss)
@@ -289,11 +309,60 @@ class Problem:
                 f"moved {_human(self.bytes_in + self.bytes_out - b0)}")
 
 
+class LocalProblem(Problem):
+    """A Problem whose parts are held by this process: `rankkit train PARTS...` (solver newton)
+    and RankSVM.fit_parts without a cluster. The rounds run the workers' own task functions
+    (rankkit.distributed.worker) here, part after part, and Problem adds their results in part
+    order, as on a cluster: the same partial sums in the same order, so the same bytes as a fit on
+    any cluster. Each part stays its own dataset (never joined): the memory is the parts' data
+    and their objectives' vectors, the same as one file holding them, not the data twice."""
+
+    def __init__(self, parts, **kwargs):
+        super().__init__(None, parts, **kwargs)
+
+    def _connect(self) -> None:
+        self.watch = None
+        self.where = ["this process"] * len(self.parts)
+        self.n_workers = 1
+
+    def _where_words(self) -> str:
+        return "in this process"
+
+    def _round(self, fn, *args, sent_bytes=0):
+        t0 = time.perf_counter()
+        self.rounds += 1
+        results = [fn(spec, *args)[0] for spec in self.specs]  # (result, seconds, address, rebuilt)
+        wall = time.perf_counter() - t0
+        self.wall += wall
+        self.compute += wall
+        return results
+
+    def _call(self, fn, k, *args):
+        return fn(self.specs[k], *args)
+
+    def _split_finding(self):
+        """The tree of merges of Problem._split_finding, here."""
+        level = [W.part_qids(spec) for spec in self.specs]
+        while len(level) > 1:
+            nxt = [W.merge_qids(level[i], level[i + 1]) for i in range(0, len(level) - 1, 2)]
+            if len(level) % 2:
+                nxt.append(level[-1])
+            level = nxt
+        return _finding(level[0])
+
+    def close(self):
+        W.release(self.fit_id)
+
+    def times(self, clock) -> str:
+        return f"{self.wall - clock[1]:.3f}s"
+
+
 class DaskObjective:
-    """rankkit.solvers.newton.NewtonObjective on a Problem's parts at one C: f and g, each
-    Hessian-vector product and each line-search trial are one round of partial sums. After a
-    step the workers compute y = X w afresh at the new point (one process updates y += t delta),
-    so that a part read again on another worker reproduces exactly the same numbers."""
+    """rankkit.solvers.newton.NewtonObjective on a Problem's parts at one C (on a cluster, or a
+    LocalProblem in this process): f and g, each Hessian-vector product and each line-search trial
+    are one round of partial sums. After a step the parts compute y = X w afresh at the new point
+    (the one-file solver updates y += t delta), so that a part read again on another worker
+    reproduces exactly the same numbers."""
 
     def __init__(self, prob: Problem, C: float):
         self.prob, self.C = prob, float(C)
@@ -387,10 +456,11 @@ def fit_newton(parts, client, *, C: float = 1.0, loss: str = "squared-hinge", to
                max_iter: int = DEFAULT_MAX_ITER, query_norm: bool = False, rescale: str | None = None,
                delta: str = "gain", query_weights=None, zero_based: bool = False, log=None, w0=None):
     """Train the Newton RankSVM on `parts` (paths the workers can read, each holding whole queries;
-    globs are expanded here, sorted) on a Dask cluster, as `rankkit train PARTS... --dask`.
+    globs are expanded here, sorted) on a Dask cluster, as `rankkit train PARTS... --dask`, or in
+    this process (client None, a LocalProblem), as `rankkit train PARTS...`: the same bytes.
 
-    client: a dask.distributed.Client (used as it is, not closed), or an address string:
-        'tcp://host:8786' or 'local[:N]' (a LocalCluster of N processes, closed at the end).
+    client: None (this process), a dask.distributed.Client (used as it is, not closed), or an
+        address string: 'tcp://host:8786' or 'local[:N]' (a LocalCluster of N processes, closed at the end).
     C, loss (squared-hinge, huber, logistic), tol, max_iter, query_norm, rescale (None, 'margin' =
         'margin-sqrt' (the paper's), 'margin-delta', 'slack'), delta ('gain' or a comma-separated value per label): as `rankkit train`.
     query_weights: a path to a `qid weight` file (read by each worker) or a {qid: weight} dict.
@@ -399,19 +469,76 @@ def fit_newton(parts, client, *, C: float = 1.0, loss: str = "squared-hinge", to
 
     Returns (FitResult, facts): facts holds n_documents, n_queries, n_pairs, n_features, parts,
     workers, and the cost of the rounds (rounds, compute_seconds, communication_seconds,
-    bytes_moved, parts_read_again). The same model bytes for any number of workers and any
-    assignment of parts. Raises DataError (bad data, naming the part and line), UsageError, or
-    ClusterError (cluster unreachable or lost): each a one-line message."""
+    bytes_moved, parts_read_again). The same model bytes in this process and for any number of
+    workers and any assignment of parts. Raises DataError (bad data, naming the part and line),
+    UsageError, or ClusterError (cluster unreachable or lost): each a one-line message."""
     parts = expand_parts(parts)
+    kwargs = dict(loss=loss, query_norm=query_norm, rescale=rescale, delta=delta, query_weights=query_weights,
+                  zero_based=zero_based, log=log)
+    if client is None:
+        prob = LocalProblem(parts, **kwargs)
+        try:
+            result = prob.fit(C, w0=w0, tol=tol, max_iter=max_iter, log=log)
+        finally:
+            prob.close()
+        return result, prob_facts(prob)
     with connect(client, log=log) as cl:
         with cluster_failures():
-            prob = Problem(cl, parts, loss=loss, query_norm=query_norm, rescale=rescale, delta=delta,
-                           query_weights=query_weights, zero_based=zero_based, log=log)
+            prob = Problem(cl, parts, **kwargs)
             try:
                 result = prob.fit(C, w0=w0, tol=tol, max_iter=max_iter, log=log)
             finally:
                 prob.close()
     return result, prob_facts(prob)
+
+
+def fit_parts(p: Plan, parts, client=None, *, query_weights=None, zero_based: bool = False, log=None,
+              warn=None) -> tuple[Model, FitResult, dict]:
+    """The one fit of solver newton on PARTS, under every face: `rankkit train PARTS... [--dask
+    ADDRESS]` and RankSVM.fit_parts(PARTS, client=...), with a cluster (client: a Client or an
+    address) or without (client None: a LocalProblem, the same task functions run here). p: the
+    plan of solver newton (rankkit.training.plan; a linear model). query_weights: a `qid weight`
+    file or {qid: weight}. warn(words): called when the fit stops before its stopping rule, in the
+    words of the plan's style. Returns (the model, with the header `rankkit train` writes; the
+    FitResult; the facts of fit_newton)."""
+    if p.spec.name != "newton" or p.kernel is not None:
+        raise UsageError(f"training on parts trains solver newton, linear models, not {p.spec.name}")
+    solver = p.solver()
+    settings, loss = solver.hyperparameters(), solver.loss
+    parts = expand_parts(parts)
+    qw, data = query_weights, {}
+    if isinstance(query_weights, (str, os.PathLike)):  # read here once to report a bad file before the parts
+        read_query_weights(os.fspath(query_weights))
+        qw = os.path.abspath(os.fspath(query_weights))  # the workers read it: this process's path, made absolute
+        data["query_weights_file"] = display_name(os.fspath(query_weights))
+    elif query_weights is not None:
+        qw = {int(k): float(v) for k, v in dict(query_weights).items()}
+    result, facts = fit_newton(parts, client, C=settings["C"], loss=loss, tol=settings["tol"],
+                               max_iter=settings["max_iter"], query_norm=settings["query_norm"],
+                               rescale=settings.get("rescale"), delta=settings.get("delta", "gain"), query_weights=qw,
+                               zero_based=zero_based, log=log)
+    if warn is not None and needs_warning(result):
+        warn(stop_words(result, p.style))
+    files = facts["part_files"]
+    group_files = [f["group_file"] for f in files if f["group_file"] is not None]
+    if group_files:  # the group files that numbered the parts' queries, as one process records its own
+        data["group_file"] = joined_name(group_files)
+    data.update({
+        "index_base": 0 if zero_based else 1, "group_queries": False, "auc": False, "n_features": facts["n_features"],
+        "train_file": joined_name(parts), "train_file_bytes": sum(f["bytes"] for f in files),
+        "parts_sha256": parts_sha([(q, f["sha256"]) for q, f in zip(parts, files)]),
+        "n_queries": facts["n_queries"], "n_documents": facts["n_documents"], "n_pairs": facts["n_pairs"]})
+    run = cluster_facts(facts) if client is not None else {"parts": facts["parts"], "workers": 1}
+    header = model_header("newton", loss, settings, data, fit_outcome(result), run, result.train_time)
+    return Model(weights=result.w, header=header), result, facts
+
+
+def parts_sha(facts) -> str:
+    """SHA-256 of the parts' own SHA-256s (one `sha256  name` line each, in part order)."""
+    h = hashlib.sha256()
+    for name, sha in facts:
+        h.update(f"{sha}  {name}\n".encode())
+    return h.hexdigest()
 
 
 def prob_facts(prob: Problem) -> dict:

@@ -61,6 +61,7 @@ class PartSpec:
     delta: str = "gain"
     query_weights: object = None  # a path, a {qid: weight} dict, or None
     group_file: str | None = "auto"  # "auto": the part's own FILE.query / FILE.group; None: none
+    narrow_indices: bool = True  # uint16 column indices when they fit (as `rankkit train FILE` reads for newton)
 
     def __post_init__(self):  # on the client, where the spec is made (unpickling does not run it)
         _readable_on_a_worker(self.path)
@@ -97,7 +98,8 @@ def _read(spec: PartSpec):
     size of its (decompressed) bytes, recorded in the model."""
     digest = FileDigest()
     _visible_here(spec.path)
-    ds = read_svmlight(spec.path, spec.zero_based, groups=spec.group_file, digest=digest)
+    ds = read_svmlight(spec.path, spec.zero_based, groups=spec.group_file, digest=digest,
+                       narrow_indices=spec.narrow_indices)
     return ds, digest.hexdigest(), digest.nbytes
 
 
