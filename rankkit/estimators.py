@@ -863,7 +863,7 @@ class RankSVM(_Trainable):
 
 
     def fit_parts(self, parts, *, client=None, zero_based: bool = False, query_weights=None) -> "RankSVM":
-        """Fit on files of whole queries: on a Dask cluster, or in this process as if concatenated.
+        """Fit on files of whole queries: on a Dask cluster, or in this process (the same bytes).
 
         Parameters
         ----------
@@ -876,7 +876,9 @@ class RankSVM(_Trainable):
             LocalCluster of N processes for this fit). The data stays on the workers; each Newton
             step is one round of per-part sums, reduced in part order, so the model is the same
             for any number of workers (README: Distributed training). Needs ``rankkit[dask]``;
-            solver newton, linear models. None: read the parts here (any exact solver).
+            solver newton, linear models. None: the parts held here, part by part, the same
+            weight bytes as on a cluster (solver newton); another exact solver, or a single
+            part, trains on them as on one concatenated file.
         zero_based : bool, default False
             Feature indices in the files start at 0.
         query_weights : str or dict, optional

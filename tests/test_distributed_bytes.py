@@ -153,9 +153,9 @@ def test_raw_features_take_the_preconditioner_paths_with_the_same_bytes(data, cl
     assert any("(diag)" in ln or "(dense)" in ln for ln in lines), lines
     local, remote = LocalProblem(paths), Problem(client, paths)
     try:
-        for mode in ("diag", "dense", "none"):
-            a = local.fit(1.0, precondition=mode, max_iter=6)
-            b = remote.fit(1.0, precondition=mode, max_iter=6)
+        for mode in ("diag", "dense"):
+            a = local.fit(1.0, precondition=mode, max_iter=4)
+            b = remote.fit(1.0, precondition=mode, max_iter=4)
             assert a.w.tobytes() == b.w.tobytes(), mode
             assert (a.iterations, a.extra["cg_iterations"], a.objective) == \
                 (b.iterations, b.extra["cg_iterations"], b.objective), mode
@@ -266,3 +266,48 @@ def test_parts_in_one_process_hold_no_joined_copy(data):
     finally:
         prob.close()
     assert not any(k[0] == prob.fit_id for k in W._STATE)
+
+
+def test_a_mistyped_index_trains_on_the_columns_that_occur(data, cluster, tmp_path):
+    """One part with a feature index 1000000 (a typo): as `rankkit train FILE` does, the fit runs
+    on the columns that occur and the model is sparse; the same bytes in this process and on the
+    cluster, never vectors of 1e6 numbers in the rounds; the columns of the one-file model."""
+    d, names = data
+    _, client = cluster
+    lines = (d / "mid.txt").read_bytes().splitlines(True)
+    head, _, comment = lines[3].partition(b"#")
+    lines[3] = head.rstrip() + b" 1000000:0.5 #" + comment
+    typo = tmp_path / "typo.txt"
+    typo.write_bytes(b"".join(lines))
+    paths = [str(d / names[0]), str(typo), str(d / names[2])]
+    here = _fit(paths, None)
+    there = _fit(paths, client)
+    _same(here, there)
+    model = here[0]
+    assert model.feature_index is not None and model.n_total == 1000000 and model.weights.shape[0] <= 50
+    assert model.feature_index.tobytes() == there[0].feature_index.tobytes()
+    assert int(model.header["n_features"]) == 1000000
+    whole = tmp_path / "whole.txt"
+    whole.write_bytes(b"".join(read_plain(p) for p in paths))
+    one = NewtonRankSVM(C=0.01).fit(read_svmlight(str(whole)).compact_columns()[0])
+    assert abs(one.objective - here[1].objective) <= 1e-10 * one.objective
+    full, _ = fit_newton_full(paths)
+    assert full.w.shape == (1000000,) and np.array_equal(full.w[model.feature_index], model.weights)
+
+
+def read_plain(path: str) -> bytes:
+    """A part's lines with its qids (a LightGBM part's from its group file), uncompressed."""
+    ds = read_svmlight(path)
+    out = []
+    for r in range(ds.n_rows):
+        cols = ds.indices[ds.indptr[r]:ds.indptr[r + 1]]
+        vals = ds.data[ds.indptr[r]:ds.indptr[r + 1]]
+        feats = " ".join(f"{int(j) + 1}:{float(v)!r}" for j, v in zip(cols, vals))
+        out.append(f"{float(ds.y[r])!r} qid:{int(ds.qid[r]) + (100000 if ds.group_file else 0)} {feats}\n")
+    return "".join(out).encode()
+
+
+def fit_newton_full(paths):
+    from rankkit.distributed import fit_newton
+
+    return fit_newton(paths, None, C=0.01)

@@ -1,21 +1,33 @@
-"""The truncated Newton RankSVM on a Dask cluster: the driver (CG, line search, stopping rule) runs
-on the client; each f/g, each Hessian-vector product and each line-search step is one round of
-per-part partial sums computed where the parts live (rankkit.distributed.worker).
+"""The truncated Newton RankSVM on parts: the driver (CG, line search, stopping rule:
+rankkit.solvers.newton.truncated_newton, unchanged) runs on the client; each f/g, each
+Hessian-vector product and each line-search step is one round of per-part partial sums computed
+where the parts live (rankkit.distributed.worker): on the workers of a Dask cluster (Problem), or
+in this process (LocalProblem: `rankkit train PARTS...` without --dask, fit_parts without a client).
 
     f(w)  = 0.5 w.w + C sum_k L_k(X_k w)          g = w + C sum_k X_k' dL_k/dy
     H s   = s + C sum_k X_k' H_k X_k s            phi(t) = f(w + t d), phi', phi'' as sums of scalars
 
-Only d-vectors and scalars travel: the scores y = Xw and delta = Xd stay on the workers. The
+Only d-vectors and scalars travel: the scores y = Xw and delta = Xd stay with the parts. The
 partial sums are added in part order (never in order of arrival), and each part's sum is a
 deterministic function of its data and the point, so the model has the same bytes for any
-number of workers and any assignment of parts to workers, and after a worker is lost and its
-parts are read again elsewhere. It is the single-process algorithm (rankkit.solvers.newton),
-step for step; the sums are grouped by part, so its objective agrees with the single-process
-fit to rounding (tested to 1e-10 relative), not bit for bit.
+number of workers, any assignment of parts to workers, after a worker is lost and its parts are
+read again elsewhere, and in one process (LocalProblem runs the same task functions, part after
+part, and the same reduction): one process and a cluster give the same weights, iterations, CG
+steps and objective, bit for bit (tests/test_distributed_bytes.py).
 
-One difference of cost: after a step, the workers compute y = X w afresh at the new point (the
-single-process solver updates y += t delta), so that a part rebuilt from its file on another
-worker reproduces exactly the same numbers.
+Against the one-file fit (`rankkit train FILE`, rankkit.solvers.newton.LocalObjective) it is the
+same algorithm step for step, to rounding, not bit for bit (objective to 1e-10 relative in the
+tests): the sums are grouped by part here and over the whole file there, and after a step the
+parts compute y = X w afresh at the new point (one file updates y += t delta), so that a part
+read again on another worker reproduces exactly the same numbers. The one-file path is left as
+it is (its speed: issue 27); a single part without --dask is trained as one file.
+
+Why per-part sums in one process rather than one reduction order independent of the partition
+(a fixed tree over the global query index): that would change the one-file fit too, and every
+kernel's internal sums (per thread chunk, per query block) would have to follow the global tree
+across part boundaries; the per-part reduction needs no new kernel, keeps the parts apart in
+memory (never concatenated: the data once, not twice), and makes any future change of the
+driver apply to both faces at once, since both run truncated_newton on the same DaskObjective.
 """
 
 from __future__ import annotations
@@ -32,6 +44,7 @@ import numpy as np
 from rankkit.distributed import worker as W
 from rankkit.distributed.cluster import ClusterError, cluster_failures, connect, watch, workers
 from rankkit.distributed.parts import expand_parts, joined_name
+from rankkit.data import COMPACT_MIN_FEATURES
 from rankkit.errors import DataError, UsageError
 from rankkit.io.model import Model
 from rankkit.io.query_weights import read_query_weights
@@ -166,6 +179,22 @@ class Problem:
         if self.n_pairs == 0:
             raise DataError(self.parts[0] if len(self.parts) == 1 else f"{self.parts[0]} ... ({len(self.parts)} parts)",
                             "no preference pairs: every query has only one relevance level, so there is nothing to rank")
+        self._compact()
+
+    def _compact(self) -> None:
+        """Dataset.compact_columns' rule on all the parts (what `rankkit train FILE` does): when
+        more than COMPACT_MIN_FEATURES columns and at most half of them occur (a mistyped index
+        such as 100000000), train on the columns that occur (`columns`; n_features becomes their
+        number, n_total stays the data's) and write a sparse model."""
+        self.n_total, self.columns = self.n_features, None
+        if self.n_features <= COMPACT_MIN_FEATURES:
+            return
+        used = np.unique(np.concatenate(self._round(W.columns)))
+        if used.shape[0] > self.n_features // 2:
+            return
+        self.columns, self.n_features = used, int(used.shape[0])
+        if self.log:
+            self.log(f"training on the {used.shape[0]} feature indices that occur (of {self.n_total}); sparse model")
 
     def _check_split(self):
         """A query id in two parts is an error naming both."""
@@ -210,7 +239,7 @@ class Problem:
         self.loss, self.query_norm, self.rescale, self.delta = loss, bool(query_norm), rescale, delta
         self.query_weights = query_weights
         self.specs = [replace(s, n_features=self.n_features, loss=loss, query_norm=bool(query_norm), rescale=rescale,
-                              delta=delta, query_weights=query_weights) for s in self.specs]
+                              delta=delta, query_weights=query_weights, columns=self.columns) for s in self.specs]
         outs = self._round(W.setup)
         if query_weights is not None and not any(o["weighted_pairs"] for o in outs):
             name = display_name(query_weights) if isinstance(query_weights, str) else "query_weights"
@@ -281,14 +310,23 @@ class Problem:
 
     # -- Newton -----------------------------------------------------------------------------------
     def fit(self, C: float, w0=None, tol: float = DEFAULT_TOL, max_iter: int = DEFAULT_MAX_ITER, log=None,
-            precondition: str = "auto") -> FitResult:
+            precondition: str = "auto", full: bool = True) -> FitResult:
         """Truncated Newton at this C from w0 (zeros if None): rankkit.solvers.newton's driver, on
-        the parts' partial sums (precondition: rankkit.solvers.newton.PRECONDITIONERS)."""
+        the parts' partial sums (precondition: rankkit.solvers.newton.PRECONDITIONERS). With
+        `columns` (few of many columns occur), it trains on those: w0 may be over all the columns,
+        and the result's w is over all of them (full) or over `columns` only (not full)."""
         C = float(C)
+        if self.columns is not None and w0 is not None and np.shape(w0) == (self.n_total,):
+            w0 = np.asarray(w0, dtype=np.float64)[self.columns]
         self.check_magnitude(C)
         with quiet_fp():
-            return truncated_newton(DaskObjective(self, C), w0=w0, tol=tol, max_iter=max_iter, log=log,
-                                    precondition=precondition)
+            res = truncated_newton(DaskObjective(self, C), w0=w0, tol=tol, max_iter=max_iter, log=log,
+                                   precondition=precondition)
+        if self.columns is not None and full:  # every other column's weight is exactly 0
+            w = np.zeros(self.n_total)
+            w[self.columns] = res.w
+            res = replace(res, w=w)
+        return res
 
     def new_key(self, kind: str) -> str:
         """A name for a point (w) or direction (d) whose state the workers cache: unique over the
@@ -454,7 +492,8 @@ def _human(n: float) -> str:
 
 def fit_newton(parts, client, *, C: float = 1.0, loss: str = "squared-hinge", tol: float = DEFAULT_TOL,
                max_iter: int = DEFAULT_MAX_ITER, query_norm: bool = False, rescale: str | None = None,
-               delta: str = "gain", query_weights=None, zero_based: bool = False, log=None, w0=None):
+               delta: str = "gain", query_weights=None, zero_based: bool = False, log=None, w0=None,
+               full: bool = True):
     """Train the Newton RankSVM on `parts` (paths the workers can read, each holding whole queries;
     globs are expanded here, sorted) on a Dask cluster, as `rankkit train PARTS... --dask`, or in
     this process (client None, a LocalProblem), as `rankkit train PARTS...`: the same bytes.
@@ -466,6 +505,8 @@ def fit_newton(parts, client, *, C: float = 1.0, loss: str = "squared-hinge", to
     query_weights: a path to a `qid weight` file (read by each worker) or a {qid: weight} dict.
     w0: a starting point (a warm start); the optimum does not depend on it.
     log: a callable taking one line of progress (-v), or None.
+    full: the result's w over every column; False: over facts["feature_index"] only, when few of
+        many columns occur (Problem._compact; feature_index None otherwise).
 
     Returns (FitResult, facts): facts holds n_documents, n_queries, n_pairs, n_features, parts,
     workers, and the cost of the rounds (rounds, compute_seconds, communication_seconds,
@@ -478,7 +519,7 @@ def fit_newton(parts, client, *, C: float = 1.0, loss: str = "squared-hinge", to
     if client is None:
         prob = LocalProblem(parts, **kwargs)
         try:
-            result = prob.fit(C, w0=w0, tol=tol, max_iter=max_iter, log=log)
+            result = prob.fit(C, w0=w0, tol=tol, max_iter=max_iter, log=log, full=full)
         finally:
             prob.close()
         return result, prob_facts(prob)
@@ -486,7 +527,7 @@ def fit_newton(parts, client, *, C: float = 1.0, loss: str = "squared-hinge", to
         with cluster_failures():
             prob = Problem(cl, parts, **kwargs)
             try:
-                result = prob.fit(C, w0=w0, tol=tol, max_iter=max_iter, log=log)
+                result = prob.fit(C, w0=w0, tol=tol, max_iter=max_iter, log=log, full=full)
             finally:
                 prob.close()
     return result, prob_facts(prob)
@@ -516,7 +557,7 @@ def fit_parts(p: Plan, parts, client=None, *, query_weights=None, zero_based: bo
     result, facts = fit_newton(parts, client, C=settings["C"], loss=loss, tol=settings["tol"],
                                max_iter=settings["max_iter"], query_norm=settings["query_norm"],
                                rescale=settings.get("rescale"), delta=settings.get("delta", "gain"), query_weights=qw,
-                               zero_based=zero_based, log=log)
+                               zero_based=zero_based, log=log, full=False)
     if warn is not None and needs_warning(result):
         warn(stop_words(result, p.style))
     files = facts["part_files"]
@@ -530,6 +571,9 @@ def fit_parts(p: Plan, parts, client=None, *, query_weights=None, zero_based: bo
         "n_queries": facts["n_queries"], "n_documents": facts["n_documents"], "n_pairs": facts["n_pairs"]})
     run = cluster_facts(facts) if client is not None else {"parts": facts["parts"], "workers": 1}
     header = model_header("newton", loss, settings, data, fit_outcome(result), run, result.train_time)
+    used = facts["feature_index"]
+    if used is not None:  # weights of the columns that occur; every other feature's weight is exactly 0
+        return Model(weights=result.w, header=header, feature_index=used, n_total=facts["n_features"]), result, facts
     return Model(weights=result.w, header=header), result, facts
 
 
@@ -547,7 +591,7 @@ def prob_facts(prob: Problem) -> dict:
     r0, c0, w0, b0 = prob.loaded
     compute, wall = prob.compute - c0, prob.wall - w0
     return {"n_documents": prob.n_rows, "n_queries": prob.n_queries, "n_pairs": prob.n_pairs,
-            "n_features": prob.n_features, "nnz": prob.nnz, "parts": len(prob.parts), "workers": prob.n_workers,
+            "n_features": prob.n_total, "feature_index": prob.columns, "nnz": prob.nnz, "parts": len(prob.parts), "workers": prob.n_workers,
             "read_seconds": prob.read_seconds, "rounds": prob.rounds - r0, "compute_seconds": compute,
             "communication_seconds": max(wall - compute, 0.0),
             "bytes_moved": prob.bytes_in + prob.bytes_out - b0, "parts_read_again": prob.reads,

@@ -62,6 +62,9 @@ class PartSpec:
     query_weights: object = None  # a path, a {qid: weight} dict, or None
     group_file: str | None = "auto"  # "auto": the part's own FILE.query / FILE.group; None: none
     narrow_indices: bool = True  # uint16 column indices when they fit (as `rankkit train FILE` reads for newton)
+    # the columns that occur in some part (sorted int64), when few of many do (Dataset.compact_columns'
+    # rule, on all the parts): the part trains on them renumbered 0..len-1; None: every column
+    columns: object = field(default=None, compare=False)
 
     def __post_init__(self):  # on the client, where the spec is made (unpickling does not run it)
         _readable_on_a_worker(self.path)
@@ -143,7 +146,10 @@ def _state(spec: PartSpec) -> tuple[_Part, bool]:
 
 def _build_objective(st: _Part, spec: PartSpec) -> None:
     ds = st.ds
-    if ds.n_features != spec.n_features:
+    if spec.columns is not None:  # few of many columns occur: the part on those, renumbered (a sparse model)
+        ds = ds.take_columns(spec.columns)
+        st.ds = ds
+    elif ds.n_features != spec.n_features:
         ds = ds.with_changes(n_features=int(spec.n_features))
         st.ds = ds
     weights = None
@@ -206,6 +212,12 @@ def load(st: _Part, spec: PartSpec) -> dict:
             "nnz": ds.nnz, "max_abs": big, "has_qid": bool(ds.has_qid),
             "qid_min": int(ds.qid.min()), "qid_max": int(ds.qid.max()), "sha256": st.extra["sha256"],
             "bytes": st.extra["bytes"], "group_file": ds.group_file}
+
+
+@_timed
+def columns(st: _Part, spec: PartSpec) -> np.ndarray:
+    """The sorted distinct columns of the part (int64)."""
+    return np.unique(st.ds.indices).astype(np.int64)
 
 
 def part_qids(spec: PartSpec):
