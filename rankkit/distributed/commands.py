@@ -67,11 +67,12 @@ def train_parts(patterns, model_file, dask=None, solver=None, params=None, query
                                      log=log, warn=warn)
     write_model(model_file, model)
     if log:
-        where = f"{facts['workers']} workers" if dask is not None else "one process"
+        where = (f"{facts['workers']} workers ({facts['rounds']} rounds, compute {facts['compute_seconds']:.3f}s, "
+                 f"communication {facts['communication_seconds']:.3f}s)" if dask is not None
+                 else f"in this process ({facts['rounds']} rounds of partial sums)")
         log(f"{'converged' if result.converged else 'NOT converged'} after {result.iterations} iterations: objective "
-            f"{result.objective:.12g} on {len(parts)} parts, {where} ({facts['rounds']} rounds, "
-            f"compute {facts['compute_seconds']:.3f}s, communication {facts['communication_seconds']:.3f}s); wrote "
-            f"{model_file} in {time.perf_counter() - t0:.3f}s total")
+            f"{result.objective:.12g} on {len(parts)} parts, {where}; wrote {model_file} in "
+            f"{time.perf_counter() - t0:.3f}s total")
     return result, facts
 
 
