@@ -146,8 +146,10 @@ def _state(spec: PartSpec) -> tuple[_Part, bool]:
 
 def _build_objective(st: _Part, spec: PartSpec) -> None:
     ds = st.ds
-    if spec.columns is not None:  # few of many columns occur: the part on those, renumbered (a sparse model)
-        ds = ds.take_columns(spec.columns)
+    if spec.columns is not None:  # few of many columns occur: the part on those, renumbered (a sparse model);
+        # every column of the part is one of them (Dataset.compact_columns' renumbering)
+        indices = np.searchsorted(spec.columns, ds.indices).astype(np.int32)
+        ds = ds.with_changes(indices=indices, n_features=int(spec.columns.shape[0]))
         st.ds = ds
     elif ds.n_features != spec.n_features:
         ds = ds.with_changes(n_features=int(spec.n_features))
