@@ -207,9 +207,9 @@ def test_cli_one_process_equals_dask_on_a_real_scheduler(data, cluster, tmp_path
     assert py.weights.tobytes() == a.weights.tobytes()
 
 
-@pytest.mark.slow  # a LocalCluster of worker processes started and stopped by rankkit
 def test_estimator_fit_parts_on_local_cluster_equals_without_a_client(data):
-    """RankSVM.fit_parts(PARTS) and RankSVM.fit_parts(PARTS, client='local:2'): the same bytes."""
+    """RankSVM.fit_parts(PARTS) and RankSVM.fit_parts(PARTS, client='local:2') (a LocalCluster of two
+    worker processes started and stopped by rankkit, about 4 s): the same bytes."""
     import rankkit as rk
 
     d, names = data
