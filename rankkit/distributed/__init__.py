@@ -38,7 +38,9 @@ def fit_newton(parts, client, *, C: float = 1.0, loss: str = "squared-hinge", to
 
     FitResult: w, objective, iterations, converged, message, n_active, train_time, extra
     (cg_iterations, gradient_norm). facts: n_documents, n_queries, n_pairs, n_features, nnz,
-    parts, workers, rounds, compute_seconds, communication_seconds, bytes_moved, parts_read_again.
+    parts, workers, rounds, compute_seconds, communication_seconds, bytes_moved, parts_read_again,
+    feature_index (the columns trained on when few of many occur, as `rankkit train FILE` does;
+    None otherwise: w still has n_features numbers, 0 outside them).
 
     The same w, bit for bit, in this process and for any number of workers and any assignment
     of parts to them.
