@@ -93,8 +93,11 @@ def _plan(**params):
     return training.plan("newton", {"C": 0.01, **params}, style="python")
 
 
-def _fit(paths, client, qw=None, **params):
-    return fit_parts(_plan(**params), paths, client, query_weights=qw)
+def _fit(paths, client, qw=None, zero_based=False, **params):
+    warned = []
+    out = fit_parts(_plan(**params), paths, client, query_weights=qw, zero_based=zero_based, warn=warned.append)
+    assert len(warned) == (0 if out[1].converged else 1)
+    return out
 
 
 def _same(a, b):
@@ -116,6 +119,7 @@ CASES = [
     dict(rescale="slack", delta="gain", weights=True),
     dict(rescale="margin", delta="0,1,3", query_norm=True),
     dict(rescale="margin-delta", delta="gain"),
+    dict(zero_based=True, loss="huber", max_iter=2),  # --zero-based; stopped by --max-iter (a warning)
 ]
 
 
@@ -135,7 +139,8 @@ def test_one_process_and_a_real_cluster_give_the_same_bytes(data, cluster, case)
     finally:
         os.chdir(cwd)
     _same(here, there)
-    assert here[1].converged and there[2]["workers"] == 2 and here[2]["workers"] == 1
+    assert here[1].converged == ("max_iter" not in case) and there[2]["workers"] == 2 and here[2]["workers"] == 1
+    assert here[0].header["index_base"] == (0 if case.get("zero_based") else 1)
     assert here[0].header["group_file"] == str(d / "lgb.txt.query")
     assert int(here[0].header["n_queries"]) == len(_queries(SAMPLE.read_bytes().splitlines(True)))
 
