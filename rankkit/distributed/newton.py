@@ -65,6 +65,8 @@ class Problem:
     reads the part again. Each round records where every part actually ran, and the next round
     goes there."""
 
+    moves = True  # its rounds move bytes between the client and the workers (counted)
+
     def __init__(self, client, parts, *, loss="squared-hinge", query_norm=False, rescale=None, delta="gain",
                  query_weights=None, zero_based=False, log=None):
         self.client = client
@@ -83,6 +85,7 @@ class Problem:
         self.wall = 0.0  # wall time of the rounds on the client
         self._submits = 0  # tasks submitted (a suffix making every task key new)
         self._keys = 0  # names of the points (w) and directions (d) whose state the workers cache
+        self.new_fit()
         t0 = time.perf_counter()
         try:
             self._load()
@@ -115,34 +118,51 @@ class Problem:
         return self.client.submit(fn, self.specs[k], *args, workers=[self.where[k]], allow_other_workers=True,
                                   pure=False, key=f"{key}-{self._submits}" if key else None)
 
-    def _round(self, fn, *args, sent_bytes=0):
-        """One task per part, results in part order. Returns the results. A round whose workers
-        change under it is submitted again (rankkit.distributed.cluster.Watch): the same results."""
-        t0 = time.perf_counter()
-        tag = f"rankkit-{fn.__name__}-{self.fit_id[:8]}-{self.rounds}"
+    def _run(self, fn, ks, args, tag):
+        """fn(spec_k, *args) for the parts ks, results in that order: (result, seconds, address,
+        rebuilt). A batch whose workers change under it is submitted again (Watch): the same results."""
 
         def submit(live):
             self._place(live)
-            return [self._submit(fn, k, *args, key=f"{tag}-{k}") for k in range(len(self.specs))]
+            return [self._submit(fn, k, *args, key=f"{tag}-{k}") for k in ks]
 
+        return self.watch.gather(submit)
+
+    def _round(self, fn, *args, sent_bytes=0, point=None):
+        """One task per part, results in part order. A part that answers NEED_LINEAGE (it lost
+        the scores of `point`: its worker was lost, or it moved) is asked again with the point's
+        lineage, and replays it: the same results."""
+        t0 = time.perf_counter()
+        tag = f"rankkit-{fn.__name__}-{self.fit_id[:8]}-{self.rounds}"
         self.rounds += 1
-        outs = self.watch.gather(submit)
         per_worker: dict = {}
-        results = []
-        for k, (res, seconds, addr, rebuilt) in enumerate(outs):
-            results.append(res)
-            per_worker[addr] = per_worker.get(addr, 0.0) + seconds
-            if rebuilt and self.rounds > 1:
-                self.reads += 1
-                if self.log:
-                    self.log(f"part {k} ({self.parts[k]}) read again on {addr} (its worker was lost)")
-            self.where[k] = addr
+        results = [None] * len(self.specs)
+        ks, batch = list(range(len(self.specs))), args
+        for attempt in range(2):
+            outs = self._run(fn, ks, batch, tag if attempt == 0 else tag + "-lineage")
+            for k, (res, seconds, addr, rebuilt) in zip(ks, outs):
+                results[k] = res
+                per_worker[addr] = per_worker.get(addr, 0.0) + seconds
+                if rebuilt and self.rounds > 1:
+                    self.reads += 1
+                    if self.log:
+                        self.log(f"part {k} ({self.parts[k]}) read again on {addr} (its worker was lost)")
+                self.where[k] = addr
+            if self.moves:
+                self.bytes_in += sent_bytes * len(ks)
+                self.bytes_out += sum(_nbytes(results[k]) for k in ks)
+            ks = [k for k in ks if isinstance(results[k], str) and results[k] == W.NEED_LINEAGE]
+            if not ks:
+                break
+            if point is None or attempt:
+                raise RuntimeError(f"rankkit: a part could not rebuild the point {point!r}")  # never: a bug
+            lineage = self.lineage(point)
+            batch = args + (lineage,)
+            sent_bytes += _nbytes(lineage)
         wall = time.perf_counter() - t0
         compute = max(per_worker.values())
         self.wall += wall
         self.compute += min(compute, wall)
-        self.bytes_in += sent_bytes * len(self.specs)
-        self.bytes_out += sum(_nbytes(r) for r in results)
         return results
 
     def _call(self, fn, k, *args):
@@ -255,9 +275,40 @@ class Problem:
             k = int(np.argmax([f["max_abs"] for f in self.facts]))
             self._call(W.check_magnitude, k, scale, f"-C {C:g}", "C x pairs", self.n_features)
 
+    # -- the points of a fit and their lineage ----------------------------------------------------
+    def new_fit(self) -> None:
+        """Forget the lineage of the previous fit (its points are never asked for again)."""
+        self._fresh, self._steps, self._dirs = {}, {}, {}
+
+    def fresh(self, w) -> str:
+        """A point whose scores the parts compute afresh, X w."""
+        key = self.new_key("w")
+        self._fresh[key] = np.array(w, dtype=np.float64, copy=True)
+        return key
+
+    def direction(self, d) -> str:
+        key = self.new_key("d")
+        self._dirs[key] = np.array(d, dtype=np.float64, copy=True)
+        return key
+
+    def step(self, key, dkey, t: float) -> tuple:
+        """The point a Newton step reaches from `key` along `dkey` with length t: (its key, how
+        the parts make its scores: those of the line search's trial at t)."""
+        child = self.new_key("w")
+        self._steps[child] = (key, dkey, float(t))
+        return child, ("step", key, dkey, float(t))
+
+    def lineage(self, key) -> tuple:
+        """(w0, [(d, t), ...]): the fit's first point and the steps that lead to `key`."""
+        steps = []
+        while key in self._steps:
+            key, dkey, t = self._steps[key]
+            steps.append((self._dirs[dkey], t))
+        return self._fresh[key], steps[::-1]
+
     # -- the objective as partial sums -------------------------------------------------------------
-    def fg(self, key, w):
-        outs = self._round(W.fg, key, w, sent_bytes=w.nbytes)
+    def fg(self, key, how):
+        outs = self._round(W.fg, key, how, sent_bytes=_nbytes(how), point=key)
         loss = 0.0
         g = np.zeros(self.n_features)
         active = 0
@@ -267,23 +318,23 @@ class Problem:
             active += a
         return loss, g, active
 
-    def hv(self, key, w, s):
-        outs = self._round(W.hv, key, w, s, sent_bytes=w.nbytes + s.nbytes)
+    def hv(self, key, how, s):
+        outs = self._round(W.hv, key, how, s, sent_bytes=_nbytes(how) + s.nbytes, point=key)
         z = np.zeros(self.n_features)
         for zk in outs:
             z += zk
         return z
 
-    def precond(self, key, w, kind):
+    def precond(self, key, how, kind):
         """The sum over the parts (in part order) of worker.precond's shares."""
-        outs = self._round(W.precond, key, w, kind, sent_bytes=w.nbytes)
+        outs = self._round(W.precond, key, how, kind, sent_bytes=_nbytes(how), point=key)
         total = np.zeros_like(outs[0])
         for x in outs:
             total += x
         return total
 
-    def ls(self, key, w, dkey, d, t):
-        outs = self._round(W.ls, key, w, dkey, d, float(t), sent_bytes=w.nbytes + d.nbytes)
+    def ls(self, key, how, dkey, d, t):
+        outs = self._round(W.ls, key, how, dkey, d, float(t), sent_bytes=_nbytes(how) + d.nbytes, point=key)
         L = gyd = dhd = 0.0
         for a, b, c in outs:
             L += a
@@ -296,7 +347,9 @@ class Problem:
 
     def c_min(self) -> float:
         """rankkit.paths.grid.c_min on the parts: max_i |x_i . grad L(0)| computed where they are."""
-        _, gl, _ = self.fg(self.new_key("w"), np.zeros(self.n_features))
+        self.new_fit()
+        w = np.zeros(self.n_features)
+        _, gl, _ = self.fg(self.fresh(w), w)
         spread = max(self._round(W.score_spread, gl, sent_bytes=gl.nbytes))
         return c_min_of_spread(spread, self.parts[0])
 
@@ -355,6 +408,8 @@ class LocalProblem(Problem):
     any cluster. Each part stays its own dataset (never joined): the memory is the parts' data
     and their objectives' vectors, the same as one file holding them, not the data twice."""
 
+    moves = False
+
     def __init__(self, parts, **kwargs):
         super().__init__(None, parts, **kwargs)
 
@@ -366,14 +421,8 @@ class LocalProblem(Problem):
     def _where_words(self) -> str:
         return "in this process"
 
-    def _round(self, fn, *args, sent_bytes=0):
-        t0 = time.perf_counter()
-        self.rounds += 1
-        results = [fn(spec, *args)[0] for spec in self.specs]  # (result, seconds, address, rebuilt)
-        wall = time.perf_counter() - t0
-        self.wall += wall
-        self.compute += wall
-        return results
+    def _run(self, fn, ks, args, tag):
+        return [fn(self.specs[k], *args) for k in ks]
 
     def _call(self, fn, k, *args):
         return fn(self.specs[k], *args)
@@ -397,65 +446,75 @@ class LocalProblem(Problem):
 
 class DaskObjective:
     """rankkit.solvers.newton.NewtonObjective on a Problem's parts at one C (on a cluster, or a
-    LocalProblem in this process): f and g, each Hessian-vector product and each line-search trial
-    are one round of partial sums. After a step the parts compute y = X w afresh at the new point
-    (the one-file solver updates y += t delta), so that a part read again on another worker
-    reproduces exactly the same numbers."""
+    LocalProblem in this process), as LocalObjective is on one dataset: f and g, each
+    Hessian-vector product and each line-search trial are one round of partial sums. The scores
+    follow the one-process rule: X w at the first point (and at the returned one, `finish`), then
+    y += t delta along the steps (each part keeps its accepted trial's scores, and a part that lost
+    them replays the steps from the lineage the client keeps: the same bits). So on a single part
+    every number is LocalObjective's: `--dask` on one file is `rankkit train FILE`, bit for bit."""
 
     def __init__(self, prob: Problem, C: float):
         self.prob, self.C = prob, float(C)
         self.n_features = prob.n_features
         self.n_active = 0
 
-    def _at(self, w):
-        """f and g at w (a new point on the workers)."""
-        self._key, self._w = self.prob.new_key("w"), w
-        L, gl, self.n_active = self.prob.fg(self._key, w)
+    def _point(self, key, how, w):
+        """f and g at the point `key` (w its weights; how: worker._ensure_y)."""
+        self._key, self._how = key, how
+        L, gl, self.n_active = self.prob.fg(key, how)
         return 0.5 * float(w @ w) + self.C * L, w + self.C * gl
 
+    def _fresh(self, w):
+        return self._point(self.prob.fresh(w), w, w)
+
     def start(self, w):
-        out = self._at(w)
+        self.prob.new_fit()
+        out = self._fresh(w)
         self._clock = self.prob.times_clock()
         return out
 
     def hess_vec(self, s):
-        return s + self.C * self.prob.hv(self._key, self._w, s)
+        return s + self.C * self.prob.hv(self._key, self._how, s)
 
     # CG's preconditioner (rankkit.solvers.newton.Preconditioned): one round each
     def column_sumsq(self):
-        return self.prob.precond(self._key, self._w, "sumsq")
+        return self.prob.precond(self._key, self._how, "sumsq")
 
     def hess_diag(self):
-        return 1.0 + self.C * np.maximum(self.prob.precond(self._key, self._w, "diag"), 0.0)
+        return 1.0 + self.C * np.maximum(self.prob.precond(self._key, self._how, "diag"), 0.0)
 
     @property
     def dense_possible(self) -> bool:
         return self.n_features <= DENSE_MAX_FEATURES
 
     def hess_matrix(self):
-        H = self.prob.precond(self._key, self._w, "matrix")
+        H = self.prob.precond(self._key, self._how, "matrix")
         H *= self.C
         H[np.diag_indices_from(H)] += 1.0
         return H
 
     def linesearch_and_update(self, w, d, f, g, gd):
         """rankkit.solvers.newton.line_search with phi, phi' and phi'' summed over the parts."""
-        key, dkey, C = self._key, self.prob.new_key("d"), self.C
+        key, how, dkey, C = self._key, self._how, self.prob.direction(d), self.C
 
         def phi(t):  # one round: L, g_y.delta and delta.H_y.delta summed over the parts at w + t d
-            L, gyd, dhd = self.prob.ls(key, w, dkey, d, t)
-            wt = w + t * d
+            L, gyd, dhd = self.prob.ls(key, how, dkey, d, t)
+            wt = w + d if t == 1.0 else w + t * d  # as line_search forms it
             return 0.5 * float(wt @ wt) + C * L, lambda: (gyd, dhd)
 
         t, _ = minimise_along(phi, f, gd, float(w @ d), float(d @ d), C)
         if t == 0.0:
             return 0.0, w, f, g
         w = w + t * d
-        f, g = self._at(w)
+        child, child_how = self.prob.step(key, dkey, t)
+        f, g = self._point(child, child_how, w)  # the trial's state at t: no new product, no new sort
         return t, w, f, g
 
     def finish(self, w, f, g):
-        return f, g  # already computed afresh from X w at w
+        """The objective at the returned w computed afresh from X w, and its gradient (as one process)."""
+        f, g = self._fresh(w)
+        self.check_finite("objective at the solution", f, w)
+        return f, g
 
     def check_finite(self, what, *values):
         for v in values:
