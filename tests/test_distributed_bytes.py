@@ -8,7 +8,8 @@ iteration and CG counts and the objective are the same bytes as `--dask` on a re
 every option --dask offers: the losses, --query-norm, query weights, --rescale, parts with a
 LightGBM group file beside them, relative paths, .gz parts, raw features that make CG's
 preconditioner start (diagonal) and escalate (the d x d matrix), and any kernel thread count.
-One file (`rankkit train FILE M`) keeps its own fit, unchanged: the plain objective's driver.
+One file (`rankkit train FILE M`) keeps its own fit, unchanged (the plain objective's driver),
+and `--dask` on that one file gives its bytes.
 """
 
 from __future__ import annotations
@@ -242,9 +243,8 @@ def test_estimator_fit_parts_without_a_client_equals_the_cluster(data, cluster):
 
 
 def test_one_file_keeps_its_own_fit(tmp_path):
-    """`rankkit train FILE M` is the one-file driver on the plain objective, bit for bit (its y is
-    updated along the steps, y += t delta: not the parts' fit); a single part given as a glob is
-    that file."""
+    """`rankkit train FILE M` is the one-file driver on the plain objective, bit for bit; a single
+    part given as a glob is that file."""
     proc = rankkit("train", str(SAMPLE), str(tmp_path / "m.model"), "-C", "0.01", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     ds = read_svmlight(str(SAMPLE))
@@ -316,3 +316,50 @@ def fit_newton_full(paths):
     from rankkit.distributed import fit_newton
 
     return fit_newton(paths, None, C=0.01)
+
+
+def test_dask_on_one_file_is_rankkit_train_on_it(data, cluster, tmp_path):
+    """`rankkit train FILE M --dask ADDRESS` and `rankkit train FILE M` on a gzipped LightGBM file
+    (its `.query` beside it) given by a relative path: the same weight bytes, iterations, CG steps,
+    violated pairs and objective; and in Python, fit_newton([FILE], client) = NewtonRankSVM on it."""
+    d, names = data
+    address, client = cluster
+    one = rankkit("train", names[0], str(tmp_path / "one.model"), "-C", "0.05", "--loss", "huber", cwd=d)
+    assert one.returncode == 0, one.stderr
+    dist = rankkit("train", names[0], str(tmp_path / "dist.model"), "-C", "0.05", "--loss", "huber", "--dask",
+                   address, cwd=d)
+    assert dist.returncode == 0, dist.stderr
+    a, b = read_model(str(tmp_path / "one.model")), read_model(str(tmp_path / "dist.model"))
+    assert a.weights.tobytes() == b.weights.tobytes()
+    for key in ("objective", "iterations", "cg_iterations", "violated_pairs", "gradient_norm", "n_queries"):
+        assert a.header[key] == b.header[key], key
+    assert a.header["group_file"] == "lgb.txt.query" and b.header["group_file"] == str(d / "lgb.txt.query")
+    from rankkit.distributed import fit_newton
+
+    for kw in (dict(C=1.0), dict(C=0.01, rescale="margin", delta="0,1,3", query_norm=True)):
+        res = fit_newton([str(SAMPLE)], client, **kw)[0]
+        ref = NewtonRankSVM(**kw).fit(read_svmlight(str(SAMPLE), narrow_indices=True))
+        assert res.w.tobytes() == ref.w.tobytes() and res.objective == ref.objective, kw
+        assert (res.iterations, res.extra, res.n_active) == (ref.iterations, ref.extra, ref.n_active), kw
+
+
+def test_a_part_that_lost_its_scores_replays_the_lineage(data):
+    """Parts dropped from this process's state after two Newton steps (what a lost worker leaves):
+    they are read again and replay the steps from the client's lineage, the same bytes."""
+    d, _ = data
+    paths = [str(d / "raw" / f"part-{k}.txt") for k in range(3)]
+    from rankkit.distributed import fit_newton
+
+    ref = fit_newton(paths, None, C=1.0, loss="logistic")[0]
+    dropped = []
+
+    def log(line):
+        if line.startswith("iter   2"):
+            victims = [k for k in list(W._STATE) if k[1] in (0, 2)]
+            for k in victims:
+                del W._STATE[k]
+            dropped.extend(victims)
+
+    res, facts = fit_newton(paths, None, C=1.0, loss="logistic", log=log)
+    assert len(dropped) == 2 and facts["parts_read_again"] == 2 and res.iterations > 2
+    assert res.w.tobytes() == ref.w.tobytes() and res.objective == ref.objective

@@ -8,19 +8,22 @@ in this process (LocalProblem: `rankkit train PARTS...` without --dask, fit_part
     H s   = s + C sum_k X_k' H_k X_k s            phi(t) = f(w + t d), phi', phi'' as sums of scalars
 
 Only d-vectors and scalars travel: the scores y = Xw and delta = Xd stay with the parts. The
-partial sums are added in part order (never in order of arrival), and each part's sum is a
-deterministic function of its data and the point, so the model has the same bytes for any
-number of workers, any assignment of parts to workers, after a worker is lost and its parts are
-read again elsewhere, and in one process (LocalProblem runs the same task functions, part after
-part, and the same reduction): one process and a cluster give the same weights, iterations, CG
-steps and objective, bit for bit (tests/test_distributed_bytes.py).
+scores follow the one-process rule (rankkit.solvers.newton.LocalObjective): y = X w at the first
+point, then y += t delta along the steps (the accepted line-search trial's scores become the
+point's: no new product, no new sort), X w afresh at the returned point. A part that lost them
+(its worker was lost, or it moved to another worker) answers NEED_LINEAGE, and the client sends
+the point's lineage (the first w, each step's direction and length), which the part replays:
+the same bits.
 
-Against the one-file fit (`rankkit train FILE`, rankkit.solvers.newton.LocalObjective) it is the
-same algorithm step for step, to rounding, not bit for bit (objective to 1e-10 relative in the
-tests): the sums are grouped by part here and over the whole file there, and after a step the
-parts compute y = X w afresh at the new point (one file updates y += t delta), so that a part
-read again on another worker reproduces exactly the same numbers. The one-file path is left as
-it is (its speed: issue 27); a single part without --dask is trained as one file.
+The partial sums are added in part order (never in order of arrival), and each part's sum is a
+deterministic function of its data and the point, so the model has the same bytes for any number
+of workers, any assignment of parts to workers, after a worker is lost and its parts are read
+again elsewhere, and in one process (LocalProblem runs the same task functions, part after part,
+and the same reduction): one process and a cluster give the same weights, iterations, CG steps
+and objective, bit for bit (tests/test_distributed_bytes.py). On a single part every number is
+LocalObjective's on that file (a sum over one part is that part's number), so `--dask` on one
+file is `rankkit train FILE`, bit for bit; on several parts the sums are grouped by part, so the
+concatenated file's one-file fit is the same optimum to rounding, not the same bytes.
 
 Why per-part sums in one process rather than one reduction order independent of the partition
 (a fixed tree over the global query index): that would change the one-file fit too, and every
