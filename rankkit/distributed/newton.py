@@ -337,13 +337,16 @@ class Problem:
         return total
 
     def ls(self, key, how, dkey, d, t):
-        outs = self._round(W.ls, key, how, dkey, d, float(t), sent_bytes=_nbytes(how) + d.nbytes, point=key)
+        """(L, slopes): L summed over the parts at the trial w + t d, and slopes() -> (g_y.delta,
+        delta.H_y.delta) summed over them (each in part order). On a cluster one round gives all
+        three (a round trip is dear); LocalProblem asks the slopes only when the search needs them."""
+        outs = self._round(W.ls, key, how, dkey, d, float(t), True, sent_bytes=_nbytes(how) + d.nbytes, point=key)
         L = gyd = dhd = 0.0
         for a, b, c in outs:
             L += a
             gyd += b
             dhd += c
-        return L, gyd, dhd
+        return L, lambda: (gyd, dhd)
 
     def times_clock(self) -> tuple:
         return (self.compute, self.wall, self.bytes_in + self.bytes_out)
@@ -430,6 +433,23 @@ class LocalProblem(Problem):
     def _call(self, fn, k, *args):
         return fn(self.specs[k], *args)
 
+    def ls(self, key, how, dkey, d, t):
+        """Problem.ls with the slopes computed only when asked (the same numbers, the same order):
+        a step whose t = 1 passes Armijo's test never needs them."""
+        t = float(t)
+        L = 0.0
+        for a in self._round(W.ls, key, how, dkey, d, t, False, point=key):
+            L += a
+
+        def slopes():
+            gyd = dhd = 0.0
+            for b, c in self._round(W.ls_slopes, key, dkey, t):
+                gyd += b
+                dhd += c
+            return gyd, dhd
+
+        return L, slopes
+
     def _split_finding(self):
         """The tree of merges of Problem._split_finding, here."""
         level = [W.part_qids(spec) for spec in self.specs]
@@ -500,10 +520,10 @@ class DaskObjective:
         """rankkit.solvers.newton.line_search with phi, phi' and phi'' summed over the parts."""
         key, how, dkey, C = self._key, self._how, self.prob.direction(d), self.C
 
-        def phi(t):  # one round: L, g_y.delta and delta.H_y.delta summed over the parts at w + t d
-            L, gyd, dhd = self.prob.ls(key, how, dkey, d, t)
+        def phi(t):  # L, and the slopes g_y.delta and delta.H_y.delta, summed over the parts at w + t d
+            L, slopes = self.prob.ls(key, how, dkey, d, t)
             wt = w + d if t == 1.0 else w + t * d  # as line_search forms it
-            return 0.5 * float(wt @ wt) + C * L, lambda: (gyd, dhd)
+            return 0.5 * float(wt @ wt) + C * L, slopes
 
         t, _ = minimise_along(phi, f, gd, float(w @ d), float(d @ d), C)
         if t == 0.0:

@@ -362,9 +362,11 @@ def precond(st: _Part, spec: PartSpec, key, how, kind: str, lineage=None) -> np.
 
 
 @_timed
-def ls(st: _Part, spec: PartSpec, key, how, dkey, d, t: float, lineage=None) -> tuple:
+def ls(st: _Part, spec: PartSpec, key, how, dkey, d, t: float, slopes: bool = True, lineage=None):
     """(L_k, gy.delta, delta' H_k delta) at y + t delta, delta = X d, y the scores of the point
-    `key`: one step of the line search. The trial's scores are kept: the point the step reaches."""
+    `key`: one step of the line search (on a cluster the slopes come with it: one round; without
+    `slopes`, L_k alone, and ls_slopes gives them when the search asks). The trial's scores are
+    kept: the point the step reaches."""
     y = _ensure_y(st, key, how, lineage)
     if y is None:
         return NEED_LINEAGE
@@ -377,9 +379,23 @@ def ls(st: _Part, spec: PartSpec, key, how, dkey, d, t: float, lineage=None) -> 
     step_scores(y, delta, t, st.trial)
     loss = st.obj.loss_y(st.trial)
     st.at = st.trial_key = (key, dkey, t)
-    gyd = float(st.obj.gy @ delta)
-    dhd = float(delta @ st.obj.hess_vec_y(delta))
-    return float(loss), gyd, dhd
+    if not slopes:
+        return float(loss)
+    return (float(loss),) + _slopes(st)
+
+
+def _slopes(st: _Part) -> tuple:
+    """(gy.delta, delta' H_k delta) at the last trial."""
+    delta = st.delta
+    return float(st.obj.gy @ delta), float(delta @ st.obj.hess_vec_y(delta))
+
+
+@_timed
+def ls_slopes(st: _Part, spec: PartSpec, key, dkey, t: float) -> tuple:
+    """ls's slopes at its trial (key, dkey, t), asked after it (in the process holding the part)."""
+    if st.at != (key, dkey, t) or st.delta_key != dkey:
+        raise RuntimeError("rankkit: the line search's slopes asked of a part that moved from its trial")
+    return _slopes(st)
 
 
 @_timed
