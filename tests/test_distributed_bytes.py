@@ -363,3 +363,31 @@ def test_a_part_that_lost_its_scores_replays_the_lineage(data):
     res, facts = fit_newton(paths, None, C=1.0, loss="logistic", log=log)
     assert len(dropped) == 2 and facts["parts_read_again"] == 2 and res.iterations > 2
     assert res.w.tobytes() == ref.w.tobytes() and res.objective == ref.objective
+
+
+def test_the_line_search_beyond_t1_gives_the_same_bytes(data, cluster, monkeypatch):
+    """From a far warm start the Huber loss's steps fail Armijo's test at t = 1 and the line search
+    runs its one-dimensional Newton search on phi' and phi'': asked lazily in this process
+    (ls_slopes), sent with each trial by the cluster, and LocalObjective's own on one file: the
+    same bytes all three ways."""
+    d, _ = data
+    _, client = cluster
+    paths = [str(d / "raw" / f"part-{k}.txt") for k in range(3)]
+    asked = []
+    real = W.ls_slopes
+    monkeypatch.setattr(W, "ls_slopes", lambda *a: asked.append(1) or real(*a))
+    w0 = np.random.default_rng(0).standard_normal(46) * 0.001
+    local, remote = LocalProblem(paths, loss="huber"), Problem(client, paths, loss="huber")
+    try:
+        w0 = w0[:local.n_features]
+        a, b = local.fit(1.0, w0=w0, max_iter=4), remote.fit(1.0, w0=w0, max_iter=4)
+    finally:
+        local.close()
+        remote.close()
+    assert asked, "the search never needed the slopes"
+    assert a.w.tobytes() == b.w.tobytes() and (a.iterations, a.extra, a.objective) == (b.iterations, b.extra, b.objective)
+    from rankkit.distributed import fit_newton
+
+    one = fit_newton([paths[1]], client, C=1.0, loss="huber", w0=w0, max_iter=4)[0]
+    ref = NewtonRankSVM(C=1.0, loss="huber", max_iter=4).fit(read_svmlight(paths[1], narrow_indices=True), w0=w0)
+    assert one.w.tobytes() == ref.w.tobytes() and one.objective == ref.objective
