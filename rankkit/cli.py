@@ -396,7 +396,8 @@ def train(files, dask, solver, C, tol, max_iter, loss, query_norm, query_weights
 
     MODEL is written atomically: a cron job reading it never sees half a file, and a failed run
     leaves the previous MODEL in place. Several TRAIN files (or quoted globs) are parts, each
-    holding whole queries: trained on as if concatenated, or on a Dask cluster with --dask.
+    holding whole queries: --solver newton sums them part by part, in this process or on a Dask
+    cluster with --dask (the same model bytes); other solvers train on them as if concatenated.
     """
     from rankkit import commands
 

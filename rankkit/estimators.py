@@ -36,7 +36,7 @@ import scipy.sparse as sp
 from rankkit import console, threads, training
 from rankkit.datasets import as_dataset, column_names, per_query_weights, split_qid_column
 from rankkit.distributed.parts import concatenate, expand_parts
-from rankkit.distributed import fit_newton  # dask itself is imported only when it runs
+from rankkit.distributed import fit_parts  # dask itself is imported only when it runs
 from rankkit.errors import DataError, UsageError
 from rankkit.evaluation import evaluate
 from rankkit.io.atomic import check_output
@@ -863,7 +863,7 @@ class RankSVM(_Trainable):
 
 
     def fit_parts(self, parts, *, client=None, zero_based: bool = False, query_weights=None) -> "RankSVM":
-        """Fit on files of whole queries: on a Dask cluster, or in this process as if concatenated.
+        """Fit on files of whole queries: on a Dask cluster, or in this process (the same bytes).
 
         Parameters
         ----------
@@ -876,7 +876,9 @@ class RankSVM(_Trainable):
             LocalCluster of N processes for this fit). The data stays on the workers; each Newton
             step is one round of per-part sums, reduced in part order, so the model is the same
             for any number of workers (README: Distributed training). Needs ``rankkit[dask]``;
-            solver newton, linear models. None: read the parts here (any exact solver).
+            solver newton, linear models. None: the parts held here, part by part, the same
+            weight bytes as on a cluster (solver newton); another exact solver, or a single
+            part, trains on them as on one concatenated file.
         zero_based : bool, default False
             Feature indices in the files start at 0.
         query_weights : str or dict, optional
@@ -888,23 +890,19 @@ class RankSVM(_Trainable):
         """
         paths = expand_parts([parts] if isinstance(parts, (str, os.PathLike)) else [os.fspath(p) for p in parts])
         if client is None:
-            return self._fit_joined(paths, zero_based, query_weights)
-        solver, params, _ = self._options()
-        loss = check_dask(solver, params.get("loss"), self.kernel is not None, "python")
-        settings = training.plan("newton", dict(params, loss=loss), style="python").solver().hyperparameters()
-        with Threads(self.threads):
-            result, facts = fit_newton(paths, client, C=settings["C"], loss=loss, tol=settings["tol"],
-                                       max_iter=settings["max_iter"], query_norm=settings["query_norm"],
-                                       rescale=settings.get("rescale"), delta=settings.get("delta", "gain"),
-                                       query_weights=query_weights, zero_based=zero_based,
-                                       log=verbose_log(self.verbose))
-        if training.needs_warning(result):
-            warnings.warn(training.stop_words(result, "python"), ConvergenceWarning, stacklevel=2)
-        data = {"index_base": 0 if zero_based else 1,
-                **training.data_counts(facts["n_features"], facts["n_queries"], facts["n_documents"], facts["n_pairs"])}
-        header = training.model_header("newton", loss, settings, data, training.fit_outcome(result),
-                                       training.cluster_facts(facts), result.train_time)
-        set_fitted_state(self, Model(weights=result.w, header=header), result, facts["n_pairs"], facts["n_queries"])
+            p = self._plan(False, query_weights is not None)
+            if p.spec.name != "newton" or p.kernel is not None or len(paths) == 1:  # one part: fit's own path
+                return self._fit_joined(paths, zero_based, query_weights)
+        else:
+            solver, params, _ = self._options()
+            loss = check_dask(solver, params.get("loss"), self.kernel is not None, "python")
+            p = training.plan("newton", dict(params, loss=loss), style="python")
+        for stale in ("train_auc_", "factors_"):
+            self.__dict__.pop(stale, None)
+        with Threads(self.threads):  # the one fit on parts of every face (rankkit.distributed.newton.fit_parts)
+            model, result, facts = fit_parts(p, paths, client, query_weights=query_weights, zero_based=zero_based,
+                                             log=verbose_log(self.verbose), warn=_convergence_warning(5))
+        set_fitted_state(self, model, result, facts["n_pairs"], facts["n_queries"])
         return self
 
     def _fit_joined(self, paths, zero_based, query_weights):

@@ -1,8 +1,11 @@
 """The one training path, and the one model-header builder, under every face.
 
     plan(...)          the solver and its keyword arguments, checked, messages worded for a face
-    fit_dataset(...)   fit a plan on a Dataset -> (Model, FitResult): `rankkit train`, the estimators'
-                       fit, fit_parts without a cluster and `rankkit train PARTS...` all run it
+    fit_dataset(...)   fit a plan on a Dataset -> (Model, FitResult): `rankkit train FILE`, the
+                       estimators' fit, and PARTS in one process with a solver other than newton
+                       (joined as if concatenated) all run it; solver newton on PARTS, in one
+                       process or on a cluster, is rankkit.distributed.newton.fit_parts (the same
+                       driver on per-part sums, the same bytes either way), whose header is made here
     fit_stream(...)    --sampler stream: two passes over a file -> (Model, FitResult)
     model_header(...)  the header of every model rankkit writes (train, fit, fit_parts, path, --dask)
     stop_words(...)    why a fit stopped, worded for the command line or for Python

@@ -44,14 +44,10 @@ mode, C, workers = sys.argv[1], float(sys.argv[2]), int(sys.argv[3])
 files = sys.argv[4:]
 t0 = time.perf_counter()
 if mode == "one":
-    from rankkit.distributed.parts import concatenate
-    from rankkit.io.svmlight import read_svmlight
-    from rankkit.solvers.newton import NewtonRankSVM
-    ds = concatenate([read_svmlight(f, narrow_indices=True) for f in files], consume=True)  # as `rankkit train PARTS`
-    t_read = time.perf_counter() - t0
-    res = NewtonRankSVM(C=C).fit(ds)
-    out = dict(read=t_read, fit=res.train_time, iterations=res.iterations, objective=res.objective,
-               cg=res.extra["cg_iterations"])
+    from rankkit.distributed import fit_newton
+    res, facts = fit_newton(files, None, C=C)  # as `rankkit train PARTS` (no --dask): the parts' sums in this process
+    out = dict(read=facts["read_seconds"], fit=res.train_time, iterations=res.iterations, objective=res.objective,
+               cg=res.extra["cg_iterations"], weights=res.w.tobytes().hex())
 else:
     from distributed import Client, LocalCluster
     from rankkit.distributed import fit_newton
@@ -66,7 +62,7 @@ else:
         worker_rss = c.run(lambda: __import__("resource").getrusage(__import__("resource").RUSAGE_SELF).ru_maxrss)
     out = dict(startup=t_up, total_fit_incl_read=total, fit=res.train_time, iterations=res.iterations,
                objective=res.objective, cg=res.extra["cg_iterations"], worker_rss_kb=sorted(worker_rss.values()),
-               **facts)
+               weights=res.w.tobytes().hex(), **facts)
 out["wall"] = time.perf_counter() - t0
 out["client_rss_kb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 print("RESULT " + json.dumps(out))
@@ -187,18 +183,22 @@ def cli_report(args, cli) -> list:
         lines += [
             f"### `rankkit train` on the {size}-document file: one process against {args.workers} workers\n",
             f"The same run: `rankkit train FILE M -C {args.C:g}`, `rankkit train 'parts-{size}/part-*.txt' M` (no "
-            f"--dask: the parts read and joined in this process) and the same with `--dask local:{args.workers}` "
+            f"--dask: the parts held apart in this process, their partial sums added in part order as on a cluster) "
+            f"and the same with `--dask local:{args.workers}` "
             "(the cluster started and stopped by rankkit: its start is in the wall time). Peak RSS: the largest "
             "process of the run (for --dask, the largest of the client and its workers; each worker holds "
             "half the data).\n",
-            "| run | wall (s) | wall / one file | peak RSS (MB) | peak RSS / one file | objective | weights as one file |",
-            "|---|---:|---:|---:|---:|---:|---|",
+            "| run | wall (s) | wall / one file | peak RSS (MB) | peak RSS / one file | objective | weights as one file "
+            "| weights as the parts in one process |",
+            "|---|---:|---:|---:|---:|---:|---|---|",
         ]
+        parts_one = runs[1][1]
         for label, r in runs:
             same = "same bytes" if r["weights_bytes"] == base["weights_bytes"] else (
                 f"rel. objective diff {abs(r['objective'] - base['objective']) / abs(base['objective']):.1e}")
+            same_parts = "same bytes" if r["weights_bytes"] == parts_one["weights_bytes"] else "DIFFERENT bytes"
             lines.append(f"| {label} | {r['wall']:.1f} | {r['wall'] / base['wall']:.2f} | {r['peak_rss_kb'] / 1024:.0f} | "
-                         f"{r['peak_rss_kb'] / base['peak_rss_kb']:.2f} | {r['objective']:.12g} | {same} |")
+                         f"{r['peak_rss_kb'] / base['peak_rss_kb']:.2f} | {r['objective']:.12g} | {same} | {same_parts} |")
         lines.append("")
     return lines
 
@@ -239,9 +239,10 @@ def write_report(args, rows, cli=None):
                  "documents (a few d-vectors per part and round), and the communication per round stays of the same order "
                  f"({per_round} per round for the files above, in that order); on this loaded 2-core machine it "
                  "is dominated by the scheduler and the client competing with the workers for the cores.\n")
-    lines.append("Objectives: " + "; ".join(
-        f"{size}: one process {one['objective']:.12g}, distributed {dist['objective']:.12g} "
-        f"(relative difference {abs(one['objective'] - dist['objective']) / abs(one['objective']):.1e})"
+    lines.append("Objectives (one process: the parts' partial sums in this process, as `rankkit train PARTS`): " + "; ".join(
+        f"{size}: one process {one['objective']:.12g}, distributed {dist['objective']:.12g} ("
+        + ("the same weight bytes" if one.get("weights") is not None and one.get("weights") == dist.get("weights")
+           else f"relative difference {abs(one['objective'] - dist['objective']) / abs(one['objective']):.1e}") + ")"
         for size, one, dist in rows) + ".\n")
     lines += cli_report(args, cli or {})
     Path(args.out).write_text("\n".join(lines) + "\n" + projection(rows))

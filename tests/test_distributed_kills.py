@@ -63,11 +63,15 @@ def parts(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def reference(parts):
-    """The weights of an undisturbed fit (in-process cluster: the same bytes for any workers)."""
+    """The weights of an undisturbed fit: `rankkit train PARTS` in one process (no cluster), the same
+    bytes as an in-process cluster's (and any cluster's: tests/test_distributed_bytes.py), so a
+    disturbed run that ends with them has the model of one process."""
+    one = fit_newton(parts, None, C=1.0, tol=1e-12)[0].w.tobytes()
     with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None,
                                   scheduler_kwargs={"dashboard": False, "dashboard_address": "127.0.0.1:0"},
                                   silence_logs=50) as lc, distributed.Client(lc) as c:
-        return fit_newton(parts, c, C=1.0, tol=1e-12)[0].w.tobytes()
+        assert fit_newton(parts, c, C=1.0, tol=1e-12)[0].w.tobytes() == one
+    return one
 
 
 class DaskProcesses:

@@ -3,9 +3,10 @@ training). Dask is imported only when a function here runs (`pip install 'rankki
 
     rankkit/distributed/cluster.py   ADDRESS (tcp://..., local[:N]) or a Client; cluster failures as one line
     rankkit/distributed/worker.py    what runs on a worker: each part's data and objective, rebuilt if lost
-    rankkit/distributed/newton.py    the client's truncated Newton driver over per-part partial sums
+    rankkit/distributed/newton.py    the truncated Newton driver over per-part partial sums, on a cluster
+                                     or in this process (fit_parts: the one fit on parts of every face)
     rankkit/distributed/path.py      the warm-started grid of C on a cluster
-    rankkit/distributed/parts.py     several parts in one process (no Dask): joined as if concatenated
+    rankkit/distributed/parts.py     PARTS as paths; joined as if concatenated for the solvers other than newton
     rankkit/distributed/commands.py  the CLI's use cases over parts (train, predict, eval)
 
 Python: fit_newton (and RankSVM.fit_parts), predict_parts and evaluate_parts (also rankkit.predict_parts,
@@ -25,7 +26,8 @@ def fit_newton(parts, client, *, C: float = 1.0, loss: str = "squared-hinge", to
 
     parts: paths (or globs, expanded here and sorted) that the workers can read, each holding
         whole queries; their order is the order of the reduction.
-    client: a dask.distributed.Client (used as it is, never closed), or an address string:
+    client: None (in this process: the same partial sums in the same order, so the same w), a
+        dask.distributed.Client (used as it is, never closed), or an address string:
         'tcp://host:8786', or 'local[:N]' (a LocalCluster of N processes for this call).
     C, loss ('squared-hinge', 'huber', 'logistic'), tol, max_iter, query_norm, rescale (None,
         'margin', 'slack'), delta ('gain' or a value per label '0,1,3,7,15'): as `rankkit train`.
@@ -36,15 +38,27 @@ def fit_newton(parts, client, *, C: float = 1.0, loss: str = "squared-hinge", to
 
     FitResult: w, objective, iterations, converged, message, n_active, train_time, extra
     (cg_iterations, gradient_norm). facts: n_documents, n_queries, n_pairs, n_features, nnz,
-    parts, workers, rounds, compute_seconds, communication_seconds, bytes_moved, parts_read_again.
+    parts, workers, rounds, compute_seconds, communication_seconds, bytes_moved, parts_read_again,
+    feature_index (the columns trained on when few of many occur, as `rankkit train FILE` does;
+    None otherwise: w still has n_features numbers, 0 outside them).
 
-    The same w, bit for bit, for any number of workers and any assignment of parts to them.
+    The same w, bit for bit, in this process and for any number of workers and any assignment
+    of parts to them.
     Raises rankkit.errors.DataError (bad data: the part and line; a query split across parts),
     UsageError, or rankkit.distributed.cluster.ClusterError (unreachable or lost cluster)."""
     from rankkit.distributed.newton import fit_newton as fit
 
     return fit(parts, client, C=C, loss=loss, tol=tol, max_iter=max_iter, query_norm=query_norm, rescale=rescale,
                delta=delta, query_weights=query_weights, zero_based=zero_based, log=log, w0=w0)
+
+
+def fit_parts(plan, parts, client=None, *, query_weights=None, zero_based: bool = False, log=None, warn=None):
+    """The one fit of solver newton on parts, for every face (rankkit.distributed.newton.fit_parts):
+    on a cluster (client a Client or an address) or in this process (client None), the same bytes.
+    Returns (Model, FitResult, facts)."""
+    from rankkit.distributed.newton import fit_parts as fit
+
+    return fit(plan, parts, client, query_weights=query_weights, zero_based=zero_based, log=log, warn=warn)
 
 
 def predict_parts(model, parts, client=None, *, zero_based=None):
@@ -134,4 +148,4 @@ def evaluate_parts(parts, scores, client=None, *, metrics=("ndcg@10", "map"), co
                                per_query=per_query, empty_query=empty_query, zero_based=zero_based)
 
 
-__all__ = ["fit_newton", "predict_parts", "evaluate_parts"]
+__all__ = ["fit_newton", "fit_parts", "predict_parts", "evaluate_parts"]

@@ -348,9 +348,12 @@ class Watch:
                         with self.client.as_current():  # distributed.wait asks for the current client
                             wait([f], timeout=TICK)
                     except Exception as exc:
-                        if not _is_timeout(exc):
+                        if _is_timeout(exc):
+                            self._check(placed)
+                        elif isinstance(exc, (DataError, UsageError, ClusterError)) or not is_cluster_failure(exc):
                             raise
-                        self._check(placed)
+                        else:  # the connection lost under the wait (FuturesCancelledError): the cluster, bounded
+                            self._check(placed, wait_back=True)
                     continue
                 if status == "finished":
                     try:
@@ -481,7 +484,8 @@ def is_cluster_failure(exc: BaseException) -> bool:
     import concurrent.futures
 
     names = {c.__name__ for c in type(exc).__mro__}
-    if names & {"CommClosedError", "CancelledError", "KilledWorker", "FutureCancelledError", "TimeoutError",
+    if names & {"CommClosedError", "CancelledError", "KilledWorker", "FutureCancelledError", "FuturesCancelledError",
+                "TimeoutError",
                 "StreamClosedError", "ConnectionRefusedError", "ConnectionResetError"}:
         return True
     return isinstance(exc, (OSError, asyncio.TimeoutError, concurrent.futures.CancelledError, asyncio.CancelledError))
@@ -490,7 +494,7 @@ def is_cluster_failure(exc: BaseException) -> bool:
 def describe_failure(exc) -> str:
     name = type(exc).__name__
     text = short_text(exc)
-    if name in ("CancelledError", "FutureCancelledError"):
+    if name in ("CancelledError", "FutureCancelledError", "FuturesCancelledError"):
         return "the scheduler was lost (tasks cancelled)"
     if name == "KilledWorker":
         return "a task killed its worker process repeatedly (out of memory?)"

@@ -6,7 +6,6 @@ fitted and described by rankkit.training, the tables shown by rankkit.app.report
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import time
 
@@ -17,7 +16,7 @@ from rankkit import training
 from rankkit.config import DEFAULT_CONVENTION
 from rankkit.app.report import docids, format_label, print_evaluation, short_query_notes
 from rankkit.distributed.cluster import cluster_failures, connect, watch
-from rankkit.distributed.newton import fit_newton
+from rankkit.distributed.newton import fit_parts, parts_sha
 from rankkit.distributed.parts import concatenate, expand_parts, joined_name
 from rankkit.distributed.worker import apply_threads, read_part
 from rankkit.errors import DataError, UsageError
@@ -34,23 +33,17 @@ from rankkit.evaluation import summarize
 from rankkit.io.files import iter_blocks
 
 
-def _parts_sha(facts) -> str:
-    """SHA-256 of the parts' own SHA-256s (one `sha256  name` line each, in part order)."""
-    h = hashlib.sha256()
-    for name, sha in facts:
-        h.update(f"{sha}  {name}\n".encode())
-    return h.hexdigest()
-
-
 # options of the stochastic and factorized solvers: a fit on a Dask cluster (solver newton) has none
 STOCHASTIC_KEYS = ("lam", "iterations", "eta", "eta0", "batch_size", "K", "init_scale", "patience", "optimizer")
 
 
 def train_parts(patterns, model_file, dask=None, solver=None, params=None, query_weights_file=None, zero_based=False,
                 unsupported=(), stochastic=None, log=None, warn=print):
-    """Train on several parts: on a Dask cluster (`dask` an address or Client), or without it in
-    this process on the parts joined as if concatenated. `unsupported`: the flags given that
-    training on parts does not offer (an error naming the first)."""
+    """Train on several parts. Solver newton (the default), on a Dask cluster (`dask` an address
+    or Client) or in this process: rankkit.distributed.newton.fit_parts, the same per-part sums in
+    the same order either way, so the same model bytes. Another solver (no --dask): the parts
+    joined as if concatenated, then the one-file fit. `unsupported`: the flags given that training
+    on parts does not offer (an error naming the first)."""
     t0 = time.perf_counter()
     params = dict(params or {})
     parts = expand_parts(patterns)
@@ -60,48 +53,33 @@ def train_parts(patterns, model_file, dask=None, solver=None, params=None, query
     check_output(model_file, (*parts, query_weights_file), kind="model")
     stochastic = {k: v for k, v in (stochastic or {}).items() if v is not None}
     if dask is None:
-        return _train_joined(parts, model_file, solver, params, stochastic, query_weights_file, zero_based, log, warn, t0)
-    _no_stdin(parts)
-    for key in STOCHASTIC_KEYS:
-        if key in stochastic:
-            raise UsageError(f"{CLI_NAMES[key]} is not offered with --dask (it trains --solver newton)")
-    loss = check_dask(solver, params.get("loss"))
-    settings = training.plan("newton", dict(params, loss=loss)).solver().hyperparameters()  # C, tol, max_iter, ...
-    qw = None
-    if query_weights_file is not None:  # read here once to report a bad file before the cluster starts
-        read_query_weights(query_weights_file)
-        qw = os.path.abspath(query_weights_file)
-    result, facts = fit_newton(parts, dask, C=settings["C"], loss=loss, tol=settings["tol"],
-                               max_iter=settings["max_iter"], query_norm=settings["query_norm"],
-                               rescale=settings.get("rescale"), delta=settings.get("delta", "gain"), query_weights=qw,
-                               zero_based=zero_based, log=log)
-    if training.needs_warning(result):
-        warn(training.stop_words(result, "cli"))
-    data = {"query_weights_file": display_name(query_weights_file)} if query_weights_file is not None else {}
-    files = facts["part_files"]
-    group_files = [f["group_file"] for f in files if f["group_file"] is not None]
-    if group_files:  # the group files that numbered the parts' queries, as one process records its own
-        data["group_file"] = joined_name(group_files)
-    data.update({
-        "index_base": 0 if zero_based else 1, "group_queries": False, "auc": False, "n_features": facts["n_features"],
-        "train_file": joined_name(parts), "train_file_bytes": sum(f["bytes"] for f in files),
-        "parts_sha256": _parts_sha([(p, f["sha256"]) for p, f in zip(parts, files)]),
-        "n_queries": facts["n_queries"], "n_documents": facts["n_documents"], "n_pairs": facts["n_pairs"]})
-    header = training.model_header("newton", loss, settings, data, training.fit_outcome(result),
-                                   training.cluster_facts(facts), result.train_time)
-    write_model(model_file, Model(weights=result.w, header=header))
+        plan = training.plan(solver, params, stochastic, None, query_weights_file is not None)
+        if plan.spec.name != "newton" or len(parts) == 1:  # one part is one file: `rankkit train FILE`'s fit
+            return _train_joined(parts, model_file, plan, query_weights_file, zero_based, log, warn, t0)
+    else:
+        _no_stdin(parts)
+        for key in STOCHASTIC_KEYS:
+            if key in stochastic:
+                raise UsageError(f"{CLI_NAMES[key]} is not offered with --dask (it trains --solver newton)")
+        loss = check_dask(solver, params.get("loss"))
+        plan = training.plan("newton", dict(params, loss=loss))
+    model, result, facts = fit_parts(plan, parts, dask, query_weights=query_weights_file, zero_based=zero_based,
+                                     log=log, warn=warn)
+    write_model(model_file, model)
     if log:
+        where = (f"{facts['workers']} workers ({facts['rounds']} rounds, compute {facts['compute_seconds']:.3f}s, "
+                 f"communication {facts['communication_seconds']:.3f}s)" if dask is not None
+                 else f"in this process ({facts['rounds']} rounds of partial sums)")
         log(f"{'converged' if result.converged else 'NOT converged'} after {result.iterations} iterations: objective "
-            f"{result.objective:.12g} on {len(parts)} parts, {facts['workers']} workers ({facts['rounds']} rounds, "
-            f"compute {facts['compute_seconds']:.3f}s, communication {facts['communication_seconds']:.3f}s); wrote "
-            f"{model_file} in {time.perf_counter() - t0:.3f}s total")
+            f"{result.objective:.12g} on {len(parts)} parts, {where}; wrote {model_file} in "
+            f"{time.perf_counter() - t0:.3f}s total")
     return result, facts
 
 
-def _train_joined(parts, model_file, solver, params, stochastic, query_weights_file, zero_based, log, warn, t0):
-    """Several parts, one process: read each, join them as if concatenated, and fit the options'
-    plan (rankkit.training: the code `rankkit train` and the Python API run)."""
-    plan = training.plan(solver, params, stochastic, None, query_weights_file is not None)
+def _train_joined(parts, model_file, plan, query_weights_file, zero_based, log, warn, t0):
+    """Parts in one process with a solver other than newton (or a single part): read each, join
+    them as if concatenated, and fit the options' plan (rankkit.training: the code `rankkit train`
+    and the Python API run)."""
     if plan.spec.factorized:
         raise UsageError("--solver factorized trains on one file (its factors are per training document)")
     datasets, shas, nbytes = [], [], 0
@@ -123,7 +101,7 @@ def _train_joined(parts, model_file, solver, params, stochastic, query_weights_f
     if group_files:  # the group files that numbered the parts' queries, as on a cluster
         facts["group_file"] = joined_name(group_files)
     facts.update({"index_base": 0 if zero_based else 1, "group_queries": False, "auc": False,
-                  "train_file": joined_name(parts), "train_file_bytes": nbytes, "parts_sha256": _parts_sha(shas),
+                  "train_file": joined_name(parts), "train_file_bytes": nbytes, "parts_sha256": parts_sha(shas),
                   "parts": len(parts), "workers": 1})
     model, result = training.fit_dataset(plan, ds, query_weights=weights, log=log, warn=warn, facts=facts)
     write_model(model_file, model)

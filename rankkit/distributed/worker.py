@@ -61,6 +61,10 @@ class PartSpec:
     delta: str = "gain"
     query_weights: object = None  # a path, a {qid: weight} dict, or None
     group_file: str | None = "auto"  # "auto": the part's own FILE.query / FILE.group; None: none
+    narrow_indices: bool = True  # uint16 column indices when they fit (as `rankkit train FILE` reads for newton)
+    # the columns that occur in some part (sorted int64), when few of many do (Dataset.compact_columns'
+    # rule, on all the parts): the part trains on them renumbered 0..len-1; None: every column
+    columns: object = field(default=None, compare=False)
 
     def __post_init__(self):  # on the client, where the spec is made (unpickling does not run it)
         _readable_on_a_worker(self.path)
@@ -77,6 +81,8 @@ class _Part:
     y_key: object = None
     delta: np.ndarray | None = None
     delta_key: object = None
+    trial: np.ndarray | None = None  # the last line-search trial's scores y + t delta
+    trial_key: object = None  # (point key, direction key, t) of those
     at: object = None  # the point the objective's sorted state belongs to
     extra: dict = field(default_factory=dict)
 
@@ -97,7 +103,8 @@ def _read(spec: PartSpec):
     size of its (decompressed) bytes, recorded in the model."""
     digest = FileDigest()
     _visible_here(spec.path)
-    ds = read_svmlight(spec.path, spec.zero_based, groups=spec.group_file, digest=digest)
+    ds = read_svmlight(spec.path, spec.zero_based, groups=spec.group_file, digest=digest,
+                       narrow_indices=spec.narrow_indices)
     return ds, digest.hexdigest(), digest.nbytes
 
 
@@ -141,7 +148,12 @@ def _state(spec: PartSpec) -> tuple[_Part, bool]:
 
 def _build_objective(st: _Part, spec: PartSpec) -> None:
     ds = st.ds
-    if ds.n_features != spec.n_features:
+    if spec.columns is not None:  # few of many columns occur: the part on those, renumbered (a sparse model);
+        # every column of the part is one of them (Dataset.compact_columns' renumbering)
+        indices = np.searchsorted(spec.columns, ds.indices).astype(np.int32)
+        ds = ds.with_changes(indices=indices, n_features=int(spec.columns.shape[0]))
+        st.ds = ds
+    elif ds.n_features != spec.n_features:
         ds = ds.with_changes(n_features=int(spec.n_features))
         st.ds = ds
     weights = None
@@ -206,6 +218,12 @@ def load(st: _Part, spec: PartSpec) -> dict:
             "bytes": st.extra["bytes"], "group_file": ds.group_file}
 
 
+@_timed
+def columns(st: _Part, spec: PartSpec) -> np.ndarray:
+    """The sorted distinct columns of the part (int64)."""
+    return np.unique(st.ds.indices).astype(np.int64)
+
+
 def part_qids(spec: PartSpec):
     """(sorted distinct qids, the part number of each): the leaf of the query-split check; none
     for a part whose queries a group file numbered (rankkit.distributed.parts.shareable_qids)."""
@@ -257,60 +275,127 @@ def setup(st: _Part, spec: PartSpec) -> dict:
     return {"weighted_pairs": st.extra["weighted_pairs"]}
 
 
-def _ensure_y(st: _Part, key, w) -> np.ndarray:
-    if st.y_key != key:
-        st.y = st.obj.scores(w, st.y if st.y is not None else None)
+NEED_LINEAGE = "rankkit: need the point's lineage"  # a task's answer when its part cannot rebuild the point alone
+
+
+def step_scores(y: np.ndarray, delta: np.ndarray, t: float, out: np.ndarray) -> np.ndarray:
+    """y + t delta into `out` (out may be delta, never y), as rankkit.solvers.newton.line_search
+    forms its trial scores: y + delta at t = 1, else (delta * t) then + y."""
+    if t == 1.0:
+        return np.add(y, delta, out=out)
+    np.multiply(delta, t, out=out)
+    return np.add(y, out, out=out)
+
+
+def _ensure_y(st: _Part, key, how, lineage=None):
+    """The scores y of the point `key`, or None if this part cannot make them without the
+    lineage. how: w (a point whose scores are X w, computed afresh), or ("step", parent key,
+    direction key, t): the point reached by a Newton step, whose scores are its parent's plus t X d
+    (as one process keeps them: y += t delta), which are the scores of the line search's trial at
+    t. lineage: (w0, [(d, t), ...]): the steps from the fit's first point, sent by the client only
+    when this part has lost them (its worker was lost, or the part moved): the scores are then
+    replayed step by step, the same bits."""
+    if st.y_key == key:
+        return st.y
+    if isinstance(how, np.ndarray):  # y = X w afresh
+        st.y = st.obj.scores(how, st.y if st.y is not None else None)
         st.y_key = key
-    return st.y
+        return st.y
+    trial = how[1:]  # (parent, direction, t)
+    if st.trial_key == trial:  # the accepted trial: its scores become the point's (no copy)
+        st.y, st.trial = st.trial, st.y
+        st.y_key, st.trial_key = key, None
+        if st.at == trial:
+            st.at = key
+        return st.y
+    if lineage is None:
+        return None
+    w0, steps = lineage
+    y = st.obj.scores(w0, st.y if st.y is not None else None)
+    for d, t in steps:
+        st.delta = st.obj.scores(d, st.delta)
+        step_scores(y, st.delta, t, st.delta)
+        np.copyto(y, st.delta)
+    st.y, st.y_key, st.delta_key = y, key, None
+    return y
 
 
-def _ensure_at(st: _Part, key, w) -> None:
+def _ensure_at(st: _Part, key, how, lineage=None) -> bool:
+    """The objective's sorted state at the point `key` (False: the lineage is needed)."""
     if st.at != key:
-        st.obj.loss_y(_ensure_y(st, key, w))
-        st.at = key
+        y = _ensure_y(st, key, how, lineage)
+        if y is None:
+            return False
+        if st.at != key:
+            st.obj.loss_y(y)
+            st.at = key
+    return True
 
 
 @_timed
-def fg(st: _Part, spec: PartSpec, key, w) -> tuple:
-    """(L_k(Xw), X' dL_k/dy, violated pairs) at w."""
-    y = _ensure_y(st, key, w)
-    loss = st.obj.loss_y(y)
-    st.at = key
-    return float(loss), st.obj.gradient_loss(), int(st.obj.n_active)
+def fg(st: _Part, spec: PartSpec, key, how, lineage=None) -> tuple:
+    """(L_k(y), X' dL_k/dy, violated pairs) at the point `key` (how, lineage: _ensure_y)."""
+    if not _ensure_at(st, key, how, lineage):
+        return NEED_LINEAGE
+    return float(st.obj.loss_value), st.obj.gradient_loss(), int(st.obj.n_active)
 
 
 @_timed
-def hv(st: _Part, spec: PartSpec, key, w, s) -> np.ndarray:
-    """X' H_k X s at w."""
-    _ensure_at(st, key, w)
+def hv(st: _Part, spec: PartSpec, key, how, s, lineage=None) -> np.ndarray:
+    """X' H_k X s at the point `key`."""
+    if not _ensure_at(st, key, how, lineage):
+        return NEED_LINEAGE
     obj = st.obj
     csr_matvec(obj.data, obj.indices, obj.indptr, s, obj._delta)
     return obj._rmatvec(obj.hess_vec_y(obj._delta))
 
 
 @_timed
-def precond(st: _Part, spec: PartSpec, key, w, kind: str) -> np.ndarray:
-    """The part's share of CG's preconditioner at w (rankkit.solvers.newton.Preconditioned):
+def precond(st: _Part, spec: PartSpec, key, how, kind: str, lineage=None) -> np.ndarray:
+    """The part's share of CG's preconditioner at the point `key` (rankkit.solvers.newton.Preconditioned):
     "diag" diag(X_k' H_k X_k), "matrix" X_k' H_k X_k, "sumsq" the features' sums of squares."""
     if kind == "sumsq":
         return st.obj.column_sumsq()
-    _ensure_at(st, key, w)
+    if not _ensure_at(st, key, how, lineage):
+        return NEED_LINEAGE
     return st.obj.hess_diag() if kind == "diag" else st.obj.hess_matrix()
 
 
 @_timed
-def ls(st: _Part, spec: PartSpec, key, w, dkey, d, t: float) -> tuple:
-    """(L_k, gy.delta, delta' H_k delta) at y + t delta, delta = X d: one step of the line search."""
-    y = _ensure_y(st, key, w)
+def ls(st: _Part, spec: PartSpec, key, how, dkey, d, t: float, slopes: bool = True, lineage=None):
+    """(L_k, gy.delta, delta' H_k delta) at y + t delta, delta = X d, y the scores of the point
+    `key`: one step of the line search (on a cluster the slopes come with it: one round; without
+    `slopes`, L_k alone, and ls_slopes gives them when the search asks). The trial's scores are
+    kept: the point the step reaches."""
+    y = _ensure_y(st, key, how, lineage)
+    if y is None:
+        return NEED_LINEAGE
     if st.delta_key != dkey:
         st.delta = st.obj.scores(d, st.delta)
         st.delta_key = dkey
     delta = st.delta
-    loss = st.obj.loss_y(y + t * delta)
-    st.at = (key, dkey, t)
-    gyd = float(st.obj.gy @ delta)
-    dhd = float(delta @ st.obj.hess_vec_y(delta))
-    return float(loss), gyd, dhd
+    if st.trial is None or st.trial is y:
+        st.trial = np.empty_like(y)
+    step_scores(y, delta, t, st.trial)
+    loss = st.obj.loss_y(st.trial)
+    st.at = st.trial_key = (key, dkey, t)
+    if not slopes:
+        return float(loss)
+    return (float(loss),) + _slopes(st)
+
+
+def _slopes(st: _Part) -> tuple:
+    """(gy.delta, delta' H_k delta) at the last trial."""
+    delta = st.delta
+    return float(st.obj.gy @ delta), float(delta @ st.obj.hess_vec_y(delta))
+
+
+@_timed
+def ls_slopes(st: _Part, spec: PartSpec, key, dkey, t: float) -> tuple:
+    """ls's slopes at its trial (key, dkey, t), asked after it (in the process holding the part)."""
+    if st.at != (key, dkey, t) or st.delta_key != dkey:
+        raise RuntimeError("rankkit: the line search's slopes asked of a part that moved from its trial")
+    return _slopes(st)
 
 
 @_timed
