@@ -58,6 +58,7 @@ from rankkit.solvers.base import DEFAULT_MAX_ITER, DEFAULT_TOL, MAGNITUDE_LIMIT,
 from rankkit.solvers.newton import DENSE_MAX_FEATURES, minimise_along, truncated_newton
 from rankkit.solvers.options import check_dask
 from rankkit.training import Plan, cluster_facts, fit_outcome, model_header, needs_warning, stop_words
+from rankkit.vectors import dot
 
 
 class Problem:
@@ -525,7 +526,7 @@ class DaskObjective:
             wt = w + d if t == 1.0 else w + t * d  # as line_search forms it
             return 0.5 * float(wt @ wt) + C * L, slopes
 
-        t, _ = minimise_along(phi, f, gd, float(w @ d), float(d @ d), C)
+        t, _ = minimise_along(phi, f, gd, dot(w, d), dot(d, d), C)
         if t == 0.0:
             return 0.0, w, f, g
         w = w + t * d

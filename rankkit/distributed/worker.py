@@ -38,6 +38,7 @@ from rankkit.io.svmlight import FileDigest, read_svmlight
 from rankkit.sparse import csr_matvec
 from rankkit.solvers.base import ExactRankSVM, max_abs
 from rankkit.solvers.base import check_magnitude as _check_magnitude
+from rankkit.vectors import dot
 
 _STATE: dict = {}  # (fit_id, part) -> _Part
 _THREADS: int | None = None  # kernel threads per task (set_threads); numba's setting is per calling thread
@@ -387,7 +388,7 @@ def ls(st: _Part, spec: PartSpec, key, how, dkey, d, t: float, slopes: bool = Tr
 def _slopes(st: _Part) -> tuple:
     """(gy.delta, delta' H_k delta) at the last trial."""
     delta = st.delta
-    return float(st.obj.gy @ delta), float(delta @ st.obj.hess_vec_y(delta))
+    return dot(st.obj.gy, delta), dot(delta, st.obj.hess_vec_y(delta))
 
 
 @_timed
