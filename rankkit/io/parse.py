@@ -17,6 +17,8 @@ wrapper converts it with Python's correctly rounded float(). Every value is ther
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from rankkit import threads
@@ -653,3 +655,61 @@ def parse_chunks(
     # chunk c wrote indptr[r0 + n] relative to k0, and it is entry r0 of chunk c + 1: set each
     # chunk's first entry once every chunk is done
     _fix_chunk_starts(rows_at, nnz_at, indptr, data.shape[0])
+
+
+# -- decimal codes: values stored as int32 k standing for the double k / 10**d -----------------------
+
+DECIMAL_MAX_DIGITS = 9  # 10**9 and every int32 are exact doubles
+INT32_MAX = 2147483647.0
+
+
+@njit
+def _decimal_code(v, scale):
+    """(k, True) when the double v is exactly k / scale for an int32 k (k and scale exact doubles,
+    so k / scale is the correctly rounded quotient: the very double a parse of the decimal text
+    k * 10**-d gives); (0, False) otherwise, and for -0.0 (0 / scale is +0.0)."""
+    k = np.rint(v * scale)
+    if not (k >= -INT32_MAX and k <= INT32_MAX):  # also nan
+        return 0, False
+    if k / scale != v or (v == 0.0 and math.copysign(1.0, v) < 0.0):
+        return 0, False
+    return np.int64(k), True
+
+
+@njit
+def _power_of_ten(d):
+    p = 1.0
+    for _ in range(d):
+        p *= 10.0  # exact: every product is an integer below 2**53
+    return p
+
+
+@njit
+def min_decimal_digits(values, d0):
+    """The smallest d >= d0 (at most DECIMAL_MAX_DIGITS) such that every value is exactly k / 10**d
+    for an int32 k; -1 if there is none."""
+    d = d0
+    scale = _power_of_ten(d)
+    for i in range(values.shape[0]):
+        v = values[i]
+        while True:
+            _, ok = _decimal_code(v, scale)
+            if ok:
+                break
+            d += 1
+            if d > DECIMAL_MAX_DIGITS:
+                return -1
+            scale = _power_of_ten(d)
+    return d
+
+
+@njit
+def decimal_codes(values, scale, out):
+    """out[i] = k with values[i] exactly k / scale, for every i; False (out partly written) as
+    soon as a value is not such a double."""
+    for i in range(values.shape[0]):
+        k, ok = _decimal_code(values[i], scale)
+        if not ok:
+            return False
+        out[i] = k
+    return True
