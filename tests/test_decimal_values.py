@@ -59,6 +59,9 @@ CASES = [
     [1e-10],  # would need d = 10
     [123456.789012],  # 12 significant digits: past int32 at d = 6
     [0.3, 0.7, 12.5, 1e-3, 7e-7],
+    [5.0, 0.5, 0.05, 0.005],  # d grows value by value: the codes so far multiplied up
+    [1e6, 0.001, 0.0001],  # d = 4 would put 1e6's code past int32: no d
+    [0.5] * 3000 + [1e6, 0.001] + [0.25] * 3000,  # long enough to run on the threads
 ]
 
 

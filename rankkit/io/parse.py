@@ -704,12 +704,21 @@ def min_decimal_digits(values, d0):
 
 
 @njit
-def decimal_codes(values, scale, out):
-    """out[i] = k with values[i] exactly k / scale, for every i; False (out partly written) as
-    soon as a value is not such a double."""
-    for i in range(values.shape[0]):
+def _code_range(values, scale, out, lo, hi):
+    for i in range(lo, hi):
         k, ok = _decimal_code(values[i], scale)
         if not ok:
-            return False
+            return i
         out[i] = k
-    return True
+    return hi
+
+
+def decimal_codes(values, scale, out) -> int:
+    """out[i] = k with values[i] exactly k / scale, for i below the returned index: the first value
+    that is not such a double (len(values) when every one is). On the threads (rankkit.threads)."""
+    n = values.shape[0]
+    parts = threads.split(None, n, n)
+    for (lo, hi), stop in zip(parts, threads.run(_code_range, parts, values, float(scale), out)):
+        if stop < hi:
+            return int(stop)
+    return n

@@ -98,13 +98,32 @@ def decimal_values(data: np.ndarray) -> tuple[np.ndarray, float]:
     qualifies, one of full-precision doubles does not."""
     if data.shape[0] == 0:
         return data, 1.0
-    d = int(K.min_decimal_digits(data, 0))
-    if d < 0:
-        return data, 1.0
     codes = np.empty(data.shape[0], dtype=np.int32)
-    if not K.decimal_codes(data, DECIMAL_SCALES[d], codes):  # cannot happen: min_decimal_digits checked them
-        return data, 1.0
-    return codes, DECIMAL_SCALES[d]
+    digits, coded = _code_into(data, codes, 0, 0)
+    return (codes, DECIMAL_SCALES[digits]) if coded == data.shape[0] else (data, 1.0)
+
+
+def _code_into(values, codes, lo, digits) -> tuple[int, int]:
+    """Store `values` as codes[lo:lo + len(values)] with `digits` decimals, or more when a value
+    needs them (codes[:lo] and those of `values` done so far multiplied up first: exact while they
+    fit int32). Returns (d, how many of `values` were coded): all of them, or fewer when the rest
+    cannot be coded (codes[:lo + that many] then hold the values with d decimals)."""
+    n = values.shape[0]
+    out = codes[lo : lo + n]
+    i = 0
+    while True:
+        i += K.decimal_codes(values[i:], DECIMAL_SCALES[digits], out[i:])
+        if i == n:
+            return digits, n
+        d = int(K.min_decimal_digits(values[i:], digits))  # value i needs more digits than `digits`
+        if d < 0:
+            return digits, i
+        done = codes[: lo + i]
+        big = max(abs(int(done.max())), abs(int(done.min()))) if lo + i else 0
+        if big * 10 ** (d - digits) > K.INT32_MAX:  # the codes so far would not fit with d digits
+            return digits, i
+        done *= np.int32(10 ** (d - digits))  # exact: k / 10**digits == (k 10**(d - digits)) / 10**d
+        digits = d
 
 
 def _build_dataset(arrays, docids, empty_input: bool, source: str, group_queries: bool, groups,
@@ -463,24 +482,16 @@ def _parse_streaming(fd: int, size: int, name: str, zero_based: bool, labels_opt
 
 
 def _code_block(values, codes, lo, hi, digits):
-    """Store one block's float64 values as codes[lo:hi] with `digits` decimals or more (the codes
-    codes[:lo] multiplied up to the new d). (True, d, codes), or, when the values cannot all be
-    coded, (False, 0, float64 values of the whole file so far: codes[:lo] decoded, this block copied)."""
-    d = int(K.min_decimal_digits(values, digits))
-    if 0 <= d and d > digits:
-        factor = 10 ** (d - digits)
-        big = max(abs(int(codes[:lo].max())), abs(int(codes[:lo].min()))) if lo else 0
-        if big * factor <= K.INT32_MAX:  # the codes so far fit with more digits: multiply them up (exact)
-            codes[:lo] *= np.int32(factor)
-            digits = d
-        else:
-            d = -1
-    if d >= 0 and K.decimal_codes(values, DECIMAL_SCALES[d], codes[lo:hi]):
-        return True, d, codes
+    """Store one block's float64 values as codes[lo:hi] (_code_into). (True, d, codes), or, when
+    the values cannot all be coded, (False, 0, the float64 values of the whole file so far: the
+    codes decoded, the rest of this block copied)."""
+    digits, coded = _code_into(values, codes, lo, digits)
+    if coded == hi - lo:
+        return True, digits, codes
     # not every value is a decimal code: float64 values from here on (the codes so far decoded once)
     wide = np.empty(codes.shape[0], dtype=np.float64)
-    np.divide(codes[:lo], DECIMAL_SCALES[digits], out=wide[:lo])
-    wide[lo:hi] = values
+    np.divide(codes[: lo + coded], DECIMAL_SCALES[digits], out=wide[: lo + coded])
+    wide[lo + coded : hi] = values[coded:]
     return False, 0, wide
 
 
