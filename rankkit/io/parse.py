@@ -690,16 +690,17 @@ def min_decimal_digits(values, d0):
     for an int32 k; -1 if there is none."""
     d = d0
     scale = _power_of_ten(d)
-    for i in range(values.shape[0]):
-        v = values[i]
-        while True:
-            _, ok = _decimal_code(v, scale)
-            if ok:
-                break
-            d += 1
-            if d > DECIMAL_MAX_DIGITS:
-                return -1
-            scale = _power_of_ten(d)
+    i = 0
+    while i < values.shape[0]:
+        _, ok = _decimal_code(values[i], scale)
+        if ok:
+            i += 1
+            continue
+        d += 1  # and every value again: a larger d may put an earlier value's code past int32
+        if d > DECIMAL_MAX_DIGITS:
+            return -1
+        scale = _power_of_ten(d)
+        i = 0
     return d
 
 
