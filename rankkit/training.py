@@ -222,7 +222,7 @@ def fit_dataset(p: Plan, ds: Dataset, *, valid: Dataset | None = None, query_wei
     # AUC optimisation: the training AUC (not where a stochastic run skipped its exact figures as
     # dearer than its steps: rankkit.solvers.sgd, the same O(n log n) pass)
     if ds.n_queries == 1 and not (spec.stochastic and result.n_active is None):
-        scores = model_scores(Model(weights=result.w), fit_ds.with_float_values())[0]
+        scores = model_scores(Model(weights=result.w), fit_ds)[0]  # (decimal codes: read as their doubles)
         outcome["train_auc"] = float(per_query("auc", (ds.y > ds.y.min()).astype(float), scores, ds.qptr, "exp")[0])
         if log:
             log(f"training AUC {outcome['train_auc']:.6f}")

@@ -219,3 +219,97 @@ def test_cli_pegasos_model_same_weights(tmp_path, monkeypatch):
     cli.main(args=args[:2] + [str(tmp_path / "b.model")] + args[3:], prog_name="rankkit", standalone_mode=False)
     assert seen == [True]
     assert weights(tmp_path / "a.model") == weights(tmp_path / "b.model")
+
+
+# -- the Newton solver and its objective's kernels -------------------------------------------------
+def _raw(tmp_path):
+    """Raw-feature-like values of different scales (counts, 2-decimal scores, 6-decimal fractions),
+    ties, a one-document query, a one-label query and empty rows."""
+    rng = np.random.default_rng(5)
+    rows = []
+    q = 0
+    for size, labels in ((7, 3), (1, 1), (5, 1), (9, 4), (4, 2), (12, 3), (6, 2)):
+        q += 1
+        for i in range(size):
+            feats = [f"1:{int(rng.integers(0, 2000))}", f"2:{rng.integers(0, 10**5) / 100:.2f}",
+                     f"4:{rng.integers(0, 10**6) / 10**6:.6f}", f"5:{int(rng.integers(0, 2))}"]
+            if i == 1:
+                feats = []  # an empty row
+            rows.append(f"{int(rng.integers(0, labels))} qid:{q} " + " ".join(feats))
+    path = tmp_path / "raw.txt"
+    path.write_text("\n".join(rows) + "\n")
+    return path
+
+
+def test_sparse_kernels_same_bits_on_codes(tmp_path):
+    from rankkit.sparse import column_sumsq, csr_matvec, csr_rmatvec
+
+    coded = read_svmlight(str(_raw(tmp_path)), narrow_values=True, narrow_indices=True)
+    plain = read_svmlight(str(tmp_path / "raw.txt"))
+    assert coded.decimal_codes and coded.value_scale == 1e6
+    rng = np.random.default_rng(0)
+    w, z = rng.standard_normal(coded.n_features), rng.standard_normal(coded.n_rows)
+    ref = coded.with_float_values()
+    for ds in (plain, ref):
+        assert np.array_equal(_bits(ds.data), _bits(coded.values()))
+    pairs = [(csr_matvec(plain.data, plain.indices, plain.indptr, w, np.empty(plain.n_rows)),
+              csr_matvec(coded.data, coded.indices, coded.indptr, w, np.empty(coded.n_rows), coded.value_scale)),
+             (csr_rmatvec(plain.data, plain.indices, plain.indptr, z, np.empty(plain.n_features)),
+              csr_rmatvec(coded.data, coded.indices, coded.indptr, z, np.empty(coded.n_features), coded.value_scale)),
+             (column_sumsq(plain.data, plain.indices, np.empty(plain.n_features)),
+              column_sumsq(coded.data, coded.indices, np.empty(coded.n_features), coded.value_scale))]
+    # the brute-force reference: scipy's product of the float64 matrix (sums in another order: close)
+    X = plain.csr()
+    for (a, b), r in zip(pairs, (X @ w, X.T @ z, np.asarray(X.multiply(X).sum(axis=0)).ravel())):
+        assert np.array_equal(_bits(a), _bits(b))
+        np.testing.assert_allclose(a, r, rtol=1e-12, atol=1e-9)
+
+
+@pytest.mark.parametrize("loss", ["squared-hinge", "huber", "logistic"])
+@pytest.mark.parametrize("precondition", ["none", "diag", "dense"])
+def test_newton_same_bits_on_codes(tmp_path, loss, precondition):
+    from rankkit.objectives.pairwise import PairwiseObjective
+    from rankkit.solvers.newton import LocalObjective, truncated_newton
+
+    path = _raw(tmp_path)
+    coded = read_svmlight(str(path), narrow_values=True, narrow_indices=True)
+    plain = read_svmlight(str(path))
+    runs = []
+    for ds in (plain, coded):
+        obj = PairwiseObjective(ds, 1e-4, loss)
+        runs.append(truncated_newton(LocalObjective(obj, ds), tol=1e-10, precondition=precondition))
+        runs[-1].diag = obj.hess_diag() if loss != "hinge" else None
+        runs[-1].H = obj.hess_matrix()
+    a, b = runs
+    assert np.array_equal(_bits(a.w), _bits(b.w)) and a.iterations == b.iterations
+    assert _bits([a.objective])[0] == _bits([b.objective])[0]
+    assert np.array_equal(_bits(a.diag), _bits(b.diag)) and np.array_equal(_bits(a.H), _bits(b.H))
+
+
+def test_cli_newton_model_same_weights_and_auc(tmp_path, monkeypatch):
+    """`rankkit train` (newton) reads decimal codes; the model (weights, objective, training AUC of
+    --auc) is the float64 run's."""
+    from rankkit.cli import cli
+    import rankkit.app.train as T
+
+    path = _raw(tmp_path)
+    binary = tmp_path / "binary.txt"
+    binary.write_text("".join(f"{min(int(line.split()[0]), 1)} " + line.split(" ", 2)[2] + "\n"
+                              for line in path.read_text().splitlines()))
+    real = S.read_svmlight
+
+    def body(model):
+        return [line for line in model.read_text().splitlines()
+                if not line.startswith(("created", "checksum")) and "time" not in line]
+
+    for src, extra in ((path, []), (binary, ["--auc"])):
+        models = []
+        for narrow in (True, False):
+            monkeypatch.setattr(T, "read_svmlight", lambda *a, **k: real(*a, **dict(k, narrow_values=narrow and
+                                                                                     k.get("narrow_values"))))
+            out = tmp_path / f"m{narrow}.model"
+            cli.main(args=["train", str(src), str(out), "-C", "0.001", *extra], prog_name="rankkit",
+                     standalone_mode=False)
+            models.append(body(out))
+        assert models[0] == models[1]
+        assert not extra or any(line.startswith("train_auc") for line in models[0])

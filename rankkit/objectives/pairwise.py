@@ -77,6 +77,7 @@ class PairwiseObjective:
         self.loss = loss
         self.C = float(C)
         self.data, self.indices, self.indptr = ds.data, ds.indices, ds.indptr
+        self.vscale = ds.value_scale  # the values are data / vscale (int32 decimal codes; 1.0: data itself)
         self.n_features = ds.n_features
         self.n_rows = ds.n_rows
         self.qptr = ds.qptr
@@ -151,10 +152,10 @@ class PairwiseObjective:
     # -- products with X ----------------------------------------------------------------------
     def scores(self, w: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         out = np.empty(self.n_rows) if out is None else out
-        return csr_matvec(self.data, self.indices, self.indptr, w, out)
+        return csr_matvec(self.data, self.indices, self.indptr, w, out, self.vscale)
 
     def _rmatvec(self, z: np.ndarray) -> np.ndarray:
-        return csr_rmatvec(self.data, self.indices, self.indptr, z, np.empty(self.n_features))
+        return csr_rmatvec(self.data, self.indices, self.indptr, z, np.empty(self.n_features), self.vscale)
 
     # -- loss in score space ------------------------------------------------------------------
     def loss_y(self, y: np.ndarray) -> float:
@@ -240,13 +241,13 @@ class PairwiseObjective:
         for coef, margin, _, si in self._terms:
             _, nlev, qptr, order, ys, ls, _ = self._sets[si]
             sqh.hess_diag_add(ys, ls, qptr, nlev, order, self.qweight, self.data, self.indices, self.indptr, margin,
-                              coef, self._ds, part, self._diag_chunks)
+                              coef, self._ds, part, self._diag_chunks, self.vscale)
         out = sum_chunks(part, np.empty(self.n_features))
         return np.maximum(out, 0.0, out=out)
 
     def column_sumsq(self) -> np.ndarray:
         """sum_i x_ij^2 for every feature j: the scales CG's preconditioner policy looks at."""
-        return column_sumsq(self.data, self.indices, np.empty(self.n_features))
+        return column_sumsq(self.data, self.indices, np.empty(self.n_features), self.vscale)
 
     def dense_rows(self) -> int:
         """Rows of X per block of hess_matrix: whole queries, at least the longest one."""
@@ -276,8 +277,8 @@ class PairwiseObjective:
                 for coef, margin, _, si in self._terms:
                     _, nlev, qptr, order, ys, ls, _ = self._sets[si]
                     sqh.hess_x_block(ys, ls, qptr, nlev, order, self.qweight, self.data, self.indices, self.indptr,
-                                     margin, coef, q0, q1, r0, Zb)
-                sqh.xtz_add(self.data, self.indices, self.indptr, r0, r1, Zb, H)
+                                     margin, coef, q0, q1, r0, Zb, self.vscale)
+                sqh.xtz_add(self.data, self.indices, self.indptr, r0, r1, Zb, H, self.vscale)
             q0 = q1
         H += H.T
         H *= 0.5
@@ -296,7 +297,7 @@ class PairwiseObjective:
         return self._rmatvec(self.gy)
 
     def hess_vec(self, s: np.ndarray) -> np.ndarray:
-        csr_matvec(self.data, self.indices, self.indptr, s, self._delta)
+        csr_matvec(self.data, self.indices, self.indptr, s, self._delta, self.vscale)
         return s + self.C * self._rmatvec(self.hess_vec_y(self._delta))
 
     def fun_grad(self, w: np.ndarray) -> tuple[float, np.ndarray]:

@@ -41,6 +41,7 @@ SOLVERS: dict[str, SolverSpec] = {
             cls="NewtonRankSVM",
             losses=("squared-hinge", "huber", "logistic"),
             narrow_indices=True,
+            narrow_values=True,  # PairwiseObjective passes Dataset.value_scale to every kernel
         ),
         SolverSpec(
             name="newton-pairs",
