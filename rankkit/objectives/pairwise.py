@@ -25,6 +25,7 @@ import numpy as np
 from rankkit.data import Dataset
 from rankkit.objectives import squared_hinge as sqh
 from rankkit.objectives.logistic import piecewise_quadratic
+from rankkit.sorting import ties_by_index
 from rankkit.sparse import column_sumsq, csr_matvec, csr_rmatvec, sum_chunks
 
 # Queries at least this long are sorted by NumPy (its vectorised argsort is 3-4x faster than the
@@ -162,9 +163,10 @@ class PairwiseObjective:
         """L(y); keeps the sorted state that gradient and hess_vec use."""
         if self.offsets is not None:
             y = y - self.offsets
-        for q in self._numpy_sorted:
-            s, e = self.qptr[q], self.qptr[q + 1]
-            self.order[s:e] = s + np.argsort(y[s:e], kind="stable")
+        for q in self._numpy_sorted:  # NumPy's unstable argsort (several times faster), ties then by row:
+            s, e = self.qptr[q], self.qptr[q + 1]  # exactly the stable argsort (rankkit.sorting.ties_by_index)
+            np.add(np.argsort(y[s:e]), s, out=self.order[s:e])
+            ties_by_index(y, self.order, int(s), int(e))
         sqh.sort_queries(y, self.qptr, self._skip, self.order)
         if self._single_term:  # the plain loss: straight into gy
             _, margin, squared, si = self._terms[0]
