@@ -172,28 +172,29 @@ def query_levels(y, qptr, levels, pairs, order, tmp):
         pairs[q] = (n * n - same) // 2
 
 
-@njit
-def ties_by_index(y, order, s, e):
+def ties_by_index(y, order, s, e) -> None:
     """order[s:e] holds rows sorted ascending by y (nan last) with equal scores in any order (an
     unstable sort's output): put each run of equal scores (-0.0 and 0.0 are equal; nans are one
     run) in ascending row order. The result is the stable argsort's permutation (the one order of
     the rows by (y, row)), so an unstable sort, several times faster on a large query, gives the
-    same bits downstream."""
-    t = s
-    while t < e:
-        v = y[order[t]]
-        u = t + 1
-        while u < e and (y[order[u]] == v or (v != v and y[order[u]] != y[order[u]])):
-            u += 1
-        if u - t > 1:
-            if u - t <= _RUN * 2:
-                for i in range(t + 1, u):
-                    k = order[i]
-                    j = i - 1
-                    while j >= t and order[j] > k:
-                        order[j + 1] = order[j]
-                        j -= 1
-                    order[j + 1] = k
-            else:
-                order[t:u] = np.sort(order[t:u])
-        t = u
+    same bits downstream. NumPy only (no kernel): one pass to find the ties, and a sort of the tied
+    rows by (run, row) when there are any."""
+    seg = order[s:e]
+    if seg.shape[0] < 2:
+        return
+    ys = y[seg]
+    a, b = ys[:-1], ys[1:]
+    tie = a == b
+    if np.isnan(b[-1]):  # nans (last): one run
+        tie |= np.isnan(a) & np.isnan(b)
+    if not tie.any():
+        return
+    tied = np.zeros(seg.shape[0], dtype=bool)
+    tied[:-1] = tie
+    tied[1:] |= tie
+    idx = np.flatnonzero(tied)
+    run = np.cumsum(~tie)[idx - (idx > 0)] * (idx > 0)  # the run of each tied position (runs are contiguous)
+    # (run, row) as one int64 key: runs stay where they are, rows ascend within each
+    key = run.astype(np.int64) * np.int64(e) + seg[idx]
+    key.sort()
+    seg[idx] = key % np.int64(e)
