@@ -97,3 +97,30 @@ def test_query_levels_few_and_many_labels(distinct):
     nf = np.unique(finite).shape[0]
     assert np.array_equal(levels2[1:41][q1 == q1], np.searchsorted(np.unique(finite), finite))
     assert sorted(levels2[1:41][q1 != q1].tolist()) == [nf, nf + 1] and pairs2[1] >= pairs[1] - 2 * 40
+
+
+@pytest.mark.parametrize("labels", [2, 5])
+def test_hess_vec_two_sweeps_same_bits(monkeypatch, labels):
+    """hess_vec_y on one large query: its two sweeps on two threads (SPLIT_SWEEPS_MIN lowered) give
+    the bits of the one-thread kernel, ties and equal scores included, weight != 1, z written over ds."""
+    from rankkit import threads
+    from rankkit.objectives import squared_hinge as sqh
+
+    rng = np.random.default_rng(labels)
+    n = 4000
+    y = rng.integers(0, 40, n) / 8.0  # tied scores
+    lev = rng.integers(0, labels, n).astype(np.int32)
+    qptr = np.array([0, n], dtype=np.int64)
+    nlev = np.array([labels], dtype=np.int64)
+    order = np.argsort(y, kind="stable").astype(np.int64)
+    ys, ls, gs, gy = np.zeros(n), np.zeros(n, dtype=np.int32), np.zeros(n), np.zeros(n)
+    qw = np.array([0.75])
+    sqh.fun_grad_y(y, lev, qptr, nlev, order, ys, ls, gs, gy, qw, 1.0, True)
+    d = rng.standard_normal(n)
+    out = []
+    for split, nthreads in ((10**9, 1), (100, 2), (100, 1)):
+        monkeypatch.setattr(sqh, "SPLIT_SWEEPS_MIN", split)
+        ds, zs = np.zeros(n), np.zeros(n)
+        with threads.limited(nthreads):
+            out.append(sqh.hess_vec_y(ys, ls, qptr, nlev, order, d, ds, zs, ds, qw, 1.0).copy())
+    assert np.array_equal(out[0], out[1]) and np.array_equal(out[0], out[2])

@@ -140,6 +140,7 @@ class PairwiseObjective:
         self._n_active = 0
         self._y_count = None
         self._diag_chunks = None
+        self._hv_scratch = None  # hess_vec_y's two sweeps of one large query side by side: their scratch
 
     @property
     def n_active(self) -> int:
@@ -219,7 +220,10 @@ class PairwiseObjective:
             _, nlev, qptr, order, ys, ls, _ = self._sets[si]
             if d is self._ds:  # a previous result passed back in: the kernel would read what it writes
                 d = d.copy()
-            return sqh.hess_vec_y(ys, ls, qptr, nlev, order, d, self._ds, self._zs, self._ds, self.qweight, margin)
+            if self._hv_scratch is None and qptr.shape[0] == 2 and self.n_rows >= sqh.SPLIT_SWEEPS_MIN:
+                self._hv_scratch = (np.empty(self.n_rows), np.empty(self.n_rows))  # one large query: two sweeps at once
+            return sqh.hess_vec_y(ys, ls, qptr, nlev, order, d, self._ds, self._zs, self._ds, self.qweight, margin,
+                                  self._hv_scratch)
         if d is self._z:
             d = d.copy()
         self._z[:] = 0.0

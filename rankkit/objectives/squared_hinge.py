@@ -276,9 +276,62 @@ def _hess_vec_range(ys, ls, qptr, nlev, order, d, ds, zs, z, qweight, margin, q0
             z[order[t]] = wq * zs[t]
 
 
-def hess_vec_y(ys, ls, qptr, nlev, order, d, ds, zs, z, qweight, margin):
-    """z = H_L d in score space, at the active set of the last fun_grad_y (ys, ls, order)."""
+@njit
+def _hv_sweep(ys, ls, s, e, R, ds, zs, cnt_up, g_up, margin, lo, hi):
+    """One of _query_hv's two sweeps, for one large query on two threads: part 0 the descending
+    sweep (zs[t] = cnt * ds[t] - G, as _query_hv writes it), part 1 the ascending one's counts
+    and sums (cnt_up, g_up: what _query_hv adds to zs[t]; _hv_finish adds them in its order)."""
+    tree = np.empty((R + 1, 3), dtype=np.float64)
+    _fen_reset(tree, R)
+    if lo == 0:
+        p = e - 1
+        for t in range(e - 1, s - 1, -1):
+            yk = ys[t]
+            while p >= s and yk - ys[p] < margin:
+                _fen_add_sum(tree, R, np.int64(ls[p]), ds[p])
+                p -= 1
+            cnt, G = _fen_sums(tree, np.int64(ls[t]))
+            zs[t] = cnt * ds[t] - G
+    else:
+        p = s
+        for t in range(s, e):
+            yk = ys[t]
+            while p < e and ys[p] - yk < margin:
+                _fen_add_sum(tree, R, R - 1 - ls[p], ds[p])
+                p += 1
+            cnt, G = _fen_sums(tree, R - 1 - ls[t])
+            cnt_up[t - s] = cnt
+            g_up[t - s] = G
+
+
+@njit
+def _hv_finish(ds, zs, cnt_up, g_up, order, z, wq, s, e):
+    """_query_hv's last step and _hess_vec_range's scatter, after _hv_sweep: the same arithmetic."""
+    for t in range(s, e):
+        zs[t] = 2.0 * (zs[t] + cnt_up[t - s] * ds[t] - g_up[t - s])
+    for t in range(s, e):  # after every read of ds (z may be ds: PairwiseObjective writes over it)
+        z[order[t]] = wq * zs[t]
+
+
+# A single query at least this long: hess_vec_y runs its two sweeps on two threads (the AUC problem,
+# one query of every document: the per-query split leaves the second core idle)
+SPLIT_SWEEPS_MIN = 4096  # (the warm-up trains on one query of 6000 documents with --threads 2: these kernels are in the build)
+
+
+def hess_vec_y(ys, ls, qptr, nlev, order, d, ds, zs, z, qweight, margin, scratch=None):
+    """z = H_L d in score space, at the active set of the last fun_grad_y (ys, ls, order).
+    One query of at least SPLIT_SWEEPS_MIN rows, with two threads: its two sweeps side by side
+    (`scratch`: two float64 arrays of its length, allocated if None), the same bits as one thread."""
     nq = qptr.shape[0] - 1
+    if nq == 1 and int(qptr[1]) >= SPLIT_SWEEPS_MIN and nlev[0] >= 2 and qweight[0] != 0.0 and threads.count() >= 2:
+        s, e = int(qptr[0]), int(qptr[1])
+        if scratch is None:
+            scratch = (np.empty(e - s), np.empty(e - s))
+        np.take(d, order[s:e], out=ds[s:e], mode="clip")  # (valid indices: clip changes none, and is unbuffered)
+        threads.run(_hv_sweep, [(0, 1), (1, 2)], ys, ls, s, e, int(nlev[0]), ds, zs, scratch[0], scratch[1],
+                    float(margin))
+        _hv_finish(ds, zs, scratch[0], scratch[1], order, z, float(qweight[0]), s, e)
+        return z
     threads.run(_hess_vec_range, threads.split(qptr, nq, int(qptr[-1]) * 4), ys, ls, qptr, nlev, order, d, ds, zs, z,
                 qweight, margin)
     return z
