@@ -704,13 +704,32 @@ def min_decimal_digits(values, d0):
     return d
 
 
+_CODE_STEP = 2048  # _code_range: values coded without a branch, then checked, this many at a time
+
+
 @njit
 def _code_range(values, scale, out, lo, hi):
-    for i in range(lo, hi):
-        k, ok = _decimal_code(values[i], scale)
-        if not ok:
-            return i
-        out[i] = k
+    """Code values[lo:hi] into out (decimal_codes); the first value that cannot be coded, or hi.
+    Each step of _CODE_STEP values is coded and checked with no early exit (a loop the compiler
+    vectorises: the check is that the stored int32 decodes to the very double, sign of zero
+    included); only a step that fails is scanned again for its first bad value."""
+    for a in range(lo, hi, _CODE_STEP):
+        b = min(a + _CODE_STEP, hi)
+        bad = 0
+        for i in range(a, b):
+            v = values[i]
+            k = np.rint(v * scale)
+            k = k if k >= -INT32_MAX else -INT32_MAX  # (a nan: -INT32_MAX, and it fails below)
+            k = k if k <= INT32_MAX else INT32_MAX
+            c = np.int32(k)
+            out[i] = c
+            back = c / scale
+            bad |= (back != v) | ((v == 0.0) & (math.copysign(1.0, v) < 0.0))
+        if bad:
+            for i in range(a, b):
+                _, ok = _decimal_code(values[i], scale)
+                if not ok:
+                    return i
     return hi
 
 
