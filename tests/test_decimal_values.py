@@ -313,3 +313,23 @@ def test_cli_newton_model_same_weights_and_auc(tmp_path, monkeypatch):
             models.append(body(out))
         assert models[0] == models[1]
         assert not extra or any(line.startswith("train_auc") for line in models[0])
+
+
+@pytest.mark.parametrize("where", ["none", "late", "early", "all"])
+def test_streaming_docid_spans_only_where_docids_are(tmp_path, monkeypatch, where):
+    """The streaming reader keeps one block's docid spans at a time and the whole file's only from
+    the first docid on: the same docids as the whole-buffer reader, wherever they are."""
+    lines = [f"{i % 3} qid:{i // 10 + 1} 1:{i / 8:g} 2:1" for i in range(300)]
+    pick = {"none": (), "late": range(280, 300, 3), "early": range(0, 5), "all": range(300)}[where]
+    for i in pick:
+        lines[i] += f" # docid = D{i} x"
+    text = ("\n".join(lines) + "\n").encode()
+    path = tmp_path / "d.txt"
+    path.write_bytes(text)
+    whole = parse_bytes(np.frombuffer(text, dtype=np.uint8), str(path))
+    _stream(monkeypatch, 400)
+    streamed = read_svmlight(str(path), narrow_values=True)
+    monkeypatch.undo()
+    assert streamed.docids() == whole.docids()
+    assert (streamed.docid_spans is None) == (where == "none")
+    assert np.array_equal(_bits(streamed.values()), _bits(whole.data))

@@ -233,13 +233,13 @@ def _exclusive_cumsum(a: np.ndarray) -> np.ndarray:
     return out
 
 
-def _row_arrays(n: int, nnz: int, index_dtype=np.int32, n_indices: int | None = None):
+def _row_arrays(n: int, nnz: int, index_dtype=np.int32, n_indices: int | None = None, n_spans: int | None = None):
     """The arrays the parser fills for n rows and nnz values: data, indices (n_indices of them,
-    default nnz), indptr (zeroed), y, qid, has_qid, line_no, docid spans."""
+    default nnz), indptr (zeroed), y, qid, has_qid, line_no, docid spans (n_spans rows, default n)."""
     return (np.empty(nnz, dtype=np.float64), np.empty(nnz if n_indices is None else n_indices, dtype=index_dtype),
             np.zeros(n + 1, dtype=np.int64),
             np.empty(n, dtype=np.float64), np.empty(n, dtype=np.int64), np.empty(n, dtype=np.uint8),
-            np.empty(n, dtype=np.int64), np.empty((n, 2), dtype=np.int64))
+            np.empty(n, dtype=np.int64), np.empty((n if n_spans is None else n_spans, 2), dtype=np.int64))
 
 
 def _parse_chunked(buf, source, zero_based, labels_optional, n_chunks):
@@ -409,8 +409,11 @@ def _parse_streaming(fd: int, size: int, name: str, zero_based: bool, labels_opt
     totals = sum(c.sum(axis=0) for _, _, _, c in blocks) if blocks else np.zeros(3, dtype=np.int64)
     n, nnz = int(totals[0]), int(totals[1])
     coding = narrow_values and nnz > 0
-    data, indices, indptr, y, qid, has_qid, line_no, docspan = _row_arrays(
-        n, 0 if coding else nnz, np.uint16 if narrow else np.int32, nnz)
+    # the docid spans of one block at a time (bspans); the whole file's (docspan) only once a block has one
+    block_rows = max((int(c[:, 0].sum()) for *_, c in blocks), default=0)
+    data, indices, indptr, y, qid, has_qid, line_no, bspans = _row_arrays(
+        n, 0 if coding else nnz, np.uint16 if narrow else np.int32, nnz, block_rows)
+    docspan = None
     block_nnz = max((int(c[:, 1].sum()) for *_, c in blocks), default=0)
     # narrow: each block's int32 column indices, before they are copied down to uint16
     scratch = np.empty(block_nnz, dtype=np.int32) if narrow and blocks else None
@@ -441,7 +444,7 @@ def _parse_streaming(fd: int, size: int, name: str, zero_based: bool, labels_opt
         block_y, block_line = y[row0:row1], line_no[row0:row1]
         K.parse_chunks(view, bounds, bool(zero_based), bool(labels_optional), counts, rows_at, nnz_at, line_before,
                        slow_at, block_data, block_indices, block_indptr, block_y, qid[row0:row1], has_qid[row0:row1],
-                       block_line, docspan[row0:row1], slow, status, parsed)
+                       block_line, bspans[: row1 - row0], slow, status, parsed)
         _check_status(view, name, status, line_before, bounds)
         if not np.array_equal(parsed[:, :2], counts[:, :2]):
             raise _changed(name, "its content changed between the reader's two passes")
@@ -466,10 +469,12 @@ def _parse_streaming(fd: int, size: int, name: str, zero_based: bool, labels_opt
                 wide[:nnz0] = indices[:nnz0]
                 wide[nnz0:nnz1] = block_indices
                 indices, scratch = wide, None
-        spans = docspan[row0:row1]
+        spans = bspans[: row1 - row0]
         if bool(np.any(spans[:, 0] >= 0)):
             piece, new = _compact_spans(view, spans)
             new[new[:, 0] >= 0] += piece_bytes
+            if docspan is None:  # the first docid: the rows before it have none
+                docspan = np.full((n, 2), -1, dtype=np.int64)
             docspan[row0:row1] = new
             pieces.append(piece)
             piece_bytes += len(piece)
