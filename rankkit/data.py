@@ -21,7 +21,9 @@ from rankkit.errors import DataError, UsageError
 from rankkit.io.text import from_utf8
 from rankkit.sorting import longest, query_levels
 
-COMPACT_MIN_FEATURES = 1 << 16  # Dataset.compact_columns: below this many columns a dense model is cheap
+COMPACT_MIN_FEATURES = 1 << 16
+# the value scales of decimal codes (Dataset.value_scale): 10**d, each an exact double
+DECIMAL_SCALES = tuple(float(10**d) for d in range(10))  # Dataset.compact_columns: below this many columns a dense model is cheap
 
 
 @dataclass
@@ -43,6 +45,12 @@ class Dataset:
     # the group file (LightGBM FILE.query, XGBoost FILE.group) that numbered the queries 1..G of a
     # file without qids; None when the qids are the file's own (or there is one query)
     group_file: str | None = None
+    # the values of `data`: data itself (float64, scale 1.0), or int32 decimal codes k standing for
+    # the doubles k / value_scale (value_scale = 10**d). Only a reader asked for it stores codes
+    # (read_svmlight(narrow_values=True), for a solver whose kernels divide by the scale: the
+    # stochastic pairwise learners), and only when every value of the file is exactly such a
+    # double, checked value by value (rankkit.io.parse.decimal_codes): no value is rounded.
+    value_scale: float = 1.0
     _levels: np.ndarray | None = field(default=None, repr=False)
     _pairs: np.ndarray | None = field(default=None, repr=False)
 
@@ -59,20 +67,55 @@ class Dataset:
     def nnz(self) -> int:
         return int(self.indptr[-1])
 
+    @property
+    def decimal_codes(self) -> bool:
+        """The values are stored as int32 decimal codes (see value_scale)."""
+        return self.data.dtype != np.float64
+
+    def values(self) -> np.ndarray:
+        """float64[nnz]: the stored values as doubles (`data` itself, or a new array of codes /
+        value_scale: the same doubles the file's text denotes)."""
+        if not self.decimal_codes:
+            return self.data
+        return self.data / self.value_scale
+
+    def with_float_values(self) -> "Dataset":
+        """This dataset with float64 values (itself when they are): for code that reads `data` as
+        doubles. The copy costs 8 bytes a non-zero; the kernels that take codes do not need it."""
+        if not self.decimal_codes:
+            return self
+        ds = dataclasses.replace(self, data=self.values(), value_scale=1.0)
+        ds._levels, ds._pairs = self._levels, self._pairs
+        return ds
+
+    def max_abs_value(self) -> float:
+        """max |value| (0.0 without values; nan if any value is nan), without a temporary array
+        the size of the values."""
+        if self.data.size == 0:
+            return 0.0
+        hi, lo = abs(float(self.data.max())), abs(float(self.data.min()))
+        big = hi if not hi <= lo else lo  # a nan (max and min propagate it) is returned as nan
+        return big / self.value_scale if self.decimal_codes else big
+
+    def value_at(self, k: int) -> float:
+        """Stored value k as a double."""
+        return float(self.data[k]) / self.value_scale if self.decimal_codes else float(self.data[k])
+
     def csr(self, n_features: int | None = None):
         """A scipy CSR matrix sharing this dataset's arrays (columns >= n_features dropped; uint16
-        column indices are copied to int32, scipy's type)."""
+        column indices are copied to int32, scipy's type; decimal codes to float64 values)."""
         import scipy.sparse as sp
 
         nf = self.n_features if n_features is None else n_features
         indices = self.indices if self.indices.dtype == np.int32 else self.indices.astype(np.int32)
+        values = self.values()
         if nf >= self.n_features:
-            return sp.csr_matrix((self.data, indices, self.indptr), shape=(self.n_rows, nf))
+            return sp.csr_matrix((values, indices, self.indptr), shape=(self.n_rows, nf))
         keep = indices < nf
         kept_before = np.zeros(self.nnz + 1, dtype=np.int64)  # kept entries before each position
         np.cumsum(keep, out=kept_before[1:])
         indptr = kept_before[self.indptr]  # (reduceat failed on trailing empty rows)
-        return sp.csr_matrix((self.data[keep], indices[keep], indptr), shape=(self.n_rows, nf))
+        return sp.csr_matrix((values[keep], indices[keep], indptr), shape=(self.n_rows, nf))
 
     # -- per-query structure ---------------------------------------------------------------
     @property
@@ -120,7 +163,9 @@ class Dataset:
         """Check dtypes and structural invariants once, at the boundary; kernels then trust them."""
         n = self.n_rows
         checks = [
-            (self.data.dtype == np.float64, "data must be float64"),
+            (self.data.dtype == np.float64 and self.value_scale == 1.0
+             or self.data.dtype == np.int32 and self.value_scale in DECIMAL_SCALES,
+             "data must be float64 (or int32 decimal codes with value_scale a power of ten)"),
             (self.indices.dtype in (np.int32, np.uint16), "indices must be int32 (or uint16)"),
             (self.indptr.dtype == np.int64, "indptr must be int64"),
             (self.y.dtype == np.float64, "labels must be float64"),

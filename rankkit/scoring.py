@@ -18,7 +18,7 @@ def model_scores(model, ds) -> tuple[np.ndarray, int]:
     features (ignored)."""
     ignored = int(ignored_entries(ds.indices, model.n_features))
     if isinstance(model, ForeignModel):
-        return foreign_scores(model, ds), ignored
+        return foreign_scores(model, ds.with_float_values()), ignored
     if model.landmarks is not None:
         name, gamma, degree, coef0 = model.kernel_args()  # read_model checked them: a ModelError names the model
         k = make_kernel(name, model.n_features, gamma, degree, coef0)
@@ -29,9 +29,9 @@ def model_scores(model, ds) -> tuple[np.ndarray, int]:
         hit = pos < m
         hit[hit] = model.feature_index[pos[hit]] == ds.indices[hit]
         cols = np.where(hit, pos, m).astype(np.int32)  # m: not a model feature, csr_matvec skips it (weight 0)
-        scores = csr_matvec(ds.data, cols, ds.indptr, model.weights, np.empty(ds.n_rows))
+        scores = csr_matvec(ds.data, cols, ds.indptr, model.weights, np.empty(ds.n_rows), ds.value_scale)
         return scores, ignored
-    scores = csr_matvec(ds.data, ds.indices, ds.indptr, model.weights, np.empty(ds.n_rows))
+    scores = csr_matvec(ds.data, ds.indices, ds.indptr, model.weights, np.empty(ds.n_rows), ds.value_scale)
     return scores, ignored
 
 

@@ -19,22 +19,23 @@ MAX_CHUNKS = 64
 
 
 @njit
-def _matvec_rows(data, indices, indptr, w, out, lo, hi):
+def _matvec_rows(data, indices, indptr, w, out, scale, lo, hi):
     d = w.shape[0]
     for i in range(lo, hi):
         acc = 0.0
         for t in range(indptr[i], indptr[i + 1]):
             j = indices[t]
             if j < d:
-                acc += data[t] * w[j]
+                acc += (data[t] if scale == 1.0 else data[t] / scale) * w[j]
         out[i] = acc
 
 
-def csr_matvec(data, indices, indptr, w, out):
-    """out = X w, with X given by (data, indices, indptr); rows split over the threads."""
+def csr_matvec(data, indices, indptr, w, out, scale=1.0):
+    """out = X w, with X given by (data, indices, indptr); rows split over the threads. scale: the
+    values are data / scale (rankkit.data.Dataset.value_scale: int32 decimal codes; 1.0: data)."""
     n = indptr.shape[0] - 1
     parts = threads.split(indptr, n, int(indptr[-1]) if n else 0)
-    threads.run(_matvec_rows, parts, data, indices, indptr, w, out)
+    threads.run(_matvec_rows, parts, data, indices, indptr, w, out, float(scale))
     return out
 
 
@@ -47,7 +48,7 @@ def rmatvec_chunks(n_rows, n_features):
 
 
 @njit
-def _rmatvec_chunks(data, indices, indptr, z, part, nc, c0, c1):
+def _rmatvec_chunks(data, indices, indptr, z, part, nc, scale, c0, c1):
     """part[c] = the rows of chunk c times z, for chunks c0..c1-1 (chunk c: rows c*n//nc ..)."""
     n = indptr.shape[0] - 1
     for c in range(c0, c1):
@@ -57,18 +58,18 @@ def _rmatvec_chunks(data, indices, indptr, z, part, nc, c0, c1):
             zi = z[i]
             if zi != 0.0:
                 for t in range(indptr[i], indptr[i + 1]):
-                    part[c, indices[t]] += data[t] * zi
+                    part[c, indices[t]] += (data[t] if scale == 1.0 else data[t] / scale) * zi
 
 
 @njit
-def _rmatvec_serial(data, indices, indptr, z, out):
+def _rmatvec_serial(data, indices, indptr, z, out, scale):
     n = indptr.shape[0] - 1
     out[:] = 0.0
     for i in range(n):
         zi = z[i]
         if zi != 0.0:
             for t in range(indptr[i], indptr[i + 1]):
-                out[indices[t]] += data[t] * zi
+                out[indices[t]] += (data[t] if scale == 1.0 else data[t] / scale) * zi
     return out
 
 
@@ -84,15 +85,16 @@ def sum_chunks(part, out):
     return out
 
 
-def csr_rmatvec(data, indices, indptr, z, out):
-    """out = X^T z (out has length n_features and is overwritten)."""
+def csr_rmatvec(data, indices, indptr, z, out, scale=1.0):
+    """out = X^T z (out has length n_features and is overwritten); scale as csr_matvec's."""
     n = indptr.shape[0] - 1
     d = out.shape[0]
     nc = rmatvec_chunks(n, d)
     if nc == 1:
-        return _rmatvec_serial(data, indices, indptr, z, out)
+        return _rmatvec_serial(data, indices, indptr, z, out, float(scale))
     part = np.zeros((nc, d))
-    threads.run(_rmatvec_chunks, threads.split(None, nc, int(indptr[-1])), data, indices, indptr, z, part, nc)
+    threads.run(_rmatvec_chunks, threads.split(None, nc, int(indptr[-1])), data, indices, indptr, z, part, nc,
+                float(scale))
     return sum_chunks(part, out)
 
 
@@ -107,15 +109,16 @@ def ignored_entries(indices, n_features):
 
 
 @njit
-def column_sumsq(data, indices, out):
+def column_sumsq(data, indices, out, scale=1.0):
     """out[j] = sum of the squares of column j's stored values (out zeroed first); columns >= len(out)
-    are ignored."""
+    are ignored; scale as csr_matvec's."""
     d = out.shape[0]
     out[:] = 0.0
     for t in range(data.shape[0]):
         j = indices[t]
         if j < d:
-            out[j] += data[t] * data[t]
+            v = (data[t] if scale == 1.0 else data[t] / scale)
+            out[j] += v * v
     return out
 
 

@@ -114,6 +114,11 @@ class Plan:
         """Its kernels take uint16 column indices (the reader may narrow them)."""
         return self.spec.narrow_indices and self.kernel is None
 
+    @property
+    def narrow_values(self) -> bool:
+        """Its kernels take int32 decimal codes as values (the reader may store them so)."""
+        return self.spec.narrow_values and self.kernel is None
+
     def solver(self, **more):
         """An instance of the solver's class."""
         return self.spec.load()(**self.kwargs, **more)
@@ -158,6 +163,8 @@ def fit_dataset(p: Plan, ds: Dataset, *, valid: Dataset | None = None, query_wei
         raise UsageError("sampler 'stream' reads a file in two passes: it is for `rankkit train FILE`, "
                          "not for data in memory")
     ds.require_pairs()
+    if not p.narrow_values:  # decimal codes are for the kernels that divide by the scale
+        ds = ds.with_float_values()
     if valid is not None:
         kwargs["valid"] = valid
     if query_weights is not None:
@@ -226,7 +233,7 @@ def fit_dataset(p: Plan, ds: Dataset, *, valid: Dataset | None = None, query_wei
     # AUC optimisation: the training AUC (not where a stochastic run skipped its exact figures as
     # dearer than its steps: rankkit.solvers.sgd, the same O(n log n) pass)
     if ds.n_queries == 1 and not (spec.stochastic and result.n_active is None):
-        scores = model_scores(Model(weights=result.w), fit_ds)[0]
+        scores = model_scores(Model(weights=result.w), fit_ds)[0]  # (decimal codes: read as their doubles)
         outcome["train_auc"] = float(per_query("auc", (ds.y > ds.y.min()).astype(float), scores, ds.qptr, "exp")[0])
         if log:
             log(f"training AUC {outcome['train_auc']:.6f}")

@@ -204,12 +204,34 @@ def bench_train_big(rep: Report, peers, repeat, tmp):
                     f"| **ratio rankkit / liblinear** | **{ratio(rk[0], ll[0])}** | {ratio(rk[1], ll[1])} | **{ratio(rk[2], ll[2])}** |")
         else:
             rep.add("| liblinear-ranksvm | not found (set RANKKIT_PEERS or RANKKIT_LIBLINEAR) | | |")
+        stages = _train_stages(path, C)
+        rep.add("", f"Inside one rankkit process (kernels loaded, the reader as `rankkit train` calls it): reading "
+                f"{stages['read']:.2f} s (values {stages['values']}), fit {stages['fit']:.2f} s ({stages['newton']} Newton "
+                f"steps, {stages['cg']} CG steps, objective {stages['objective']}).")
         rep.add("")
         label = f"train {mb:.0f} MB ({'200k docs' if key == 'letor200k' else '1M docs, one query'}), C={C}"
         rep.rows.append((label, f"{rk[0]:.2f} s, {rk[2]:.0f} MB",
                          f"liblinear-ranksvm {ll[0]:.2f} s, {ll[2]:.0f} MB" if ll else "liblinear-ranksvm: not found",
                          f"{ratio(rk[0], ll and ll[0])} time, {ratio(rk[2], ll and ll[2])} memory" if ll else "-"))
-        rep.data[key] = {"rankkit": rk, "liblinear": ll}
+        rep.data[key] = {"rankkit": rk, "liblinear": ll, "stages": stages}
+
+
+def _train_stages(path, C: str) -> dict:
+    """Reading and fitting time of `rankkit train FILE -C C` in one process (its second run: the
+    kernels loaded), with the fit's figures and how the values were stored."""
+    proc = subprocess.run([sys.executable, "-c", (
+        "import sys, time; from rankkit.io.svmlight import read_svmlight; from rankkit import training\n"
+        "plan = training.plan(None, {'C': float(sys.argv[2])}, {}, None, False)\n"
+        "kw = dict(narrow_indices=plan.narrow_indices, narrow_values=plan.narrow_values)\n"
+        "for _ in range(2):\n"
+        "    t = time.perf_counter(); ds = read_svmlight(sys.argv[1], **kw); t1 = time.perf_counter()\n"
+        "    m, r = training.fit_dataset(plan, ds); t2 = time.perf_counter(); scale = ds.value_scale; del ds\n"
+        "print(t1 - t, t2 - t1, r.iterations, r.extra.get('cg_iterations'), repr(r.objective), scale)"),
+        str(path), C], check=True, capture_output=True, text=True, env=_env())
+    read, fit, newton, cg, objective, scale = proc.stdout.split()
+    values = "float64" if float(scale) == 1.0 else f"as int32 decimal codes / {float(scale):g}, exact"
+    return {"read": float(read), "fit": float(fit), "newton": int(newton), "cg": cg, "objective": objective,
+            "values": values}
 
 
 def bench_concurrent(rep: Report, peers, repeat, tmp):
@@ -277,8 +299,9 @@ def bench_pegasos(rep: Report, peers, repeat, tmp):
     # where rankkit's time goes: reading vs steps, in one process
     proc = subprocess.run([sys.executable, "-c", (
         "import sys, time; from rankkit.io.svmlight import read_svmlight; from rankkit.solvers.sgd import PegasosRankSVM\n"
-        "ds = read_svmlight(sys.argv[1]); PegasosRankSVM(lam=0.1, iterations=1000).fit(ds)\n"
-        "t = time.perf_counter(); ds = read_svmlight(sys.argv[1]); t1 = time.perf_counter()\n"
+        "kw = dict(narrow_indices=True, narrow_values=True)  # as `rankkit train --solver pegasos` reads\n"
+        "ds = read_svmlight(sys.argv[1], **kw); PegasosRankSVM(lam=0.1, iterations=1000).fit(ds)\n"
+        "t = time.perf_counter(); ds = read_svmlight(sys.argv[1], **kw); t1 = time.perf_counter()\n"
         "PegasosRankSVM(lam=0.1, iterations=100000).fit(ds); t2 = time.perf_counter()\n"
         "print(t1 - t, t2 - t1)"), str(path)], check=True, capture_output=True, text=True, env=_env())
     t_read, t_fit = (float(v) for v in proc.stdout.split())

@@ -37,10 +37,11 @@ the code the Python estimators run), write the model with the files' facts in it
     plan = training.plan(solver, params, stochastic, kernel, query_weights_file is not None)  # before any reading
     name = display_name(train_file)
     # perf: read_svmlight streams a large file in blocks and hashes it as it goes (no whole buffer
-    # kept), and gives the exact linear solvers uint16 column indices when the columns fit
+    # kept), and gives the exact linear solvers uint16 column indices when the columns fit (and the
+    # stochastic pairwise ones int32 decimal codes for values when every value is exactly one)
     checksum = FileDigest()
     ds = read_svmlight(train_file, zero_based, group_queries, groups=groups, digest=checksum,
-                       narrow_indices=plan.narrow_indices)
+                       narrow_indices=plan.narrow_indices, narrow_values=plan.narrow_values)
     if groups is not None and log:
         log(groups.describe(name))
     t_read = time.perf_counter() - t0

@@ -17,6 +17,8 @@ wrapper converts it with Python's correctly rounded float(). Every value is ther
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from rankkit import threads
@@ -653,3 +655,90 @@ def parse_chunks(
     # chunk c wrote indptr[r0 + n] relative to k0, and it is entry r0 of chunk c + 1: set each
     # chunk's first entry once every chunk is done
     _fix_chunk_starts(rows_at, nnz_at, indptr, data.shape[0])
+
+
+# -- decimal codes: values stored as int32 k standing for the double k / 10**d -----------------------
+
+DECIMAL_MAX_DIGITS = 9  # 10**9 and every int32 are exact doubles
+INT32_MAX = 2147483647.0
+
+
+@njit
+def _decimal_code(v, scale):
+    """(k, True) when the double v is exactly k / scale for an int32 k (k and scale exact doubles,
+    so k / scale is the correctly rounded quotient: the very double a parse of the decimal text
+    k * 10**-d gives); (0, False) otherwise, and for -0.0 (0 / scale is +0.0)."""
+    k = np.rint(v * scale)
+    if not (k >= -INT32_MAX and k <= INT32_MAX):  # also nan
+        return 0, False
+    if k / scale != v or (v == 0.0 and math.copysign(1.0, v) < 0.0):
+        return 0, False
+    return np.int64(k), True
+
+
+@njit
+def _power_of_ten(d):
+    p = 1.0
+    for _ in range(d):
+        p *= 10.0  # exact: every product is an integer below 2**53
+    return p
+
+
+@njit
+def min_decimal_digits(values, d0):
+    """The smallest d >= d0 (at most DECIMAL_MAX_DIGITS) such that every value is exactly k / 10**d
+    for an int32 k; -1 if there is none."""
+    d = d0
+    scale = _power_of_ten(d)
+    i = 0
+    while i < values.shape[0]:
+        _, ok = _decimal_code(values[i], scale)
+        if ok:
+            i += 1
+            continue
+        d += 1  # and every value again: a larger d may put an earlier value's code past int32
+        if d > DECIMAL_MAX_DIGITS:
+            return -1
+        scale = _power_of_ten(d)
+        i = 0
+    return d
+
+
+_CODE_STEP = 2048  # _code_range: values coded without a branch, then checked, this many at a time
+
+
+@njit
+def _code_range(values, scale, out, lo, hi):
+    """Code values[lo:hi] into out (decimal_codes); the first value that cannot be coded, or hi.
+    Each step of _CODE_STEP values is coded and checked with no early exit (a loop the compiler
+    vectorises: the check is that the stored int32 decodes to the very double, sign of zero
+    included); only a step that fails is scanned again for its first bad value."""
+    for a in range(lo, hi, _CODE_STEP):
+        b = min(a + _CODE_STEP, hi)
+        bad = 0
+        for i in range(a, b):
+            v = values[i]
+            k = np.rint(v * scale)
+            k = k if k >= -INT32_MAX else -INT32_MAX  # (a nan: -INT32_MAX, and it fails below)
+            k = k if k <= INT32_MAX else INT32_MAX
+            c = np.int32(k)
+            out[i] = c
+            back = c / scale
+            bad |= (back != v) | ((v == 0.0) & (math.copysign(1.0, v) < 0.0))
+        if bad:
+            for i in range(a, b):
+                _, ok = _decimal_code(values[i], scale)
+                if not ok:
+                    return i
+    return hi
+
+
+def decimal_codes(values, scale, out) -> int:
+    """out[i] = k with values[i] exactly k / scale, for i below the returned index: the first value
+    that is not such a double (len(values) when every one is). On the threads (rankkit.threads)."""
+    n = values.shape[0]
+    parts = threads.split(None, n, n)
+    for (lo, hi), stop in zip(parts, threads.run(_code_range, parts, values, float(scale), out)):
+        if stop < hi:
+            return int(stop)
+    return n

@@ -28,7 +28,7 @@ from typing import BinaryIO
 import numpy as np
 
 from rankkit import threads
-from rankkit.data import Dataset
+from rankkit.data import DECIMAL_SCALES, Dataset
 from rankkit.errors import DataError
 from rankkit.io import parse as K
 from rankkit.io import files as F
@@ -75,20 +75,61 @@ def parse_bytes(
     labels_optional: bool = False,
     groups=None,
     narrow_indices: bool = False,
+    narrow_values: bool = False,
 ) -> Dataset:
     """Parse an SVMlight/LETOR buffer (uint8) into a validated Dataset. `groups` (a
     rankkit.io.groups.Groups) gives the queries of a file without qid, or must agree with its qids.
-    narrow_indices: uint16 column indices when every column is below NARROW_INDEX_LIMIT."""
+    narrow_indices: uint16 column indices when every column is below NARROW_INDEX_LIMIT.
+    narrow_values: int32 decimal codes when every value is exactly one (see decimal_values)."""
     arrays = list(_parse_chunked(buf, source, zero_based, labels_optional, _n_chunks(buf.shape[0])))
     if narrow_indices and _fits_narrow(arrays[1]):
         arrays[1] = _narrow_in_place(arrays[1])
+    scale = 1.0
+    if narrow_values:
+        arrays[0], scale = decimal_values(arrays[0])
     docids = _compact_spans(buf, arrays[-1]) if bool(np.any(arrays[-1][:, 0] >= 0)) else None
-    return _build_dataset(arrays[:-1], docids, buf.shape[0] == 0, source, group_queries, groups)
+    return _build_dataset(arrays[:-1], docids, buf.shape[0] == 0, source, group_queries, groups, scale)
 
 
-def _build_dataset(arrays, docids, empty_input: bool, source: str, group_queries: bool, groups) -> Dataset:
+def decimal_values(data: np.ndarray) -> tuple[np.ndarray, float]:
+    """(int32 codes k, scale 10**d) when every value of `data` is exactly the double k / 10**d
+    (checked value by value: the codes give back the very same doubles), with the smallest such d;
+    else (data, 1.0). No value is rounded: a file of LETOR's `%.6f` values, counts or 0/1 features
+    qualifies, one of full-precision doubles does not."""
+    if data.shape[0] == 0:
+        return data, 1.0
+    codes = np.empty(data.shape[0], dtype=np.int32)
+    digits, coded = _code_into(data, codes, 0, 0)
+    return (codes, DECIMAL_SCALES[digits]) if coded == data.shape[0] else (data, 1.0)
+
+
+def _code_into(values, codes, lo, digits) -> tuple[int, int]:
+    """Store `values` as codes[lo:lo + len(values)] with `digits` decimals, or more when a value
+    needs them (codes[:lo] and those of `values` done so far multiplied up first: exact while they
+    fit int32). Returns (d, how many of `values` were coded): all of them, or fewer when the rest
+    cannot be coded (codes[:lo + that many] then hold the values with d decimals)."""
+    n = values.shape[0]
+    out = codes[lo : lo + n]
+    i = 0
+    while True:
+        i += K.decimal_codes(values[i:], DECIMAL_SCALES[digits], out[i:])
+        if i == n:
+            return digits, n
+        d = int(K.min_decimal_digits(values[i:], digits))  # value i needs more digits than `digits`
+        if d < 0:
+            return digits, i
+        done = codes[: lo + i]
+        big = max(abs(int(done.max())), abs(int(done.min()))) if lo + i else 0
+        if big * 10 ** (d - digits) > K.INT32_MAX:  # the codes so far would not fit with d digits
+            return digits, i
+        done *= np.int32(10 ** (d - digits))  # exact: k / 10**digits == (k 10**(d - digits)) / 10**d
+        digits = d
+
+
+def _build_dataset(arrays, docids, empty_input: bool, source: str, group_queries: bool, groups,
+                   value_scale: float = 1.0) -> Dataset:
     """The Dataset from the parsed arrays: qid checks, group files, --group-queries, docids
-    ((bytes, spans) or None)."""
+    ((bytes, spans) or None); value_scale: data holds decimal codes of that scale (else 1.0)."""
     data, indices, indptr, y, qid, flags, line_no = arrays
     docspan = docids[1] if docids is not None else None
     has_qid = flags & K.FLAG_QID
@@ -154,6 +195,7 @@ def _build_dataset(arrays, docids, empty_input: bool, source: str, group_queries
         labelled=None if bool(labelled.all()) else labelled,
         order=order,
         group_file=numbered_by,
+        value_scale=value_scale,
     )
     if docids is not None:
         ds.docid_buf, ds.docid_spans = docids[0], docspan
@@ -191,12 +233,13 @@ def _exclusive_cumsum(a: np.ndarray) -> np.ndarray:
     return out
 
 
-def _row_arrays(n: int, nnz: int, index_dtype=np.int32):
-    """The arrays the parser fills for n rows and nnz values: data, indices, indptr (zeroed),
-    y, qid, has_qid, line_no, docid spans."""
-    return (np.empty(nnz, dtype=np.float64), np.empty(nnz, dtype=index_dtype), np.zeros(n + 1, dtype=np.int64),
+def _row_arrays(n: int, nnz: int, index_dtype=np.int32, n_indices: int | None = None, n_spans: int | None = None):
+    """The arrays the parser fills for n rows and nnz values: data, indices (n_indices of them,
+    default nnz), indptr (zeroed), y, qid, has_qid, line_no, docid spans (n_spans rows, default n)."""
+    return (np.empty(nnz, dtype=np.float64), np.empty(nnz if n_indices is None else n_indices, dtype=index_dtype),
+            np.zeros(n + 1, dtype=np.int64),
             np.empty(n, dtype=np.float64), np.empty(n, dtype=np.int64), np.empty(n, dtype=np.uint8),
-            np.empty(n, dtype=np.int64), np.empty((n, 2), dtype=np.int64))
+            np.empty(n, dtype=np.int64), np.empty((n if n_spans is None else n_spans, 2), dtype=np.int64))
 
 
 def _parse_chunked(buf, source, zero_based, labels_optional, n_chunks):
@@ -330,12 +373,16 @@ def _narrow_in_place(indices: np.ndarray) -> np.ndarray:
 
 
 def _parse_streaming(fd: int, size: int, name: str, zero_based: bool, labels_optional: bool,
-                     block_bytes: int | None = None, digest=None, narrow: bool = False):
+                     block_bytes: int | None = None, digest=None, narrow: bool = False, narrow_values: bool = False):
     """The arrays of parse_bytes, and docids, from a plain file read in blocks: a counting pass,
     then a parsing pass into arrays of the counted size. Memory: the arrays plus one block.
     `digest` (a hashlib object) is updated with every byte of the file, in order. `narrow`:
     column indices as uint16 while they all fit (each block parsed into an int32 scratch of the
-    block's size and copied down; the first block with a larger column widens them to int32)."""
+    block's size and copied down; the first block with a larger column widens them to int32).
+    `narrow_values`: values as int32 decimal codes k / 10**d while every value is exactly one
+    (decimal_values; each block parsed into a float64 scratch of the block's size, checked and
+    coded; d grows when a block needs more digits, the codes so far multiplied up; the first block
+    that cannot be coded turns the values into float64 once). Returns (arrays, docids, scale)."""
     block_bytes = block_bytes or STREAM_BLOCK_BYTES
     buf = np.empty(min(size, block_bytes), dtype=np.uint8)
     blocks = []
@@ -361,10 +408,19 @@ def _parse_streaming(fd: int, size: int, name: str, zero_based: bool, labels_opt
         off += view.shape[0]
     totals = sum(c.sum(axis=0) for _, _, _, c in blocks) if blocks else np.zeros(3, dtype=np.int64)
     n, nnz = int(totals[0]), int(totals[1])
-    data, indices, indptr, y, qid, has_qid, line_no, docspan = _row_arrays(
-        n, nnz, np.uint16 if narrow else np.int32)
+    coding = narrow_values and nnz > 0
+    # the docid spans of one block at a time (bspans); the whole file's (docspan) only once a block has one
+    block_rows = max((int(c[:, 0].sum()) for *_, c in blocks), default=0)
+    data, indices, indptr, y, qid, has_qid, line_no, bspans = _row_arrays(
+        n, 0 if coding else nnz, np.uint16 if narrow else np.int32, nnz, block_rows)
+    docspan = None
+    block_nnz = max((int(c[:, 1].sum()) for *_, c in blocks), default=0)
     # narrow: each block's int32 column indices, before they are copied down to uint16
-    scratch = np.empty(max(int(c[:, 1].sum()) for *_, c in blocks), dtype=np.int32) if narrow and blocks else None
+    scratch = np.empty(block_nnz, dtype=np.int32) if narrow and blocks else None
+    # coding: the int32 decimal codes of the values (digits: their d), each block's values parsed
+    # into a float64 scratch first
+    if coding:
+        data, digits, vscratch = np.empty(nnz, dtype=np.int32), 0, np.empty(block_nnz, dtype=np.float64)
     pieces, piece_bytes, any_docid = [], 0, False
     row0 = nnz0 = line0 = 0
     for off, length, bounds, counts in blocks:  # pass 2: parse each block into place
@@ -383,11 +439,12 @@ def _parse_streaming(fd: int, size: int, name: str, zero_based: bool, labels_opt
         parsed = np.zeros((nc, 3), dtype=np.int64)
         narrowing = indices.dtype == np.uint16
         block_indices = scratch[: nnz1 - nnz0] if narrowing else indices[nnz0:nnz1]
-        block_data, block_indptr = data[nnz0:nnz1], indptr[row0 : row1 + 1]
+        block_data = vscratch[: nnz1 - nnz0] if coding else data[nnz0:nnz1]
+        block_indptr = indptr[row0 : row1 + 1]
         block_y, block_line = y[row0:row1], line_no[row0:row1]
         K.parse_chunks(view, bounds, bool(zero_based), bool(labels_optional), counts, rows_at, nnz_at, line_before,
                        slow_at, block_data, block_indices, block_indptr, block_y, qid[row0:row1], has_qid[row0:row1],
-                       block_line, docspan[row0:row1], slow, status, parsed)
+                       block_line, bspans[: row1 - row0], slow, status, parsed)
         _check_status(view, name, status, line_before, bounds)
         if not np.array_equal(parsed[:, :2], counts[:, :2]):
             raise _changed(name, "its content changed between the reader's two passes")
@@ -400,6 +457,10 @@ def _parse_streaming(fd: int, size: int, name: str, zero_based: bool, labels_opt
                 sl_pieces.append(sl)
             _convert_slow_numbers(view, np.concatenate(sl_pieces), block_data, block_y, block_line, block_indptr, name)
         block_indptr += nnz0  # row pointers into the whole file's non-zeros
+        if coding:
+            coding, digits, data = _code_block(block_data, data, nnz0, nnz1, digits)
+            if not coding:
+                vscratch = None
         if narrowing:
             if _fits_narrow(block_indices):
                 indices[nnz0:nnz1] = block_indices
@@ -408,10 +469,12 @@ def _parse_streaming(fd: int, size: int, name: str, zero_based: bool, labels_opt
                 wide[:nnz0] = indices[:nnz0]
                 wide[nnz0:nnz1] = block_indices
                 indices, scratch = wide, None
-        spans = docspan[row0:row1]
+        spans = bspans[: row1 - row0]
         if bool(np.any(spans[:, 0] >= 0)):
             piece, new = _compact_spans(view, spans)
             new[new[:, 0] >= 0] += piece_bytes
+            if docspan is None:  # the first docid: the rows before it have none
+                docspan = np.full((n, 2), -1, dtype=np.int64)
             docspan[row0:row1] = new
             pieces.append(piece)
             piece_bytes += len(piece)
@@ -419,11 +482,27 @@ def _parse_streaming(fd: int, size: int, name: str, zero_based: bool, labels_opt
         row0, nnz0, line0 = row1, nnz1, line0 + int(counts[:, 2].sum())
     indptr[n] = nnz
     docids = (b"".join(pieces), docspan) if any_docid else None
-    return (data, indices, indptr, y, qid, has_qid, line_no), docids
+    scale = DECIMAL_SCALES[digits] if coding else 1.0
+    return (data, indices, indptr, y, qid, has_qid, line_no), docids, scale
 
 
-def _read_streaming(path: str, name: str, zero_based: bool, labels_optional: bool, digest=None, narrow=False):
-    """(arrays, docids, size) of a large plain file read in blocks; None if `path` is not a plain
+def _code_block(values, codes, lo, hi, digits):
+    """Store one block's float64 values as codes[lo:hi] (_code_into). (True, d, codes), or, when
+    the values cannot all be coded, (False, 0, the float64 values of the whole file so far: the
+    codes decoded, the rest of this block copied)."""
+    digits, coded = _code_into(values, codes, lo, digits)
+    if coded == hi - lo:
+        return True, digits, codes
+    # not every value is a decimal code: float64 values from here on (the codes so far decoded once)
+    wide = np.empty(codes.shape[0], dtype=np.float64)
+    np.divide(codes[: lo + coded], DECIMAL_SCALES[digits], out=wide[: lo + coded])
+    wide[lo + coded : hi] = values[coded:]
+    return False, 0, wide
+
+
+def _read_streaming(path: str, name: str, zero_based: bool, labels_optional: bool, digest=None, narrow=False,
+                    narrow_values=False):
+    """(arrays, docids, size, value scale) of a large plain file read in blocks; None if `path` is not a plain
     regular file of at least STREAM_MIN_BYTES (then the whole-buffer reader is used)."""
     if path == "-" or is_url(path) or F.compression(path) is not None:
         return None
@@ -432,12 +511,12 @@ def _read_streaming(path: str, name: str, zero_based: bool, labels_optional: boo
             st = os.fstat(fh.fileno())
             if not stat.S_ISREG(st.st_mode) or st.st_size < STREAM_MIN_BYTES:
                 return None
-            arrays, docids = _parse_streaming(fh.fileno(), st.st_size, name, zero_based, labels_optional,
-                                              digest=digest, narrow=narrow)
+            arrays, docids, scale = _parse_streaming(fh.fileno(), st.st_size, name, zero_based, labels_optional,
+                                                     digest=digest, narrow=narrow, narrow_values=narrow_values)
             after = os.fstat(fh.fileno())
             if (after.st_size, after.st_mtime_ns) != (st.st_size, st.st_mtime_ns):
                 raise _changed(name, "its size or modification time changed")
-            return arrays, docids, st.st_size
+            return arrays, docids, st.st_size, scale
     except (OSError, EOFError) as exc:
         raise F.input_error(path, exc) from None
 
@@ -479,7 +558,7 @@ def _take_rows(data, indices, indptr, order):
 
 def read_svmlight(
     path: str, zero_based: bool = False, group_queries: bool = False, labels_optional: bool = False,
-    groups: str | None = "auto", log=None, digest=None, narrow_indices: bool = False,
+    groups: str | None = "auto", log=None, digest=None, narrow_indices: bool = False, narrow_values: bool = False,
 ) -> Dataset:
     """Read an SVMlight/LETOR file (plain, .gz, .bz2, .xz, `-` for stdin, or a URL fsspec reads).
 
@@ -499,18 +578,24 @@ def read_svmlight(
 
     narrow_indices: column indices as uint16 (half their memory) when every column is below
     NARROW_INDEX_LIMIT, for a caller whose kernels take either type (`rankkit train` with an exact
-    linear solver); int32 otherwise, and always without it."""
+    linear solver); int32 otherwise, and always without it.
+
+    narrow_values: values as int32 decimal codes (Dataset.value_scale; half their memory) when
+    every value of the file is exactly k / 10**d for an int32 k and one d <= 9 (LETOR's `%.6f`
+    values, counts, 0/1 features), checked value by value so that no value changes; float64
+    otherwise, and always without it. For a caller whose kernels read `data[t] / value_scale`
+    (`rankkit train` with a stochastic pairwise solver)."""
     name = display_name(path)
     found = groups if isinstance(groups, G.Groups) else G.resolve(path, groups)
-    streamed = _read_streaming(path, name, zero_based, labels_optional, digest, narrow_indices)
+    streamed = _read_streaming(path, name, zero_based, labels_optional, digest, narrow_indices, narrow_values)
     if streamed is not None:  # a large plain file: read in blocks, never whole
-        arrays, docids, size = streamed
-        ds = _build_dataset(arrays, docids, size == 0, name, group_queries, found)
+        arrays, docids, size, scale = streamed
+        ds = _build_dataset(arrays, docids, size == 0, name, group_queries, found, scale)
     else:
         buf = read_bytes(path)
         hashing = _hash_beside(digest, buf) if digest is not None else None
         ds = parse_bytes(buf, name, zero_based, group_queries, labels_optional, groups=found,
-                         narrow_indices=narrow_indices)
+                         narrow_indices=narrow_indices, narrow_values=narrow_values)
         if hashing is not None:
             hashing.join()
         del buf

@@ -25,6 +25,7 @@ import numpy as np
 from rankkit.data import Dataset
 from rankkit.objectives import squared_hinge as sqh
 from rankkit.objectives.logistic import piecewise_quadratic
+from rankkit.sorting import ties_by_index
 from rankkit.sparse import column_sumsq, csr_matvec, csr_rmatvec, sum_chunks
 
 # Queries at least this long are sorted by NumPy (its vectorised argsort is 3-4x faster than the
@@ -77,6 +78,7 @@ class PairwiseObjective:
         self.loss = loss
         self.C = float(C)
         self.data, self.indices, self.indptr = ds.data, ds.indices, ds.indptr
+        self.vscale = ds.value_scale  # the values are data / vscale (int32 decimal codes; 1.0: data itself)
         self.n_features = ds.n_features
         self.n_rows = ds.n_rows
         self.qptr = ds.qptr
@@ -138,6 +140,7 @@ class PairwiseObjective:
         self._n_active = 0
         self._y_count = None
         self._diag_chunks = None
+        self._hv_scratch = None  # hess_vec_y's two sweeps of one large query side by side: their scratch
 
     @property
     def n_active(self) -> int:
@@ -151,19 +154,20 @@ class PairwiseObjective:
     # -- products with X ----------------------------------------------------------------------
     def scores(self, w: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         out = np.empty(self.n_rows) if out is None else out
-        return csr_matvec(self.data, self.indices, self.indptr, w, out)
+        return csr_matvec(self.data, self.indices, self.indptr, w, out, self.vscale)
 
     def _rmatvec(self, z: np.ndarray) -> np.ndarray:
-        return csr_rmatvec(self.data, self.indices, self.indptr, z, np.empty(self.n_features))
+        return csr_rmatvec(self.data, self.indices, self.indptr, z, np.empty(self.n_features), self.vscale)
 
     # -- loss in score space ------------------------------------------------------------------
     def loss_y(self, y: np.ndarray) -> float:
         """L(y); keeps the sorted state that gradient and hess_vec use."""
         if self.offsets is not None:
             y = y - self.offsets
-        for q in self._numpy_sorted:
-            s, e = self.qptr[q], self.qptr[q + 1]
-            self.order[s:e] = s + np.argsort(y[s:e], kind="stable")
+        for q in self._numpy_sorted:  # NumPy's unstable argsort (several times faster), ties then by row:
+            s, e = self.qptr[q], self.qptr[q + 1]  # exactly the stable argsort (rankkit.sorting.ties_by_index)
+            np.add(np.argsort(y[s:e]), s, out=self.order[s:e])
+            ties_by_index(y, self.order, int(s), int(e))
         sqh.sort_queries(y, self.qptr, self._skip, self.order)
         if self._single_term:  # the plain loss: straight into gy
             _, margin, squared, si = self._terms[0]
@@ -216,7 +220,10 @@ class PairwiseObjective:
             _, nlev, qptr, order, ys, ls, _ = self._sets[si]
             if d is self._ds:  # a previous result passed back in: the kernel would read what it writes
                 d = d.copy()
-            return sqh.hess_vec_y(ys, ls, qptr, nlev, order, d, self._ds, self._zs, self._ds, self.qweight, margin)
+            if self._hv_scratch is None and qptr.shape[0] == 2 and self.n_rows >= sqh.SPLIT_SWEEPS_MIN:
+                self._hv_scratch = (np.empty(self.n_rows), np.empty(self.n_rows))  # one large query: two sweeps at once
+            return sqh.hess_vec_y(ys, ls, qptr, nlev, order, d, self._ds, self._zs, self._ds, self.qweight, margin,
+                                  self._hv_scratch)
         if d is self._z:
             d = d.copy()
         self._z[:] = 0.0
@@ -240,13 +247,13 @@ class PairwiseObjective:
         for coef, margin, _, si in self._terms:
             _, nlev, qptr, order, ys, ls, _ = self._sets[si]
             sqh.hess_diag_add(ys, ls, qptr, nlev, order, self.qweight, self.data, self.indices, self.indptr, margin,
-                              coef, self._ds, part, self._diag_chunks)
+                              coef, self._ds, part, self._diag_chunks, self.vscale)
         out = sum_chunks(part, np.empty(self.n_features))
         return np.maximum(out, 0.0, out=out)
 
     def column_sumsq(self) -> np.ndarray:
         """sum_i x_ij^2 for every feature j: the scales CG's preconditioner policy looks at."""
-        return column_sumsq(self.data, self.indices, np.empty(self.n_features))
+        return column_sumsq(self.data, self.indices, np.empty(self.n_features), self.vscale)
 
     def dense_rows(self) -> int:
         """Rows of X per block of hess_matrix: whole queries, at least the longest one."""
@@ -276,8 +283,8 @@ class PairwiseObjective:
                 for coef, margin, _, si in self._terms:
                     _, nlev, qptr, order, ys, ls, _ = self._sets[si]
                     sqh.hess_x_block(ys, ls, qptr, nlev, order, self.qweight, self.data, self.indices, self.indptr,
-                                     margin, coef, q0, q1, r0, Zb)
-                sqh.xtz_add(self.data, self.indices, self.indptr, r0, r1, Zb, H)
+                                     margin, coef, q0, q1, r0, Zb, self.vscale)
+                sqh.xtz_add(self.data, self.indices, self.indptr, r0, r1, Zb, H, self.vscale)
             q0 = q1
         H += H.T
         H *= 0.5
@@ -296,7 +303,7 @@ class PairwiseObjective:
         return self._rmatvec(self.gy)
 
     def hess_vec(self, s: np.ndarray) -> np.ndarray:
-        csr_matvec(self.data, self.indices, self.indptr, s, self._delta)
+        csr_matvec(self.data, self.indices, self.indptr, s, self._delta, self.vscale)
         return s + self.C * self._rmatvec(self.hess_vec_y(self._delta))
 
     def fun_grad(self, w: np.ndarray) -> tuple[float, np.ndarray]:

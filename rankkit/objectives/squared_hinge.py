@@ -276,9 +276,62 @@ def _hess_vec_range(ys, ls, qptr, nlev, order, d, ds, zs, z, qweight, margin, q0
             z[order[t]] = wq * zs[t]
 
 
-def hess_vec_y(ys, ls, qptr, nlev, order, d, ds, zs, z, qweight, margin):
-    """z = H_L d in score space, at the active set of the last fun_grad_y (ys, ls, order)."""
+@njit
+def _hv_sweep(ys, ls, s, e, R, ds, zs, cnt_up, g_up, margin, lo, hi):
+    """One of _query_hv's two sweeps, for one large query on two threads: part 0 the descending
+    sweep (zs[t] = cnt * ds[t] - G, as _query_hv writes it), part 1 the ascending one's counts
+    and sums (cnt_up, g_up: what _query_hv adds to zs[t]; _hv_finish adds them in its order)."""
+    tree = np.empty((R + 1, 3), dtype=np.float64)
+    _fen_reset(tree, R)
+    if lo == 0:
+        p = e - 1
+        for t in range(e - 1, s - 1, -1):
+            yk = ys[t]
+            while p >= s and yk - ys[p] < margin:
+                _fen_add_sum(tree, R, np.int64(ls[p]), ds[p])
+                p -= 1
+            cnt, G = _fen_sums(tree, np.int64(ls[t]))
+            zs[t] = cnt * ds[t] - G
+    else:
+        p = s
+        for t in range(s, e):
+            yk = ys[t]
+            while p < e and ys[p] - yk < margin:
+                _fen_add_sum(tree, R, R - 1 - ls[p], ds[p])
+                p += 1
+            cnt, G = _fen_sums(tree, R - 1 - ls[t])
+            cnt_up[t - s] = cnt
+            g_up[t - s] = G
+
+
+@njit
+def _hv_finish(ds, zs, cnt_up, g_up, order, z, wq, s, e):
+    """_query_hv's last step and _hess_vec_range's scatter, after _hv_sweep: the same arithmetic."""
+    for t in range(s, e):
+        zs[t] = 2.0 * (zs[t] + cnt_up[t - s] * ds[t] - g_up[t - s])
+    for t in range(s, e):  # after every read of ds (z may be ds: PairwiseObjective writes over it)
+        z[order[t]] = wq * zs[t]
+
+
+# A single query at least this long: hess_vec_y runs its two sweeps on two threads (the AUC problem,
+# one query of every document: the per-query split leaves the second core idle)
+SPLIT_SWEEPS_MIN = 4096  # (the warm-up trains on one query of 6000 documents with --threads 2: these kernels are in the build)
+
+
+def hess_vec_y(ys, ls, qptr, nlev, order, d, ds, zs, z, qweight, margin, scratch=None):
+    """z = H_L d in score space, at the active set of the last fun_grad_y (ys, ls, order).
+    One query of at least SPLIT_SWEEPS_MIN rows, with two threads: its two sweeps side by side
+    (`scratch`: two float64 arrays of its length, allocated if None), the same bits as one thread."""
     nq = qptr.shape[0] - 1
+    if nq == 1 and int(qptr[1]) >= SPLIT_SWEEPS_MIN and nlev[0] >= 2 and qweight[0] != 0.0 and threads.count() >= 2:
+        s, e = int(qptr[0]), int(qptr[1])
+        if scratch is None:
+            scratch = (np.empty(e - s), np.empty(e - s))
+        np.take(d, order[s:e], out=ds[s:e], mode="clip")  # (valid indices: clip changes none, and is unbuffered)
+        threads.run(_hv_sweep, [(0, 1), (1, 2)], ys, ls, s, e, int(nlev[0]), ds, zs, scratch[0], scratch[1],
+                    float(margin))
+        _hv_finish(ds, zs, scratch[0], scratch[1], order, z, float(qweight[0]), s, e)
+        return z
     threads.run(_hess_vec_range, threads.split(qptr, nq, int(qptr[-1]) * 4), ys, ls, qptr, nlev, order, d, ds, zs, z,
                 qweight, margin)
     return z
@@ -329,7 +382,7 @@ def count_active(y, lev, order, qptr, nlev, qweight, margin):
 # n(I_t). The vector tree is cleared by walking the inserted rows' paths again (never by a pass over
 # every feature), so a sparse file with many queries and many features costs O(nnz log R) in all.
 @njit
-def _query_hdiag(ys, ls, order, s, e, R, data, indices, indptr, vtree, ctree, cs, margin, scale, out):
+def _query_hdiag(ys, ls, order, s, e, R, data, indices, indptr, vscale, vtree, ctree, cs, margin, scale, out):
     # sweep 1, descending: counts n(J_t) and the cross term
     for i in range(R + 1):
         ctree[i, 0] = 0.0
@@ -341,7 +394,7 @@ def _query_hdiag(ys, ls, order, s, e, R, data, indices, indptr, vtree, ctree, cs
             lv = np.int64(ls[p])
             _fen_add_sum(ctree, R, lv, 0.0)
             row = order[p]
-            _vec_insert(vtree, R, lv, data, indices, indptr[row], indptr[row + 1])
+            _vec_insert(vtree, R, lv, data, indices, vscale, indptr[row], indptr[row + 1])
             p -= 1
         n, _ = _fen_sums(ctree, np.int64(ls[t]))
         cs[t] = n
@@ -354,7 +407,7 @@ def _query_hdiag(ys, ls, order, s, e, R, data, indices, indptr, vtree, ctree, cs
                 while i > 0:
                     acc += vtree[i, col]
                     i -= i & (-i)
-                out[col] -= 2.0 * scale * data[a] * acc
+                out[col] -= 2.0 * scale * (data[a] if vscale == 1.0 else data[a] / vscale) * acc
     # clear the vector tree along the paths that were written
     for q in range(p + 1, e):
         lv = np.int64(ls[q])
@@ -380,12 +433,13 @@ def _query_hdiag(ys, ls, order, s, e, R, data, indices, indptr, vtree, ctree, cs
         if c > 0.0:
             row = order[t]
             for a in range(indptr[row], indptr[row + 1]):
-                v = data[a]
+                v = (data[a] if vscale == 1.0 else data[a] / vscale)
                 out[indices[a]] += scale * c * v * v
 
 
 @njit
-def _hdiag_chunks(ys, ls, qptr, nlev, order, qweight, data, indices, indptr, margin, coef, cs, part, cstart, c0, c1):
+def _hdiag_chunks(ys, ls, qptr, nlev, order, qweight, data, indices, indptr, vscale, margin, coef, cs, part, cstart,
+                  c0, c1):
     """part[c] += coef * the diagonal of query chunk c (queries cstart[c]..cstart[c + 1]-1)."""
     d = part.shape[1]
     for c in range(c0, c1):
@@ -401,7 +455,7 @@ def _hdiag_chunks(ys, ls, qptr, nlev, order, qweight, data, indices, indptr, mar
             wq = qweight[q]
             if nlev[q] < 2 or wq == 0.0:
                 continue
-            _query_hdiag(ys, ls, order, qptr[q], qptr[q + 1], nlev[q], data, indices, indptr, vtree, ctree, cs,
+            _query_hdiag(ys, ls, order, qptr[q], qptr[q + 1], nlev[q], data, indices, indptr, vscale, vtree, ctree, cs,
                          margin, 2.0 * coef * wq, part[c])
 
 
@@ -420,21 +474,23 @@ DIAG_CHUNK_BUDGET = 1 << 21  # doubles of per-chunk partial diagonals
 MAX_DIAG_CHUNKS = 16
 
 
-def hess_diag_add(ys, ls, qptr, nlev, order, qweight, data, indices, indptr, margin, coef, cs, part, cstart):
+def hess_diag_add(ys, ls, qptr, nlev, order, qweight, data, indices, indptr, margin, coef, cs, part, cstart,
+                  vscale=1.0):
     """part[c, :] += coef * diag(X' H_L X) over the queries of chunk c, at the active set of the last
-    fun_grad_y (ys, ls, order). cs: scratch of n_rows doubles. The chunks are split over the threads."""
+    fun_grad_y (ys, ls, order). cs: scratch of n_rows doubles. The chunks are split over the threads.
+    vscale: the values are data / vscale (rankkit.data.Dataset.value_scale; 1.0: data itself)."""
     nc = cstart.shape[0] - 1
     threads.run(_hdiag_chunks, threads.split(None, nc, int(indptr[-1]) * 4), ys, ls, qptr, nlev, order, qweight, data,
-                indices, indptr, margin, coef, cs, part, cstart)
+                indices, indptr, float(vscale), margin, coef, cs, part, cstart)
 
 
 
 # -- the generalised Hessian of the loss applied to a block of rows of X (the dense preconditioner) --
 @njit
-def _vec_insert(vtree, R, level, data, indices, lo, hi):
+def _vec_insert(vtree, R, level, data, indices, vscale, lo, hi):
     for a in range(lo, hi):
         col = indices[a]
-        v = data[a]
+        v = (data[a] if vscale == 1.0 else data[a] / vscale)
         i = level + 1
         while i <= R:
             vtree[i, col] += v
@@ -452,7 +508,7 @@ def _vec_prefix_sub(vtree, level, zrow):
 
 
 @njit
-def _query_hx(ys, ls, order, s, e, R, data, indices, indptr, r0, vtree, ctree, margin, scale, Z):
+def _query_hx(ys, ls, order, s, e, R, data, indices, indptr, vscale, r0, vtree, ctree, margin, scale, Z):
     """Z[k - r0] += scale * (H_L X)_k for the rows k of one query (s:e in sorted order) at the active
     set of the last fun_grad_y: (H_L X)_k = 2 [c_k x_k - sum_{j in J_k} x_j - sum_{i in I_k} x_i],
     hess_vec_y's two sweeps with a row of features in place of a number: O(n_q d log R_q)."""
@@ -467,7 +523,7 @@ def _query_hx(ys, ls, order, s, e, R, data, indices, indptr, r0, vtree, ctree, m
         while p >= s and ys[t] - ys[p] < margin:
             lv = np.int64(ls[p])
             _fen_add_sum(ctree, R, lv, 0.0)
-            _vec_insert(vtree, R, lv, data, indices, indptr[order[p]], indptr[order[p] + 1])
+            _vec_insert(vtree, R, lv, data, indices, vscale, indptr[order[p]], indptr[order[p] + 1])
             p -= 1
         cnt, _ = _fen_sums(ctree, np.int64(ls[t]))
         cs[t - s] = cnt
@@ -481,7 +537,7 @@ def _query_hx(ys, ls, order, s, e, R, data, indices, indptr, r0, vtree, ctree, m
         while p < e and ys[p] - ys[t] < margin:
             lv = R - 1 - np.int64(ls[p])
             _fen_add_sum(ctree, R, lv, 0.0)
-            _vec_insert(vtree, R, lv, data, indices, indptr[order[p]], indptr[order[p] + 1])
+            _vec_insert(vtree, R, lv, data, indices, vscale, indptr[order[p]], indptr[order[p] + 1])
             p += 1
         cnt, _ = _fen_sums(ctree, R - 1 - np.int64(ls[t]))
         cs[t - s] += cnt
@@ -492,16 +548,17 @@ def _query_hx(ys, ls, order, s, e, R, data, indices, indptr, r0, vtree, ctree, m
         c = cs[t - s]
         zr = Z[row - r0]
         for a in range(indptr[row], indptr[row + 1]):
-            zr[indices[a]] += 2.0 * scale * c * data[a]
+            zr[indices[a]] += 2.0 * scale * c * (data[a] if vscale == 1.0 else data[a] / vscale)
         for col in range(Z.shape[1]):
             zr[col] += 2.0 * scale * acc[t - s, col]
 
 
 @njit
-def hess_x_block(ys, ls, qptr, nlev, order, qweight, data, indices, indptr, margin, coef, q0, q1, r0, Z):
+def hess_x_block(ys, ls, qptr, nlev, order, qweight, data, indices, indptr, margin, coef, q0, q1, r0, Z, vscale=1.0):
     """Z[k - r0] += coef * (H_L X)_k for the rows k of queries q0..q1-1 (Z: rows x n_features; r0 the
     first row of query q0: qptr[q0] when the sweep covers every row, the row offset of the block
-    when qptr and order are a view of some rows, PairwiseObjective's label-pair views)."""
+    when qptr and order are a view of some rows, PairwiseObjective's label-pair views). vscale as
+    hess_diag_add's."""
     R = 2
     for q in range(q0, q1):
         if nlev[q] > R:
@@ -512,12 +569,12 @@ def hess_x_block(ys, ls, qptr, nlev, order, qweight, data, indices, indptr, marg
         wq = qweight[q]
         if nlev[q] < 2 or wq == 0.0:
             continue
-        _query_hx(ys, ls, order, qptr[q], qptr[q + 1], nlev[q], data, indices, indptr, r0, vtree, ctree, margin,
+        _query_hx(ys, ls, order, qptr[q], qptr[q + 1], nlev[q], data, indices, indptr, vscale, r0, vtree, ctree, margin,
                   coef * wq, Z)
 
 
 @njit
-def _xtz_rows(data, indices, indptr, r0, r1, Z, H, i0, i1):
+def _xtz_rows(data, indices, indptr, vscale, r0, r1, Z, H, i0, i1):
     """H[i] += sum over rows r of the block of x_ri Z[r - r0] for the features i0 <= i < i1 (each
     thread its own rows of H, every sum in row order: the bits do not depend on the threads)."""
     d = Z.shape[1]
@@ -526,14 +583,14 @@ def _xtz_rows(data, indices, indptr, r0, r1, Z, H, i0, i1):
         for a in range(indptr[r], indptr[r + 1]):
             i = indices[a]
             if i0 <= i < i1:
-                v = data[a]
+                v = (data[a] if vscale == 1.0 else data[a] / vscale)
                 hi = H[i]
                 for c in range(d):
                     hi[c] += v * zr[c]
 
 
-def xtz_add(data, indices, indptr, r0, r1, Z, H):
-    """H += X[r0:r1]' Z, the rows of H split over the threads."""
+def xtz_add(data, indices, indptr, r0, r1, Z, H, vscale=1.0):
+    """H += X[r0:r1]' Z, the rows of H split over the threads; vscale as hess_diag_add's."""
     d = H.shape[0]
     threads.run(_xtz_rows, threads.split(None, d, (int(indptr[r1]) - int(indptr[r0])) * d), data, indices, indptr,
-                r0, r1, Z, H)
+                float(vscale), r0, r1, Z, H)

@@ -23,6 +23,9 @@ class SolverSpec:
     # its kernels take uint16 column indices as well as int32: `rankkit train` then reads a file whose
     # columns are all below 65,536 with uint16 indices (half their memory; rankkit.io.svmlight)
     narrow_indices: bool = False
+    # its kernels read values as data[t] / value_scale: `rankkit train` then reads a file whose values
+    # are all exactly k / 10**d (LETOR's %.6f, counts) as int32 decimal codes (rankkit.data.Dataset)
+    narrow_values: bool = False
 
     def load(self):
         return getattr(importlib.import_module(self.module), self.cls)
@@ -38,6 +41,7 @@ SOLVERS: dict[str, SolverSpec] = {
             cls="NewtonRankSVM",
             losses=("squared-hinge", "huber", "logistic"),
             narrow_indices=True,
+            narrow_values=True,  # PairwiseObjective passes Dataset.value_scale to every kernel
         ),
         SolverSpec(
             name="newton-pairs",
@@ -87,6 +91,8 @@ SOLVERS: dict[str, SolverSpec] = {
             losses=losses,
             stochastic=True,
             narrow_indices=True,  # uint16 columns: 2 bytes a non-zero less than int32 (Pegasos' memory vs sofia-ml)
+            # int32 decimal codes instead of float64 values where exact: 4 bytes a non-zero less (run_spd)
+            narrow_values=name not in ("pair-sgd", "query-sgd"),
         )
         for name, cls, losses, summary in [
             ("sgd", "SgdRankSVM", ("hinge",), "stochastic pairwise descent (sofia-ml): SGD-SVM, eta = 1/(lambda t)"),

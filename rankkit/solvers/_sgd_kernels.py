@@ -2,10 +2,16 @@
 the sofia-ml family. Pairs are sampled from an index of the data, never materialised; each step
 applies one update rule to w stored as scale x vector.
 
-Data: CSR rows (data float64, indices int32, indptr int64), labels y float64[n], query offsets
+Data: CSR rows (data float64, indices int32 or uint16, indptr int64), labels y float64[n], query offsets
 qptr int64[Q+1] (query q = rows qptr[q]:qptr[q+1]). A preference pair is two documents of one
 query with different labels, the higher label first; with x = x_a - x_b and label +1 the margin is
 p = w.x and the hinge loss max(0, 1 - p).
+
+Values: every kernel reads value t as `data[t] / scale`. With float64 data and scale 1.0 that is
+data[t] itself (x / 1.0 == x exactly); with int32 decimal codes (rankkit.data.Dataset.value_scale,
+10**d: the reader stored k where the file's value is the double k / 10**d, checked value by value)
+it is that same double, since k and 10**d are exact doubles and IEEE division rounds correctly.
+So a run gives the same bits on either storage (tests/test_decimal_values.py).
 
 The index (`build_index`, six int64 arrays, passed on in this order, INDEX_FIELDS):
 
@@ -476,7 +482,7 @@ def eta_at(eta_mode, eta0, lam, t, eta_c=BASIC_T0):
 
 
 @njit
-def _row_dot(data, indices, indptr, r, v):
+def _row_dot(data, indices, indptr, scale, r, v):
     """(v . x_r, True), or (0, False) if a column of row r lies outside v. Four partial sums
     (a fixed order, so still reproducible): a single accumulator is bound by the add latency."""
     d = v.shape[0]
@@ -493,29 +499,29 @@ def _row_dot(data, indices, indptr, r, v):
         j3 = indices[t + 3]
         if min(min(j0, j1), min(j2, j3)) < 0 or max(max(j0, j1), max(j2, j3)) >= d:
             return 0.0, False
-        a0 += data[t] * v[j0]
-        a1 += data[t + 1] * v[j1]
-        a2 += data[t + 2] * v[j2]
-        a3 += data[t + 3] * v[j3]
+        a0 += (data[t] / scale) * v[j0]
+        a1 += (data[t + 1] / scale) * v[j1]
+        a2 += (data[t + 2] / scale) * v[j2]
+        a3 += (data[t + 3] / scale) * v[j3]
         t += 4
     while t < hi:
         j = indices[t]
         if j < 0 or j >= d:
             return 0.0, False
-        a0 += data[t] * v[j]
+        a0 += (data[t] / scale) * v[j]
         t += 1
     return (a0 + a1) + (a2 + a3), True
 
 
 @njit
-def _difference(data, indices, indptr, a, b, xv, xs, xc):
+def _difference(data, indices, indptr, scale, a, b, xv, xs, xc):
     """x = x_a - x_b as a compact list (xs[:m] at columns xc[:m], each column once) and ||x||^2
     summed from the difference itself, exact for near-identical rows where ||x_a||^2 + ||x_b||^2
     - 2 x_a.x_b would be rounding noise. xv: zeros of len(w), left zero. Returns (m, ||x||^2)."""
     for t in range(indptr[a], indptr[a + 1]):
-        xv[indices[t]] += data[t]
+        xv[indices[t]] += (data[t] / scale)
     for t in range(indptr[b], indptr[b + 1]):
-        xv[indices[t]] -= data[t]
+        xv[indices[t]] -= (data[t] / scale)
     xx = 0.0
     m = 0
     for t in range(indptr[a], indptr[a + 1]):
@@ -551,7 +557,7 @@ def _add_compact(xs, xc, m, c, v, s):
 
 
 @njit
-def _add_row(data, indices, indptr, r, c, v, s):
+def _add_row(data, indices, indptr, scale, r, c, v, s):
     """w <- w + c x_r on w = s v; returns the exact change of ||w||^2, entry by entry in order (so
     rows sharing columns, and repeated columns, telescope correctly). Four partial sums."""
     inv = 1.0 / s
@@ -563,25 +569,25 @@ def _add_row(data, indices, indptr, r, c, v, s):
     t = indptr[r]
     while t + 4 <= hi:
         j = indices[t]
-        dj = c * data[t]
+        dj = c * (data[t] / scale)
         a0 += dj * (2.0 * s * v[j] + dj)
         v[j] += dj * inv
         j = indices[t + 1]
-        dj = c * data[t + 1]
+        dj = c * (data[t + 1] / scale)
         a1 += dj * (2.0 * s * v[j] + dj)
         v[j] += dj * inv
         j = indices[t + 2]
-        dj = c * data[t + 2]
+        dj = c * (data[t + 2] / scale)
         a2 += dj * (2.0 * s * v[j] + dj)
         v[j] += dj * inv
         j = indices[t + 3]
-        dj = c * data[t + 3]
+        dj = c * (data[t + 3] / scale)
         a3 += dj * (2.0 * s * v[j] + dj)
         v[j] += dj * inv
         t += 4
     while t < hi:
         j = indices[t]
-        dj = c * data[t]
+        dj = c * (data[t] / scale)
         a0 += dj * (2.0 * s * v[j] + dj)
         v[j] += dj * inv
         t += 1
@@ -625,7 +631,7 @@ def _renormalise(v, st):
 
 
 @njit
-def _batch_step(learner, eta, lam, C, data, indices, indptr, pa, pb, off, nb, v, st, xv, xs, xc, coef, ties, ta, tb,
+def _batch_step(learner, eta, lam, C, data, indices, indptr, scale, pa, pb, off, nb, v, st, xv, xs, xc, coef, ties, ta, tb,
                 tcoef):
     """One step on the pairs pa[i] above pb[i], off <= i < off + nb, at w = st[0] * v with st[1] = ||w||^2.
 
@@ -648,16 +654,16 @@ def _batch_step(learner, eta, lam, C, data, indices, indptr, pa, pb, off, nb, v,
         b = pb[off + i]
         coef[i] = 0.0
         if ties:
-            ua, ok_a = _row_dot(data, indices, indptr, ta[off + i], v)
-            ub, ok_b = _row_dot(data, indices, indptr, tb[off + i], v)
+            ua, ok_a = _row_dot(data, indices, indptr, scale, ta[off + i], v)
+            ub, ok_b = _row_dot(data, indices, indptr, scale, tb[off + i], v)
             if not (ok_a and ok_b):
                 return BAD_COLUMN, hinge, n_valid
             tcoef[i] = -eta * s * (ua - ub)
         if a < 0:
             continue
         n_valid += 1
-        va, ok_a = _row_dot(data, indices, indptr, a, v)
-        vb, ok_b = _row_dot(data, indices, indptr, b, v)
+        va, ok_a = _row_dot(data, indices, indptr, scale, a, v)
+        vb, ok_b = _row_dot(data, indices, indptr, scale, b, v)
         if not (ok_a and ok_b):
             return BAD_COLUMN, hinge, n_valid
         p = s * (va - vb)
@@ -676,7 +682,7 @@ def _batch_step(learner, eta, lam, C, data, indices, indptr, pa, pb, off, nb, v,
             if p < 1.0:
                 alpha = eta * 2.0 * C * (1.0 - p)
         elif p < 1.0:  # pa, romma (one pair)
-            m, xx = _difference(data, indices, indptr, a, b, xv, xs, xc)
+            m, xx = _difference(data, indices, indptr, scale, a, b, xv, xs, xc)
             if learner == _PA:
                 if xx > 0.0:
                     alpha = min(C, (1.0 - p) / xx)
@@ -703,13 +709,13 @@ def _batch_step(learner, eta, lam, C, data, indices, indptr, pa, pb, off, nb, v,
         for i in range(nb):
             c = coef[i] / nb
             if c != 0.0:
-                dsq += _add_row(data, indices, indptr, pa[off + i], c, v, s)
-                dsq += _add_row(data, indices, indptr, pb[off + i], -c, v, s)
+                dsq += _add_row(data, indices, indptr, scale, pa[off + i], c, v, s)
+                dsq += _add_row(data, indices, indptr, scale, pb[off + i], -c, v, s)
             if ties:
                 c = tcoef[i] / nb
                 if c != 0.0:
-                    dsq += _add_row(data, indices, indptr, ta[off + i], c, v, s)
-                    dsq += _add_row(data, indices, indptr, tb[off + i], -c, v, s)
+                    dsq += _add_row(data, indices, indptr, scale, ta[off + i], c, v, s)
+                    dsq += _add_row(data, indices, indptr, scale, tb[off + i], -c, v, s)
     sq = st[1] + dsq
     st[1] = sq if sq > 0.0 else 0.0
     if learner == _PEGASOS and st[1] * lam > 1.0:
@@ -737,7 +743,7 @@ def _pair_scratch(learner, d, max_pair_nnz):
 
 
 @njit
-def step(learner, eta, lam, C, data, indices, indptr, pa, pb, w):
+def step(learner, eta, lam, C, data, indices, indptr, pa, pb, w, scale=1.0):
     """One step of `learner` with learning rate eta on the mini-batch of pairs pa[i] above pb[i]
     (len(pa) pairs; 1 for a single pair), from the dense w, updated in place. Returns a status.
     The same code as each step of run_spd, starting from scale 1."""
@@ -752,7 +758,7 @@ def step(learner, eta, lam, C, data, indices, indptr, pa, pb, w):
     st[1] = _sq_norm(w)
     xv, xs, xc = _pair_scratch(learner, w.shape[0], 2 * max(_max_row_nnz(indptr, pa), _max_row_nnz(indptr, pb)))
     coef = np.empty(nb)
-    status, _, _ = _batch_step(learner, eta, lam, C, data, indices, indptr, pa, pb, 0, nb, w, st, xv, xs, xc, coef,
+    status, _, _ = _batch_step(learner, eta, lam, C, data, indices, indptr, scale, pa, pb, 0, nb, w, st, xv, xs, xc, coef,
                                False, pa, pb, coef)
     w *= st[0]
     return status
@@ -788,6 +794,7 @@ def run_spd(
     eta_c,
     ties,
     tpair,
+    scale=1.0,
 ):
     """Stochastic pairwise descent (Algorithm 1): `iterations` steps t = 1..iterations, each on
     batch_size pairs drawn by `sampler` with learning rate eta_at(eta_mode, eta0, lam, t_start + t,
@@ -857,7 +864,7 @@ def run_spd(
                     _prefetch_row(data, indices, indptr, pb[i])
         eta = eta_at(eta_mode, eta0, lam, t_start + t, eta_c)
         status, h, nv = _batch_step(
-            learner, eta, lam, C, data, indices, indptr, pa, pb, off, batch_size, v, st, xv, xs, xc, coef, ties, ta,
+            learner, eta, lam, C, data, indices, indptr, scale, pa, pb, off, batch_size, v, st, xv, xs, xc, coef, ties, ta,
             tb, tcoef
         )
         if status != OK:

@@ -59,23 +59,23 @@ def check_magnitude(ds: Dataset, scale: float, knob: str, scale_words: str) -> N
     and the value, and what to do."""
     if ds.data.size == 0:
         return
-    big = max_abs(ds.data)
+    big = ds.max_abs_value()
     bound = float(scale) * big * big * max(ds.n_features, 1)
     if np.isfinite(big) and bound <= MAGNITUDE_LIMIT:
         return
     k = int(np.argmax(np.abs(ds.data)))  # only now: a temporary the size of the data
-    big = float(abs(ds.data[k]))
+    big = abs(ds.value_at(k))
     if not np.isfinite(big):
-        raise DataError(ds.source, f"feature value {ds.data[k]!r} is not finite", _line_of(ds, k))
+        raise DataError(ds.source, f"feature value {ds.value_at(k)!r} is not finite", _line_of(ds, k))
     # how far to divide the features: a power of ten that brings the bound back under the limit
     log_bound = math.log10(scale * max(ds.n_features, 1)) + 2 * math.log10(big)
     digits = math.floor(math.log10(big))
     shown = f"{bound:.3g}" if math.isfinite(bound) else f"1e+{log_bound:.0f}"
     raise DataError(ds.source,
-                    f"feature value {ds.data[k]:.3g} is too large to train on in double precision with {knob} "
+                    f"feature value {ds.value_at(k):.3g} is too large to train on in double precision with {knob} "
                     f"({scale_words} x max|x|^2 x features = {shown} > {MAGNITUDE_LIMIT:.0e}): "
                     f"rescale the features (e.g. divide them by 1e{digits}, or normalise them to [0, 1]) and train "
-                    f"again '{float(ds.data[k])!r}'", _line_of(ds, k))
+                    f"again '{ds.value_at(k)!r}'", _line_of(ds, k))
 
 
 def max_abs(values: np.ndarray) -> float:
@@ -103,7 +103,7 @@ def check_finite(ds: Dataset, solver: str, what: str, *values) -> None:
     check did not foresee. Never a non-finite model, never one called converged."""
     for v in values:
         if not np.all(np.isfinite(v)):
-            big = max_abs(ds.data)
+            big = ds.max_abs_value()
             raise DataError(ds.source, f"{solver}: the {what} overflowed (not finite); the largest feature value "
                             f"is {big:.3g}: scale the features down (or lower -C) and train again")
 

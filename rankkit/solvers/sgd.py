@@ -94,7 +94,7 @@ def hinge_objective(ds: Dataset, w: np.ndarray, lam: float) -> float:
 
 def hinge_objective_active(ds: Dataset, w: np.ndarray, lam: float) -> tuple[float, int]:
     """(the hinge objective, pairs with margin < 1): the O(n log n) kernel counts them."""
-    obj = PairwiseObjective(ds, 1.0, "hinge")
+    obj = PairwiseObjective(ds.with_float_values(), 1.0, "hinge")
     f = 0.5 * lam * float(w @ w) + obj.loss_y(obj.scores(w)) / max(ds.n_pairs, 1)
     return f, obj.n_active
 
@@ -175,7 +175,7 @@ class StochasticRankSVM:
         tpair = index[1] if self.ties else K.NO_TIE_INDEX  # (doc, gptr, ...): see _index
         status = K.run_spd(ds.data, ds.indices, ds.indptr, *index[0], K.SAMPLERS[self.sampler],
                            K.LEARNERS[self.learner], K.ETA[self.eta], self.eta0, self.lam, self.C, n, self.batch_size,
-                           seed, w, trace_iters, trace_loss, t_start, self.eta_c, self.ties, tpair)
+                           seed, w, trace_iters, trace_loss, t_start, self.eta_c, self.ties, tpair, ds.value_scale)
         if status != K.OK:
             raise UsageError(f"{self.name}: {K.STATUS_MESSAGES[status]}")
         return float(trace_loss[0])
@@ -280,7 +280,7 @@ class StochasticRankSVM:
         line = f"iter {it:>10d}  sampled-pair hinge {loss:.6f}"
         if self.valid is not None:
             v = self.valid  # columns beyond w are ignored by csr_matvec
-            m = evaluate(v.y, csr_matvec(v.data, v.indices, v.indptr, w, np.empty(v.n_rows)), v.qptr, ("map", "ndcg@10"))
+            m = evaluate(v.y, csr_matvec(v.values(), v.indices, v.indptr, w, np.empty(v.n_rows)), v.qptr, ("map", "ndcg@10"))
             line += f"  valid map {m['map']:.4f} ndcg@10 {m['ndcg@10']:.4f}"
         return line + f"  {time.perf_counter() - t0:.3f}s"
 
@@ -417,6 +417,7 @@ class PairSgdRankSVM(StochasticRankSVM):
         the pair it is taken on (on LightGBM's lambdarank example the plain 1/t ends at an objective
         250 times the one at w = 0); where the bound is below 1 nothing changes. t0 given (`--t0`):
         that offset instead, 0 being the paper's 1/t."""
+        ds = ds.with_float_values()  # its objective and bound read data as doubles
         self.sampler, self.eta, self.eta0, self.batch_size = "uniform", "inverse-t", 1.0, 1
         self.lam = 1.0 / ds.n_pairs if ds.n_pairs else 1.0
         if ds.data.size:
@@ -449,6 +450,7 @@ class QuerySgdRankSVM(PairSgdRankSVM):
         return float(self.iterations) * self.figures_cost(ds) / max(ds.n_queries, 1)
 
     def fit(self, ds: Dataset, w0=None, log=None, progress=None) -> FitResult:
+        ds = ds.with_float_values()  # run_query_sgd reads data as doubles
         ds.require_pairs()
         check_magnitude(ds, *self._magnitude_scale(ds))
         t0 = time.perf_counter()

@@ -1,0 +1,126 @@
+"""rankkit.sorting.ties_by_index turns an unstable argsort into the stable one (the large-query
+sort of PairwiseObjective): checked against np.argsort(kind="stable") on ties, long tie runs,
+-0.0 and 0.0, nans, one and no element; and the objective on a large query gives the same bits as
+the kernel's own stable sort."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from rankkit.sorting import ties_by_index
+
+
+def _cases():
+    rng = np.random.default_rng(0)
+    yield np.zeros(0)
+    yield np.array([3.0])
+    yield np.full(500, 2.5)  # one long run of ties
+    yield rng.integers(0, 5, 3000).astype(float)  # many long runs
+    yield rng.integers(0, 400, 3000).astype(float)  # many short runs
+    yield rng.standard_normal(2000)  # no ties
+    z = rng.choice([0.0, -0.0, 1.0, -1.0], 1000)
+    yield z  # -0.0 == 0.0: one run
+    w = rng.standard_normal(1000)
+    w[rng.integers(0, 1000, 100)] = np.nan
+    w[::7] = 0.5
+    yield w  # nans last, in row order
+
+
+@pytest.mark.parametrize("y", list(_cases()))
+@pytest.mark.parametrize("offset", [0, 3])
+def test_unstable_then_ties_is_the_stable_argsort(y, offset):
+    ref = np.argsort(y, kind="stable")
+    for kind in ("quicksort", "heapsort"):
+        full = np.concatenate([np.full(offset, -7.0), y])  # a query that starts at row `offset`
+        order = np.arange(full.shape[0], dtype=np.int64)
+        order[offset:] = offset + np.argsort(full[offset:], kind=kind)
+        ties_by_index(full, order, offset, full.shape[0])
+        assert np.array_equal(order[offset:] - offset, ref)
+        assert np.array_equal(order[:offset], np.arange(offset))
+
+
+def test_objective_large_query_same_bits(monkeypatch):
+    """A query above NUMPY_SORT_MIN (NumPy's unstable sort, ties by row) and the same query below
+    it (the kernel's stable merge sort): the same loss, gradient and Hessian products, bit for bit,
+    on scores with many ties."""
+    import rankkit.objectives.pairwise as P
+    from rankkit.data import Dataset
+
+    rng = np.random.default_rng(1)
+    n, d = 3000, 4
+    X = rng.integers(0, 3, (n, d)).astype(float)  # few distinct rows: tied scores
+    data = X.ravel()
+    ds = Dataset(data=data, indices=np.tile(np.arange(d, dtype=np.int32), n),
+                 indptr=np.arange(0, n * d + 1, d, dtype=np.int64), y=rng.integers(0, 3, n).astype(float),
+                 qid=np.zeros(n, dtype=np.int64), qptr=np.array([0, n], dtype=np.int64), n_features=d).validate()
+    w = np.array([0.5, -0.25, 1.0, 0.0])
+    s = rng.standard_normal(d)
+    out = []
+    for limit in (10**9, 100):
+        monkeypatch.setattr(P, "NUMPY_SORT_MIN", limit)
+        obj = P.PairwiseObjective(ds, 0.1)
+        assert obj._numpy_sorted.shape[0] == (limit == 100)
+        y = obj.scores(w)
+        f = obj.evaluate(w, y)
+        out.append((f, obj.gradient(w).copy(), obj.hess_vec(s).copy(), obj.n_active, obj.order.copy()))
+    a, b = out
+    assert a[0] == b[0] and a[3] == b[3]
+    for x, z in zip(a[1:3] + a[4:], b[1:3] + b[4:]):
+        assert np.array_equal(x, z)
+
+
+@pytest.mark.parametrize("distinct", [1, 2, 7, 8, 9, 30])
+def test_query_levels_few_and_many_labels(distinct):
+    """query_levels' scan (at most FEW_LABELS labels) and its sort (more, or a nan) against np.unique
+    and a brute-force pair count, at the boundary; -0.0 and 0.0 one label; nan labels each their own."""
+    from rankkit.data import _levels_and_pairs
+    from rankkit.sorting import FEW_LABELS
+
+    assert FEW_LABELS == 8
+    rng = np.random.default_rng(distinct)
+    sizes = [1, 40, 3, 250]
+    qptr = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    y = rng.permutation(np.resize(np.arange(distinct, dtype=float) - 2.0, qptr[-1]))
+    y[y == 0.0] = rng.choice([0.0, -0.0], int(np.sum(y == 0.0)))
+    levels, pairs = _levels_and_pairs(y, qptr)
+    for q in range(len(sizes)):
+        s, e = qptr[q], qptr[q + 1]
+        labels = y[s:e]
+        assert np.array_equal(levels[s:e], np.searchsorted(np.unique(labels), labels))
+        assert pairs[q] == sum(1 for a in labels for b in labels if a > b)
+    y2 = y.copy()
+    y2[[5, 9]] = np.nan  # a nan: the sort's rule (each nan its own level, after every number)
+    levels2, pairs2 = _levels_and_pairs(y2, qptr)
+    q1 = y2[1:41]
+    finite = q1[q1 == q1]
+    nf = np.unique(finite).shape[0]
+    assert np.array_equal(levels2[1:41][q1 == q1], np.searchsorted(np.unique(finite), finite))
+    assert sorted(levels2[1:41][q1 != q1].tolist()) == [nf, nf + 1] and pairs2[1] >= pairs[1] - 2 * 40
+
+
+@pytest.mark.parametrize("labels", [2, 5])
+def test_hess_vec_two_sweeps_same_bits(monkeypatch, labels):
+    """hess_vec_y on one large query: its two sweeps on two threads (SPLIT_SWEEPS_MIN lowered) give
+    the bits of the one-thread kernel, ties and equal scores included, weight != 1, z written over ds."""
+    from rankkit import threads
+    from rankkit.objectives import squared_hinge as sqh
+
+    rng = np.random.default_rng(labels)
+    n = 4000
+    y = rng.integers(0, 40, n) / 8.0  # tied scores
+    lev = rng.integers(0, labels, n).astype(np.int32)
+    qptr = np.array([0, n], dtype=np.int64)
+    nlev = np.array([labels], dtype=np.int64)
+    order = np.argsort(y, kind="stable").astype(np.int64)
+    ys, ls, gs, gy = np.zeros(n), np.zeros(n, dtype=np.int32), np.zeros(n), np.zeros(n)
+    qw = np.array([0.75])
+    sqh.fun_grad_y(y, lev, qptr, nlev, order, ys, ls, gs, gy, qw, 1.0, True)
+    d = rng.standard_normal(n)
+    out = []
+    for split, nthreads in ((10**9, 1), (100, 2), (100, 1)):
+        monkeypatch.setattr(sqh, "SPLIT_SWEEPS_MIN", split)
+        ds, zs = np.zeros(n), np.zeros(n)
+        with threads.limited(nthreads):
+            out.append(sqh.hess_vec_y(ys, ls, qptr, nlev, order, d, ds, zs, ds, qw, 1.0).copy())
+    assert np.array_equal(out[0], out[1]) and np.array_equal(out[0], out[2])
