@@ -4,7 +4,7 @@ numpy's `a @ b` and `np.dot` on float64 vectors call BLAS, and OpenBLAS splits a
 (over 10,000 entries) over its threads, one per core unless OPENBLAS_NUM_THREADS says otherwise:
 the sum then depends on the machine's core count in its last bits, and so would every weight a
 Newton or CG step computes from it (checked: a 1M-entry product differs between 1 and 2 BLAS
-threads). np.einsum's sum of products runs numpy's own loop, on one thread, in one order: the same
+threads); on a busy machine waking those threads also costs milliseconds per call. np.einsum's sum of products runs numpy's own loop, on one thread, in one order: the same
 result for any BLAS, thread count or face (CLI, Python, Dask worker)."""
 
 from __future__ import annotations

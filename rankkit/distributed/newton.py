@@ -486,7 +486,7 @@ class DaskObjective:
         """f and g at the point `key` (w its weights; how: worker._ensure_y)."""
         self._key, self._how = key, how
         L, gl, self.n_active = self.prob.fg(key, how)
-        return 0.5 * float(w @ w) + self.C * L, w + self.C * gl
+        return 0.5 * dot(w, w) + self.C * L, w + self.C * gl
 
     def _fresh(self, w):
         return self._point(self.prob.fresh(w), w, w)
@@ -524,7 +524,7 @@ class DaskObjective:
         def phi(t):  # L, and the slopes g_y.delta and delta.H_y.delta, summed over the parts at w + t d
             L, slopes = self.prob.ls(key, how, dkey, d, t)
             wt = w + d if t == 1.0 else w + t * d  # as line_search forms it
-            return 0.5 * float(wt @ wt) + C * L, slopes
+            return 0.5 * dot(wt, wt) + C * L, slopes
 
         t, _ = minimise_along(phi, f, gd, dot(w, d), dot(d, d), C)
         if t == 0.0:

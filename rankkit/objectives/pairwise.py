@@ -27,6 +27,7 @@ from rankkit.objectives import squared_hinge as sqh
 from rankkit.objectives.logistic import piecewise_quadratic
 from rankkit.sorting import ties_by_index
 from rankkit.sparse import column_sumsq, csr_matvec, csr_rmatvec, sum_chunks
+from rankkit.vectors import dot
 
 # Queries at least this long are sorted by NumPy (its vectorised argsort is 3-4x faster than the
 # one compiled into the kernel); shorter ones are sorted inside the kernel, without Python overhead.
@@ -293,7 +294,7 @@ class PairwiseObjective:
     # -- the objective in w -------------------------------------------------------------------
     def evaluate(self, w: np.ndarray, y: np.ndarray) -> float:
         """f(w) with y = X w given."""
-        return 0.5 * float(w @ w) + self.C * self.loss_y(y)
+        return 0.5 * dot(w, w) + self.C * self.loss_y(y)
 
     def gradient(self, w: np.ndarray) -> np.ndarray:
         return w + self.C * self._rmatvec(self.gy)

@@ -36,6 +36,7 @@ from rankkit.solvers import _hinge_kernels as hk
 from rankkit.solvers.base import ExactRankSVM, FitResult, Log, check_exact_magnitude, check_finite, quiet_fp
 from rankkit.solvers.options import stop_message
 from rankkit.sparse import csr_rmatvec
+from rankkit.vectors import dot
 
 DEFAULT_TOL = 1e-4  # relative duality gap
 DEFAULT_MAX_ITER = 1000
@@ -185,7 +186,7 @@ class _Point:
         self.w, self.y, self.exact = w, y, exact
         loss, self.gy, self.active = oracle(y)
         self.R = C * loss
-        self.J = 0.5 * _dot(w, w) + self.R
+        self.J = 0.5 * dot(w, w) + self.R
 
 
 def _line_search(oracle, C, best: _Point, ym: np.ndarray, wm: np.ndarray, evals: list, steps: int):
@@ -199,13 +200,13 @@ def _line_search(oracle, C, best: _Point, ym: np.ndarray, wm: np.ndarray, evals:
     on it). Returns (the new best point, the cutting-plane point)."""
     d = wm - best.w
     delta = ym - best.y
-    wd, dd = _dot(best.w, d), _dot(d, d)
+    wd, dd = dot(best.w, d), dot(d, d)
 
     def at(t, y=None):
         p = _Point(oracle, C, best.w + t * d, best.y + t * delta if y is None else y, y is not None, evals)
-        return p, wd + t * dd + C * _dot(p.gy, delta)
+        return p, wd + t * dd + C * dot(p.gy, delta)
 
-    g0 = wd + C * _dot(best.gy, delta)
+    g0 = wd + C * dot(best.gy, delta)
     p1, g1 = at(1.0, ym)
     tried = [(0.0, best), (1.0, p1)]
     lo, glo, hi, ghi = 0.0, g0, 1.0, g1
@@ -266,19 +267,19 @@ def bmrm(obj, w0=None, tol: float = DEFAULT_TOL, max_iter: int = DEFAULT_MAX_ITE
     for it in range(1, max_iter + 1):
         _finite(obj, f"objective or subgradient at iteration {it}", cut.J, cut.gy)
         a = C * csr_rmatvec(obj.data, obj.indices, obj.indptr, cut.gy, np.empty(d))
-        planes.add(a, cut.R - C * _dot(cut.gy, cut.y))
+        planes.add(a, cut.R - C * dot(cut.gy, cut.y))
         k = planes.k
         G, b = planes.G[:k, :k], planes.b[:k]
         alpha = np.append(alpha, 1.0 if k == 1 else 0.0)
         alpha = simplex_qp(G, b, alpha, gap_tol=QP_SHARE * tol * best.J)
-        lower = max(lower, _dot(b, alpha) - 0.5 * float(np.einsum("i,ij,j->", alpha, G, alpha)))
+        lower = max(lower, dot(b, alpha) - 0.5 * float(np.einsum("i,ij,j->", alpha, G, alpha)))
         wm = np.zeros(d)
         for i in np.flatnonzero(alpha):  # w_m = -A'alpha from the planes in use only
             wm -= alpha[i] * planes.A[i]
         _finite(obj, f"cutting-plane model at iteration {it}", lower, wm)
         # the dual value is a difference of terms as large as |b|.alpha + 0.5 alpha'|G|alpha: its
         # rounding error must be below the tolerance, or the gap (even a negative one) proves nothing
-        rounding = 4.0 * np.finfo(float).eps * (_dot(np.abs(b), alpha)
+        rounding = 4.0 * np.finfo(float).eps * (dot(np.abs(b), alpha)
                                                  + 0.5 * float(np.einsum("i,ij,j->", alpha, np.abs(G), alpha)))
         gap = best.J - lower
         stopping = gap <= tol * best.J or (rounding > tol * best.J and gap <= rounding) or it == max_iter
@@ -326,11 +327,6 @@ def bmrm(obj, w0=None, tol: float = DEFAULT_TOL, max_iter: int = DEFAULT_MAX_ITE
     )
 
 
-def _dot(a: np.ndarray, b: np.ndarray) -> float:
-    """a.b without BLAS: numpy's `@` on long vectors wakes OpenBLAS's threads, which on a busy machine
-    cost milliseconds per call (d = 47k features: most of a fit's time) and may sum in an order that
-    depends on their number; einsum's own loop gives the same sum for any thread count."""
-    return float(np.einsum("i,i->", a, b))
 
 
 def _finite(obj, what, *values):

@@ -41,6 +41,7 @@ from rankkit.solvers import _sgd_kernels as K
 from rankkit.solvers._query_sgd import run_query_sgd, step_offset
 from rankkit.solvers.base import FitResult, Log, check_finite, check_magnitude, quiet_fp
 from rankkit.solvers.options import PA_DEFAULT_C, stop_message
+from rankkit.vectors import dot
 
 DEFAULT_LAMBDA = 0.1
 DEFAULT_ITERATIONS = 100_000
@@ -95,7 +96,7 @@ def hinge_objective(ds: Dataset, w: np.ndarray, lam: float) -> float:
 def hinge_objective_active(ds: Dataset, w: np.ndarray, lam: float) -> tuple[float, int]:
     """(the hinge objective, pairs with margin < 1): the O(n log n) kernel counts them."""
     obj = PairwiseObjective(ds.with_float_values(), 1.0, "hinge")
-    f = 0.5 * lam * float(w @ w) + obj.loss_y(obj.scores(w)) / max(ds.n_pairs, 1)
+    f = 0.5 * lam * dot(w, w) + obj.loss_y(obj.scores(w)) / max(ds.n_pairs, 1)
     return f, obj.n_active
 
 
