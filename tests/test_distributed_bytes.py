@@ -391,3 +391,17 @@ def test_the_line_search_beyond_t1_gives_the_same_bytes(data, cluster, monkeypat
     one = fit_newton([paths[1]], client, C=1.0, loss="huber", w0=w0, max_iter=4)[0]
     ref = NewtonRankSVM(C=1.0, loss="huber", max_iter=4).fit(read_svmlight(paths[1], narrow_indices=True), w0=w0)
     assert one.w.tobytes() == ref.w.tobytes() and one.objective == ref.objective
+
+
+def test_a_part_is_held_as_train_file_holds_it(tmp_path):
+    """A part's values are kept as 4-byte decimal codes when they all are one (as `rankkit train
+    FILE` keeps them for newton), so parts in one process take the memory of the file; a part of
+    full-precision doubles keeps them."""
+    ds, _, _ = W._read(W.PartSpec("t", 0, str(SAMPLE)))
+    one = read_svmlight(str(SAMPLE), narrow_indices=True, narrow_values=True)
+    assert ds.decimal_codes and ds.data.dtype == np.int32 and ds.value_scale == one.value_scale
+    assert np.array_equal(ds.data, one.data) and np.array_equal(ds.indices, one.indices)
+    full = tmp_path / "full.txt"
+    full.write_text("1 qid:1 1:0.1234567890123456789\n0 qid:1 1:0.3333333333333333\n")
+    ds, _, _ = W._read(W.PartSpec("t", 0, str(full)))
+    assert not ds.decimal_codes and ds.data.dtype == np.float64

@@ -36,7 +36,7 @@ from rankkit.io.files import display_name, is_url
 from rankkit.io.query_weights import read_query_weights
 from rankkit.io.svmlight import FileDigest, read_svmlight
 from rankkit.sparse import csr_matvec
-from rankkit.solvers.base import ExactRankSVM, max_abs
+from rankkit.solvers.base import ExactRankSVM
 from rankkit.solvers.base import check_magnitude as _check_magnitude
 from rankkit.vectors import dot
 
@@ -63,6 +63,7 @@ class PartSpec:
     query_weights: object = None  # a path, a {qid: weight} dict, or None
     group_file: str | None = "auto"  # "auto": the part's own FILE.query / FILE.group; None: none
     narrow_indices: bool = True  # uint16 column indices when they fit (as `rankkit train FILE` reads for newton)
+    narrow_values: bool = True  # 4-byte decimal codes when every value is one exactly (the same bits; as train FILE)
     # the columns that occur in some part (sorted int64), when few of many do (Dataset.compact_columns'
     # rule, on all the parts): the part trains on them renumbered 0..len-1; None: every column
     columns: object = field(default=None, compare=False)
@@ -105,7 +106,7 @@ def _read(spec: PartSpec):
     digest = FileDigest()
     _visible_here(spec.path)
     ds = read_svmlight(spec.path, spec.zero_based, groups=spec.group_file, digest=digest,
-                       narrow_indices=spec.narrow_indices)
+                       narrow_indices=spec.narrow_indices, narrow_values=spec.narrow_values)
     return ds, digest.hexdigest(), digest.nbytes
 
 
@@ -212,7 +213,7 @@ def _address() -> str:
 def load(st: _Part, spec: PartSpec) -> dict:
     """The part's facts. group_file: the group file that numbered its queries (None: its own qids)."""
     ds = st.ds
-    big = max_abs(ds.data)
+    big = ds.max_abs_value()
     return {"n_rows": ds.n_rows, "n_queries": ds.n_queries, "n_pairs": ds.n_pairs, "n_features": ds.n_features,
             "nnz": ds.nnz, "max_abs": big, "has_qid": bool(ds.has_qid),
             "qid_min": int(ds.qid.min()), "qid_max": int(ds.qid.max()), "sha256": st.extra["sha256"],
@@ -347,7 +348,7 @@ def hv(st: _Part, spec: PartSpec, key, how, s, lineage=None) -> np.ndarray:
     if not _ensure_at(st, key, how, lineage):
         return NEED_LINEAGE
     obj = st.obj
-    csr_matvec(obj.data, obj.indices, obj.indptr, s, obj._delta)
+    csr_matvec(obj.data, obj.indices, obj.indptr, s, obj._delta, obj.vscale)
     return obj._rmatvec(obj.hess_vec_y(obj._delta))
 
 
@@ -405,7 +406,7 @@ def score_spread(st: _Part, spec: PartSpec, g) -> float:
     ds = st.ds
     if ds.n_rows == 0:
         return 0.0
-    return float(np.max(np.abs(csr_matvec(ds.data, ds.indices, ds.indptr, g, np.empty(ds.n_rows)))))
+    return float(np.max(np.abs(csr_matvec(ds.data, ds.indices, ds.indptr, g, np.empty(ds.n_rows), ds.value_scale))))
 
 
 def release(fit_id: str) -> int:
