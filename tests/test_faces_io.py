@@ -86,8 +86,11 @@ def test_worker_reads_a_part_with_its_group_file_compression_and_digest(tmp_path
     assert one.n_queries == len(sizes) and one.group_file == str(plain) + ".query"
     for part in (plain, packed):
         ds, sha, nbytes = W._read(W.PartSpec("f", 0, str(part)))
-        for f in ("data", "indices", "indptr", "y", "qid", "qptr"):
+        for f in ("indices", "indptr", "y", "qid", "qptr"):
             assert np.array_equal(getattr(ds, f), getattr(one, f)), f
+        # the values: 4-byte decimal codes on a worker (as `rankkit train FILE` holds them for newton), the
+        # very same doubles
+        assert ds.decimal_codes and ds.values().tobytes() == one.data.tobytes()
         assert ds.group_file is not None and nbytes == len(b"".join(lines))
         assert sha == hashlib.sha256(b"".join(lines)).hexdigest()
         assert W.read_part(str(part)).n_queries == len(sizes)
