@@ -235,8 +235,9 @@ def fun_grad_y(y, lev, qptr, nlev, order, ys, ls, gs, gy, qweight, margin, squar
 
 
 @njit
-def _query_hv(ys, ls, s, e, R, ds, zs, tree, margin):
-    # sweep 1, descending (same pointer rule as query_fun_grad)
+def _hv_down(ys, ls, s, e, R, ds, zs, tree, margin):
+    """The Hessian-vector product's first sweep, descending (same pointer rule as query_fun_grad):
+    zs[t] = cnt * ds[t] - G."""
     _fen_reset(tree, R)
     p = e - 1
     for t in range(e - 1, s - 1, -1):
@@ -246,6 +247,11 @@ def _query_hv(ys, ls, s, e, R, ds, zs, tree, margin):
             p -= 1
         cnt, G = _fen_sums(tree, np.int64(ls[t]))
         zs[t] = cnt * ds[t] - G
+
+
+@njit
+def _query_hv(ys, ls, s, e, R, ds, zs, tree, margin):
+    _hv_down(ys, ls, s, e, R, ds, zs, tree, margin)
     # sweep 2, ascending, reversed levels
     _fen_reset(tree, R)
     p = s
@@ -282,17 +288,10 @@ def _hv_sweep(ys, ls, s, e, R, ds, zs, cnt_up, g_up, margin, lo, hi):
     sweep (zs[t] = cnt * ds[t] - G, as _query_hv writes it), part 1 the ascending one's counts
     and sums (cnt_up, g_up: what _query_hv adds to zs[t]; _hv_finish adds them in its order)."""
     tree = np.empty((R + 1, 3), dtype=np.float64)
-    _fen_reset(tree, R)
     if lo == 0:
-        p = e - 1
-        for t in range(e - 1, s - 1, -1):
-            yk = ys[t]
-            while p >= s and yk - ys[p] < margin:
-                _fen_add_sum(tree, R, np.int64(ls[p]), ds[p])
-                p -= 1
-            cnt, G = _fen_sums(tree, np.int64(ls[t]))
-            zs[t] = cnt * ds[t] - G
+        _hv_down(ys, ls, s, e, R, ds, zs, tree, margin)
     else:
+        _fen_reset(tree, R)
         p = s
         for t in range(s, e):
             yk = ys[t]
