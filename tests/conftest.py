@@ -1,10 +1,21 @@
 from __future__ import annotations
 
+import signal
+
 import numpy as np
 import pytest
 
 from rankkit.data import Dataset
 from rankkit.io.svmlight import parse_bytes
+
+
+def pytest_configure(config):
+    """A suite started in the background by a non-interactive shell (`cmd &`, nohup) has SIGINT
+    ignored, and every process it starts inherits that: the tests of what Ctrl-C does to rankkit
+    would then see rankkit (rightly) ignore it. They model a user at a terminal, so the suite's
+    processes get SIGINT's default back (a Python handler is reset to the default in a child)."""
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def make_dataset(
