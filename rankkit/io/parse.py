@@ -255,8 +255,7 @@ def _is_qid(buf, i, colon):
 @njit
 def _fast_entry(buf, i, cend, pow10):
     """The usual feature token, `<index>:<value>` with an index of at most 9 digits and a plain
-    decimal value (optional sign, digits, optional '.' and digits; no exponent, at most 18 digits
-    in all) ending at white space or `cend`, in one scan.
+    decimal value (_plain_decimal) ending at white space or `cend`.
     Returns (ok, end, index as written, value); the value is the one _parse_number gives.
     ok False: anything else, which the general path parses (and reports, if it is an error)."""
     p = i
@@ -269,38 +268,10 @@ def _fast_entry(buf, i, cend, pow10):
         p += 1
     if p == i or p >= cend or buf[p] != _COLON:
         return False, p, 0, 0.0
-    p += 1
-    neg = False
-    if p < cend and (buf[p] == 45 or buf[p] == 43):  # - +
-        neg = buf[p] == 45
-        p += 1
-    # at most 18 digits in all (leading zeros included): m < 10^18 never overflows, and no digit
-    # is dropped, so m and the decimal exponent are those of _parse_number
-    m = 0
-    s0 = p
-    while p < cend:
-        d = np.int64(buf[p]) - 48
-        if d < 0 or d > 9:
-            break
-        m = m * 10 + d
-        p += 1
-    n_int = p - s0
-    n_frac = 0
-    if p < cend and buf[p] == 46:  # '.'
-        p += 1
-        s1 = p
-        while p < cend:
-            d = np.int64(buf[p]) - 48
-            if d < 0 or d > 9:
-                break
-            m = m * 10 + d
-            p += 1
-        n_frac = p - s1
-    # (at most 18 digits: at most 18 decimals, within pow10's 22, Clinger's exact range)
-    if n_int + n_frac == 0 or n_int + n_frac > 18 or (p < cend and not _is_space(buf[p])) or m > _MAX_EXACT:
+    ok, p, v = _plain_decimal(buf, p + 1, cend, pow10)
+    if not ok or (p < cend and not _is_space(buf[p])):
         return False, p, 0, 0.0
-    v = 0.0 if m == 0 else m / pow10[n_frac]
-    return True, p, idx, -v if neg else v
+    return True, p, idx, v
 
 
 @njit
