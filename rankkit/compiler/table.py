@@ -5,12 +5,9 @@ rankkit.compiler.dispatch.arg_key gives it. Written by
 CALLS = [
     ('rankkit.io.parse', '_code_range', (('<f8', 1, 1, True, True), '<f8', ('<i4', 1, 1, True, True), '<i8', '<i8')),
     ('rankkit.io.parse', '_count_range', (('|u1', 1, 1, False, True), ('<i8', 1, 1, True, True), '|b1', ('<i8', 2, 1, True, True), '<i8', '<i8')),
-    ('rankkit.io.parse', '_count_range', (('|u1', 1, 1, True, True), ('<i8', 1, 1, True, True), '|b1', ('<i8', 2, 1, True, True), '<i8', '<i8')),
     ('rankkit.io.parse', '_fix_chunk_starts', (('<i8', 1, 1, True, True), ('<i8', 1, 1, True, True), ('<i8', 1, 1, True, True), '<i8')),
     ('rankkit.io.parse', '_parse_range', (('|u1', 1, 1, False, True), ('<i8', 1, 1, True, True), '|b1', '|b1', ('<i8', 2, 1, True, True), ('<i8', 1, 1, True, True), ('<i8', 1, 1, True, True), ('<i8', 1, 1, True, True), ('<i8', 1, 1, True, True), ('<f8', 1, 1, True, True), ('<i4', 1, 1, True, True), ('<i8', 1, 1, True, True), ('<f8', 1, 1, True, True), ('<i8', 1, 1, True, True), ('|u1', 1, 1, True, True), ('<i8', 1, 1, True, True), ('<i8', 2, 1, True, True), ('<i8', 2, 1, True, True), ('<i8', 2, 1, True, True), ('<i8', 2, 1, True, True), '<i8', '<i8')),
-    ('rankkit.io.parse', '_parse_range', (('|u1', 1, 1, True, True), ('<i8', 1, 1, True, True), '|b1', '|b1', ('<i8', 2, 1, True, True), ('<i8', 1, 1, True, True), ('<i8', 1, 1, True, True), ('<i8', 1, 1, True, True), ('<i8', 1, 1, True, True), ('<f8', 1, 1, True, True), ('<i4', 1, 1, True, True), ('<i8', 1, 1, True, True), ('<f8', 1, 1, True, True), ('<i8', 1, 1, True, True), ('|u1', 1, 1, True, True), ('<i8', 1, 1, True, True), ('<i8', 2, 1, True, True), ('<i8', 2, 1, True, True), ('<i8', 2, 1, True, True), ('<i8', 2, 1, True, True), '<i8', '<i8')),
     ('rankkit.io.parse', 'chunk_bounds', (('|u1', 1, 1, False, True), '<i8')),
-    ('rankkit.io.parse', 'chunk_bounds', (('|u1', 1, 1, True, True), '<i8')),
     ('rankkit.io.parse', 'min_decimal_digits', (('<f8', 1, 1, True, True), '<i8')),
     ('rankkit.io.parse', 'query_blocks', (('<i8', 1, 1, True, True),)),
     ('rankkit.io.trec', '_block_starts', (('|u1', 1, 1, True, True), ('<i8', 1, 1, True, True), ('<i8', 1, 1, True, True))),

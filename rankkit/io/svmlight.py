@@ -242,9 +242,21 @@ def _row_arrays(n: int, nnz: int, index_dtype=np.int32, n_indices: int | None = 
             np.empty(n, dtype=np.int64), np.empty((n if n_spans is None else n_spans, 2), dtype=np.int64))
 
 
+def _read_only(buf: np.ndarray) -> np.ndarray:
+    """buf, or a read-only view of it: the reader's kernels always get a read-only buffer (bytes
+    from a pipe or a decompressor are one; a file's own blocks are not), so each is compiled for
+    one type of buffer, not two (the ahead-of-time build: three kernels fewer)."""
+    if not buf.flags.writeable:
+        return buf
+    view = buf.view()
+    view.flags.writeable = False
+    return view
+
+
 def _parse_chunked(buf, source, zero_based, labels_optional, n_chunks):
     """Parse chunks of lines on all cores: an exact count of rows and non-zeros per chunk, then
     every chunk parses straight into its final place. The result does not depend on n_chunks."""
+    buf = _read_only(buf)
     # one chunk runs on this thread (rankkit.threads.run), through the same kernels as many: one
     # compiled entry each (cold start, the ahead-of-time build), not a serial twin
     bounds = K.chunk_bounds(buf, n_chunks)
@@ -315,6 +327,7 @@ def _last_line_end(view: np.ndarray) -> int:
 
 
 def _count_block(view: np.ndarray, labels_optional: bool):
+    view = _read_only(view)
     nc = _n_chunks(view.shape[0])
     bounds = K.chunk_bounds(view, nc)
     counts = np.zeros((nc, 3), dtype=np.int64)
@@ -425,7 +438,7 @@ def _parse_streaming(fd: int, size: int, name: str, zero_based: bool, labels_opt
     row0 = nnz0 = line0 = 0
     for off, length, bounds, counts in blocks:  # pass 2: parse each block into place
         _read_at(fd, buf, off, length, size, name)
-        view = buf[:length]
+        view = _read_only(buf[:length])
         nc = counts.shape[0]
         row1 = row0 + int(counts[:, 0].sum())
         nnz1 = nnz0 + int(counts[:, 1].sum())
