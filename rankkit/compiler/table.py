@@ -14,7 +14,6 @@ CALLS = [
     ('rankkit.io.trec', '_count_lines', (('|u1', 1, 1, True, True),)),
     ('rankkit.io.trec', '_first_duplicate', (('|u1', 1, 1, True, True), ('<i8', 1, 1, True, True), ('<i8', 1, 1, True, True), ('<i8', 1, 1, True, True), ('<i8', 1, 1, True, True))),
     ('rankkit.io.trec', '_fixed_width', (('|u1', 1, 1, True, True), ('<i8', 1, 1, True, True), ('<i8', 1, 1, True, True), '<i8')),
-    ('rankkit.io.trec', '_join', (('|u1', 1, 1, True, True), ('<i8', 1, 0, True, True), ('<i8', 1, 0, True, True))),
     ('rankkit.io.trec', '_join', (('|u1', 1, 1, True, True), ('<i8', 1, 1, True, True), ('<i8', 1, 1, True, True))),
     ('rankkit.io.trec', '_lex_rank', (('|u1', 1, 1, False, True), ('<i8', 1, 1, True, True), ('<i8', 1, 1, True, True))),
     ('rankkit.io.trec', '_scan', (('|u1', 1, 1, True, True), '<i8', '<i8', '<i8', '<i8', ('<f8', 1, 1, True, True), ('<i8', 2, 1, True, True), ('<i8', 1, 1, True, True), ('<f8', 1, 1, True, True), ('|b1', 1, 1, True, True), ('<i8', 1, 1, True, True))),

@@ -383,6 +383,8 @@ def _strings(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> list[str]
     """The tokens buf[starts[i]:ends[i]] as Python strings (UTF-8, bad bytes replaced)."""
     if starts.shape[0] == 0:
         return []
+    # contiguous spans (a column of a (n, 2) array is not): one compiled _join, not two
+    starts, ends = np.ascontiguousarray(starts), np.ascontiguousarray(ends)
     return _join(buf, starts, ends).tobytes().decode("utf-8", "replace").split("\n")
 
 
