@@ -123,6 +123,47 @@ def bench_parse(report, repeat):
             sk = "(scikit-learn not installed) | -"
         report.append(f"| {name} | {mb:.1f} | {t_rk:.3f} | {mb / t_rk:.0f} | {sk} |")
     report.append("")
+    _parse_passes(report, files, repeat)
+
+
+def _parse_passes(report, files, repeat):
+    """The reader's two passes one at a time, on one thread, in CPU seconds of that thread (what a
+    busy machine changes least): the counting pass (rows and non-zeros) and the parsing pass, over
+    each file's first 40 MB."""
+    from rankkit.io import parse as K
+
+    report.append("The reader's two passes on one thread (CPU ms of the thread, best of "
+                  f"{max(repeat, 5)}; the first 40 MB of each file, cut at a line end):\n")
+    report.append("| file | count pass ms | MB/s | parse pass ms | MB/s |")
+    report.append("|---|---:|---:|---:|---:|")
+    for name, path in files:
+        buf = np.fromfile(path, dtype=np.uint8, count=40_000_000)
+        buf = buf[: int(np.flatnonzero(buf == 10)[-1]) + 1]
+        buf.flags.writeable = False
+        rows, nnz, newlines = K._count_fast(buf, 0, buf.shape[0], False)
+        out = (np.empty(nnz), np.empty(nnz, np.int32), np.zeros(rows + 1, np.int64), np.empty(rows),
+               np.empty(rows, np.int64), np.empty(rows, np.uint8), np.empty(rows, np.int64), np.empty((rows, 2), np.int64),
+               np.empty((rows + nnz, 4), np.int64), np.zeros((1, 5), np.int64), np.zeros((1, 3), np.int64))
+        bounds = np.array([0, buf.shape[0]], dtype=np.int64)
+        counts = np.array([[rows, nnz, newlines]], dtype=np.int64)
+        zero = np.zeros(1, dtype=np.int64)
+
+        def count():
+            K._count_range(buf, bounds, False, np.zeros((1, 3), np.int64), 0, 1)
+
+        def parse():
+            K._parse_range(buf, bounds, False, False, counts, zero, zero, zero, zero, *out, 0, 1)
+
+        best = {}
+        for _ in range(max(repeat, 5)):
+            for what, fn in (("count", count), ("parse", parse)):
+                t = time.thread_time()
+                fn()
+                best[what] = min(best.get(what, 1e9), time.thread_time() - t)
+        mb = buf.shape[0] / 1e6
+        report.append(f"| {name} | {best['count'] * 1e3:.1f} | {mb / best['count']:.0f} | {best['parse'] * 1e3:.1f} | "
+                      f"{mb / best['parse']:.0f} |")
+    report.append("")
 
 
 # -- 2. CLI ------------------------------------------------------------------------------------

@@ -255,9 +255,12 @@ def _is_qid(buf, i, colon):
 @njit
 def _fast_entry(buf, i, cend, pow10):
     """The usual feature token, `<index>:<value>` with an index of at most 9 digits and a plain
-    decimal value (_plain_decimal) ending at white space or `cend`.
+    decimal value (optional sign, digits, optional '.' and digits; no exponent, at most 18 digits
+    in all) ending at white space or `cend`, in one scan.
     Returns (ok, end, index as written, value); the value is the one _parse_number gives.
-    ok False: anything else, which the general path parses (and reports, if it is an error)."""
+    ok False: anything else, which the general path parses (and reports, if it is an error).
+    Its own digit loops, not a call of _plain_decimal: a numba call per token (a tuple returned
+    through memory) costs the general path a fifth of its speed."""
     p = i
     idx = 0
     while p < cend and p - i < 9:
@@ -268,10 +271,38 @@ def _fast_entry(buf, i, cend, pow10):
         p += 1
     if p == i or p >= cend or buf[p] != _COLON:
         return False, p, 0, 0.0
-    ok, p, v = _plain_decimal(buf, p + 1, cend, pow10)
-    if not ok or (p < cend and not _is_space(buf[p])):
+    p += 1
+    neg = False
+    if p < cend and (buf[p] == 45 or buf[p] == 43):  # - +
+        neg = buf[p] == 45
+        p += 1
+    # at most 18 digits in all (leading zeros included): m < 10^18 never overflows, and no digit
+    # is dropped, so m and the decimal exponent are those of _parse_number
+    m = 0
+    s0 = p
+    while p < cend:
+        d = np.int64(buf[p]) - 48
+        if d < 0 or d > 9:
+            break
+        m = m * 10 + d
+        p += 1
+    n_int = p - s0
+    n_frac = 0
+    if p < cend and buf[p] == 46:  # '.'
+        p += 1
+        s1 = p
+        while p < cend:
+            d = np.int64(buf[p]) - 48
+            if d < 0 or d > 9:
+                break
+            m = m * 10 + d
+            p += 1
+        n_frac = p - s1
+    # (at most 18 digits: at most 18 decimals, within pow10's 22, Clinger's exact range)
+    if n_int + n_frac == 0 or n_int + n_frac > 18 or (p < cend and not _is_space(buf[p])) or m > _MAX_EXACT:
         return False, p, 0, 0.0
-    return True, p, idx, v
+    v = 0.0 if m == 0 else m / pow10[n_frac]
+    return True, p, idx, -v if neg else v
 
 
 @njit
@@ -481,11 +512,27 @@ def parse_svmlight(
     # the stored (0-based) column index is int32 and n_features = largest index + 1 must be too
     max_index = _MAX_INDEX - 1 if zero_based else _MAX_INDEX
     indptr[0] = 0
+    # a line the one-scan parser gives up on is parsed again by the general path: after each such
+    # line (but a blank or comment line) the next `skip` lines go straight to the general path, `skip` doubling up to 64 while the
+    # parser keeps giving up (files of other formats: exponents, long numbers) and back to 0 when it
+    # takes a line. Either path gives the same result, so this only decides the speed.
+    skip = 0
+    backoff = 1
     while pos < n:
         line += 1
-        if row < y.shape[0]:  # the usual line in one scan; anything else (and every error) below
+        if skip > 0:
+            skip -= 1
+        elif row < y.shape[0]:  # the usual line in one scan; anything else (and every error) below
             ok, k1, nxt, label, q, flags, d0, d1 = _fast_line(buf, pos, n, zero_based, data, indices, k, pow10)
-            if ok:
+            if not ok:
+                b = pos
+                while b < n and (buf[b] == _SPACE or buf[b] == _TAB):
+                    b += 1
+                if b < n and buf[b] != _LF and buf[b] != _CR and buf[b] != _HASH:  # (not a blank or comment line)
+                    skip = backoff
+                    backoff = min(2 * backoff, 64)
+            else:
+                backoff = 1
                 y[row] = label
                 line_no[row] = line
                 has_qid[row] = flags
