@@ -414,7 +414,7 @@ def _query_hdiag(ys, ls, order, s, e, R, data, indices, indptr, vscale, vtree, c
         for a in range(indptr[row], indptr[row + 1]):
             col = indices[a]
             i = lv + 1
-            while i <= R:
+            while i < R:  # (_vec_insert never writes node R: no prefix below a level reads it)
                 vtree[i, col] = 0.0
                 i += i & (-i)
     # sweep 2, ascending, reversed levels: counts n(I_t)
@@ -491,7 +491,7 @@ def _vec_insert(vtree, R, level, data, indices, vscale, lo, hi):
         col = indices[a]
         v = (data[a] if vscale == 1.0 else data[a] / vscale)
         i = level + 1
-        while i <= R:
+        while i < R:  # node R (the sum of every level) is never read: prefixes are of levels < R
             vtree[i, col] += v
             i += i & (-i)
 
