@@ -59,7 +59,7 @@ def _fen_reset(tree, R):
 def _fen_insert(tree, R, level, x):
     """Add the value x at `level` to the (count, mean, M2) nodes (Welford's update)."""
     i = level + 1
-    while i <= R:
+    while i < R:  # node R (every level) is never read: _fen_stats sums levels < level <= R - 1
         cnt = tree[i, 0] + 1.0
         delta = x - tree[i, 1]
         tree[i, 0] = cnt
@@ -96,7 +96,7 @@ def _fen_stats(tree, level):
 def _fen_add_sum(tree, R, level, x):
     """Add 1 to the count and x to the sum of `level` (Hessian-vector sweeps)."""
     i = level + 1
-    while i <= R:
+    while i < R:  # node R is never read (as _fen_insert)
         tree[i, 0] += 1.0
         tree[i, 1] += x
         i += i & (-i)
