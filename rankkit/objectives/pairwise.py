@@ -26,7 +26,7 @@ from rankkit.data import Dataset
 from rankkit.objectives import squared_hinge as sqh
 from rankkit.objectives.logistic import piecewise_quadratic
 from rankkit.sorting import ties_by_index
-from rankkit.sparse import column_sumsq, csr_matvec, csr_rmatvec, sum_chunks
+from rankkit.sparse import column_sumsq, csr_matvec, csr_rmatvec, rmatvec_chunks, sum_chunks
 from rankkit.vectors import dot
 
 # Queries at least this long are sorted by NumPy (its vectorised argsort is 3-4x faster than the
@@ -142,6 +142,11 @@ class PairwiseObjective:
         self._y_count = None
         self._diag_chunks = None
         self._hv_scratch = None  # hess_vec_y's two sweeps of one large query side by side: their scratch
+        # X' z with fewer chunks than csr_rmatvec's where its per-chunk buffers outweigh the rows
+        nc = sqh.xt_chunks(self.n_rows, self.n_features, int(self.indptr[-1]))
+        self._xt_part = None
+        if nc != rmatvec_chunks(self.n_rows, self.n_features):
+            self._xt_part = np.empty((nc, self.n_features))
 
     @property
     def n_active(self) -> int:
@@ -158,7 +163,12 @@ class PairwiseObjective:
         return csr_matvec(self.data, self.indices, self.indptr, w, out, self.vscale)
 
     def _rmatvec(self, z: np.ndarray) -> np.ndarray:
-        return csr_rmatvec(self.data, self.indices, self.indptr, z, np.empty(self.n_features), self.vscale)
+        """X' z: csr_rmatvec, or on very sparse rows squared_hinge.xt_product with fewer chunks (its
+        buffer kept from product to product)."""
+        if self._xt_part is None:
+            return csr_rmatvec(self.data, self.indices, self.indptr, z, np.empty(self.n_features), self.vscale)
+        return sqh.xt_product(self.data, self.indices, self.indptr, z, self._xt_part, np.empty(self.n_features),
+                              self.vscale)
 
     # -- loss in score space ------------------------------------------------------------------
     def loss_y(self, y: np.ndarray) -> float:
