@@ -167,6 +167,21 @@ def run_exercises(tmp: str) -> None:
             _rankkit("train", f, f + ".model", "-C", "1", "--threads", t)
             _rankkit("predict", f, f + ".model", f + ".scores", "--threads", t)
         _python_api(f, f, t)  # the API's fits on int32 column indices, chunked products
+    # one wide, very sparse query (text-like: 3 of 3,000 features a row), whose X'z goes through
+    # the objective's few-chunk product (squared_hinge.xt_product), with decimal-coded values
+    # (`:.3f`) and with full doubles, uint16 column indices (train) and int32 ones (the API)
+    for digits in (".3f", ".17g"):
+        wide = os.path.join(tmp, f"wide{digits[1:-1]}.txt")
+        with open(wide, "w") as fh:
+            for _ in range(4500):
+                cols = np.sort(rng.choice(3000, 3, replace=False))
+                vals = rng.random(3)
+                fh.write(f"{int(vals[0] > 0.5)} " + " ".join(f"{j + 1}:{v:{digits}}" for j, v in zip(cols, vals)) + "\n")
+        for t in ("1", "2"):
+            _rankkit("train", wide, wide + ".model", "-C", "0.01", "--threads", t)
+        X, y, _ = rankkit.load_svmlight_file(wide, query_id=True)
+        for t in (1, 2):
+            rankkit.RankSVM(C=0.01, threads=t).fit(X, y, group=[X.shape[0]])
     saved = (svmlight.STREAM_MIN_BYTES, svmlight.STREAM_BLOCK_BYTES, svmlight.PARALLEL_MIN_BYTES,
              threads.MIN_WORK_PER_THREAD)
     svmlight.STREAM_MIN_BYTES, svmlight.STREAM_BLOCK_BYTES, svmlight.PARALLEL_MIN_BYTES = 1, 1 << 12, 1
