@@ -81,9 +81,9 @@ def _change_after_counting(monkeypatch, change):
     original = S._count_block
     calls = []
 
-    def counting(view, labels_optional):
+    def counting(view, labels_optional, *rest):
         calls.append(1)
-        out = original(view, labels_optional)
+        out = original(view, labels_optional, *rest)
         if len(calls) == 1:
             change()
         return out

@@ -18,6 +18,7 @@ the one function every face opens a data file with.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import math
 import os
@@ -326,12 +327,15 @@ def _last_line_end(view: np.ndarray) -> int:
     return 0
 
 
-def _count_block(view: np.ndarray, labels_optional: bool):
+def _count_block(view: np.ndarray, labels_optional: bool, hashing: bool = False):
+    """(chunk bounds, counts) of one block; `hashing`: a thread hashes the block meanwhile, so the
+    count leaves it a core (the chunks, which the parsing pass reuses, stay those of all cores)."""
     view = _read_only(view)
     nc = _n_chunks(view.shape[0])
     bounds = K.chunk_bounds(view, nc)
     counts = np.zeros((nc, 3), dtype=np.int64)
-    K.count_chunks(view, bounds, bool(labels_optional), counts)
+    with threads.limited(max(1, threads.count() - 1)) if hashing else contextlib.nullcontext():
+        K.count_chunks(view, bounds, bool(labels_optional), counts)
     return bounds, counts
 
 
@@ -414,7 +418,7 @@ def _parse_streaming(fd: int, size: int, name: str, zero_based: bool, labels_opt
                 continue
             view = view[:cut]
         hashing = _hash_beside(digest, view) if digest is not None else None
-        bounds, counts = _count_block(view, labels_optional)
+        bounds, counts = _count_block(view, labels_optional, hashing is not None)
         if hashing is not None:
             hashing.join()
         blocks.append((off, view.shape[0], bounds, counts))
