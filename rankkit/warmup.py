@@ -182,6 +182,18 @@ def run_exercises(tmp: str) -> None:
         X, y, _ = rankkit.load_svmlight_file(wide, query_id=True)
         for t in (1, 2):
             rankkit.RankSVM(C=0.01, threads=t).fit(X, y, group=[X.shape[0]])
+    # more than 65,536 columns in use (text-like vocabularies): int32 column indices even after the
+    # Newton solver's compaction, with decimal-coded values, through train (Newton, Pegasos) and predict
+    huge = os.path.join(tmp, "huge.txt")
+    with open(huge, "w") as fh:
+        for r in range(4500):  # (4,096 rows and more: the chunked products too)
+            cols = r * 16 + np.arange(1, 17)
+            vals = rng.random(16)
+            fh.write(f"{r % 3} qid:{r // 50 + 1} " + " ".join(f"{j}:{v:.3f}" for j, v in zip(cols, vals)) + "\n")
+    for args in (("-C", "0.01", "--threads", "1"), ("-C", "0.01", "--threads", "2"),
+                 ("--solver", "pegasos", "--iterations", "2000")):
+        _rankkit("train", huge, huge + ".model", *args)
+        _rankkit("predict", huge, huge + ".model", huge + ".scores", "--threads", "2")
     saved = (svmlight.STREAM_MIN_BYTES, svmlight.STREAM_BLOCK_BYTES, svmlight.PARALLEL_MIN_BYTES,
              threads.MIN_WORK_PER_THREAD)
     svmlight.STREAM_MIN_BYTES, svmlight.STREAM_BLOCK_BYTES, svmlight.PARALLEL_MIN_BYTES = 1, 1 << 12, 1
