@@ -250,9 +250,10 @@ def _hv_down(ys, ls, s, e, R, ds, zs, tree, margin):
 
 
 @njit
-def _query_hv(ys, ls, s, e, R, ds, zs, tree, margin):
-    _hv_down(ys, ls, s, e, R, ds, zs, tree, margin)
-    # sweep 2, ascending, reversed levels
+def _hv_up(ys, ls, s, e, R, ds, zs, tree, margin, cnt_up, g_up, finish):
+    """The Hessian-vector product's ascending sweep (reversed levels): `finish`, zs[t] becomes
+    2 (zs[t] + cnt ds[t] - G), the product of the query (after _hv_down); else its counts and sums
+    go to cnt_up[t - s], g_up[t - s] (_hv_sweep's second part; _hv_finish adds them the same way)."""
     _fen_reset(tree, R)
     p = s
     for t in range(s, e):
@@ -261,7 +262,17 @@ def _query_hv(ys, ls, s, e, R, ds, zs, tree, margin):
             _fen_add_sum(tree, R, R - 1 - ls[p], ds[p])
             p += 1
         cnt, G = _fen_sums(tree, R - 1 - ls[t])
-        zs[t] = 2.0 * (zs[t] + cnt * ds[t] - G)
+        if finish:
+            zs[t] = 2.0 * (zs[t] + cnt * ds[t] - G)
+        else:
+            cnt_up[t - s] = cnt
+            g_up[t - s] = G
+
+
+@njit
+def _query_hv(ys, ls, s, e, R, ds, zs, tree, margin):
+    _hv_down(ys, ls, s, e, R, ds, zs, tree, margin)
+    _hv_up(ys, ls, s, e, R, ds, zs, tree, margin, zs, zs, True)  # (cnt_up, g_up unused: zs for their type)
 
 
 @njit
@@ -291,16 +302,7 @@ def _hv_sweep(ys, ls, s, e, R, ds, zs, cnt_up, g_up, margin, lo, hi):
     if lo == 0:
         _hv_down(ys, ls, s, e, R, ds, zs, tree, margin)
     else:
-        _fen_reset(tree, R)
-        p = s
-        for t in range(s, e):
-            yk = ys[t]
-            while p < e and ys[p] - yk < margin:
-                _fen_add_sum(tree, R, R - 1 - ls[p], ds[p])
-                p += 1
-            cnt, G = _fen_sums(tree, R - 1 - ls[t])
-            cnt_up[t - s] = cnt
-            g_up[t - s] = G
+        _hv_up(ys, ls, s, e, R, ds, zs, tree, margin, cnt_up, g_up, False)
 
 
 @njit
