@@ -338,12 +338,17 @@ def _compile_in_processes(buckets: list, staging: str) -> list:
     return records
 
 
-# Seconds each module's kernels take to compile into a module (numba.pycc, this project's 2-core
-# machine, 2026-11-25): only to share them out between the build's processes; a module not listed
-# counts one second a call.
-_COMPILE_SECONDS = {"rankkit.io.parse": 4.3, "rankkit.solvers._sgd_kernels": 5.9, "rankkit.metrics.kernels": 3.1,
-                    "rankkit.objectives.squared_hinge": 2.8, "rankkit.sorting": 1.1,
-                    "rankkit.sparse": 0.9, "rankkit.stats": 0.4}
+# CPU seconds each module's calls take to compile on their own (numba.pycc, this project's 2-core
+# machine, 2026-11-27: compile_module on the module's calls alone, in a fresh process, less the ~0.6 s
+# that any process's first compile costs), only to share the modules out between the build's
+# processes, the longest first; a module not listed counts one second a call. Shared out this way
+# the two processes of a 2-core build took 25 and 26 s, against 38 and 21 s with the costs measured
+# before the reader, the Dask worker path and the dtype variants were added.
+_COMPILE_SECONDS = {"rankkit.solvers._sgd_kernels": 9.9, "rankkit.objectives.squared_hinge": 9.0,
+                    "rankkit.io.trec": 8.5, "rankkit.io.parse": 6.8, "rankkit.metrics.kernels": 3.3,
+                    "rankkit.sparse": 2.6, "rankkit.solvers.stream": 2.4, "rankkit.solvers._query_sgd": 2.3,
+                    "rankkit.solvers._hinge_kernels": 1.8, "rankkit.sorting": 1.1, "rankkit.paths._path_kernels": 1.1,
+                    "rankkit.solvers.factorized": 0.9, "rankkit.objectives.pairs": 0.5, "rankkit.stats": 0.2}
 
 
 def _cost(group) -> float:
