@@ -261,6 +261,57 @@ def test_fingerprint_follows_the_sources(tmp_path, monkeypatch):
     assert aot.fingerprint() != before
 
 
+def _fake_build(cache: Path, sources: dict | None) -> None:
+    """A manifest (no modules) for these sources in cache/rankkit-aot, with `sources` as recorded."""
+    d = cache / aot.SUBDIR
+    d.mkdir(parents=True, mode=0o755)
+    m = {"format": aot.FORMAT, "fingerprint": aot.fingerprint(), "modules": {}}
+    if sources is not None:
+        m["sources"] = sources
+    (d / aot.MANIFEST).write_text(json.dumps(m))
+    os.chmod(d / aot.MANIFEST, 0o644)
+
+
+def test_unchanged_sources_are_not_read_again(tmp_path, monkeypatch):
+    """A manifest records the sources' sizes and modification times with their digest: while every
+    file still has them, a run takes the digest without reading the files; a touched file (same
+    text) is read again and the build still used; an edited one makes the build another code's."""
+    copy = tmp_path / "rankkit"
+    shutil.copytree(ROOT / "rankkit", copy, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(aot, "_PACKAGE", str(copy))
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "cache"))
+    _fake_build(tmp_path / "cache", {"digest": aot.sources_digest(), "stats": aot.source_stats()})
+    reads = []
+    digest = aot.sources_digest
+
+    def counted():
+        reads.append(1)
+        return digest()
+
+    monkeypatch.setattr(aot, "sources_digest", counted)
+    assert aot._find()["dir"] == str(tmp_path / "cache" / aot.SUBDIR) and reads == []
+    st = os.stat(copy / "metrics" / "kernels.py")
+    os.utime(copy / "metrics" / "kernels.py", ns=(st.st_atime_ns, st.st_mtime_ns + 1000))
+    assert aot._find()["dir"] is not None and reads == [1]  # read again: the same text
+    with open(copy / "metrics" / "kernels.py", "a") as fh:
+        fh.write("\n# an edit\n")
+    assert aot._find()["dir"] is None
+
+
+def test_the_build_records_the_sources_it_read(built):
+    m = aot.read_manifest(str(built / aot.SUBDIR))
+    assert m["sources"]["stats"] == aot.source_stats() and aot._known_sources(m) == aot.sources_digest()
+
+
+def test_a_manifest_without_source_stats_reads_the_sources(tmp_path, monkeypatch):
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "cache"))
+    _fake_build(tmp_path / "cache", None)
+    reads = []
+    digest = aot.sources_digest
+    monkeypatch.setattr(aot, "sources_digest", lambda: reads.append(1) or digest())
+    assert aot._find()["dir"] is not None and reads == [1]
+
+
 def test_arg_key_gives_numba_types():
     """The key of a call decides its AOT signature (build._numba_type): it must be what
     numba's typeof gives each argument, for every kind of argument the key accepts."""

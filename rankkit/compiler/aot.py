@@ -10,7 +10,8 @@ Where they are: `rankkit-aot/` in the kernel cache (rankkit.compiler.jit's rule)
 NUMBA_CACHE_DIR when that is set (and nowhere else), else the first of the package's __pycache__,
 the user's numba cache directory and the private per-user temporary directory that holds a build
 for this fingerprint. The manifest there lists each module's file, its SHA-256 and its exports.
-It is used only if its fingerprint matches this run: the text of every rankkit source file, the
+It is used only if its fingerprint matches this run: the text of every rankkit source file (read
+again only when a file's size or modification time differs from what the manifest recorded), the
 Python, numpy, numba and llvmlite versions, the NUMBA_* settings and this CPU (model and feature
 flags), and only from a directory, manifest and modules owned by this user or root and writable
 by no one else, so an edit, an upgrade or
@@ -95,15 +96,29 @@ def _cpu_identity() -> str:
     return f"{platform.machine()} {platform.processor()}"
 
 
+def _sources() -> list:
+    """(path relative to the package, path, os.stat result) of every rankkit source file, sorted by
+    path: regular .py files only (an editor's lock file, .#x.py, a dangling symlink, is no source)."""
+    out = []
+
+    def walk(directory: str, rel: str) -> None:
+        with os.scandir(directory) as it:
+            entries = sorted(it, key=lambda e: e.name)
+        for e in entries:
+            if e.name == "__pycache__" or e.name.startswith("."):
+                continue
+            if e.is_dir():
+                walk(e.path, rel + e.name + "/")
+            elif e.name.endswith(".py") and e.is_file():
+                out.append((rel + e.name, e.path, e.stat()))
+
+    walk(_PACKAGE, "")
+    return out
+
+
 def source_files() -> list[str]:
     """Every rankkit source file, sorted: a kernel can call kernels and read constants anywhere."""
-    out = []
-    for root, dirs, files in os.walk(_PACKAGE):
-        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
-        # regular files only: an editor's lock file (.#x.py, a dangling symlink) is no source
-        out.extend(os.path.join(root, f) for f in sorted(files)
-                   if f.endswith(".py") and not f.startswith(".") and os.path.isfile(os.path.join(root, f)))
-    return out
+    return [path for _, path, _ in _sources()]
 
 
 def _toolchain_identity() -> str:
@@ -124,18 +139,46 @@ def _toolchain_identity() -> str:
     return "\n".join(parts)
 
 
-def fingerprint() -> str:
+def source_stats() -> list:
+    """[path in the package, size, modification time in ns] of every source file (no reading)."""
+    return [[rel, st.st_size, st.st_mtime_ns] for rel, _, st in _sources()]
+
+
+def sources_digest() -> str:
+    """The SHA-256 of every source file's text, with its path in the package."""
+    h = hashlib.sha256()
+    for rel, path, _ in _sources():
+        h.update(rel.encode() + b"\0")
+        with open(path, "rb") as fh:
+            h.update(hashlib.sha256(fh.read()).digest())
+    return h.hexdigest()
+
+
+def fingerprint(sources: str | None = None) -> str:
+    """What a build is for: the sources (their digest, read now unless given), Python, numpy,
+    numba, llvmlite, the NUMBA_* settings and this CPU."""
     import numpy
 
     h = hashlib.sha256()
     h.update(f"{FORMAT}\n{sys.version}\n{sys.implementation.cache_tag}\nnumpy {numpy.__version__}\n".encode())
     h.update(_cpu_identity().encode())
     h.update(_toolchain_identity().encode())
-    for path in source_files():
-        h.update(os.path.relpath(path, _PACKAGE).encode() + b"\0")
-        with open(path, "rb") as fh:
-            h.update(hashlib.sha256(fh.read()).digest())
+    h.update((sources_digest() if sources is None else sources).encode())
     return h.hexdigest()
+
+
+def _known_sources(m: dict) -> str | None:
+    """The sources' digest the manifest recorded, if every source file has the size and modification
+    time (ns) it recorded with it: then they are the files the build read, and reading them all
+    again (a few ms of every run) is not needed. Python trusts its bytecode on less (the time in
+    seconds and the size). Anything else (an edit, a file added or removed, an old manifest): None."""
+    rec = m.get("sources")
+    if not isinstance(rec, dict) or not isinstance(rec.get("digest"), str):
+        return None
+    try:
+        return rec["digest"] if rec.get("stats") == source_stats() else None
+    except OSError:
+        return None
 
 
 def _as_key(k) -> tuple:
@@ -175,9 +218,12 @@ def _find() -> dict:
                  for m in [read_manifest(d)] if m is not None]
         if not found:
             return empty
-        fp = fingerprint()
+        fps: dict = {}  # the fingerprint for each sources' digest a manifest vouches for (None: read the files)
         for directory, m in found:
-            if m.get("fingerprint") != fp:
+            known = _known_sources(m)
+            if known not in fps:
+                fps[known] = fingerprint(known)
+            if m.get("fingerprint") != fps[known]:
                 continue
             state = {"dir": directory, "kernels": {}, "modules": {}}
             for file, mod in m["modules"].items():

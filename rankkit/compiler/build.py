@@ -398,7 +398,11 @@ def build(jobs: int = 1, calls: list | None = None, directory: str | None = None
     calls = table() if calls is None else calls
     directory = directory or output_dir()
     os.makedirs(directory, exist_ok=True)
-    fp = aot.fingerprint()
+    stats = aot.source_stats()
+    sources = aot.sources_digest()
+    if aot.source_stats() != stats:  # a file changed while being read: runs read the files (stats not kept)
+        stats = None
+    fp = aot.fingerprint(sources)
     groups = _groups(calls)
     _remove_stale_staging(directory)
     staging = tempfile.mkdtemp(prefix=".build-", dir=directory)
@@ -419,7 +423,7 @@ def build(jobs: int = 1, calls: list | None = None, directory: str | None = None
         for r in records:
             os.replace(os.path.join(staging, r["file"]), os.path.join(directory, r["file"]))
         manifest = {"format": aot.FORMAT, "fingerprint": fp, "built": time.strftime("%Y-%m-%d %H:%M:%S"),
-                    "modules": {r["file"]: r for r in records}}
+                    "sources": {"digest": sources, "stats": stats}, "modules": {r["file"]: r for r in records}}
         fd, tmp = tempfile.mkstemp(prefix=".manifest-", dir=directory)
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             json.dump(manifest, fh)
