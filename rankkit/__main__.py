@@ -17,7 +17,7 @@ import sys
 def main() -> None:
     # the first handlers were installed by the package's import (rankkit/__init__.py), which runs
     # before this module when started as `python -m rankkit` or as the `rankkit` command
-    from rankkit.cli import main as cli_main
+    from rankkit.cli import _ignore_signals, main as cli_main
 
     try:
         cli_main()
@@ -25,6 +25,7 @@ def main() -> None:
         code = exc.code
     else:
         code = 0
+    _ignore_signals()  # the outcome is decided: a late SIGINT must not turn it into a traceback
     _exit_now(0 if code is None else code)
 
 
