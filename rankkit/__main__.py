@@ -6,9 +6,11 @@ at once with the same one line and status 128 + N (nothing has been opened or wr
 KeyboardInterrupt traceback from an import. A signal ignored at start (SIGHUP under nohup) stays
 ignored.
 
-Once the CLI has decided the exit status, the process ends without Python's own shutdown when
-nothing is left for that shutdown to do (_exit_now): tearing down every module of numpy, click and
-rankkit one by one costs 15-20 ms, a tenth of a small `rankkit train` or `predict`."""
+When rankkit is the program (the `rankkit` script, `python -m rankkit`) and the CLI has decided the
+exit status, the process ends without Python's own shutdown once nothing is left for that shutdown
+to do (_exit_now): tearing down every module of numpy, click and rankkit one by one costs 15-20 ms,
+a tenth of a small `rankkit train` or `predict`. Run by another program (a profiler, a debugger,
+runpy.run_module in a host that catches SystemExit) it ends with SystemExit, as any module does."""
 
 import os
 import sys
@@ -17,7 +19,8 @@ import sys
 def main() -> None:
     # the first handlers were installed by the package's import (rankkit/__init__.py), which runs
     # before this module when started as `python -m rankkit` or as the `rankkit` command
-    from rankkit.cli import _ignore_signals, main as cli_main
+    own = _owns_process(sys._getframe(1))
+    from rankkit.cli import main as cli_main
 
     try:
         cli_main()
@@ -25,38 +28,48 @@ def main() -> None:
         code = exc.code
     else:
         code = 0
-    _ignore_signals()  # the outcome is decided: a late SIGINT must not turn it into a traceback
+    if not own:
+        sys.exit(code)
     _exit_now(0 if code is None else code)
 
 
-# Threads a finished run may leave behind that hold nothing: the kernel pool's idle workers
-# (rankkit.threads: kernels over index ranges, no I/O) and daemon threads.
-_POOL_PREFIX = "rankkit_"
+def _owns_process(frame) -> bool:
+    """main() was called (`frame`: its caller) by the program itself: by the `rankkit` script's
+    top level (pip's console script, or this file run as a script), or by this module's top level
+    run by `python -m` (runpy's _run_code from _run_module_as_main), with nothing around them."""
+    chain = []
+    while frame is not None:
+        chain.append((frame.f_code.co_name, frame.f_globals.get("__name__")))
+        frame = frame.f_back
+    return chain in ([("<module>", "__main__")],
+                     [("<module>", "__main__"), ("_run_code", "runpy"), ("_run_module_as_main", "runpy")])
 
 
 def _exit_now(code) -> None:
     """Exit with `code` at once (os._exit) after what Python's shutdown would still do that matters:
-    stdout and stderr flushed, the atexit functions run (weakref finalizers, multiprocessing's
-    clean-up, logging). Python's own exit (sys.exit) instead when the status is not a number, when
-    a flush fails (Python then reports it as it always has) or when a thread that may still be
-    writing is alive (a job of `experiment` or `path --jobs` on an error path): the normal shutdown
-    waits for it."""
+    the kernel pool's running kernels waited for, stdout and stderr flushed, the atexit functions
+    run (weakref finalizers, multiprocessing's clean-up, logging). Python's own exit (sys.exit)
+    instead when the status is not a number, when a flush fails (Python then reports it as it always
+    has) or when another thread is alive that may still be working (a job of `experiment` or `path
+    --jobs` on an error path): the normal shutdown waits for it."""
     import threading
 
-    if not isinstance(code, int):
+    from rankkit import threads
+
+    if not isinstance(code, int) or threading.current_thread() is not threading.main_thread():
         sys.exit(code)
-    main_thread = threading.main_thread()
-    if threading.current_thread() is not main_thread:
+    threads.stop_pool()
+    if any(t is not threading.main_thread() and not t.daemon for t in threading.enumerate()):
         sys.exit(code)
-    for t in threading.enumerate():
-        if t is not main_thread and not t.daemon and not t.name.startswith(_POOL_PREFIX):
-            sys.exit(code)
     for stream in (sys.stdout, sys.stderr):
         try:
             if stream is not None:
                 stream.flush()
         except Exception:
             sys.exit(code)
+    from rankkit.cli import _ignore_signals
+
+    _ignore_signals()  # the outcome is decided: a late SIGINT must not turn it into a traceback
     import atexit
 
     atexit._run_exitfuncs()
@@ -65,7 +78,7 @@ def _exit_now(code) -> None:
             if stream is not None:
                 stream.flush()
         except Exception:
-            pass
+            code = 120  # what Python's exit gives when its final flush fails
     os._exit(code & 0xFF)  # what the C exit() makes of any int, as sys.exit does
 
 

@@ -251,6 +251,15 @@ def run(kernel, parts: list[tuple[int, int]], *args) -> list:
     return [first] + [f.result() for f in futures]
 
 
+def stop_pool() -> None:
+    """Wait for the kernels still running on the pool (after an error or a signal, the calling
+    thread stops waiting for them), then end its idle workers."""
+    global _pool, _pool_size
+    if _pool is not None:
+        _pool.shutdown(wait=True)
+        _pool, _pool_size = None, 0
+
+
 # -- Python's garbage collector during a command's start ------------------------------------------
 # The cyclic collector runs dozens of full passes over numpy's and numba's objects while they are
 # imported (~5% of a small run's CPU), and a run makes next to no cyclic garbage once started. The

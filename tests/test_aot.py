@@ -298,6 +298,28 @@ def test_unchanged_sources_are_not_read_again(tmp_path, monkeypatch):
     assert aot._find()["dir"] is None
 
 
+def test_an_edit_that_keeps_size_and_mtime_is_read(tmp_path, monkeypatch):
+    """The same size and modification time after an edit (restored by hand, `cp -p`, tar), or
+    another copy of the package sharing the cache: the files are read, the build is another code's."""
+    copy = tmp_path / "rankkit"
+    shutil.copytree(ROOT / "rankkit", copy, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(aot, "_PACKAGE", str(copy))
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "cache"))
+    _fake_build(tmp_path / "cache", {"digest": aot.sources_digest(), "stats": aot.source_stats()})
+    f = copy / "paths" / "_path_kernels.py"
+    st = os.stat(f)
+    text = f.read_text()
+    assert "-= a[p]" in text
+    f.write_text(text.replace("-= a[p]", "+= a[p]", 1))  # the same size
+    os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert os.stat(f).st_size == st.st_size and os.stat(f).st_mtime_ns == st.st_mtime_ns
+    assert aot._find()["dir"] is None
+    other = tmp_path / "other" / "rankkit"  # a copy with the same times, elsewhere
+    shutil.copytree(ROOT / "rankkit", other, ignore=shutil.ignore_patterns("__pycache__"), copy_function=shutil.copy2)
+    monkeypatch.setattr(aot, "_PACKAGE", str(other))
+    assert aot._known_sources(aot.read_manifest(str(tmp_path / "cache" / aot.SUBDIR))) is None
+
+
 def test_the_build_records_the_sources_it_read(built):
     m = aot.read_manifest(str(built / aot.SUBDIR))
     assert m["sources"]["stats"] == aot.source_stats() and aot._known_sources(m) == aot.sources_digest()

@@ -11,7 +11,7 @@ NUMBA_CACHE_DIR when that is set (and nowhere else), else the first of the packa
 the user's numba cache directory and the private per-user temporary directory that holds a build
 for this fingerprint. The manifest there lists each module's file, its SHA-256 and its exports.
 It is used only if its fingerprint matches this run: the text of every rankkit source file (read
-again only when a file's size or modification time differs from what the manifest recorded), the
+again unless every file still has the size, times and inode the manifest recorded), the
 Python, numpy, numba and llvmlite versions, the NUMBA_* settings and this CPU (model and feature
 flags), and only from a directory, manifest and modules owned by this user or root and writable
 by no one else, so an edit, an upgrade or
@@ -107,7 +107,7 @@ def _sources() -> list:
         for e in entries:
             if e.name == "__pycache__" or e.name.startswith("."):
                 continue
-            if e.is_dir():
+            if e.is_dir(follow_symlinks=False):  # as os.walk: a linked directory is not walked into
                 walk(e.path, rel + e.name + "/")
             elif e.name.endswith(".py") and e.is_file():
                 out.append((rel + e.name, e.path, e.stat()))
@@ -140,8 +140,12 @@ def _toolchain_identity() -> str:
 
 
 def source_stats() -> list:
-    """[path in the package, size, modification time in ns] of every source file (no reading)."""
-    return [[rel, st.st_size, st.st_mtime_ns] for rel, _, st in _sources()]
+    """The package's real path, then [path in the package, size, modification and change times in
+    ns, inode] of every source file (no reading). The change time moves with every write and cannot
+    be set back (an edit whose size and modification time were restored still changes it), and the
+    path and inodes are this installation's: another copy sharing the cache is read."""
+    return [os.path.realpath(_PACKAGE)] + [[rel, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
+                                           for rel, _, st in _sources()]
 
 
 def sources_digest() -> str:
@@ -168,10 +172,12 @@ def fingerprint(sources: str | None = None) -> str:
 
 
 def _known_sources(m: dict) -> str | None:
-    """The sources' digest the manifest recorded, if every source file has the size and modification
-    time (ns) it recorded with it: then they are the files the build read, and reading them all
-    again (a few ms of every run) is not needed. Python trusts its bytecode on less (the time in
-    seconds and the size). Anything else (an edit, a file added or removed, an old manifest): None."""
+    """The sources' digest the manifest recorded, if this installation's source files all have the
+    sizes, modification and change times and inodes recorded with it (source_stats): then they are
+    the files the build read, and reading them all again (a few ms of every run) is not needed.
+    Python trusts its bytecode on less (the modification time in seconds and the size). Anything
+    else (an edit, a touch, a file added or removed, another copy of the package, an old
+    manifest): None, and the files are read."""
     rec = m.get("sources")
     if not isinstance(rec, dict) or not isinstance(rec.get("digest"), str):
         return None
