@@ -67,9 +67,9 @@ def _exit_now(code) -> None:
                 stream.flush()
         except Exception:
             sys.exit(code)
-    from rankkit.cli import _ignore_signals
+    from rankkit.cli import ignore_signals
 
-    _ignore_signals()  # the outcome is decided: a late SIGINT must not turn it into a traceback
+    ignore_signals()  # the outcome is decided: a late SIGINT must not turn it into a traceback
     import atexit
 
     atexit._run_exitfuncs()

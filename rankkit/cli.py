@@ -863,7 +863,7 @@ def _install_signal_handlers() -> None:
     interrupts.install_unraisable_hook()
 
 
-def _ignore_signals() -> None:
+def ignore_signals() -> None:
     """The outcome is decided (a complete result, or an interruption being reported): a late signal
     must not turn it into a death by signal while Python shuts down."""
     import signal
@@ -882,7 +882,7 @@ def _interrupted_exit() -> None:
 
     from rankkit import console, interrupts
 
-    _ignore_signals()
+    ignore_signals()
     signum = interrupts.received()
     console.say(f"rankkit: interrupted by {signal.Signals(signum).name}")
     sys.exit(128 + signum)
@@ -914,7 +914,7 @@ def main(argv=None) -> None:
     try:
         cli.main(args=argv, prog_name="rankkit", standalone_mode=False)
     except click.exceptions.Exit as exc:  # --help, --version: their text must have reached stdout
-        _ignore_signals()
+        ignore_signals()
         if exc.exit_code == 0:
             _finish_stdout()
         sys.exit(exc.exit_code)
@@ -926,7 +926,7 @@ def main(argv=None) -> None:
         if interrupts.received() is not None:
             _interrupted_exit()
         _fail(exc)
-    _ignore_signals()  # done: the outputs are complete, and exit 0 says so
+    ignore_signals()  # done: the outputs are complete, and exit 0 says so
     _finish_stdout()
     sys.exit(0)
 
