@@ -894,7 +894,9 @@ def main(argv=None) -> None:
 
     threads.pause_gc()  # perf: off during the start, back on later (rankkit/threads.py)
     console.guard_standard_fds()
-    _install_signal_handlers()
+    # the package's first handlers (rankkit/__init__.py: one line, 128 + N, at once) stay until the
+    # `try` below installs the CLI's own: nothing before it opens or writes anything, and a signal
+    # landing between installing them and the `try` would escape as a traceback
     from rankkit import limits
 
     try:
@@ -912,6 +914,7 @@ def main(argv=None) -> None:
         console.say("rankkit: error: the working directory no longer exists (cd to an existing one)")
         sys.exit(EXIT_USAGE)
     try:
+        _install_signal_handlers()
         cli.main(args=argv, prog_name="rankkit", standalone_mode=False)
     except click.exceptions.Exit as exc:  # --help, --version: their text must have reached stdout
         ignore_signals()
