@@ -136,7 +136,7 @@ def _in_pythons_own_start(code: int, err: bytes, sig: str) -> bool:
     """A signal in the first tens of milliseconds, while the interpreter itself starts (its `site`
     import, `python -m`'s search for the package), before any rankkit code runs: Python ends the
     process its own way (README, Operating rankkit): killed by the signal, or for SIGINT its 'Fatal
-    Python error: init_import_site' or a KeyboardInterrupt traceback (status 1, or killed by
+    Python error: init_...' (init_sys_streams, init_import_site) or a KeyboardInterrupt traceback (status 1, or killed by
     SIGINT) none of whose frames is rankkit's."""
     ours = str(ROOT / "rankkit").encode() + b"/"
     if ours in err:
@@ -148,7 +148,9 @@ def _in_pythons_own_start(code: int, err: bytes, sig: str) -> bool:
         return _swallowed_by_python(err, sig)
     runpy = sig == "SIGINT" and err.startswith(b"Could not import runpy module\nTraceback") and (
         err.rstrip().endswith(b"KeyboardInterrupt"))
-    return code == 1 and (err.startswith(b"Fatal Python error: init_import_site") or keyboard or runpy)
+    # "Fatal Python error: init_...": a step of the interpreter's own initialisation (init_sys_streams,
+    # init_import_site, ...) interrupted
+    return code == 1 and (err.startswith(b"Fatal Python error: init_") or keyboard or runpy)
 
 
 def _swallowed_by_python(err: bytes, sig: str) -> bool:
