@@ -61,25 +61,29 @@ def _exit_now(code) -> None:
     threads.stop_pool()
     if any(t is not threading.main_thread() and not t.daemon for t in threading.enumerate()):
         sys.exit(code)
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            if stream is not None:
-                stream.flush()
-        except Exception:
-            sys.exit(code)
+    if not _flushed():
+        sys.exit(code)
     from rankkit.cli import ignore_signals
 
     ignore_signals()  # the outcome is decided: a late SIGINT must not turn it into a traceback
     import atexit
 
     atexit._run_exitfuncs()
-    for stream in (sys.stdout, sys.stderr):  # what an atexit function printed
+    if not _flushed():  # what an atexit function printed
+        code = 120  # what Python's exit gives when its final flush fails
+    os._exit(code & 0xFF)  # what the C exit() makes of any int, as sys.exit does
+
+
+def _flushed() -> bool:
+    """stdout and stderr flushed (both tried); False if either failed."""
+    ok = True
+    for stream in (sys.stdout, sys.stderr):
         try:
             if stream is not None:
                 stream.flush()
         except Exception:
-            code = 120  # what Python's exit gives when its final flush fails
-    os._exit(code & 0xFF)  # what the C exit() makes of any int, as sys.exit does
+            ok = False
+    return ok
 
 
 if __name__ == "__main__":

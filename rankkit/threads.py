@@ -242,8 +242,7 @@ def run(kernel, parts: list[tuple[int, int]], *args) -> list:
     if _pool is None or _pool_size < len(parts) - 1:
         from concurrent.futures import ThreadPoolExecutor
 
-        if _pool is not None:
-            _pool.shutdown(wait=True)
+        stop_pool()
         _pool_size = len(parts) - 1
         _pool = ThreadPoolExecutor(max_workers=_pool_size, thread_name_prefix="rankkit")
     futures = [_pool.submit(kernel, *args, lo, hi) for lo, hi in parts[1:]]

@@ -317,12 +317,12 @@ def test_an_edit_that_keeps_size_and_mtime_is_read(tmp_path, monkeypatch):
     other = tmp_path / "other" / "rankkit"  # a copy with the same times, elsewhere
     shutil.copytree(ROOT / "rankkit", other, ignore=shutil.ignore_patterns("__pycache__"), copy_function=shutil.copy2)
     monkeypatch.setattr(aot, "_PACKAGE", str(other))
-    assert aot._known_sources(aot.read_manifest(str(tmp_path / "cache" / aot.SUBDIR))) is None
+    assert aot._known_sources(aot.read_manifest(str(tmp_path / "cache" / aot.SUBDIR)), aot.source_stats()) is None
 
 
 def test_the_build_records_the_sources_it_read(built):
     m = aot.read_manifest(str(built / aot.SUBDIR))
-    assert m["sources"]["stats"] == aot.source_stats() and aot._known_sources(m) == aot.sources_digest()
+    assert m["sources"]["stats"] == aot.source_stats() and aot._known_sources(m, aot.source_stats()) == aot.sources_digest()
 
 
 def test_a_manifest_without_source_stats_reads_the_sources(tmp_path, monkeypatch):

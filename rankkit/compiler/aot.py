@@ -171,9 +171,9 @@ def fingerprint(sources: str | None = None) -> str:
     return h.hexdigest()
 
 
-def _known_sources(m: dict) -> str | None:
+def _known_sources(m: dict, stats: list) -> str | None:
     """The sources' digest the manifest recorded, if this installation's source files all have the
-    sizes, modification and change times and inodes recorded with it (source_stats): then they are
+    sizes, modification and change times and inodes recorded with it (`stats`, source_stats() now): then they are
     the files the build read, and reading them all again (a few ms of every run) is not needed.
     Python trusts its bytecode on less (the modification time in seconds and the size). Anything
     else (an edit, a touch, a file added or removed, another copy of the package, an old
@@ -181,10 +181,7 @@ def _known_sources(m: dict) -> str | None:
     rec = m.get("sources")
     if not isinstance(rec, dict) or not isinstance(rec.get("digest"), str):
         return None
-    try:
-        return rec["digest"] if rec.get("stats") == source_stats() else None
-    except OSError:
-        return None
+    return rec["digest"] if rec.get("stats") == stats else None
 
 
 def _as_key(k) -> tuple:
@@ -224,9 +221,10 @@ def _find() -> dict:
                  for m in [read_manifest(d)] if m is not None]
         if not found:
             return empty
+        stats = source_stats()
         fps: dict = {}  # the fingerprint for each sources' digest a manifest vouches for (None: read the files)
         for directory, m in found:
-            known = _known_sources(m)
+            known = _known_sources(m, stats)
             if known not in fps:
                 fps[known] = fingerprint(known)
             if m.get("fingerprint") != fps[known]:
