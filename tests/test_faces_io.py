@@ -30,7 +30,7 @@ from rankkit.errors import DataError, UsageError
 from rankkit.io.atomic import check_output
 from rankkit.io.model import Model, read_model, write_model
 from rankkit.io.svmlight import read_svmlight, write_svmlight
-from rankkit.io.text import from_utf8, utf8
+from rankkit.text import from_utf8, utf8
 from rankkit.solvers.newton import NewtonRankSVM
 from tests.test_cli import rankkit as run_rankkit
 

@@ -54,7 +54,7 @@ import numpy as np
 from rankkit.errors import ModelError
 from rankkit.io.files import stdin_buffer
 from rankkit.io.atomic import atomic_open
-from rankkit.io.text import printable
+from rankkit.text import printable
 
 MAGIC = "rankkit-model"
 FORMAT_VERSION = 2

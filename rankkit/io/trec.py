@@ -33,7 +33,7 @@ from rankkit.errors import DataError, UsageError
 from rankkit.io import parse as P
 from rankkit.io.atomic import atomic_open
 from rankkit.io.files import display_name, read_bytes
-from rankkit.io.text import printable, utf8
+from rankkit.text import printable, utf8
 from rankkit.compiler.dispatch import njit
 
 # status codes of _scan
