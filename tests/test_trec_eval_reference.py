@@ -33,7 +33,7 @@ import pytest
 import pytrec_eval
 
 from rankkit import metrics as M
-from rankkit.io.trec import lexicographic_rank
+from rankkit.metrics.ties import lexicographic_rank
 from tests.test_cli import rankkit
 
 TOL = 1e-12

@@ -22,7 +22,7 @@ from rankkit.io.atomic import check_output
 from rankkit.io.model import write_model
 from rankkit.io.svmlight import display_name, read_svmlight
 from rankkit.config import DEFAULT_CONVENTION
-from rankkit.evaluation import dataset_tiebreak
+from rankkit.metrics.ties import dataset_tiebreak
 from rankkit.metrics import describe, gradable_labels, parse_metric, per_query_table, ungradable
 from rankkit.paths.grid import (fixed_c_folds, fixed_c_model_name, fold_dirs, mean_se, reported_metrics,
                                 validation_table, write_exact_table, write_fixed_c_table, write_table)

@@ -8,7 +8,7 @@ import json
 
 import numpy as np
 
-from rankkit.evaluation import dataset_docids
+from rankkit.metrics.ties import dataset_docids
 from rankkit.metrics import parse_metric
 
 

@@ -26,7 +26,7 @@ from rankkit.io.model import Model, write_model
 from rankkit.io.output import read_scores
 from rankkit.io.query_weights import read_query_weights, weights_for
 from rankkit.io.svmlight import FileDigest, display_name, read_svmlight
-from rankkit.io.trec import lexicographic_rank
+from rankkit.metrics.ties import lexicographic_rank
 from rankkit.scoring import model_scores
 from rankkit.solvers.options import CLI_NAMES, check_dask
 from rankkit.evaluation import summarize
