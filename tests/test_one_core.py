@@ -154,7 +154,7 @@ def test_python_warning_names_python_parameters_and_points_at_the_caller():
 
 # -- imports ----------------------------------------------------------------------------------------
 MINE = ["rankkit/commands.py", "rankkit/distributed/commands.py", "rankkit/estimators.py", "rankkit/training.py",
-        "rankkit/paths/select.py", "rankkit/app/report.py", "rankkit/solvers/options.py", "rankkit/solvers/base.py"]
+        "rankkit/paths/select.py", "rankkit/report.py", "rankkit/solvers/options.py", "rankkit/solvers/base.py"]
 
 
 @pytest.mark.parametrize("path", MINE)

@@ -1,7 +1,7 @@
 """The CLI's use cases over PARTS: `rankkit train PARTS... MODEL [--dask ADDRESS]`,
 `rankkit predict PARTS... MODEL OUT --dask ADDRESS` (or `--out-dir DIR`) and
 `rankkit eval PARTS... SCORES --dask ADDRESS`. commands.py only dispatches here; the models are
-fitted and described by rankkit.training, the tables shown by rankkit.app.report."""
+fitted and described by rankkit.training, the tables shown by rankkit.report."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import numpy as np
 from rankkit import metrics as M
 from rankkit import training
 from rankkit.config import DEFAULT_CONVENTION
-from rankkit.app.report import docids, format_label, print_evaluation, short_query_notes
+from rankkit.report import docids, format_label, print_evaluation, short_query_notes
 from rankkit.distributed.cluster import cluster_failures, connect, watch
 from rankkit.distributed.newton import fit_parts, parts_sha
 from rankkit.distributed.parts import concatenate, expand_parts, joined_name
