@@ -35,8 +35,8 @@ import scipy.sparse as sp
 
 from rankkit import console, threads, training
 from rankkit.datasets import as_dataset, column_names, per_query_weights, split_qid_column
-from rankkit.distributed.parts import concatenate, expand_parts
-from rankkit.distributed import fit_parts  # dask itself is imported only when it runs
+from rankkit.io.parts import concatenate, expand_parts
+from rankkit.distributed.newton import fit_parts  # training on parts; dask itself is imported only when it runs
 from rankkit.errors import DataError, UsageError
 from rankkit.evaluation import evaluate
 from rankkit.io.atomic import check_output

@@ -25,7 +25,7 @@ import numpy as np
 import pytest
 
 import rankkit
-from rankkit.distributed.parts import check_split, concatenate, expand_parts
+from rankkit.io.parts import check_split, concatenate, expand_parts
 from rankkit.errors import DataError, UsageError
 from rankkit.io.atomic import check_output
 from rankkit.io.model import Model, read_model, write_model

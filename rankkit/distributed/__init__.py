@@ -6,7 +6,7 @@ training). Dask is imported only when a function here runs (`pip install 'rankki
     rankkit/distributed/newton.py    the truncated Newton driver over per-part partial sums, on a cluster
                                      or in this process (fit_parts: the one fit on parts of every face)
     rankkit/distributed/path.py      the warm-started grid of C on a cluster
-    rankkit/distributed/parts.py     PARTS as paths; joined as if concatenated for the solvers other than newton
+    rankkit/io/parts.py              PARTS as paths; joined as if concatenated for the solvers other than newton
     rankkit/distributed/commands.py  the CLI's use cases over parts (train, predict, eval)
 
 Python: fit_newton (and RankSVM.fit_parts), predict_parts and evaluate_parts (also rankkit.predict_parts,

@@ -17,7 +17,7 @@ from rankkit.config import DEFAULT_CONVENTION
 from rankkit.report import docids, format_label, print_evaluation, short_query_notes
 from rankkit.distributed.cluster import cluster_failures, connect, watch
 from rankkit.distributed.newton import fit_parts, parts_sha
-from rankkit.distributed.parts import concatenate, expand_parts, joined_name
+from rankkit.io.parts import concatenate, expand_parts, joined_name
 from rankkit.distributed.worker import apply_threads, read_part
 from rankkit.errors import DataError, UsageError
 from rankkit.io.atomic import atomic_open, check_output

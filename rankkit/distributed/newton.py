@@ -46,7 +46,7 @@ import numpy as np
 
 from rankkit.distributed import worker as W
 from rankkit.distributed.cluster import ClusterError, cluster_failures, connect, watch, workers
-from rankkit.distributed.parts import expand_parts, joined_name
+from rankkit.io.parts import expand_parts, joined_name
 from rankkit.data import COMPACT_MIN_FEATURES
 from rankkit.errors import DataError, UsageError
 from rankkit.io.model import Model
