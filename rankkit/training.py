@@ -10,8 +10,9 @@
     model_header(...)  the header of every model rankkit writes (train, fit, fit_parts, path, --dask)
     stop_words(...)    why a fit stopped, worded for the command line or for Python
 
-The faces (rankkit.commands, rankkit.estimators, rankkit.distributed.commands, rankkit.paths.select)
-read and check their own inputs, then come here; this module imports none of them.
+The faces (rankkit.app, rankkit.estimators and rankkit.regularization, rankkit.distributed.commands)
+and the use cases beside this one (rankkit.experiments, rankkit.paths.select) read and check their
+own inputs, then come here; this module imports none of them (a use case: tests/test_architecture.py).
 """
 
 from __future__ import annotations

@@ -12,6 +12,12 @@ training). Dask is imported only when a function here runs (`pip install 'rankki
 Python: fit_newton (and RankSVM.fit_parts), predict_parts and evaluate_parts (also rankkit.predict_parts,
 rankkit.evaluate_parts); every cluster failure is a rankkit.ClusterError (exit status 2 on the CLI).
 SGDRanker has no fit on a cluster: see README, Distributed training, "Not supported".
+
+Layers (tests/test_architecture.py's LAYERS): this package, path.py and commands.py are the Dask
+face, over the Python face: they may import rankkit.estimators and every layer below, never the
+CLI (rankkit.app, rankkit.cli). newton.py, worker.py and cluster.py are the use case "training on
+parts" that every face uses (RankSVM.fit_parts, `rankkit train PARTS`): they import only the use
+cases, algorithms, io and kernels below them, never a face.
 """
 
 from __future__ import annotations

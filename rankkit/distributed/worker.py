@@ -347,9 +347,7 @@ def hv(st: _Part, spec: PartSpec, key, how, s, lineage=None) -> np.ndarray:
     """X' H_k X s at the point `key`."""
     if not _ensure_at(st, key, how, lineage):
         return NEED_LINEAGE
-    obj = st.obj
-    csr_matvec(obj.data, obj.indices, obj.indptr, s, obj._delta, obj.vscale)
-    return obj._rmatvec(obj.hess_vec_y(obj._delta))
+    return st.obj.hess_vec_loss(s)
 
 
 @_timed

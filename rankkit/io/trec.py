@@ -85,12 +85,12 @@ def _scan(buf, n_fields, id_a, id_b, num_field, pow10, spans, line_no, values, s
         k = 0
         i = pos
         while True:
-            while i < end and P._is_space(buf[i]):
+            while i < end and P.is_space(buf[i]):
                 i += 1
             if i >= end:
                 break
             j = i
-            while j < end and not P._is_space(buf[j]):
+            while j < end and not P.is_space(buf[j]):
                 j += 1
             if k == id_a:
                 spans[row, 0] = i
@@ -113,7 +113,7 @@ def _scan(buf, n_fields, id_a, id_b, num_field, pow10, spans, line_no, values, s
                 return row
             s = spans[row, 4]
             e = spans[row, 5]
-            st, v, sl = P._parse_number(buf, s, e, pow10)
+            st, v, sl = P.parse_number(buf, s, e, pow10)
             if st != P._NUM_OK:
                 status[0] = NONFINITE_NUMBER if st == P._NUM_NONFINITE else BAD_NUMBER
                 status[1] = line
