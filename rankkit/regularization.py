@@ -22,7 +22,7 @@ import numpy as np
 from rankkit.config import DEFAULT_CONVENTION
 from rankkit.datasets import as_dataset
 from rankkit.errors import UsageError
-from rankkit.estimators import Ranker, RankSVM, Threads, set_fitted_state, verbose_log
+from rankkit.estimators import PYTHON_WORDS, Ranker, RankSVM, Threads, set_fitted_state, verbose_log
 from rankkit.paths.select import check_plot_options, chosen_model, path_on_datasets, plot_path
 from rankkit.solvers.base import FitResult
 
@@ -90,7 +90,7 @@ class RegularizationPath:
 
     def plot(self, file: str, plot_kind: str = "metric", plot_query=None) -> None:
         """Write the path's plot to `file` (.svg, or .png with matplotlib); see the class docstring."""
-        check_plot_options(file, plot_kind, plot_query, style="python")
+        check_plot_options(file, plot_kind, plot_query, words=PYTHON_WORDS)
         result, raw, train, valid = self._drawn
         plot_path(file, result, raw, valid, plot_kind, plot_query, train, index_base=0)
 
@@ -164,7 +164,7 @@ def regularization_path(X, y, X_valid, y_valid, *, qid=None, group=None, qid_val
         raise UsageError(f"kernel must be one of linear, poly, rbf, not {kernel!r}")
     if kernel != "linear" and method == "grid":
         raise UsageError("a kernel path is the exact path: method='exact' (or None)")
-    check_plot_options(plot, plot_kind, plot_query, style="python")
+    check_plot_options(plot, plot_kind, plot_query, words=PYTHON_WORDS)
     train_ds = as_dataset(X, y, qid, group, name="X")
     valid_ds = as_dataset(X_valid, y_valid, qid_valid, group_valid, name="X_valid")
     exact = {"kernel": kernel, "gamma": gamma, "degree": degree, "coef0": coef0}
@@ -172,7 +172,8 @@ def regularization_path(X, y, X_valid, y_valid, *, qid=None, group=None, qid_val
     with Threads(threads):
         result, raw, notes, method = path_on_datasets(train_ds, valid_ds, method, metric, select, n_points, ratio,
                                                       exact if (method == "exact" or kernel != "linear") else None,
-                                                      log=verbose_log(verbose), style="python", convention=convention)
+                                                      log=verbose_log(verbose), words=PYTHON_WORDS,
+                                                      convention=convention)
     facts = {"n_queries": train_ds.n_queries, "n_documents": train_ds.n_rows, "n_pairs": train_ds.n_pairs,
              "n_features": train_ds.n_features, "method": method}
     model = chosen_model(result, method, raw, train_ds.csr() if kernel != "linear" else None, facts, kernel,

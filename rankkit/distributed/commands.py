@@ -28,7 +28,7 @@ from rankkit.io.query_weights import read_query_weights, weights_for
 from rankkit.io.svmlight import FileDigest, display_name, read_svmlight
 from rankkit.metrics.ties import lexicographic_rank
 from rankkit.scoring import model_scores
-from rankkit.solvers.options import CLI_NAMES, check_dask
+from rankkit.solvers.options import NAMES, check_dask
 from rankkit.evaluation import summarize
 from rankkit.io.files import iter_blocks
 
@@ -60,7 +60,7 @@ def train_parts(patterns, model_file, dask=None, solver=None, params=None, query
         _no_stdin(parts)
         for key in STOCHASTIC_KEYS:
             if key in stochastic:
-                raise UsageError(f"{CLI_NAMES[key]} is not offered with --dask (it trains --solver newton)")
+                raise UsageError(f"{NAMES[key]} is not offered with --dask (it trains --solver newton)")
         loss = check_dask(solver, params.get("loss"))
         plan = training.plan("newton", dict(params, loss=loss))
     model, result, facts = fit_parts(plan, parts, dask, query_weights=query_weights_file, zero_based=zero_based,

@@ -22,7 +22,7 @@ from rankkit.io.model import Model
 from rankkit.paths.grid import choose_method, exact_path_points, grid_path
 from rankkit.plot import PLOT_KINDS, Curves, check_plot_target, write_plot
 from rankkit.resources import check_memory
-from rankkit.solvers.options import check_depends
+from rankkit.solvers.options import Words, check_depends
 
 __all__ = ["path_on_datasets", "chosen_model", "path_curves", "plot_path"]
 
@@ -35,7 +35,7 @@ DECISION_MAX_DOCS = 40  # decision: at most this many documents of the query are
 
 def path_on_datasets(train_ds, valid_ds, method: str | None = None, metric: str = "ndcg@10", select: str = "best",
                      n_points: int = 30, ratio: float = 1e7, exact: dict | None = None, log=None, progress=None,
-                     style: str = "cli", convention: str = DEFAULT_CONVENTION, metrics=None):
+                     words: Words | None = None, convention: str = DEFAULT_CONVENTION, metrics=None):
     """(PathResult, raw exact-path result or None, notes, method) on rankkit Datasets. method None
     chooses: exact for small problems, grid otherwise. progress(total, label): the exact path's
     progress display (rankkit.paths.grid.exact_path_points)."""
@@ -47,7 +47,7 @@ def path_on_datasets(train_ds, valid_ds, method: str | None = None, metric: str 
     if method == "grid":  # the path keeps each point's weights and validation values (rankkit.resources)
         check_memory("n_points", n_points, 8.0 * n_points * (train_ds.n_features + valid_ds.n_queries + 16),
                      f"the path's points ({train_ds.n_features} weights and {valid_ds.n_queries} validation values "
-                     "each)", style)
+                     "each)", words)
     exact = dict(exact or {})
     raw = None
     if method == "exact":
@@ -163,13 +163,13 @@ def _plot_query(valid, query) -> int:
     return int(hit[0])
 
 
-def check_plot_options(plot, plot_kind: str, plot_query, style: str = "cli") -> None:
+def check_plot_options(plot, plot_kind: str, plot_query, words: Words | None = None) -> None:
     """The plot options, checked before any work: the kind, the one rule of options that need another
     (--plot-kind without --plot, --plot-query without --plot-kind decision), the file's format."""
     if plot_kind not in PLOT_KINDS:
         raise UsageError(f"plot_kind must be one of {', '.join(PLOT_KINDS)}, not {plot_kind!r}")
     given = [k for k, v in (("plot_kind", plot_kind != "metric"), ("plot_query", plot_query is not None)) if v]
-    check_depends(given, {"plot": plot, "plot_kind": plot_kind}, style)
+    check_depends(given, {"plot": plot, "plot_kind": plot_kind}, words)
     if plot is not None:
         check_plot_target(plot)
 
