@@ -51,14 +51,17 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from rankkit.config import MODEL_FORMAT_VERSION, OLDEST_MODEL_FORMAT
 from rankkit.errors import ModelError
 from rankkit.io.files import stdin_buffer
 from rankkit.io.atomic import atomic_open
 from rankkit.io.text import printable
 
 MAGIC = "rankkit-model"
-FORMAT_VERSION = 2
-OLDEST_VERSION = 1  # format 1: no checksum, dense and kernel bodies only
+# format 1: no checksum, dense and kernel bodies only (the numbers live in rankkit.config, which
+# `rankkit --version` reads without importing numpy)
+FORMAT_VERSION = MODEL_FORMAT_VERSION
+OLDEST_VERSION = OLDEST_MODEL_FORMAT
 
 _UINT = re.compile(r"[0-9]{1,18}\Z")  # ASCII digits only: str.isdigit() also accepts '²', which int() rejects
 # A decimal number as %.17g / repr write them (float() alone also accepts '1_0', ' 1', 'infinity')
@@ -285,7 +288,7 @@ def parse_model(path: str, raw: bytes) -> Model:
             path, f"model format version {parts[1]} is newer than this rankkit reads ({FORMAT_VERSION}); upgrade rankkit", 1
         )
     if version < OLDEST_VERSION:
-        raise ModelError(path, f"model format version {parts[1]} does not exist (this rankkit reads 1 to {FORMAT_VERSION})", 1)
+        raise ModelError(path, f"model format version {parts[1]} does not exist (this rankkit reads {OLDEST_VERSION} to {FORMAT_VERSION})", 1)
     if lines[-1] != "":
         raise ModelError(path, "incomplete last line: the file does not end with a newline (truncated model?)", len(lines))
     lines.pop()  # the empty string after the final newline
