@@ -45,6 +45,7 @@ from rankkit.io.foreign_models import load_model as _read_model
 from rankkit.io.model import Model, write_model
 from rankkit.io.query_weights import read_query_weights, weights_for
 from rankkit.io.svmlight import read_svmlight
+from rankkit.io.text import printable
 from rankkit.objectives.rescale import MODEL_NAMES as MODEL_RESCALE_NAMES
 from rankkit.scoring import model_scores
 from rankkit.solvers import SOLVERS
@@ -257,8 +258,8 @@ class Ranker:
         elif fitted is not None and names is not None and (len(names) != len(fitted) or np.any(names != fitted)):
             missing = [c for c in fitted if c not in set(names)]
             extra = [c for c in names if c not in set(fitted)]
-            what = (f"missing: {', '.join(map(str, missing[:5]))}" if missing else
-                    f"unseen at fit: {', '.join(map(str, extra[:5]))}" if extra else
+            what = (f"missing: {_names_shown(missing)}" if missing else
+                    f"unseen at fit: {_names_shown(extra)}" if extra else
                     "the same names in another order")
             raise UsageError(f"the feature names of X differ from those seen by fit ({what}): the columns must be "
                              f"the same, in the same order (reorder them with X[est.feature_names_in_])")
@@ -359,12 +360,21 @@ class Ranker:
         header = dict(model.header)
         if zero_based is not None or "index_base" not in header:
             header["index_base"] = 0 if zero_based else 1
-        write_model(os.fspath(path), copy.copy(model) if header == model.header else _with_header(model, header))
+        names = getattr(self, "feature_names_in_", None)
+        write_model(os.fspath(path), _with_header(model, header, None if names is None else list(names)))
 
 
-def _with_header(model, header: dict):
+def _names_shown(names) -> str:
+    """The first five names of a list, each on one line (a tab or newline in a name is escaped)."""
+    return ", ".join(printable(str(c), 40) for c in names[:5])
+
+
+def _with_header(model, header: dict, feature_names=None):
+    """A copy of `model` with this header and these feature names (the data frame's columns, which
+    the model file records and load_model checks as fit's estimator does)."""
     out = copy.copy(model)
     out.header = header
+    out.feature_names = feature_names
     return out
 
 
@@ -1382,6 +1392,9 @@ def load_model(path: str | os.PathLike, model_format: str | None = None) -> Rank
         if "stop_reason" in h:
             est.stop_reason_ = str(h["stop_reason"])
     est.model_ = model
+    names = getattr(model, "feature_names", None)
+    if names is not None:  # a model fitted on a data frame: predict checks the columns as fit's estimator does
+        est.feature_names_in_ = np.asarray(names, dtype=object)
     return est
 
 
