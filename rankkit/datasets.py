@@ -573,6 +573,20 @@ def _csr(X, name: str):
     return Xc
 
 
+def check_dense_width(X, expected: int, name: str, expecting: str, command: str) -> None:
+    """A dense X (array, list of rows, data frame) must have `expected` columns: its column j is
+    feature j, so a narrower one would be scored as if the last features were 0 and a wider one as
+    if its last columns did not exist. A sparse X may have fewer or more columns (a data file's
+    rule: absent features are zeros; features beyond the model's are ignored). UsageError in
+    predict's words: `expecting` is who expects the width, `command` the CLI command that reads
+    sparse data the same way."""
+    if X is None or sp_issparse(X) or np.ndim(X) != 2 or np.shape(X)[1] == expected:
+        return
+    raise UsageError(f"{name} has {np.shape(X)[1]} features, but {expecting} is expecting {expected} features as "
+                     f"input (a sparse {name} may have fewer or more columns: the missing ones are zeros, the extra "
+                     f"ones are ignored, as rankkit {command} does)")
+
+
 def as_dataset(X, y=None, qid=None, group=None, *, name: str = "X") -> Dataset:
     """The solvers' Dataset for arrays: X (CSR or dense), labels y, and the queries from `qid` (per
     row, contiguous) or `group` (sizes); neither: one query. Errors name `<X>` and the 1-based row:

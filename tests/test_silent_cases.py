@@ -1,0 +1,81 @@
+"""Smaller silent cases (issue 34, item 5): a dense validation matrix of another width is refused as
+predict refuses it (never padded with zeros); evaluate_parts and evaluate break score ties the
+same way by default; a group or query side file picked up by a glob of part files is named as
+what it is."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import rankkit
+from rankkit.errors import UsageError
+from tests.test_sklearn_user import Frame
+
+
+@pytest.fixture(scope="module")
+def small():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 3))
+    y = (X @ [1.0, 0.5, 0.0] + rng.normal(0, 0.3, 60) > 0).astype(float)
+    return X, y, np.repeat(np.arange(12), 5)
+
+
+# -- (a) the width of a validation set ---------------------------------------------------------------------
+def _predict_says(est, X) -> str:
+    with pytest.raises(UsageError) as info:
+        est.predict(X)
+    return str(info.value)
+
+
+@pytest.mark.parametrize("narrow", [True, False])
+def test_path_refuses_a_dense_validation_matrix_of_another_width(small, narrow):
+    X, y, q = small
+    Xv = X[40:, :2] if narrow else np.c_[X[40:], X[40:, :1]]
+    with pytest.raises(UsageError) as info:
+        rankkit.regularization_path(X[:40], y[:40], Xv, y[40:], qid=q[:40], qid_valid=q[40:], method="grid",
+                                    n_points=3)
+    said = str(info.value)
+    est = rankkit.RankSVM(C=0.1).fit(X[:40], y[:40], qid=q[:40])
+    assert said == _predict_says(est, Xv).replace("X has", "X_valid has").replace(
+        "but RankSVM is", "but the model fitted on X is").replace("a sparse X may", "a sparse X_valid may").replace(
+        "rankkit predict does", "rankkit path does")
+    # sparse: a narrower matrix is the features it holds (the rest 0), as a data file is
+    sparse = sp.csr_matrix(X[40:, :2])
+    path = rankkit.regularization_path(X[:40], y[:40], sparse, y[40:], qid=q[:40], qid_valid=q[40:], method="grid",
+                                       n_points=3)
+    assert len(path) == 3
+
+
+def test_path_refuses_reordered_validation_columns_and_keeps_the_names(small, tmp_path):
+    X, y, q = small
+    names = ["a", "b", "c"]
+    with pytest.raises(UsageError, match="feature names of X_valid differ from those seen by fit .the same names in "
+                                         "another order"):
+        rankkit.regularization_path(Frame(X[:40], names), y[:40], Frame(X[40:, ::-1], names[::-1]), y[40:],
+                                    qid=q[:40], qid_valid=q[40:], method="grid", n_points=3)
+    path = rankkit.regularization_path(Frame(X[:40], names), y[:40], Frame(X[40:], names), y[40:], qid=q[:40],
+                                       qid_valid=q[40:], method="grid", n_points=3)
+    best = path.best_estimator_
+    assert list(best.feature_names_in_) == names
+    with pytest.raises(UsageError, match="another order"):
+        best.predict(Frame(X[40:, ::-1], names[::-1]))
+    best.save(tmp_path / "m.model")
+    assert list(rankkit.load_model(tmp_path / "m.model").feature_names_in_) == names
+
+
+@pytest.mark.parametrize("narrow", [True, False])
+def test_eval_set_refuses_a_dense_matrix_of_another_width(small, narrow):
+    X, y, q = small
+    Xv = X[40:, :2] if narrow else np.c_[X[40:], X[40:, :1]]
+    est = rankkit.SGDRanker(iterations=100)
+    with pytest.raises(UsageError) as info:
+        est.fit(X[:40], y[:40], qid=q[:40], eval_set=[(X[40:], y[40:]), (Xv, y[40:])], eval_qid=[q[40:], q[40:]])
+    fitted = rankkit.SGDRanker(iterations=100).fit(X[:40], y[:40], qid=q[:40])
+    assert str(info.value) == _predict_says(fitted, Xv).replace("X has", "eval_set[1] X has").replace(
+        "a sparse X may", "a sparse eval_set[1] X may").replace("rankkit predict does", "rankkit train --valid does")
+    with pytest.raises(UsageError, match="eval_set.0. X has"):
+        fitted.partial_fit(X[:40], y[:40], qid=q[:40], eval_set=[(Xv, y[40:])], eval_qid=[q[40:]])
+    rankkit.SGDRanker(iterations=100).fit(X[:40], y[:40], qid=q[:40], eval_set=[(sp.csr_matrix(Xv), y[40:])],
+                                          eval_qid=[q[40:]])
