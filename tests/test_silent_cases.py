@@ -79,3 +79,53 @@ def test_eval_set_refuses_a_dense_matrix_of_another_width(small, narrow):
         fitted.partial_fit(X[:40], y[:40], qid=q[:40], eval_set=[(Xv, y[40:])], eval_qid=[q[40:]])
     rankkit.SGDRanker(iterations=100).fit(X[:40], y[:40], qid=q[:40], eval_set=[(sp.csr_matrix(Xv), y[40:])],
                                           eval_qid=[q[40:]])
+
+
+# -- (b) evaluate and evaluate_parts break ties the same way ---------------------------------------------
+def test_row_number_rank_is_the_lexicographic_rank_of_the_row_numbers():
+    from rankkit.evaluation import row_number_rank
+    from rankkit.io.trec import lexicographic_rank
+
+    for n in (0, 1, 9, 10, 11, 99, 100, 101, 1234):
+        assert np.array_equal(row_number_rank(n), lexicographic_rank([str(i) for i in range(1, n + 1)])), n
+
+
+@pytest.fixture(scope="module")
+def tied_parts(tmp_path_factory):
+    """The sample's test file without its `# docid` comments, in two parts of whole queries, and
+    scores with heavy ties (whole numbers: 7 values for 527 documents)."""
+    from tests.test_cli import SAMPLE_TEST
+
+    d = tmp_path_factory.mktemp("parts")
+    lines = [ln.split("#")[0].rstrip() + "\n" for ln in SAMPLE_TEST.read_text().splitlines()]
+    qids = [ln.split()[1] for ln in lines]
+    cut = qids.index(qids[len(qids) // 2])
+    (d / "part-1.txt").write_text("".join(lines[:cut]))
+    (d / "part-2.txt").write_text("".join(lines[cut:]))
+    X, y, q = rankkit.load_svmlight_file(str(SAMPLE_TEST), query_id=True)
+    scores = np.round(X @ np.linspace(-1, 1, X.shape[1]))
+    assert np.unique(scores).size < 10 and len(scores) == 527
+    return [str(d / "part-1.txt"), str(d / "part-2.txt")], y, q, scores
+
+
+@pytest.mark.parametrize("convention", ["trec", "letor4", "exp"])
+def test_evaluate_parts_and_evaluate_break_ties_the_same_way(tied_parts, convention):
+    parts, y, q, scores = tied_parts
+    metrics = ("ndcg@10", "map", "p@5", "err@10")
+    one = rankkit.evaluate(y, scores, qid=q, metrics=metrics, convention=convention)
+    assert rankkit.evaluate_parts(parts, scores, metrics=metrics, convention=convention) == one
+    (first,) = rankkit.compare(y, [scores], qid=q, metrics=metrics, convention=convention)
+    assert first["mean"] == one
+    if convention == "trec":  # not file order: trec_eval's docid order, the docid of a row its number
+        assert rankkit.evaluate(y, scores, qid=q, metrics=metrics, docids=[str(i + 1) for i in range(len(y))]) == one
+        file_order = [f"{len(y) - i:06d}" for i in range(len(y))]  # the old default: the ties matter here
+        assert rankkit.evaluate(y, scores, qid=q, metrics=metrics, docids=file_order) != one
+
+
+def test_evaluate_with_the_files_docids_is_evaluate_parts_on_it():
+    from tests.test_cli import SAMPLE_TEST
+
+    X, y, q = rankkit.load_svmlight_file(str(SAMPLE_TEST), query_id=True)
+    scores = np.round(X @ np.linspace(-1, 1, X.shape[1]), 1)
+    docids = [ln.split("docid = ")[1].strip() for ln in SAMPLE_TEST.read_text().splitlines()]
+    assert rankkit.evaluate(y, scores, qid=q, docids=docids) == rankkit.evaluate_parts([str(SAMPLE_TEST)], scores)
