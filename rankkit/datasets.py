@@ -23,7 +23,7 @@ from rankkit.data import Dataset, query_offsets
 from rankkit.errors import DataError, UsageError
 from rankkit.io.atomic import atomic_open, check_output
 from rankkit.io.files import read_bytes
-from rankkit.io.groups import existing
+from rankkit.io.groups import existing, refuse_group_file
 from rankkit.io.query_weights import weights_for
 from rankkit.io.svmlight import format_number, parse_rows, read_svmlight
 
@@ -85,6 +85,8 @@ def _parse_rows(buf: np.ndarray, name: str, line_offset: int):
 
 def _one_file(f, *, offset, length):
     name = _name_of(f)
+    if isinstance(f, (str, os.PathLike)):
+        refuse_group_file(os.fspath(f), hint=": give the data file")
     buf = _read_all(f)
     start, end = _window(buf, offset, length)
     lines_before = int(np.count_nonzero(buf[:start] == 10)) if start else 0

@@ -129,3 +129,54 @@ def test_evaluate_with_the_files_docids_is_evaluate_parts_on_it():
     scores = np.round(X @ np.linspace(-1, 1, X.shape[1]), 1)
     docids = [ln.split("docid = ")[1].strip() for ln in SAMPLE_TEST.read_text().splitlines()]
     assert rankkit.evaluate(y, scores, qid=q, docids=docids) == rankkit.evaluate_parts([str(SAMPLE_TEST)], scores)
+
+
+# -- (c) a group file among the data files ------------------------------------------------------------------
+@pytest.fixture()
+def grouped(tmp_path):
+    """Two LightGBM-style parts without qids, each with its group file beside it."""
+    (tmp_path / "part-1.txt").write_text("1 1:0.5 2:1\n0 1:0.1\n2 2:0.3\n0 1:1\n")
+    (tmp_path / "part-1.txt.query").write_text("3\n1\n")
+    (tmp_path / "part-11.txt").write_text("1 1:0.2\n0 2:0.7\n")
+    (tmp_path / "part-11.txt.query").write_text("2\n")
+    return tmp_path
+
+
+def test_a_glob_that_picks_up_a_group_file_names_it(grouped, monkeypatch):
+    from rankkit.distributed.parts import expand_parts
+    from rankkit.errors import DataError
+
+    monkeypatch.chdir(grouped)
+    with pytest.raises(DataError) as info:
+        expand_parts(["part-*"])
+    assert str(info.value) == (f"{grouped / 'part-1.txt.query'}: this is the group file of {grouped / 'part-1.txt'} "
+                               "(the sizes of its queries, read with it), not a part: leave it out of the parts (a "
+                               "pattern such as part-*.txt rather than part-* does)")
+    assert len(expand_parts(["part-*.txt"])) == 2
+    with pytest.raises(DataError, match="part-11.txt.query: this is the group file of .*part-11.txt "):
+        rankkit.evaluate_parts(["part-11.txt", "part-11.txt.query"], np.zeros(2))
+    model = rankkit.RankSVM(C=0.1).fit_parts(["part-*.txt"])
+    with pytest.raises(DataError, match="group file of"):
+        rankkit.predict_parts(model, "part-*")
+
+
+def test_a_group_file_given_as_data_is_named(grouped):
+    from rankkit.errors import DataError
+    from rankkit.io.groups import data_file_of
+    from tests.test_cli import assert_one_line_error, rankkit as run
+
+    with pytest.raises(DataError, match="this is the group file of .*part-1.txt .*not a data file: give the data file"):
+        rankkit.load_svmlight_file(str(grouped / "part-1.txt.query"))
+    assert data_file_of(str(grouped / "part-1.txt")) is None
+    (grouped / "lone.query").write_text("1 1:1\n")  # a data file named .query with no data file beside it: data
+    assert data_file_of(str(grouped / "lone.query")) is None
+    assert rankkit.load_svmlight_file(str(grouped / "lone.query"))[0].shape == (1, 1)
+    import gzip
+
+    (grouped / "z.txt.gz").write_bytes(gzip.compress(b"1 1:1\n0 1:0\n"))
+    (grouped / "z.txt.query").write_text("2\n")  # beside the compressed data file it belongs to
+    assert data_file_of(str(grouped / "z.txt.query")) == str(grouped / "z.txt.gz")
+    rankkit.RankSVM(C=0.1).fit_parts([str(grouped / "part-1.txt")]).save(grouped / "m.model")
+    assert_one_line_error(run("predict", "part-11.txt.query", "m.model", cwd=grouped),
+                          "part-11.txt.query: this is the group file of part-11.txt")
+    assert_one_line_error(run("train", "part-*", "m2.model", cwd=grouped), "part-1.txt.query: this is the group file of")
