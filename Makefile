@@ -2,6 +2,8 @@
 #   make demo    train, predict and evaluate on the bundled sample in data/
 #   make test    run the test suite (all but the tests marked slow)
 #   make test-all   the whole suite, the slow tests too (full-size cases, worker processes killed mid-fit, ...)
+#   make wheel-check  build the sdist and wheel, install the wheel alone in a new environment outside the
+#                checkout and run the demo and `rankkit warmup` from it (scripts/check_wheel.py; CI runs it)
 #   make fuzz    the randomized reader and model-file tests with many more cases (a few minutes)
 #   make trial   the operator trial: ~1,900 real runs over fault families, a table of outcomes (scripts/operator_trial.py)
 #   make bench   run the benchmarks (installs scikit-learn into .venv for the reader comparison)
@@ -21,7 +23,7 @@ BENCH_STAMP := $(VENV)/.bench-installed
 WARM_STAMP := $(VENV)/.kernels-compiled
 OUT    := out
 
-.PHONY: all venv demo test test-all fuzz bench bench-peers bench-distributed warmup papers sample clean
+.PHONY: all venv demo test test-all wheel-check fuzz bench bench-peers bench-distributed warmup papers sample clean
 
 all: test
 
@@ -70,6 +72,9 @@ test-all: $(STAMP)
 	NUMBA_CACHE_DIR=$$cache $(PY) -m rankkit.warmup -q && \
 	NUMBA_CACHE_DIR=$$cache $(PY) -m pytest -q $(XDIST) -m '' tests; status=$$?; \
 	rm -rf $$cache; exit $$status
+
+wheel-check: $(STAMP)
+	@$(PY) scripts/check_wheel.py
 
 # Many more random mutations of real files than the suite's default (RANKKIT_FUZZ_CASES to change it).
 fuzz: $(STAMP)

@@ -25,6 +25,7 @@ from rankkit.config import (
     SIGNIFICANCE_TESTS,
     __version__,
 )
+from rankkit.config import MODEL_FORMAT_VERSION, OLDEST_MODEL_FORMAT
 from rankkit.errors import EXIT_FAILURE, EXIT_USAGE, RankkitError
 from rankkit.solvers import DEFAULT_SOLVER, LOSSES, SOLVERS
 
@@ -100,11 +101,20 @@ class _Finite(click.FloatRange):
         return value
 
 
+def _version_text() -> str:
+    formats = (f"{OLDEST_MODEL_FORMAT} to {MODEL_FORMAT_VERSION}" if OLDEST_MODEL_FORMAT < MODEL_FORMAT_VERSION
+               else str(MODEL_FORMAT_VERSION))
+    return (f"rankkit %(version)s (Python {sys.version.split()[0]})\n"
+            f"model files: reads rankkit-model format {formats}, writes format {MODEL_FORMAT_VERSION}; "
+            f"reads and writes svm_rank, liblinear and sofia-ml models (rankkit convert)")
+
+
 @click.group(context_settings=CONTEXT)
-@click.version_option(__version__, prog_name="rankkit")
+@click.version_option(__version__, prog_name="rankkit", message=_version_text())
 def cli():
     """Learning to rank on SVMlight/LETOR files. `rankkit COMMAND --help` gives each command's
-    options; the README has worked examples."""
+    options; the README has worked examples. After `pip install`, run `rankkit warmup` once: it
+    compiles the kernels ahead of time, so that no later command pauses to compile."""
 
 
 # -- shared options ---------------------------------------------------------------------------
@@ -875,6 +885,20 @@ def ignore_signals() -> None:
                 signal.signal(sig, signal.SIG_IGN)
             except (ValueError, OSError):
                 return
+
+
+@cli.command(name="warmup", add_help_option=False,
+             context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
+             short_help="Compile the kernels ahead of time (once after installing: no command then pauses to compile).")
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+def warmup(args):
+    """`python -m rankkit.warmup`, under the rankkit command (`rankkit warmup --help` lists its
+    options). It replaces this process (exec): the build drives the CLI's own commands to learn which
+    kernel calls to compile, so it sits above this module, and one process keeps one exit status and
+    one answer to a signal."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execv(sys.executable, [sys.executable, "-m", "rankkit.warmup", "--prog", "rankkit warmup", *args])
 
 
 def _interrupted_exit() -> None:

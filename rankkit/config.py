@@ -19,3 +19,7 @@ DEFAULT_PERMUTATIONS = 10_000
 PREDICT_FORMATS = ("scores", "trec", "ranked")
 # model file formats: rankkit.io.foreign_models.FORMATS is this tuple (the CLI's --to / --model-format choices)
 MODEL_FORMATS = ("rankkit", "svm_rank", "liblinear", "sofia-ml")
+# rankkit's own model files (rankkit.io.model): the format version written, and the oldest one read
+# (every version in between is read too: CHANGELOG.md's compatibility promise, tests/test_model_compat.py)
+MODEL_FORMAT_VERSION = 2
+OLDEST_MODEL_FORMAT = 1

@@ -23,7 +23,7 @@ from rankkit.data import Dataset, query_offsets
 from rankkit.errors import DataError, UsageError
 from rankkit.io.atomic import atomic_open, check_output
 from rankkit.io.files import read_bytes
-from rankkit.io.groups import existing
+from rankkit.io.groups import existing, refuse_group_file
 from rankkit.io.query_weights import weights_for
 from rankkit.io.svmlight import format_number, parse_rows, read_svmlight
 
@@ -85,6 +85,8 @@ def _parse_rows(buf: np.ndarray, name: str, line_offset: int):
 
 def _one_file(f, *, offset, length):
     name = _name_of(f)
+    if isinstance(f, (str, os.PathLike)):
+        refuse_group_file(os.fspath(f), hint=": give the data file")
     buf = _read_all(f)
     start, end = _window(buf, offset, length)
     lines_before = int(np.count_nonzero(buf[:start] == 10)) if start else 0
@@ -571,6 +573,20 @@ def _csr(X, name: str):
     if Xc.shape[1] >= 2**31:
         raise UsageError(f"{name} has {Xc.shape[1]} columns; at most 2^31 - 1")
     return Xc
+
+
+def check_dense_width(X, expected: int, name: str, expecting: str, command: str) -> None:
+    """A dense X (array, list of rows, data frame) must have `expected` columns: its column j is
+    feature j, so a narrower one would be scored as if the last features were 0 and a wider one as
+    if its last columns did not exist. A sparse X may have fewer or more columns (a data file's
+    rule: absent features are zeros; features beyond the model's are ignored). UsageError in
+    predict's words: `expecting` is who expects the width, `command` the CLI command that reads
+    sparse data the same way."""
+    if X is None or sp_issparse(X) or np.ndim(X) != 2 or np.shape(X)[1] == expected:
+        return
+    raise UsageError(f"{name} has {np.shape(X)[1]} features, but {expecting} is expecting {expected} features as "
+                     f"input (a sparse {name} may have fewer or more columns: the missing ones are zeros, the extra "
+                     f"ones are ignored, as rankkit {command} does)")
 
 
 def as_dataset(X, y=None, qid=None, group=None, *, name: str = "X") -> Dataset:

@@ -34,7 +34,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from rankkit import console, threads, training
-from rankkit.datasets import as_dataset, column_names, per_query_weights, split_qid_column
+from rankkit.datasets import as_dataset, check_dense_width, column_names, per_query_weights, split_qid_column
 from rankkit.io.parts import concatenate, expand_parts
 from rankkit.distributed.newton import fit_parts  # training on parts; dask itself is imported only when it runs
 from rankkit.errors import DataError, UsageError
@@ -45,6 +45,7 @@ from rankkit.io.foreign_models import load_model as _read_model
 from rankkit.io.model import Model, write_model
 from rankkit.io.query_weights import read_query_weights, weights_for
 from rankkit.io.svmlight import read_svmlight
+from rankkit.text import printable
 from rankkit.objectives.rescale import MODEL_NAMES as MODEL_RESCALE_NAMES
 from rankkit.scoring import model_scores
 from rankkit.solvers import LOSSES, SOLVERS
@@ -254,14 +255,8 @@ class Ranker:
         elif fitted is None and names is not None:
             warnings.warn(f"X has feature names, but this {type(self).__name__} was fitted without them",
                           UserWarning, stacklevel=3)
-        elif fitted is not None and names is not None and (len(names) != len(fitted) or np.any(names != fitted)):
-            missing = [c for c in fitted if c not in set(names)]
-            extra = [c for c in names if c not in set(fitted)]
-            what = (f"missing: {', '.join(map(str, missing[:5]))}" if missing else
-                    f"unseen at fit: {', '.join(map(str, extra[:5]))}" if extra else
-                    "the same names in another order")
-            raise UsageError(f"the feature names of X differ from those seen by fit ({what}): the columns must be "
-                             f"the same, in the same order (reorder them with X[est.feature_names_in_])")
+        elif fitted is not None and names is not None:
+            check_feature_names(fitted, names)
         return X, qid_column
 
     @property
@@ -310,10 +305,7 @@ class Ranker:
         X, _ = self._features(X)
         if getattr(X, "shape", (1,))[0] == 0:
             return np.zeros(0)
-        if not sp.issparse(X) and np.ndim(X) == 2 and np.shape(X)[1] != self.n_features_in_:
-            raise UsageError(f"X has {np.shape(X)[1]} features, but {type(self).__name__} is expecting "
-                             f"{self.n_features_in_} features as input (a sparse X may have fewer or more columns: the "
-                             "missing ones are zeros, the extra ones are ignored, as rankkit predict does)")
+        check_dense_width(X, self.n_features_in_, "X", type(self).__name__, "predict")
         ds = as_dataset(X, name="X")
         with Threads(getattr(self, "threads", None)):
             scores = model_scores(self.model_, ds)[0]
@@ -359,12 +351,35 @@ class Ranker:
         header = dict(model.header)
         if zero_based is not None or "index_base" not in header:
             header["index_base"] = 0 if zero_based else 1
-        write_model(os.fspath(path), copy.copy(model) if header == model.header else _with_header(model, header))
+        names = getattr(self, "feature_names_in_", None)
+        write_model(os.fspath(path), _with_header(model, header, None if names is None else list(names)))
 
 
-def _with_header(model, header: dict):
+def check_feature_names(fitted, names, name: str = "X", fix: str = "X[est.feature_names_in_]") -> None:
+    """UsageError unless the column `names` of data frame `name` are the `fitted` ones in the same
+    order (scikit-learn's rule)."""
+    if len(names) == len(fitted) and not np.any(np.asarray(names) != np.asarray(fitted)):
+        return
+    missing = [c for c in fitted if c not in set(names)]
+    extra = [c for c in names if c not in set(fitted)]
+    what = (f"missing: {_names_shown(missing)}" if missing else
+            f"unseen at fit: {_names_shown(extra)}" if extra else
+            "the same names in another order")
+    raise UsageError(f"the feature names of {name} differ from those seen by fit ({what}): the columns must be "
+                     f"the same, in the same order (reorder them with {fix})")
+
+
+def _names_shown(names) -> str:
+    """The first five names of a list, each on one line (a tab or newline in a name is escaped)."""
+    return ", ".join(printable(str(c), 40) for c in names[:5])
+
+
+def _with_header(model, header: dict, feature_names=None):
+    """A copy of `model` with this header and these feature names (the data frame's columns, which
+    the model file records and load_model checks as fit's estimator does)."""
     out = copy.copy(model)
     out.header = header
+    out.feature_names = feature_names
     return out
 
 
@@ -478,7 +493,7 @@ class _Trainable(Ranker):
         """
         X, ds = self._training_data(X, y, qid, group, "fit")
         weights = self._weights(ds, sample_weight, query_weight)
-        sets = _eval_sets(eval_set, eval_qid, eval_group, self)
+        sets = _eval_sets(eval_set, eval_qid, eval_group, self, ds.n_features)
         w0 = self._warm_start_weights(ds)
         with Threads(self.threads):
             return self._fit_checked(ds, sets, weights, w0, warn=_convergence_warning(6))
@@ -714,10 +729,11 @@ def _is_arrays(v) -> bool:
         hasattr(e, "__len__") and not isinstance(e, (str, bytes)) for e in v)
 
 
-def _eval_sets(eval_set, eval_qid, eval_group, est) -> list:
+def _eval_sets(eval_set, eval_qid, eval_group, est, width: int) -> list:
     """[(name, Dataset)] of fit's eval_set, with LightGBM's and XGBoost's forms: a list of (X, y)
     pairs (or one pair), eval_qid / eval_group lists (or one array for one set); a data frame X
-    may carry its qid column. Names valid_0, valid_1, ... (LightGBM's)."""
+    may carry its qid column. Names valid_0, valid_1, ... (LightGBM's). A dense X has the training
+    X's `width` (as predict requires of it)."""
     if eval_set is None:
         if eval_qid is not None or eval_group is not None:
             raise UsageError("eval_qid and eval_group go with eval_set")
@@ -756,6 +772,7 @@ def _eval_sets(eval_set, eval_qid, eval_group, est) -> list:
     out = []
     for k, ((Xv, yv), qv, gv) in enumerate(zip(sets, qids, groups)):
         Xv, column = est._features(Xv)
+        check_dense_width(Xv, width, f"eval_set[{k}] X", type(est).__name__, "train --valid")
         if qv is None and gv is None:
             qv = column
         if qv is None and gv is None:
@@ -1149,7 +1166,7 @@ class SGDRanker(_Trainable, metaclass=_RenamedParameters):
         done = 0 if state is None else int(state) if isinstance(state, (int, np.integer)) else state.done
         _count_or_none(self.iterations, "iterations")
         total = done + int(self.iterations or DEFAULT_ITERATIONS)
-        sets = _eval_sets(eval_set, eval_qid, eval_group, self)
+        sets = _eval_sets(eval_set, eval_qid, eval_group, self, ds.n_features)
         before = (self.__dict__.get("evals_result_"), self.__dict__.get("eval_steps_")) if prev is not None else None
         with Threads(self.threads):
             self._fit_checked(ds, sets, None, None, warn=_convergence_warning(6), run={"state": state},
@@ -1433,6 +1450,9 @@ def load_model(path: str | os.PathLike, model_format: str | None = None) -> Rank
         if "stop_reason" in h:
             est.stop_reason_ = str(h["stop_reason"])
     est.model_ = model
+    names = getattr(model, "feature_names", None)
+    if names is not None:  # a model fitted on a data frame: predict checks the columns as fit's estimator does
+        est.feature_names_in_ = np.asarray(names, dtype=object)
     return est
 
 

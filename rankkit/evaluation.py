@@ -69,9 +69,27 @@ def _vector(values, n: int | None, what: str) -> np.ndarray:
     return v
 
 
-def _tiebreak(docids, n: int):
+def row_number_rank(n: int) -> np.ndarray:
+    """lexicographic_rank of the docids "1", "2", ..., str(n) (each row's 1-based number, the docid
+    `rankkit eval` gives a line without `# docid`), computed on the numbers: "1" < "10" < "100" <
+    "11" < ... < "2" as strings is the order of (x scaled to n's number of digits, x's digits)."""
+    x = np.arange(1, n + 1, dtype=np.int64)
+    width = len(str(n)) if n else 1
+    digits = np.ones(n, dtype=np.int64)
+    for k in range(1, width):
+        digits += x >= 10 ** k
+    order = np.lexsort((digits, x * 10 ** (width - digits)))
+    rank = np.empty(n, dtype=np.int64)
+    rank[order] = np.arange(n, dtype=np.int64)
+    return rank
+
+
+def _tiebreak(docids, n: int, convention):
+    """Score ties as `rankkit eval` breaks them on a data file: by docid under trec (trec_eval's rule),
+    the docid of a row being its number 1..n unless `docids` says otherwise; file order under the
+    other conventions (or by `docids` when given)."""
     if docids is None:
-        return None
+        return row_number_rank(n) if getattr(convention, "name", convention) == "trec" else None
     ids = [str(d) for d in docids]
     if len(ids) != n:
         raise UsageError(f"docids must have one id per document ({n}), got {len(ids)}")
@@ -142,7 +160,10 @@ def evaluate(y, scores, qid=None, group=None, metrics: Sequence[str] | str = DEF
     empty_query : {None, "0", "1", "skip"}, optional
         Score of a query without relevant documents (default: the convention's rule).
     docids : sequence of str, optional
-        Document ids: trec_eval breaks score ties by them.
+        Document ids: trec_eval breaks score ties by them (descending), under every convention
+        when given. Default: under trec, the row numbers "1", "2", ... (the docids ``rankkit
+        eval`` and ``evaluate_parts`` give the lines of a file without ``# docid``, so that the
+        same scores of the same file get the same numbers); under the others, file order.
 
     Returns
     -------
@@ -190,7 +211,8 @@ def evaluate(y, scores, qid=None, group=None, metrics: Sequence[str] | str = DEF
     s = _vector(scores, n, "scores")
     qptr, qids = _offsets(n, qid, group, "evaluate")
     _check_grades(labels, convention)
-    table = query_table(names, labels, s, qptr, convention, tiebreak=_tiebreak(docids, n), empty_query=empty_query)
+    table = query_table(names, labels, s, qptr, convention, tiebreak=_tiebreak(docids, n, convention),
+                        empty_query=empty_query)
     means = {m: mean_skipping_nan(table[m]) for m in names}
     if not per_query:
         return means
@@ -249,7 +271,7 @@ def compare(y, systems: Mapping[str, Any] | Sequence[Any], qid=None, group=None,
     qptr, qids = _offsets(n, qid, group, "compare")
     qids = [str(q) for q in qids.tolist()]
     _check_grades(labels, convention)
-    tiebreak = _tiebreak(docids, n)
+    tiebreak = _tiebreak(docids, n, convention)
     table = [(name, qids, query_table(names, labels, _vector(s, n, f"scores of {name!r}"), qptr, convention,
                                       tiebreak=tiebreak, empty_query=empty_query)) for name, s in items]
     means, pvalues = summarize(table, names, test, permutations, seed)

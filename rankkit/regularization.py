@@ -20,9 +20,10 @@ from typing import Any
 import numpy as np
 
 from rankkit.config import DEFAULT_CONVENTION
-from rankkit.datasets import as_dataset
+from rankkit.datasets import as_dataset, check_dense_width, column_names
 from rankkit.errors import UsageError
-from rankkit.estimators import PYTHON_WORDS, Ranker, RankSVM, Threads, set_fitted_state, verbose_log
+from rankkit.estimators import (PYTHON_WORDS, Ranker, RankSVM, Threads, check_feature_names, set_fitted_state,
+                                verbose_log)
 from rankkit.paths.select import check_plot_options, chosen_model, path_on_datasets, plot_path
 from rankkit.solvers.base import FitResult
 
@@ -165,7 +166,11 @@ def regularization_path(X, y, X_valid, y_valid, *, qid=None, group=None, qid_val
     if kernel != "linear" and method == "grid":
         raise UsageError("a kernel path is the exact path: method='exact' (or None)")
     check_plot_options(plot, plot_kind, plot_query, words=PYTHON_WORDS)
+    names = column_names(X)
+    if names is not None and column_names(X_valid) is not None:  # data frames: the same columns, in the same order
+        check_feature_names(names, column_names(X_valid), "X_valid", "X_valid[X.columns]")
     train_ds = as_dataset(X, y, qid, group, name="X")
+    check_dense_width(X_valid, train_ds.n_features, "X_valid", "the model fitted on X", "path")
     valid_ds = as_dataset(X_valid, y_valid, qid_valid, group_valid, name="X_valid")
     exact = {"kernel": kernel, "gamma": gamma, "degree": degree, "coef0": coef0}
     t0 = time.perf_counter()
@@ -188,6 +193,8 @@ def regularization_path(X, y, X_valid, y_valid, *, qid=None, group=None, qid_val
     else:
         est = Ranker()
         est.model_ = model
+    if names is not None:  # predict checks the columns, save records them
+        est.feature_names_in_ = names
     pts = result.points
     path = RegularizationPath(
         method=method, metric=metric, select=select,

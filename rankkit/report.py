@@ -13,11 +13,11 @@ from rankkit.metrics.ties import dataset_docids
 from rankkit.metrics import parse_metric
 
 
-def docids(ds) -> list[str]:
+def docids(ds, line_offset: int = 0) -> list[str]:
     """The `# docid = X` of each row (Dataset.docids: bytes that are not UTF-8 kept as surrogate
     escapes, so that writers give back the bytes of the file), or its line number where the line
-    had none."""
-    return dataset_docids(ds)
+    had none (after `line_offset` lines: a part numbered as in the parts' concatenation)."""
+    return dataset_docids(ds, line_offset)
 
 
 def query_names(ds) -> list[str]:

@@ -1,6 +1,10 @@
 """Compile rankkit's kernels before the first real run.
 
-    python -m rankkit.warmup [--jobs N] [--jit] [-q]
+    rankkit warmup [--jobs N] [--jit] [-q]        (the same as python -m rankkit.warmup)
+
+On a terminal a progress line counts the seconds; elsewhere (cron, a log) only the summary line is
+written, and with -q nothing but an error. Exit 0 when the kernels are cached; 2, with one line,
+when they cannot be (no writable cache: set NUMBA_CACHE_DIR).
 
 A fresh install compiles its kernels on the first run of each command (10-30 s). `make` runs this
 once after installing, so that `make demo` and a user's first `rankkit train` find machine code.
@@ -375,6 +379,56 @@ def build_ahead(jobs: int = 1) -> tuple[float, int]:
     return time.perf_counter() - t, sum(len(r["kernels"]) for r in manifest["modules"].values())
 
 
+class _Progress:
+    """On a terminal, one line that counts the seconds of a long step ("... 12 s of about 30 s"),
+    rewritten in place; elsewhere (cron, make's log, CI) nothing, so a log gets only the summary."""
+
+    def __init__(self, what: str, about: float | None, show: bool):
+        self.what, self.about, self.show = what, about, show
+        self._stop = None
+
+    def __enter__(self):
+        if not self.show:
+            return self
+        import threading
+
+        self._t0 = time.perf_counter()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+        return self
+
+    def _line(self) -> str:
+        s = time.perf_counter() - self._t0
+        about = f" of about {self.about:.0f} s" if self.about and s < self.about else ""
+        return f"rankkit: {self.what}: {s:.0f} s{about}"
+
+    def _run(self):
+        while not self._stop.wait(0.5):
+            self._write("\r\033[K" + self._line())
+
+    def _write(self, text: str) -> None:
+        try:
+            sys.stderr.write(text)
+            sys.stderr.flush()
+        except (OSError, ValueError):
+            self.show = False
+
+    def __exit__(self, *exc):
+        if self._stop is not None:
+            self._stop.set()
+            self._thread.join()
+            self._write("\r\033[K")
+        return False
+
+
+def _terminal() -> bool:
+    try:
+        return sys.stderr is not None and sys.stderr.isatty()
+    except (OSError, ValueError):
+        return False
+
+
 def main(argv=None) -> int:
     try:
         return _main(argv)
@@ -386,21 +440,32 @@ def main(argv=None) -> int:
         return 130
 
 
+_PROG = "python -m rankkit.warmup"  # or `rankkit warmup`: how the user started it, for advice
+
+
 def _not_cached(problem: str) -> int:
     """A cache that could not be filled (a full disk, a quota, no writable directory): one line and
     exit status 2, so that `make` does not mark the step done; runs would compile on every start."""
     print(f"rankkit: error: {problem}: the kernels were not cached (free some space, or set NUMBA_CACHE_DIR "
-          "to a writable directory, and run `python -m rankkit.warmup` again)", file=sys.stderr)
+          f"to a writable directory, and run `{_PROG}` again)", file=sys.stderr)
     return 2
 
 
 def _main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m rankkit.warmup", description=__doc__,
+    prog = "python -m rankkit.warmup"
+    if argv is None and sys.argv[1:3] and sys.argv[1] == "--prog":  # `rankkit warmup` (rankkit.cli) names itself
+        prog, argv = sys.argv[2], sys.argv[3:]
+    global _PROG
+    _PROG = prog
+    ap = argparse.ArgumentParser(prog=prog, description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--jobs", type=int, default=None, help="processes compiling at once [default: the usable cores]")
     ap.add_argument("--all", action="store_true", help="also `rankkit path` (a few more minutes of compiling)")
     ap.add_argument("--jit", action="store_true", help="numba's JIT cache only, no ahead-of-time compiling")
-    ap.add_argument("-q", "--quiet", action="store_true")
+    ap.add_argument("-q", "--quiet", action="store_true",
+                    help="no summary line (errors are still one line on stderr); a progress line is shown only on a terminal")
+    ap.add_argument("--force", action="store_true",
+                    help="build again even if the kernels of these sources are already compiled ahead of time here")
     ap.add_argument("--record", action="store_true",
                     help="developers: rewrite rankkit/compiler/table.py from the common commands' kernel calls")
     a = ap.parse_args(argv)
@@ -414,11 +479,21 @@ def _main(argv=None) -> int:
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     jobs = a.jobs if a.jobs is not None else threads.usable_cores()
     processes = f"{jobs} process{'es' if jobs > 1 else ''}"
+    progress = not a.quiet and _terminal()
+    if not a.jit and not a.force:
+        from rankkit.compiler import aot
+
+        done = aot.status()
+        if done["dir"] is not None and done["calls"] >= len(build.table()):
+            if not a.quiet:
+                print(f"rankkit: the kernels are already compiled ahead of time for this rankkit, in {done['dir']} "
+                      "(--force builds them again)", file=sys.stderr)
+            compile_bytecode()
+            return 0
     if not a.jit:
-        if not a.quiet:
-            print(f"rankkit: compiling kernels ahead of time ({processes})...", file=sys.stderr, flush=True)
         try:
-            seconds, n = build_ahead(jobs)
+            with _Progress(f"compiling kernels ahead of time ({processes})", build.estimated_seconds(jobs), progress):
+                seconds, n = build_ahead(jobs)
         except Exception as exc:  # no C compiler, no numba.pycc, ...: the JIT cache instead
             if build.disk_error(exc):  # the JIT cache would go to the same place: nothing can be cached
                 where = str(exc.filename or "its directory")
@@ -431,9 +506,8 @@ def _main(argv=None) -> int:
             if not a.quiet:
                 print(f"rankkit: {n} kernel calls compiled in {seconds:.1f} s", file=sys.stderr)
             return 0
-    if not a.quiet:
-        print(f"rankkit: compiling kernels into the cache ({processes})...", file=sys.stderr, flush=True)
-    seconds, problem = warm(jobs, ALL if a.all else EXERCISES)
+    with _Progress(f"compiling kernels into the cache ({processes})", None, progress):
+        seconds, problem = warm(jobs, ALL if a.all else EXERCISES)
     if problem is not None:
         return _not_cached(problem)
     if not a.quiet:

@@ -43,7 +43,7 @@ def _run(args, cwd, cache, aot=True, check=True):
     return proc
 
 
-COMPILING = "rankkit: note: compiling kernels for this machine"
+COMPILING = "rankkit: note: compiling kernels on first use"
 
 
 def _ours(stderr: str) -> str:

@@ -34,11 +34,15 @@ def convert(in_file, out_file, to, model_format=None, log: Log = None) -> None:
     model = load_model(in_file, model_format)
     source = display_name(in_file)
     if to == "rankkit" and not isinstance(model, ForeignModel):
-        write_model(out_file, model)  # a rankkit model as it is (format 1 becomes format 2)
+        write_model(out_file, model)  # a rankkit model as it is, its feature names too (format 1 becomes format 2)
         if log:
             log(f"wrote {out_file}: the rankkit model {source} unchanged")
         return
     w, constant = linear_view(model, to)
+    names = getattr(model, "feature_names", None)
+    if names is not None:  # svm_rank's, liblinear's and sofia-ml's model files have no place for them
+        console.note(f"{source}: the model's {len(names)} feature names are not kept: a {TOOL[to]} model file "
+                     "has no place for them (its features are numbers, as in the data files it scores)")
     src_format = model.format if isinstance(model, ForeignModel) else "rankkit"
     if to == "rankkit":
         header = {"rankkit_version": __version__, "solver": "converted", "source_format": src_format,

@@ -295,4 +295,5 @@ def status() -> dict:
         if _state is None:
             _state = _find()
     return {"dir": _state["dir"], "kernels": len(_state["kernels"]),
+            "calls": sum(len(v) for v in _state["kernels"].values()),
             "loaded": sorted(f for f, m in _loaded.items() if m is not None)}

@@ -352,6 +352,14 @@ _COMPILE_SECONDS = {"rankkit.solvers._sgd_kernels": 9.9, "rankkit.objectives.squ
                     "rankkit.solvers.factorized": 0.9, "rankkit.objectives.pairs": 0.5, "rankkit.stats": 0.2}
 
 
+def estimated_seconds(jobs: int) -> float:
+    """About how long the build of the table takes in `jobs` processes on this project's machine
+    (for a progress line; a slower machine takes longer)."""
+    jobs = max(1, jobs)
+    total = sum(_COMPILE_SECONDS.values())
+    return max(max(_COMPILE_SECONDS.values()), total / jobs) + 3.0  # + each process's start and C helpers
+
+
 def _cost(group) -> float:
     module, entries = group
     return _COMPILE_SECONDS.get(module, float(len(entries)))
@@ -399,6 +407,9 @@ def build(jobs: int = 1, calls: list | None = None, directory: str | None = None
     calls = table() if calls is None else calls
     directory = directory or output_dir()
     os.makedirs(directory, exist_ok=True)
+    if _nearly_full(directory):  # a build needs a few MB there (1.6 MB installed, more while linking):
+        # say so now, not after a minute of compiling
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), directory)
     stats = aot.source_stats()
     sources = aot.sources_digest()
     if aot.source_stats() != stats:  # a file changed while being read: runs read the files (stats not kept)

@@ -198,9 +198,11 @@ def _eval_part(item, names, convention, empty_query, zero_based):
     """On a worker: the per-query metric tables of one part, one per system (its slice of each
     SCORES file)."""
     apply_threads()
-    path, slices = item
+    path, slices, line_offset = item
     ds = read_part(path, zero_based=zero_based)
-    tiebreak = lexicographic_rank(docids(ds)) if convention == "trec" else None
+    # trec_eval's ties: by docid, a line without `# docid` numbered as in the parts' concatenation
+    # (the file `rankkit eval` and rankkit.evaluate see as one)
+    tiebreak = lexicographic_rank(docids(ds, line_offset)) if convention == "trec" else None
     tables = []
     for scores in slices:
         try:
@@ -213,9 +215,17 @@ def _eval_part(item, names, convention, empty_query, zero_based):
     return qids, tables, ds.n_rows, np.diff(ds.qptr)
 
 
-def _count_part(path, zero_based):
+def _count_part(path, zero_based, lines=False):
+    """The part's documents, and with `lines` its lines (a last line without a newline counts)."""
     apply_threads()
-    return read_part(path, zero_based=zero_based).n_rows
+    n_rows = read_part(path, zero_based=zero_based).n_rows
+    if not lines:
+        return n_rows, 0
+    count, last = 0, b"\n"
+    for block in iter_blocks(path):
+        count += bytes(block).count(b"\n")
+        last = bytes(block[-1:]) or last
+    return n_rows, count + (last != b"\n")
 
 
 def looks_like_scores(path: str) -> bool:
@@ -291,14 +301,16 @@ def _eval_tables(parts, all_scores, scores_names, dask, names, convention, empty
     per system], documents, documents per query). On the cluster, or here (dask None)."""
     qids, lengths, tables, n_rows = [], [], [], 0
     with _mapper(dask, log) as each:
-        counts = list(each(_count_part, parts, zero_based))
+        counted = list(each(_count_part, parts, zero_based, convention == "trec" and len(parts) > 1))
+        counts = [n for n, _ in counted]
+        line_offsets = np.cumsum([0] + [n for _, n in counted[:-1]]).tolist()
         total = sum(counts)
         for f, scores in zip(scores_names, all_scores):
             if scores.shape[0] != total:
                 raise DataError(display_name(f), f"has {scores.shape[0]} scores but the {len(parts)} parts have "
                                 f"{total} documents")
         starts = np.cumsum([0] + counts)
-        items = [(p, [s[starts[k]:starts[k + 1]] for s in all_scores]) for k, p in enumerate(parts)]
+        items = [(p, [s[starts[k]:starts[k + 1]] for s in all_scores], line_offsets[k]) for k, p in enumerate(parts)]
         for out in each(_eval_part, items, names, convention, empty_query, zero_based):
             q, table, n, ln = out
             qids.extend(q)

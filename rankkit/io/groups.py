@@ -31,7 +31,7 @@ from typing import NamedTuple
 import numpy as np
 
 from rankkit.errors import DataError
-from rankkit.io.files import COMPRESSED, display_name, exists, read_bytes
+from rankkit.io.files import COMPRESSED, display_name, exists, is_url, read_bytes
 from rankkit.text import printable
 
 SUFFIXES = (".query", ".group")
@@ -60,6 +60,33 @@ def candidates(path: str) -> list[str]:
     if ext.lower() in COMPRESSED:
         names += [stem + s for s in SUFFIXES]
     return names
+
+
+def data_file_of(path: str, listed=()) -> str | None:
+    """The data file whose group file `path` is (`path` is one of its `candidates`, and that data
+    file is among `listed` or exists next to it), else None: LightGBM's `rank.train.query` for
+    `rank.train`. Side files only: `rank.train.qid.txt` (the data with qid columns) is data."""
+    path = str(path)
+    if path == "-":
+        return None
+    listed = set(map(str, listed))
+    for suffix in SUFFIXES:
+        if not path.endswith(suffix) or len(path) == len(suffix):
+            continue
+        stem = path[: -len(suffix)]
+        for data in (stem, *(stem + ext for ext in COMPRESSED)):
+            if path in candidates(data) and (data in listed or (not is_url(data) and os.path.isfile(data))):
+                return data
+    return None
+
+
+def refuse_group_file(path: str, listed=(), what: str = "data file", hint: str = "") -> None:
+    """DataError (one line) when `path` is the group file of a data file (data_file_of): read as
+    data it would be numbers without qids, and the data file reads it anyway."""
+    data = data_file_of(path, listed)
+    if data is not None:
+        raise DataError(display_name(path), f"this is the group file of {display_name(data)} (the sizes of its "
+                        f"queries, read with it), not a {what}{hint}")
 
 
 def read_group_sizes(path: str) -> np.ndarray:

@@ -38,12 +38,21 @@ doubled line cannot go unnoticed. Models of format 1 (written by rankkit before 
 no checksum and are still read, with every structural check above, silently: a format-1 model
 cannot be verified, only checked (`Model.verified` is False for them, so a caller that wants to say
 so can); writing it again (any `rankkit train`) gives a format-2 file.
+
+Feature names (format 2, optional): a model fitted on a data frame records its column names on one
+header line, `feature_names ["f0", "f 1", "caf\\\\u00e9", ...]`: a JSON list of strings (ASCII only:
+tabs, newlines, '#' and non-ASCII characters are JSON escapes; each backslash doubled, as in every
+header value), one name per feature, so `n_features` of them. It is a header key like any other:
+covered by the checksum, and a reader older than the key keeps it and ignores it (the weights read
+the same). This reader refuses a names line that is not such a list, has another count, or sits in
+a format-1 model (which has no checksum to cover it). `Model.feature_names` holds the list.
 """
 
 from __future__ import annotations
 
 import gzip
 import hashlib
+import json
 import math
 import re
 import zlib
@@ -51,14 +60,18 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from rankkit.config import MODEL_FORMAT_VERSION, OLDEST_MODEL_FORMAT
 from rankkit.errors import ModelError
 from rankkit.io.files import stdin_buffer
 from rankkit.io.atomic import atomic_open
 from rankkit.text import printable
 
 MAGIC = "rankkit-model"
-FORMAT_VERSION = 2
-OLDEST_VERSION = 1  # format 1: no checksum, dense and kernel bodies only
+NAMES_KEY = "feature_names"  # the optional header line of the feature names
+# format 1: no checksum, dense and kernel bodies only (the numbers live in rankkit.config, which
+# `rankkit --version` reads without importing numpy)
+FORMAT_VERSION = MODEL_FORMAT_VERSION
+OLDEST_VERSION = OLDEST_MODEL_FORMAT
 
 _UINT = re.compile(r"[0-9]{1,18}\Z")  # ASCII digits only: str.isdigit() also accepts '²', which int() rejects
 # A decimal number as %.17g / repr write them (float() alone also accepts '1_0', ' 1', 'infinity')
@@ -76,6 +89,7 @@ class Model:
     n_total: int | None = None  # sparse linear model: its number of features (largest index + 1)
     source: str = "<model>"  # file name used in messages (read_model sets it)
     verified: bool = False  # read_model: the file carried a checksum and it matched
+    feature_names: list | None = None  # the column name of each feature (a model fitted on a data frame)
 
     @property
     def n_features(self) -> int:
@@ -173,9 +187,11 @@ def _model_text(model: Model) -> str:
         raise ValueError("refusing to write a model with non-finite weights")
     lines = [f"{MAGIC} {FORMAT_VERSION}"]
     for key, value in model.header.items():
-        if key in ("weights", "checksum") or not key or any(c.isspace() for c in key) or key.startswith("#"):
+        if key in ("weights", "checksum", NAMES_KEY) or not key or any(c.isspace() for c in key) or key.startswith("#"):
             raise ValueError(f"bad model header key {key!r}")
         lines.append(f"{key} {_format_value(value)}")
+    if model.feature_names is not None:
+        lines.append(f"{NAMES_KEY} {_format_value(names_text(model.feature_names, model.n_features))}")
     base = 0 if model.zero_based else 1
     if model.feature_index is not None:
         if model.landmarks is not None:
@@ -200,6 +216,17 @@ def _model_text(model: Model) -> str:
             feats = " ".join(f"{j + base}:{v!r}" for j, v in zip(L.indices[a:b].tolist(), L.data[a:b].tolist()))
             lines.append(("%.17g" % beta) + (" " + feats if feats else ""))
     return "\n".join(lines) + "\n"
+
+
+def names_text(names, n_features: int) -> str:
+    """The JSON of the feature names line (ValueError unless `n_features` strings)."""
+    names = list(names)
+    if len(names) != n_features:
+        raise ValueError(f"{len(names)} feature names for a model of {n_features} features")
+    bad = next((n for n in names if not isinstance(n, str)), None)
+    if bad is not None:
+        raise ValueError(f"feature names must be strings, not {type(bad).__name__} ({bad!r})")
+    return json.dumps(names, ensure_ascii=True)
 
 
 def write_model(path: str, model: Model) -> None:
@@ -285,7 +312,7 @@ def parse_model(path: str, raw: bytes) -> Model:
             path, f"model format version {parts[1]} is newer than this rankkit reads ({FORMAT_VERSION}); upgrade rankkit", 1
         )
     if version < OLDEST_VERSION:
-        raise ModelError(path, f"model format version {parts[1]} does not exist (this rankkit reads 1 to {FORMAT_VERSION})", 1)
+        raise ModelError(path, f"model format version {parts[1]} does not exist (this rankkit reads {OLDEST_VERSION} to {FORMAT_VERSION})", 1)
     if lines[-1] != "":
         raise ModelError(path, "incomplete last line: the file does not end with a newline (truncated model?)", len(lines))
     lines.pop()  # the empty string after the final newline
@@ -305,7 +332,26 @@ def parse_model(path: str, raw: bytes) -> Model:
         verified = True
     model = _parse(path, version, lines)
     model.verified = verified
+    if NAMES_KEY in model.header:
+        model.feature_names = _feature_names(path, version, model, lines)
     return model
+
+
+def _feature_names(path: str, version: int, model: Model, lines: list[str]) -> list[str]:
+    """The names of the header's feature_names line (removed from the header), checked."""
+    text = model.header.pop(NAMES_KEY)
+    at = next((k + 1 for k, ln in enumerate(lines) if ln.startswith(NAMES_KEY + " ")), None)
+    if version < 2:
+        raise ModelError(path, "feature names are not part of format 1 (no checksum covers them)", at)
+    try:
+        names = json.loads(text)
+    except ValueError:
+        names = None
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise ModelError(path, f"feature_names '{shown(text)}' is not a JSON list of strings", at)
+    if len(names) != model.n_features:
+        raise ModelError(path, f"{len(names)} feature names for a model of {model.n_features} features", at)
+    return names
 
 
 def _uint(path: str, text: str, what: str, line: int) -> int:

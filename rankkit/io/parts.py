@@ -19,6 +19,7 @@ import numpy as np
 from rankkit.data import Dataset
 from rankkit.errors import DataError, UsageError
 from rankkit.io.files import is_url
+from rankkit.io.groups import refuse_group_file
 
 __all__ = ["is_url", "joined_name", "check_split", "concatenate", "expand_parts", "shareable_qids"]
 
@@ -195,6 +196,9 @@ def expand_parts(patterns) -> list[str]:
             out.append(p)
         else:
             out.append(os.path.abspath(p))
+    for p in out:  # a glob `part-*` also matches `part-1.txt.query`: name it for what it is
+        refuse_group_file(p, out, what="part", hint=": leave it out of the parts (a pattern such as part-*.txt "
+                          "rather than part-* does)")
     seen = set()
     for p in out:
         if p in seen:

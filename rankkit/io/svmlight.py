@@ -603,6 +603,7 @@ def read_svmlight(
     otherwise, and always without it. For a caller whose kernels read `data[t] / value_scale`
     (`rankkit train` with a stochastic pairwise solver)."""
     name = display_name(path)
+    G.refuse_group_file(path, hint=": give the data file")
     found = groups if isinstance(groups, G.Groups) else G.resolve(path, groups)
     streamed = _read_streaming(path, name, zero_based, labels_optional, digest, narrow_indices, narrow_values)
     if streamed is not None:  # a large plain file: read in blocks, never whole

@@ -155,11 +155,12 @@ def lexicographic_rank(strings: list[str]) -> np.ndarray:
     return lex_rank(buf, starts, ends)
 
 
-def dataset_docids(ds) -> list[str]:
+def dataset_docids(ds, line_offset: int = 0) -> list[str]:
     """The `# docid = X` of each row of a Dataset, or its line number where the line had none (its
-    1-based row for data made from arrays, which has no lines)."""
+    1-based row for data made from arrays, which has no lines). line_offset: the lines before the
+    file's first (a part after others: its lines numbered as in the parts' concatenation)."""
     lines = ds.line.tolist() if ds.line is not None else range(1, ds.n_rows + 1)
-    return [d if d is not None else str(line) for d, line in zip(ds.docids(), lines)]
+    return [d if d is not None else str(line + line_offset) for d, line in zip(ds.docids(), lines)]
 
 
 def dataset_tiebreak(ds, convention: str):

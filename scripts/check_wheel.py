@@ -1,0 +1,178 @@
+"""Build rankkit's sdist and wheel, install the wheel alone into a fresh virtual environment outside
+the checkout, and run what a pip user runs first, from the installed package only.
+
+    python scripts/check_wheel.py [--keep DIR]
+
+Checks, each a failure with one line saying what was found (exit 1):
+
+- `python -m build` makes an sdist and a wheel (the wheel built from the sdist, so the sdist is
+  complete enough to build from);
+- the wheel holds the package's modules, py.typed and the license, and nothing else (no tests, no
+  data, no caches or compiled kernels);
+- in a new environment with only the wheel (and its dependencies from the index), in a directory
+  with no source tree and PYTHONPATH unset, on a fresh kernel cache: `import rankkit` comes from
+  the environment; `rankkit --version`; the demo's train, predict and eval on copies of
+  data/sample.*.txt, the first train saying once that it compiles; `rankkit warmup` builds the
+  kernels ahead of time and `python -m rankkit.warmup` then finds them built; a train after that
+  compiles nothing; every score equals the checkout's own `rankkit predict` on the same model.
+
+`make wheel-check` runs it; .ci/run runs it after the test suite.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import zipfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+COMPILING = "compiling kernels"
+
+
+class Failed(Exception):
+    pass
+
+
+def run(cmd, *, cwd, env, check=True) -> subprocess.CompletedProcess:
+    proc = subprocess.run([str(c) for c in cmd], cwd=cwd, env=env, capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL, timeout=1800)
+    if check and proc.returncode != 0:
+        tail = (proc.stderr or proc.stdout).strip().splitlines()[-5:]
+        raise Failed(f"`{' '.join(map(str, cmd))}` exited {proc.returncode}: " + " | ".join(tail))
+    return proc
+
+
+def build(out: Path) -> tuple[Path, Path]:
+    env = dict(os.environ, PYTHONWARNINGS="ignore")
+    run([sys.executable, "-m", "build", "--outdir", out, ROOT], cwd=out, env=env)
+    wheels, sdists = sorted(out.glob("rankkit-*.whl")), sorted(out.glob("rankkit-*.tar.gz"))
+    if len(wheels) != 1 or len(sdists) != 1:
+        raise Failed(f"python -m build made {[p.name for p in out.iterdir()]}, not one sdist and one wheel")
+    return wheels[0], sdists[0]
+
+
+def check_contents(wheel: Path) -> int:
+    names = zipfile.ZipFile(wheel).namelist()
+    dist_info = next((n.split("/")[0] for n in names if n.split("/")[0].endswith(".dist-info")), None)
+    if dist_info is None:
+        raise Failed(f"{wheel.name} has no .dist-info")
+    allowed_meta = {"METADATA", "WHEEL", "RECORD", "entry_points.txt", "top_level.txt", "licenses/LICENSE"}
+    stray = []
+    for n in names:
+        top, _, rest = n.partition("/")
+        if top == dist_info:
+            if rest not in allowed_meta:
+                stray.append(n)
+        elif top == "rankkit":
+            if not (n.endswith(".py") or n == "rankkit/py.typed") or "/__pycache__/" in n or "/." in n:
+                stray.append(n)
+        else:
+            stray.append(n)
+    if stray:
+        raise Failed(f"{wheel.name} holds files that are not the package, py.typed or the license: {stray[:10]}")
+    for need in ("rankkit/__init__.py", "rankkit/py.typed", f"{dist_info}/licenses/LICENSE", f"{dist_info}/entry_points.txt"):
+        if need not in names:
+            raise Failed(f"{wheel.name} lacks {need}")
+    license_text = zipfile.ZipFile(wheel).read(f"{dist_info}/licenses/LICENSE").decode()
+    if "BSD 3-Clause" not in license_text or "rankkit" not in license_text:
+        raise Failed("the wheel's LICENSE is not rankkit's BSD-3-Clause text")
+    return len(names)
+
+
+def check_installed(wheel: Path, work: Path) -> list[str]:
+    facts = []
+    env_dir, run_dir, cache = work / "env", work / "run", work / "kernel-cache"
+    run_dir.mkdir()
+    cache.mkdir()
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "NUMBA_", "RANKKIT_", "VIRTUAL_ENV"))}
+    run([sys.executable, "-m", "venv", env_dir], cwd=work, env=base)
+    py, rk = env_dir / "bin" / "python", env_dir / "bin" / "rankkit"
+    t = time.perf_counter()
+    run([py, "-m", "pip", "install", "--quiet", wheel], cwd=work, env=dict(base, PYTHONWARNINGS="ignore"))
+    facts.append(f"pip install of the wheel into a new environment: {time.perf_counter() - t:.1f} s")
+    env = dict(base, NUMBA_CACHE_DIR=str(cache), PATH=f"{env_dir / 'bin'}{os.pathsep}{base.get('PATH', '')}")
+    for name in ("sample.train.txt", "sample.test.txt"):
+        shutil.copyfile(ROOT / "data" / name, run_dir / name)
+
+    where = run([py, "-c", "import rankkit, sys; print(rankkit.__file__)"], cwd=run_dir, env=env).stdout.strip()
+    if not Path(where).resolve().is_relative_to(env_dir.resolve()):
+        raise Failed(f"import rankkit in the new environment came from {where}, not from the installed wheel")
+    version = run([rk, "--version"], cwd=run_dir, env=env).stdout
+    if "model files: reads rankkit-model format" not in version:
+        raise Failed(f"rankkit --version said {version!r}")
+
+    # the first run after pip install: it compiles, and says so once
+    t = time.perf_counter()
+    first = run([rk, "train", "sample.train.txt", "first.model", "-C", "0.01"], cwd=run_dir, env=env)
+    if first.stderr.count(COMPILING) != 1:
+        raise Failed(f"the first train after installing should say once that it compiles; stderr was {first.stderr!r}")
+    facts.append(f"first train (compiling on first use): {time.perf_counter() - t:.1f} s")
+    run([rk, "predict", "sample.test.txt", "first.model", "first.scores"], cwd=run_dir, env=env)
+    ev = run([rk, "eval", "sample.test.txt", "first.scores"], cwd=run_dir, env=env)
+    if "ndcg" not in ev.stdout.lower():
+        raise Failed(f"rankkit eval printed {ev.stdout!r}")
+
+    t = time.perf_counter()
+    warm = run([rk, "warmup"], cwd=run_dir, env=env)
+    facts.append(f"rankkit warmup: {time.perf_counter() - t:.1f} s ({warm.stderr.strip().splitlines()[-1]})")
+    again = run([py, "-m", "rankkit.warmup"], cwd=run_dir, env=env)
+    if "already compiled" not in again.stderr:
+        raise Failed(f"python -m rankkit.warmup after rankkit warmup should find the build; it said {again.stderr!r}")
+
+    t = time.perf_counter()
+    warmed = run([rk, "train", "sample.train.txt", "m.model", "-C", "0.01"], cwd=run_dir, env=env)
+    if COMPILING in warmed.stderr:
+        raise Failed(f"a train after rankkit warmup compiled: {warmed.stderr!r}")
+    facts.append(f"train after warmup: {time.perf_counter() - t:.2f} s")
+    run([rk, "predict", "sample.test.txt", "m.model", "m.scores"], cwd=run_dir, env=env)
+    run([rk, "eval", "sample.test.txt", "m.scores"], cwd=run_dir, env=env)
+
+    # the same numbers as the checkout's own rankkit on the same model
+    checkout = run([sys.executable, "-m", "rankkit", "predict", run_dir / "sample.test.txt", run_dir / "m.model", "-"],
+                   cwd=ROOT, env=dict(os.environ))
+    for name in ("first.scores", "m.scores"):
+        if (run_dir / name).read_text() != checkout.stdout:
+            raise Failed(f"{name} from the installed wheel differs from the checkout's rankkit predict")
+    def numbers(path: Path) -> list[str]:  # a model less its time stamp, timings and checksum
+        return [ln for ln in path.read_text().splitlines()
+                if ln.split(" ", 1)[0] not in ("created", "checksum") and not ln.split(" ", 1)[0].endswith("_seconds")]
+
+    a, b = numbers(run_dir / "first.model"), numbers(run_dir / "m.model")
+    if a != b:
+        diff = [f"{x!r} / {y!r}" for x, y in zip(a, b) if x != y][:3]
+        raise Failed(f"the models trained before and after rankkit warmup differ (beyond timings): {diff}")
+    return facts
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--keep", metavar="DIR", help="work in DIR and keep it (default: a temporary directory, removed)")
+    a = ap.parse_args(argv)
+    work = Path(a.keep) if a.keep else Path(tempfile.mkdtemp(prefix="rankkit-wheel-"))
+    work.mkdir(parents=True, exist_ok=True)
+    try:
+        dist = work / "dist"
+        dist.mkdir()
+        wheel, sdist = build(dist)
+        n = check_contents(wheel)
+        print(f"wheel-check: {wheel.name} ({n} files, {wheel.stat().st_size // 1024} KB) and {sdist.name} built")
+        for fact in check_installed(wheel, work):
+            print(f"wheel-check: {fact}")
+        print("wheel-check: the installed wheel passed the demo (train, predict, eval, warmup) outside the checkout")
+        return 0
+    except Failed as exc:
+        print(f"wheel-check: FAILED: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        if not a.keep:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
