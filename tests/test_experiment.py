@@ -269,7 +269,7 @@ def test_a_kernel_grid_maps_the_training_data_once_per_gamma(tmp_path, monkeypat
     points = [{"C": c, "gamma": g} for c in Cs for g in gammas]
     train, valid = read_svmlight(FOLDS[0][0]), read_svmlight(FOLDS[0][1])
     kernel = {"name": "rbf", "landmarks": 40}
-    chosen, rows, model, _ = experiments._fit_grid("newton", points, train, valid, ("map",), "trec", "best", kernel,
+    chosen, rows, model, _, _ = experiments._fit_grid("newton", points, train, valid, ("map",), "trec", "best", kernel,
                                                    None, 0, None, lambda: None)
     assert sorted(calls) == sorted(gammas)  # 6 points, 2 maps
     assert [r["point"] for r in rows] == points  # the rows in the grid's order
