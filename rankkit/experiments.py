@@ -337,7 +337,8 @@ def _fit_grid(solver, points, train, valid, names, convention, select, kernel, i
         first = next(fitted[id(q)][2] for q in path_points if q.excluded)
         raise UsageError(f"no grid point of {n} can be chosen: each diverged or scores every validation query "
                          f"alike; the first that diverged: {first}")
-    chosen = select_point(path_points, select, valid=valid, notes=notes, metric=metric)
+    label = param[0] if len(param) == 1 else "point"
+    chosen = select_point(path_points, select, valid=valid, notes=notes, metric=metric, label=label)
     at_edge = None
     one = param[0] if len(param) == 1 and n >= 2 and param[0] in ("C", "lambda") else None
     if one is not None:

@@ -202,8 +202,13 @@ def edge_of(points: list, chosen: int) -> str | None:
     return "low" if chosen == 0 else "high" if chosen == len(points) - 1 else None
 
 
+def _first(label: str) -> str:
+    """The first (most regularised) point of a grid, in words."""
+    return {"C": "smallest C", "lambda": "largest lambda"}.get(label, f"first {label}")
+
+
 def select_point(points: list, select: str, valid: Dataset | None = None, values_at=None, notes: list | None = None,
-                 metric: str = "metric") -> int:
+                 metric: str = "metric", label: str = "C") -> int:
     """The chosen point (points in increasing C). best: the highest mean validation metric (ties:
     the most regularised). 1se: the smallest C whose per-query differences to the best point have a
     mean within one standard error of 0 (paired over the same validation queries). values_at(i)
@@ -221,8 +226,8 @@ def select_point(points: list, select: str, valid: Dataset | None = None, values
     if valid is not None and not np.any(valid.levels_per_query >= 2):
         first = usable.index(True)
         notes.append(f"the validation set cannot tell the models apart (no validation query has two different "
-                     f"labels, so every ranking scores the same): chose the smallest C ({points[first].C:.4g}), the "
-                     "most regularised point, by convention")
+                     f"labels, so every ranking scores the same): chose the {_first(label)} "
+                     f"({points[first].C:.4g}), the most regularised point, by convention")
         return first
     if np.all(np.isnan(metrics)):
         raise UsageError("the validation metric is undefined at every point (no validation query with pairs?)")
@@ -230,8 +235,8 @@ def select_point(points: list, select: str, valid: Dataset | None = None, values
     if finite.max() == finite.min():
         first = int(np.flatnonzero(~np.isnan(metrics))[0])
         notes.append(f"the validation {metric} is {finite.max():.4g} at every point, so the validation set cannot tell "
-                     f"the models apart: chose the smallest C ({points[first].C:.4g}), the most regularised point, "
-                     "by convention")
+                     f"the models apart: chose the {_first(label)} ({points[first].C:.4g}), the most regularised "
+                     "point, by convention")
         return first
     best = int(np.nanargmax(metrics))
     if select == "best":
@@ -246,7 +251,7 @@ def select_point(points: list, select: str, valid: Dataset | None = None, values
     n_defined = int(np.count_nonzero(~np.isnan(v_best)))
     if n_defined < 2:
         notes.append(f"--select 1se needs at least two validation queries with a defined {metric} "
-                     f"({n_defined} here): chose the best point (C {points[best].C:.4g})")
+                     f"({n_defined} here): chose the best point ({label} {points[best].C:.4g})")
         return best
     # a difference of two metrics in [0, 1] has sd <= sqrt(n / (n - 1)) ... so se <= 1/sqrt(n - 1):
     # points further below the best than that cannot qualify and need no per-query values
@@ -387,7 +392,7 @@ def extend_grid(points, chosen, side, point, select, valid, metric, notes, label
         elif _still(p.w, near.w, direction=(side == "low")):
             why = "limit"
         del notes[:]
-        chosen = select_point(points, select, valid=valid, notes=notes, metric=metric)
+        chosen = select_point(points, select, valid=valid, notes=notes, metric=metric, label=label)
         side = edge_of(points, chosen)
         if why:
             break
