@@ -71,7 +71,7 @@ from rankkit.paths.grid import (DEFAULT_N_POINTS, DEFAULT_RATIO, PathPoint, can_
                                 select_point)
 from rankkit.scoring import model_scores
 from rankkit.solvers import SOLVERS
-from rankkit.solvers.options import CLI_NAMES, PYTHON_NAMES, stop_message
+from rankkit.solvers.options import CLI_NAMES, stop_message
 from rankkit.solvers.sgd import DEFAULT_ITERATIONS as SGD_ITERATIONS
 
 __all__ = ["experiment", "Fold", "letor_folds", "default_grid", "GRID_PARAMETERS", "RESULTS_VERSION"]
@@ -308,7 +308,7 @@ def _fit_grid(solver, points, train, valid, names, convention, select, kernel, i
         p = training.plan(solver, params, stochastic, kmap)
         said: list = []
         model, result = training.fit_dataset(p, train, warn=said.append, maps=maps)
-        warning = stop_message(result.stop, result.detail, names=_option_names(solver, style)) if said else None
+        warning = stop_message(result.stop, result.detail, style, _option_names(solver, style)) if said else None
         where = "extended" if extended else f"{k + 1:3d}/{n}"
         if warning and log:
             log(f"point {where}  {_label(pt)}: {warning}")
@@ -414,17 +414,21 @@ def _score_scale(model, valid, scores) -> np.ndarray:
 
 def _option_names(solver: str, style: str) -> dict:
     """How a warning of the experiment names what to change: only what the experiment accepts (a
-    grid's C or lambda; no learning-rate options, no --max-iter)."""
-    base = dict(CLI_NAMES if style == "cli" else PYTHON_NAMES)
+    grid's C, lambda, K or gamma; --iterations; the kernel's options), everything else in plain
+    words (no --max-iter, --tol, --eta or --eta0: the experiment has none; a remedy through the
+    learning rate is left out, None)."""
+    names = {k: k.replace("_", " ") for k in CLI_NAMES}
+    names["max_iter"] = "the solver's iteration limit"
     if style == "cli":
-        base.update({"C": f"C (--grid {solver}:C=...)", "lam": f"lambda (--grid {solver}:lambda=...)",
-                     "max_iter": "the solver's iteration limit", "iterations": "--iterations"})
+        for k in ("C", "lambda", "K", "gamma"):
+            names[GRID_PARAMETERS[k]] = f"{k} (--grid {solver}:{k}=...)"
+        names.update({k: CLI_NAMES[k] for k in ("iterations", "kernel", "landmarks", "degree", "coef0")})
     else:
-        base.update({"C": f"C (grids={{'{solver}': {{'C': [...]}}}})",
-                     "lam": f"lambda (grids={{'{solver}': {{'lambda': [...]}}}})",
-                     "max_iter": "the solver's iteration limit"})
-    base.update({"eta": None, "eta0": None})
-    return base
+        for k in ("C", "lambda", "K", "gamma"):
+            names[GRID_PARAMETERS[k]] = f"{k} (grids={{'{solver}': {{'{k}': [...]}}}})"
+        names.update({"iterations": "iterations", "kernel": "kernel"})
+    names.update({"eta": None, "eta0": None})
+    return names
 
 
 def _sha256(path: str) -> str:

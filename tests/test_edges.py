@@ -237,3 +237,28 @@ def test_divergence_advice_names_the_experiments_own_options(tmp_path):
 
 def test_edge_extra_is_a_documented_bound():
     assert EDGE_EXTRA == 10
+
+
+@pytest.mark.parametrize("stop", ["converged", "gradient", "zero_gradient", "max_iter", "line_search", "duality_gap",
+                                  "precision", "early_stop", "early_stop_checkpoints", "objective_change",
+                                  "no_descent", "iterations", "budget", "stream_budget", "diverged"])
+def test_every_stop_message_of_experiment_names_only_its_options(stop, tmp_path):
+    """Every way a fit can stop, worded for `rankkit experiment`: each --option named is one of
+    `rankkit experiment --help`'s (divergence: each remedy an experiment can meet; the factorized
+    paper optimizer's, --eta0, cannot happen there: experiment trains the default optimizer)."""
+    import re
+
+    from rankkit.experiments import _option_names
+    from rankkit.solvers.options import stop_message
+
+    helped = set(re.findall(r"--[a-z][a-z0-9-]*", run_cli("experiment", "--help", cwd=tmp_path).stdout.decode()))
+    detail = {"ratio": 0.1, "tol": 1e-6, "max_iter": 10, "gap": 0.1, "rounding": 1.0, "bound": 0.5, "patience": 3,
+              "best_value": 0.5, "best_iteration": 2, "iterations": 9, "change": 0.1, "iteration": 4,
+              "objective": 9.0, "start": 1.0}
+    for remedy in ("lambda", "lower_C", "separable") if stop == "diverged" else (None,):
+        for solver in ("pegasos", "pa", "romma", "newton", "factorized"):
+            words = stop_message(stop, dict(detail, remedy=remedy), "cli", _option_names(solver, "cli"))
+            named = set(re.findall(r"--[a-z][a-z0-9-]*", words))
+            assert named <= helped, (stop, remedy, words)
+            py = stop_message(stop, dict(detail, remedy=remedy), "python", _option_names(solver, "python"))
+            assert "--" not in py and "-C" not in py, py
