@@ -873,7 +873,7 @@ def results_text(results: dict) -> list[str]:
     extended = sum(fr.get("extended_points", 0) for s in results["solvers"] for fr in s["folds"])
     tail.append(f"# {edges} of {n_folds} choices at an edge of their grid{' (marked [low edge] / [high edge])' if edges else ''}"
                 f"; {extended} grid point{'s' if extended != 1 else ''} added past the ends (the edge rule)")
-    if any(fr.get("test_tied") for s in results["solvers"] for fr in s["folds"]):
+    if any(v for s in results["solvers"] for fr in s["folds"] for v in (fr.get("test_tied") or {}).values()):
         tail.append(f"# (N tied): N test queries whose top k holds a score shared by documents of two labels; "
                     f"--convention {results['convention']} breaks such ties by file order, not by the model")
     return lines + aligned(rows) + tail

@@ -262,3 +262,4 @@ def test_every_stop_message_of_experiment_names_only_its_options(stop, tmp_path)
             assert named <= helped, (stop, remedy, words)
             py = stop_message(stop, dict(detail, remedy=remedy), "python", _option_names(solver, "python"))
             assert "--" not in py and "-C" not in py, py
+

@@ -482,11 +482,17 @@ def exact_path_points(train: Dataset, valid: Dataset, metric: str = DEFAULT_METR
     linear = kernel == "linear"
     points = []
     prev = 0.0
+    abs_data = np.abs(valid.data) if linear else None
     for b in res.breakpoints:
         coef = res.w_at(b.lam) if linear else res.beta_at(b.lam)
         m = float(b.metrics.get(metric, float("nan")))
+        constant = False
+        if linear:  # the first breakpoint has w = 0: its metric is the tie-breaking order's, never chosen
+            scores = csr_matvec(valid.data, valid.indices, valid.indptr, coef, np.empty(valid.n_rows))
+            constant = constant_scores(scores, linear_scale(valid, coef, abs_data), valid)
         points.append(PathPoint(b.C, 0, b.objective_C, b.hinge, b.n_one, float(norm(coef)), m, 0.0,
-                                b.seconds - prev, coef, None, {k: float(b.metrics.get(k, float("nan"))) for k in names}))
+                                b.seconds - prev, coef, None, {k: float(b.metrics.get(k, float("nan"))) for k in names},
+                                constant=constant))
         prev = b.seconds
 
     tiebreak = dataset_tiebreak(valid, convention)
