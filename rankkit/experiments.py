@@ -24,6 +24,9 @@ listed from the most regularised point on (the order the one-standard-error rule
 - factorized: K in (5, 10, 20) times C in (0.01, 0.1, 1, 10);
 - a kernel (`kernel="rbf"` or "poly", exact solvers): gamma in (0.1, 1, 10) / features times C in
   (0.001, 0.01, 0.1, 1).
+A choice at an end of a one-parameter grid (C or lambda) extends the grid past that end
+(rankkit.paths.grid's edge rule; results.json's "at_edge" says where a choice still sits at an end),
+and a point with constant validation scores or a diverged stochastic fit is never chosen.
 Every point is graded on the validation set by every metric under `convention`, ties broken as
 `rankkit eval` breaks them; the first metric chooses (`select` "best" or "1se",
 rankkit.paths.grid.select_point). The test metrics are those `rankkit eval TEST SCORES` prints for
@@ -31,7 +34,8 @@ the written scores (rankkit.evaluation.dataset_table), and the p-values those of
 on the folds' test files and score files concatenated in fold order (rankkit.evaluation.summarize).
 
 Outputs under out_dir, each written atomically: FoldK/SOLVER.model, FoldK/SOLVER.test.scores,
-FoldK/SOLVER.vali.tsv (every grid point: its hyperparameters and validation metrics),
+FoldK/SOLVER.vali.tsv (every grid point: its hyperparameters and validation metrics; whether the
+edge rule added it, whether its scores are constant or its fit diverged, the choice's at_edge),
 FoldK/SOLVER.done.json (what a re-run reuses), results.json, results.tsv, results.txt and
 SOLVER.vali.svg (the validation metric along the grid, a line per fold). A fold's record is
 written last, after its model and scores, and names the SHA-256 of its inputs and settings and of
@@ -883,15 +887,17 @@ def results_tsv(results: dict) -> list[str]:
     """One row per (fold or mean or p-value, solver): plain TSV with a header row."""
     names = results["metrics"]
     params = list(dict.fromkeys(k for s in results["solvers"] for fr in s["folds"] for k in fr["chosen"]))
-    out = ["\t".join(["fold", "solver", *params, *(f"valid_{m}" for m in names), *(f"test_{m}" for m in names)])]
+    out = ["\t".join(["fold", "solver", *params, *(f"valid_{m}" for m in names), *(f"test_{m}" for m in names),
+                       "at_edge"])]
     for s in results["solvers"]:
         for fr in s["folds"]:
             out.append("\t".join([fr["fold"], s["name"], *(repr(fr["chosen"][p]) if p in fr["chosen"] else ""
                                                          for p in params),
-                                  *(_fmt(fr["valid"][m]) for m in names), *(_fmt(fr["test"][m]) for m in names)]))
+                                  *(_fmt(fr["valid"][m]) for m in names), *(_fmt(fr["test"][m]) for m in names),
+                                  fr.get("at_edge") or "-"]))
         out.append("\t".join(["mean", s["name"], *("" for _ in params), *(_fmt(s["mean"]["valid"][m]) for m in names),
-                              *(_fmt(s["mean"]["test"][m]) for m in names)]))
+                              *(_fmt(s["mean"]["test"][m]) for m in names), str(s.get("at_edge", ""))]))
         if "p_value" in s:
             out.append("\t".join(["p_value", s["name"], *("" for _ in params), *("" for _ in names),
-                                  *(_fmt(s["p_value"][m]) for m in names)]))
+                                  *(_fmt(s["p_value"][m]) for m in names), ""]))
     return out

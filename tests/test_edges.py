@@ -81,6 +81,8 @@ def test_a_choice_still_at_an_edge_is_marked_everywhere(tmp_path, monkeypatch):
     assert json.loads((out / "results.json").read_text())["solvers"][0]["at_edge"] == 1
     text = (out / "results.txt").read_text()
     assert "[high edge]" in text and "# 1 of 1 choices at an edge of their grid" in text
+    tsv = [r.split("\t") for r in (out / "results.tsv").read_text().splitlines()]
+    assert tsv[0][-1] == "at_edge" and tsv[1][-1] == "high" and tsv[2][-1] == "1"
     rows = [r.split("\t") for r in (out / "Fold1" / "newton.vali.tsv").read_text().splitlines()]
     head = rows[0]
     assert head[-5:] == ["extended", "constant", "diverged", "at_edge", "chosen"]
