@@ -324,8 +324,8 @@ def regularization_path(X, y, X_valid, y_valid, *, qid=None, group=None, qid_val
     >>> qid = np.repeat(np.arange(12), 5)
     >>> path = rankkit.regularization_path(X[:40], y[:40], X[40:], y[40:], qid=qid[:40], qid_valid=qid[40:],
     ...                                    method="grid", n_points=5)
-    >>> len(path), path.method, bool(path.best_C > 0)
-    (5, 'grid', True)
+    >>> len(path) >= 5, path.method, bool(path.best_C > 0), path.at_edge  # 5 values of C, and the edge rule's
+    (True, 'grid', True, None)
     >>> path.best_estimator_.predict(X[40:]).shape
     (20,)
     """
