@@ -709,6 +709,8 @@ def experiment(folds, solvers=DEFAULT_SOLVERS, metrics=DEFAULT_METRICS, *, conve
     describe(convention)
     if select not in ("best", "1se"):
         raise UsageError(f"select must be 'best' or '1se', not {select!r}")
+    if style not in ("python", "cli"):
+        raise UsageError(f"style must be 'python' or 'cli', not {style!r}")
     grids = dict(grids or {})
     for s, g in grids.items():
         if s not in solvers:
