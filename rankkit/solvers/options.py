@@ -195,10 +195,13 @@ _REMEDIES = {
 }
 
 
-def stop_message(stop: str, detail: dict, style: str = "cli") -> str:
+def stop_message(stop: str, detail: dict, style: str = "cli", names: dict | None = None) -> str:
     """Why a solver stopped, in words: the option names of the command line (style "cli": the
-    words model files record as stop_reason) or of the Python estimators (style "python")."""
-    names = CLI_NAMES if style == "cli" else PYTHON_NAMES
+    words model files record as stop_reason) or of the Python estimators (style "python"); `names`
+    replaces that table (a face with other options: `rankkit experiment` sets lambda by --grid and
+    has no learning-rate options, None there)."""
+    if names is None:
+        names = CLI_NAMES if style == "cli" else PYTHON_NAMES
     d = detail
     if stop == "converged":  # the Newton driver's rule
         rel = "<=" if d.get("bound") else "="  # bound: CG's iterate proved it below this figure (H >= I)
@@ -242,6 +245,8 @@ def stop_message(stop: str, detail: dict, style: str = "cli") -> str:
         remedy = d["remedy"]
         if remedy == "lower_C":
             hint = f"the step size is too large for this data: lower {names['C']}"
+        elif remedy == "lambda" and names.get("eta") is None:
+            hint = f"the step size is too large for this data: use a larger {names['lam']}"
         elif remedy == "lambda":
             hint = (f"the step size is too large for this data: use a larger {names['lam']}, or {names['eta']} basic "
                     f"with a smaller {names['eta0']}")
