@@ -832,7 +832,18 @@ def experiment_(directory, fold_triples, solvers, metrics, convention, select, g
     rankkit experiment --fold tr1 va1 te1 --fold tr2 va2 te2 --grid pegasos:lambda=1e-3,1e-4 ...
 
     Default grids: C along a warm-started path for newton, newton-pairs, bundle (rankkit path's);
-    lambda 1e-1..1e-6 for the stochastic solvers; K x C for factorized; gamma x C with --kernel.
+    lambda from 3 R2 / T up by 1e4 for the stochastic solvers (R2: the mean squared distance of two
+    documents of a query; T: the steps); K x C for factorized; gamma x C with --kernel.
+
+    Edges: a choice at the first or last value of a C or lambda grid extends the grid past that end
+    (same log spacing, at most 10 points, until the model stops changing or a point diverges) until
+    the choice is interior. A choice still at an end is marked [low edge] / [high edge] in the table,
+    in FoldK/SOLVER.vali.tsv and as "at_edge" in results.json, and counted under the table.
+
+    Constant models: a point whose vali scores are constant within every query (all weights zero) is
+    never chosen, and marked in vali.tsv. If every point is, the fold and solver fail with one line
+    and exit 2; under a file-order convention, test figures show (N tied) queries with tied scores
+    of two labels in the top k.
     """
     from rankkit import commands
 

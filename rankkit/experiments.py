@@ -15,12 +15,18 @@ listed from the most regularised point on (the order the one-standard-error rule
   nearly 0) up by `ratio`, a warm-started path (rankkit.paths.grid.path_over: for newton the very
   loop `rankkit path --method grid` runs, so the choices are the same);
 - stochastic solvers with a lambda (sgd, pegasos, logreg, margin-perceptron): lambda, `n_points`
-  values from 1e-1 down to 1e-6, each fit from w = 0 with the same --seed; pa: its step cap C, 1e-3
+  values from LAMBDA_SPAN x lambda_min down to lambda_min = LAMBDA_SAFETY x R2 / T, R2 the mean
+  squared distance of two documents of a training query and T the steps (--iterations): Pegasos'
+  error bound grows as R2 / (lambda T), and below a few R2 / T the steps diverge (MQ2008: below
+  ~2 R2 / T, LightGBM's example ~5 R2 / T); each fit from w = 0 with the same --seed; pa: its step cap C, 1e-3
   to 10; pair-sgd and query-sgd: the C of their squared-hinge objective, as the exact solvers; romma
   has no hyperparameter (one point);
 - factorized: K in (5, 10, 20) times C in (0.01, 0.1, 1, 10);
 - a kernel (`kernel="rbf"` or "poly", exact solvers): gamma in (0.1, 1, 10) / features times C in
   (0.001, 0.01, 0.1, 1).
+A choice at an end of a one-parameter grid (C or lambda) extends the grid past that end
+(rankkit.paths.grid's edge rule; results.json's "at_edge" says where a choice still sits at an end),
+and a point with constant validation scores or a diverged stochastic fit is never chosen.
 Every point is graded on the validation set by every metric under `convention`, ties broken as
 `rankkit eval` breaks them; the first metric chooses (`select` "best" or "1se",
 rankkit.paths.grid.select_point). The test metrics are those `rankkit eval TEST SCORES` prints for
@@ -28,7 +34,8 @@ the written scores (rankkit.evaluation.dataset_table), and the p-values those of
 on the folds' test files and score files concatenated in fold order (rankkit.evaluation.summarize).
 
 Outputs under out_dir, each written atomically: FoldK/SOLVER.model, FoldK/SOLVER.test.scores,
-FoldK/SOLVER.vali.tsv (every grid point: its hyperparameters and validation metrics),
+FoldK/SOLVER.vali.tsv (every grid point: its hyperparameters and validation metrics; whether the
+edge rule added it, whether its scores are constant or its fit diverged, the choice's at_edge),
 FoldK/SOLVER.done.json (what a re-run reuses), results.json, results.tsv, results.txt and
 SOLVER.vali.svg (the validation metric along the grid, a line per fold). A fold's record is
 written last, after its model and scores, and names the SHA-256 of its inputs and settings and of
@@ -63,18 +70,23 @@ from rankkit.io.model import Model, write_model
 from rankkit.io.output import write_scores
 from rankkit.io.svmlight import read_svmlight
 from rankkit.metrics import describe, gradable_labels, parse_metric, per_query_table, ungradable
-from rankkit.paths.grid import (DEFAULT_N_POINTS, DEFAULT_RATIO, PathPoint, fold_dirs, grid, mean_se, path_over,
-                                reported_metrics, select_point)
+from rankkit.paths.grid import (DEFAULT_N_POINTS, DEFAULT_RATIO, PathPoint, can_tell_apart, constant_scores, edge_of,
+                                extend_grid, fold_dirs, grid, linear_scale, mean_se, path_over, reported_metrics,
+                                select_point)
 from rankkit.scoring import model_scores
 from rankkit.solvers import SOLVERS
+from rankkit.solvers.options import NAMES, Words, stop_message
+from rankkit.solvers.sgd import DEFAULT_ITERATIONS as SGD_ITERATIONS
 
 __all__ = ["experiment", "Fold", "letor_folds", "default_grid", "GRID_PARAMETERS", "RESULTS_VERSION"]
 
 RESULTS_VERSION = 1  # the shape of results.json (README: rankkit experiment)
-_RECORD_VERSION = 2  # what a FoldK/SOLVER.done.json holds and how grids are made: a change refits
+_RECORD_VERSION = 3  # what a FoldK/SOLVER.done.json holds and how grids are made: a change refits
+#                     (3: the edge rule's extended points, constant and diverged points, at_edge)
 DEFAULT_METRICS = ("ndcg@10", "map")
 DEFAULT_SOLVERS = ("newton",)
-LAMBDA_GRID = (1e-1, 1e-6)  # stochastic solvers: from, to (log-spaced, n_points values)
+LAMBDA_SAFETY = 3.0  # the smallest default lambda: LAMBDA_SAFETY x (mean ||x_a - x_b||^2 in a query) / steps
+LAMBDA_SPAN = 1e4  # the default lambda grid: from LAMBDA_SPAN x the smallest down to it (n_points, log-spaced)
 FACTORIZED_K = (5, 10, 20)
 FACTORIZED_C = (0.01, 0.1, 1.0, 10.0)
 KERNEL_GAMMA = (0.1, 1.0, 10.0)  # times 1/features
@@ -150,14 +162,40 @@ def _kind(solver: str, kernel: str | None) -> str:
     return "lambda"
 
 
+def pair_spread(train: Dataset) -> float:
+    """R2: the mean over the training documents of 2 ||x - mean of its query||^2, the mean squared
+    distance ||x_a - x_b||^2 of two documents of a query (the scale of a pairwise step)."""
+    X = train.csr()
+    sizes = np.diff(train.qptr).astype(np.float64)
+    total = float(X.multiply(X).sum())
+    owner = np.repeat(np.arange(train.n_queries), np.diff(train.qptr))
+    sums = np.zeros((train.n_queries, X.shape[1]))
+    coo = X.tocoo()
+    np.add.at(sums, (owner[coo.row], coo.col), coo.data)
+    within = total - float(np.sum((sums * sums).sum(axis=1) / sizes))
+    return 2.0 * max(within, 0.0) / max(train.n_rows, 1)
+
+
+def lambda_grid(train: Dataset, n_points: int = DEFAULT_N_POINTS, iterations: int | None = None) -> list:
+    """The default lambda grid (module docstring): from LAMBDA_SPAN x lambda_min down to lambda_min =
+    LAMBDA_SAFETY x R2 / T."""
+    steps = iterations or SGD_ITERATIONS
+    r2 = pair_spread(train)
+    if not r2 > 0:
+        raise UsageError(f"{train.source}: the documents of every training query have the same features: no "
+                         "lambda to choose")
+    lo = LAMBDA_SAFETY * r2 / steps
+    return (lo * np.logspace(math.log10(LAMBDA_SPAN), 0.0, n_points)).tolist()
+
+
 def default_grid(solver: str, train: Dataset, n_points: int = DEFAULT_N_POINTS, ratio: float = DEFAULT_RATIO,
-                 kernel: str | None = None) -> dict:
+                 kernel: str | None = None, iterations: int | None = None) -> dict:
     """{parameter: values} of a solver's default grid on this training set (see the module docstring)."""
     kind = _kind(solver, kernel)
     if kind in ("C-path", "C"):
         return {"C": grid(train, n_points, ratio).tolist()}
     if kind == "lambda":
-        return {"lambda": np.logspace(math.log10(LAMBDA_GRID[0]), math.log10(LAMBDA_GRID[1]), n_points).tolist()}
+        return {"lambda": lambda_grid(train, n_points, iterations)}
     if kind == "pa":
         return {"C": np.logspace(math.log10(PA_C[0]), math.log10(PA_C[1]), n_points).tolist()}
     if kind == "factorized":
@@ -167,10 +205,13 @@ def default_grid(solver: str, train: Dataset, n_points: int = DEFAULT_N_POINTS, 
     return {}
 
 
-def _grid_for(solver: str, train: Dataset, grids: dict, n_points: int, ratio: float, kernel: dict | None) -> dict:
+def _grid_for(solver: str, train: Dataset, grids: dict, n_points: int, ratio: float, kernel: dict | None,
+              iterations: int | None = None) -> dict:
     """The solver's default grid with the parameters `grids` names replaced (a parameter the
     solver does not take is refused by training.plan, before any reading)."""
-    values = default_grid(solver, train, n_points, ratio, kernel and kernel["name"])
+    if "lambda" in grids.get(solver, {}) and _kind(solver, kernel and kernel["name"]) == "lambda":
+        return dict(grids[solver])  # no default to compute
+    values = default_grid(solver, train, n_points, ratio, kernel and kernel["name"], iterations)
     values.update(grids.get(solver, {}))
     return values
 
@@ -218,13 +259,20 @@ def _label(point: dict) -> str:
     return " ".join(f"{k} {v:g}" for k, v in point.items()) or "(no hyperparameter)"
 
 
-def _fit_grid(solver, points, train, valid, names, convention, select, kernel, iterations, seed, log, tick):
-    """(chosen index, per-point rows, chosen Model, notes)."""
+def _fit_grid(solver, points, train, valid, names, convention, select, kernel, iterations, seed, log, tick,
+              style="python"):
+    """(chosen index, per-point rows, chosen Model, notes, at_edge). A one-parameter grid of C or
+    lambda whose choice sits at an end is extended past it (rankkit.paths.grid's edge rule: warm-started
+    along the C path, each point from w = 0 with the same seed for the stochastic solvers, which also
+    stop at a point that diverges); a point with constant validation scores, or a stochastic fit that
+    diverged, is never chosen. at_edge: None, or "low" / "high", the end of the parameter's values the
+    choice still sits at (product grids are not extended: their choice of C at an end is marked)."""
     spec = SOLVERS[solver]
     tiebreak = dataset_tiebreak(valid, convention)
     metric = names[0]
     notes: list = []
-    if _kind(solver, kernel and kernel.get("name")) == "C-path" and list(points[0]) == ["C"]:
+    param = list(points[0])
+    if _kind(solver, kernel and kernel.get("name")) == "C-path" and param == ["C"]:
         # the warm-started C path: for newton, exactly what `rankkit path --method grid` runs
         def fit(C, w0):  # path_over shares newton's CG preconditioner along the path too
             params, _, _ = _settings(solver, {"C": C}, None, iterations, seed)
@@ -241,57 +289,167 @@ def _fit_grid(solver, points, train, valid, names, convention, select, kernel, i
         sol = p.solver()
         outcome = {"objective": best.objective, "iterations": best.iterations, "violated_pairs": best.n_active,
                    "chosen_on": f"{display_name(valid.source)} by {metric} ({select}), point {res.chosen + 1} of "
-                   f"{len(points)} of a warm-started C path"}
+                   f"{len(res.points)} of a warm-started C path"}
         header = training.model_header(spec.name, getattr(sol, "loss", spec.losses[0]), dict(sol.hyperparameters()),
                                        training.data_counts(train.n_features, train.n_queries, train.n_rows,
                                                             train.n_pairs), outcome)
         model = Model(weights=best.w.copy(), header=header)
-        rows = [{"point": dict(pt), "iterations": q.iterations, "objective": q.objective,
-                 "valid": {m: q.metrics[m] for m in names}, "valid_se": q.metric_se}
-                for pt, q in zip(points, res.points)]
-        return res.chosen, rows, model, notes
+        rows = [{"point": {"C": q.C}, "iterations": q.iterations, "objective": q.objective,
+                 "valid": {m: q.metrics[m] for m in names}, "valid_se": q.metric_se, "constant": q.constant,
+                 "diverged": False, "extended": q.extended} for q in res.points]
+        return res.chosen, rows, model, notes, res.at_edge
     n = len(points)
-    models, path_points, rows, warned = [None] * n, [None] * n, [None] * n, [None] * n
+    fitted: dict = {}  # id(PathPoint) -> (model, row, warning)
     # a kernel grid runs its points one value of gamma after another, so that the kernel map of the
     # training data is computed once per gamma (maps: training.fit_dataset's cache, one entry);
     # the rows keep the grid's order
     gammas = list(dict.fromkeys(pt.get("gamma") for pt in points))
     order = sorted(range(n), key=lambda k: gammas.index(points[k].get("gamma")))
     maps: dict = {}
-    for k in order:
-        pt = points[k]
+
+    def fit_point(pt, k, extended=False):
         params, stochastic, kmap = _settings(solver, pt, kernel, iterations, seed)
         p = training.plan(solver, params, stochastic, kmap)
         said: list = []
         model, result = training.fit_dataset(p, train, warn=said.append, maps=maps)
-        warned[k] = said[0] if said else None
-        if said and log:
-            log(f"point {k + 1:3d}/{len(points)}  {_label(pt)}: {said[0]}")
+        warning = stop_message(result.stop, result.detail, _option_words(style), _option_names(solver, style)) \
+            if said else None
+        where = "extended" if extended else f"{k + 1:3d}/{n}"
+        if warning and log:
+            log(f"point {where}  {_label(pt)}: {warning}")
         scores = model_scores(model, valid)[0]
         table = per_query_table(list(names), valid.y, scores, valid.qptr, convention, tiebreak=tiebreak)
         m, se = mean_se(table[metric])
-        key = pt.get("C", pt.get("lambda", float(k + 1)))
-        path_points[k] = PathPoint(key, result.iterations, result.objective, float("nan"), result.n_active, 0.0, m,
-                                   se, 0.0, np.zeros(0), table[metric])
-        models[k] = model
-        rows[k] = {"point": dict(pt), "iterations": int(result.iterations), "objective": float(result.objective),
-                   "valid": {name: mean_se(table[name])[0] for name in names}, "valid_se": se}
+        constant = constant_scores(scores, _score_scale(model, valid, scores), valid)
+        diverged = result.stop == "diverged"
+        key = pt["C"] if "C" in pt else pt["lambda"] if "lambda" in pt else float(k + 1)
+        q = PathPoint(key, result.iterations, result.objective, float("nan"), result.n_active, 0.0, m, se, 0.0,
+                      np.asarray(model.weights, dtype=np.float64), table[metric], constant=constant, excluded=diverged,
+                      extended=extended)  # w: the edge rule's "no longer changes"
+        row = {"point": dict(pt), "iterations": int(result.iterations), "objective": float(result.objective),
+               "valid": {name: mean_se(table[name])[0] for name in names}, "valid_se": se, "constant": constant,
+               "diverged": diverged, "extended": extended}
+        fitted[id(q)] = (model, row, warning)
         if log:
-            log(f"point {k + 1:3d}/{len(points)}  {_label(pt)}  valid {metric} {m:.4f}")
+            log(f"point {where}  {_label(pt)}  valid {metric} {m:.4f}{'  constant scores' if constant else ''}")
         tick()
-    chosen = select_point(path_points, select, valid=valid, notes=notes, metric=metric)
-    if warned[chosen]:
-        notes.append(f"the chosen point ({_label(points[chosen])}): {warned[chosen]}")
+        return q
+
+    path_points = [None] * n
+    for k in order:
+        path_points[k] = fit_point(points[k], k)
+    if all(q.excluded or q.constant for q in path_points) and any(q.excluded for q in path_points):
+        first = next(fitted[id(q)][2] for q in path_points if q.excluded)
+        raise UsageError(f"no grid point of {n} can be chosen: each diverged or scores every validation query "
+                         f"alike; the first that diverged: {first}")
+    label = param[0] if len(param) == 1 else "point"
+    chosen = select_point(path_points, select, valid=valid, notes=notes, metric=metric, label=label)
+    at_edge = None
+    one = param[0] if len(param) == 1 and n >= 2 and param[0] in ("C", "lambda") else None
+    if one is not None:
+        side = edge_of(path_points, chosen) if can_tell_apart(path_points, valid) else None  # else: by convention
+        if side:
+            notes = []
+            ends = ("largest", "smallest") if one == "lambda" else ("smallest", "largest")
+            chosen, side = extend_grid(path_points, chosen, side, lambda v, w0, k, extended: fit_point(
+                {one: v}, k, extended), select, valid, metric, notes, one, ends=ends)
+        # at_edge names the end of the parameter's values: the first lambda is the largest
+        at_edge = side if one == "C" or side is None else {"low": "high", "high": "low"}[side]
+    elif "C" in param and len({pt["C"] for pt in points}) >= 2:  # a product grid: not extended, marked
+        Cs = sorted({pt["C"] for pt in points})
+        c = points[chosen]["C"]
+        at_edge = "low" if c == Cs[0] else "high" if c == Cs[-1] else None
+        if at_edge:
+            notes.append(f"the choice (C {c:g}) is the {'smallest' if at_edge == 'low' else 'largest'} C of this "
+                         "product grid, which is not extended: marked at an edge")
+    model, _, warning = fitted[id(path_points[chosen])]
+    rows = [fitted[id(q)][1] for q in path_points]
+    warned = [fitted[id(q)][2] for q in path_points]
+    if warning:
+        notes.append(f"the chosen point ({_label(rows[chosen]['point'])}): {warning}")
     others = sum(1 for i, w in enumerate(warned) if w and i != chosen)
     if others:
-        kinds = sorted({"diverged" if "diverged" in warned[i] else "stopped before its stopping rule"
+        kinds = sorted({"diverged" if rows[i]["diverged"] else "stopped before its stopping rule"
                         for i in range(len(warned)) if warned[i] and i != chosen})
-        notes.append(f"{others} other grid point{'s' if others > 1 else ''} of {len(points)} "
+        notes.append(f"{others} other grid point{'s' if others > 1 else ''} of {len(rows)} "
                      f"{' or '.join(kinds)} (-v names them)")
-    model = models[chosen]
     model.header["chosen_on"] = (f"{display_name(valid.source)} by {metric} ({select}), point {chosen + 1} of "
-                                 f"{len(points)}")
-    return chosen, rows, model, notes
+                                 f"{len(rows)}")
+    return chosen, rows, model, notes, at_edge
+
+
+def convention_in_file_order(convention) -> bool:
+    """The convention breaks tied scores by file order (every one but trec, which breaks them by
+    docid, as trec_eval: rankkit.evaluation.dataset_tiebreak)."""
+    return getattr(convention, "name", convention) != "trec"
+
+
+def tied_in_top(names, ds, scores) -> dict:
+    """{metric: queries whose top k (the metric's cutoff; the whole list without one) holds a score
+    that documents of two different labels share}: where a tie-breaking order, not the model,
+    decides part of the metric. scores: in the Dataset's row order."""
+    out = {}
+    qptr, y = ds.qptr, ds.y
+    for m in names:
+        k = parse_metric(m)[1]
+        n = 0
+        for q in range(qptr.shape[0] - 1):
+            a, b = int(qptr[q]), int(qptr[q + 1])
+            sq, yq = scores[a:b], y[a:b]
+            kk = b - a if k is None else min(k, b - a)
+            cut = np.partition(sq, b - a - kk)[b - a - kk]  # the k-th largest score
+            inside = sq >= cut
+            values, group = np.unique(sq[inside], return_inverse=True)
+            lo = np.full(values.shape[0], np.inf)
+            hi = np.full(values.shape[0], -np.inf)
+            np.minimum.at(lo, group, yq[inside])
+            np.maximum.at(hi, group, yq[inside])
+            n += bool(np.any(lo < hi))
+        out[m] = n
+    return out
+
+
+def _score_scale(model, valid, scores) -> np.ndarray:
+    """The scale of each validation score's rounding: sum_j |w_j x_j| for a dense linear model,
+    |score| otherwise (rankkit.paths.grid.constant_scores)."""
+    if model.landmarks is None and model.feature_index is None:  # scores = X w (csr_matvec skips columns past w)
+        return linear_scale(valid, model.weights)
+    return np.abs(scores)
+
+
+def _option_names(solver: str, style: str) -> dict:
+    """How a warning of the experiment names what to change: only what the experiment accepts (a
+    grid's C, lambda, K or gamma; --iterations; the kernel's options), everything else in plain
+    words (no --max-iter, --tol, --eta or --eta0: the experiment has none; a remedy through the
+    learning rate is left out, None)."""
+    names = {k: k.replace("_", " ") for k in NAMES}
+    names["max_iter"] = "the solver's iteration limit"
+    if style == "cli":
+        for k in ("C", "lambda", "K", "gamma"):
+            names[GRID_PARAMETERS[k]] = f"{k} (--grid {solver}:{k}=...)"
+        names.update({k: NAMES[k] for k in ("iterations", "kernel", "landmarks", "degree", "coef0")})
+    else:
+        for k in ("C", "lambda", "K", "gamma"):
+            names[GRID_PARAMETERS[k]] = f"{k} (grids={{'{solver}': {{'{k}': [...]}}}})"
+        names.update({"iterations": "iterations", "kernel": "kernel"})
+    names.update({"eta": None, "eta0": None})
+    return names
+
+
+class _PythonRemedies(Words):
+    """rankkit.experiment(style='python')'s remedies of a divergence, in the words of Python (the
+    options' names come from _option_names)."""
+
+    remedies = {
+        "eta0": "the fixed learning rate is too large for this data: lower eta0, or use optimizer='backtracking'",
+        "separable": "aggressive ROMMA assumes pairs a hyperplane can separate: try learner='pa' or 'pegasos'",
+    }
+
+
+def _option_words(style: str) -> Words:
+    """The Words of a stop message of the experiment: the command line's remedies (style 'cli'),
+    or Python's (style 'python'); the option names are _option_names'."""
+    return Words() if style == "cli" else _PythonRemedies()
 
 
 def _sha256(path: str) -> str:
@@ -339,14 +497,19 @@ def _fmt(v) -> str:
     return "nan" if v is None or v != v else repr(float(v))
 
 
-def _write_vali_table(path: str, rows: list, chosen: int, names, params) -> None:
+def _write_vali_table(path: str, rows: list, chosen: int, names, params, at_edge=None) -> None:
+    """Every grid point: its values, validation metrics, iterations, objective; extended (1: added
+    past an end by the edge rule), constant (1: constant scores within every query, never chosen),
+    diverged (1: a stochastic fit whose objective ended above its start, never chosen), at_edge (the
+    chosen row: low or high when the choice is still at an end, else -; other rows empty), chosen."""
     with atomic_open(path) as fh:
         fh.write("\t".join(["point", *params, *(f"valid_{m}" for m in names), f"valid_{names[0]}_se", "iterations",
-                            "objective", "chosen"]) + "\n")
+                            "objective", "extended", "constant", "diverged", "at_edge", "chosen"]) + "\n")
         for i, r in enumerate(rows):
             cells = [str(i + 1), *(repr(r["point"][p]) if p in r["point"] else "" for p in params),
                      *(_fmt(r["valid"][m]) for m in names), _fmt(r["valid_se"]), str(r["iterations"]),
-                     _fmt(r["objective"]), str(int(i == chosen))]
+                     _fmt(r["objective"]), str(int(r["extended"])), str(int(r["constant"])), str(int(r["diverged"])),
+                     (at_edge or "-") if i == chosen else "", str(int(i == chosen))]
             fh.write("\t".join(cells) + "\n")
 
 
@@ -366,7 +529,7 @@ def _read_record(path: str, digest: str, out: str) -> dict | None:
 
 
 def _run_fold(fold: Fold, data, solvers, grids, names, convention, select, kernel, iterations, seed, out_dir,
-              settings_digest, log, tick, reuse):
+              settings_digest, log, tick, reuse, style="python"):
     """Every solver on one fold: {solver: record}. Records of a previous run are reused when they match."""
     train, valid, test, digests = data
     fold_dir = os.path.join(out_dir, fold.name) if out_dir is not None else None
@@ -376,7 +539,7 @@ def _run_fold(fold: Fold, data, solvers, grids, names, convention, select, kerne
         mine = {k: v for k, v in settings_digest.items() if k != "grids"}  # another solver's grid is not ours
         digest = hashlib.sha256(json.dumps({"record": _RECORD_VERSION, "inputs": digests, "settings": mine, "solver": solver,
                                             "grid": grids.get(solver)}, sort_keys=True).encode()).hexdigest()
-        points = _points(solver, _grid_for(solver, train, grids, *settings_digest["grid_size"], kernel))
+        points = _points(solver, _grid_for(solver, train, grids, *settings_digest["grid_size"], kernel, iterations))
         files = {"model": f"{solver}.model", "test_scores": f"{solver}.test.scores", "vali_table": f"{solver}.vali.tsv"}
         record_path = os.path.join(fold_dir, f"{solver}.done.json") if fold_dir else None
         if record_path and reuse:
@@ -390,8 +553,11 @@ def _run_fold(fold: Fold, data, solvers, grids, names, convention, select, kerne
                 continue
         if log:
             log(f"{fold.name} {solver}: {len(points)} grid points")
-        chosen, rows, model, notes = _fit_grid(solver, points, train, valid, names, convention, select, kernel,
-                                               iterations, seed, log, tick)
+        try:
+            chosen, rows, model, notes, at_edge = _fit_grid(solver, points, train, valid, names, convention, select,
+                                                            kernel, iterations, seed, log, tick, style)
+        except UsageError as e:  # no point to choose (every one constant): this fold and solver have no number
+            raise UsageError(f"{fold.name} {solver}: {e}") from None
         model.header.update({"train_file": display_name(fold.train), "valid_file": display_name(fold.valid),
                              "fold": fold.name, "convention": convention})
         scores = model_scores(model, test)[0]
@@ -404,12 +570,15 @@ def _run_fold(fold: Fold, data, solvers, grids, names, convention, select, kerne
         rec = {"fold": fold.name, "solver": solver, "digest": digest, "grid": [r["point"] for r in rows],
                "chosen_index": chosen, "chosen": rows[chosen]["point"], "points": rows,
                "valid": rows[chosen]["valid"], "test": {m: mean_skipping_nan(table[m]) for m in names},
-               "test_qids": qids, "test_per_query": {m: table[m].tolist() for m in names}, "notes": notes}
+               "test_qids": qids, "test_per_query": {m: table[m].tolist() for m in names}, "notes": notes,
+               "at_edge": at_edge, "extended": sum(1 for r in rows if r["extended"]),
+               "constant_points": sum(1 for r in rows if r["constant"]),
+               "test_tied": tied_in_top(names, test, scores) if convention_in_file_order(convention) else None}
         if fold_dir is not None:
             params = list(dict.fromkeys(k for r in rows for k in r["point"]))
             write_model(os.path.join(fold_dir, files["model"]), model)
             write_scores(os.path.join(fold_dir, files["test_scores"]), in_file_order)
-            _write_vali_table(os.path.join(fold_dir, files["vali_table"]), rows, chosen, names, params)
+            _write_vali_table(os.path.join(fold_dir, files["vali_table"]), rows, chosen, names, params, at_edge)
             rec["files"] = {v: _sha256(os.path.join(fold_dir, v)) for v in files.values()}
             _write_json(record_path, rec)  # last: a fold without its record is run again
             rec = json.loads(json.dumps(_clean(rec)))  # exactly what a re-run reads back
@@ -485,7 +654,7 @@ def experiment(folds, solvers=DEFAULT_SOLVERS, metrics=DEFAULT_METRICS, *, conve
                ratio: float = DEFAULT_RATIO, kernel: dict | None = None, iterations: int | None = None, seed: int = 0,
                out_dir: str | None = None, jobs: int = 1, test: str = "randomization",
                permutations: int = DEFAULT_PERMUTATIONS, zero_based: bool = False, group_queries: bool = False,
-               resume: bool = True, log=None, progress=None, warn=None) -> dict:
+               resume: bool = True, log=None, progress=None, warn=None, style: str = "python") -> dict:
     """The LETOR protocol: per fold, each solver's grid chosen on vali by the first metric, the
     choice scored on test; a paired test of each solver against the first over all test queries
     (``rankkit experiment``).
@@ -523,6 +692,8 @@ def experiment(folds, solvers=DEFAULT_SOLVERS, metrics=DEFAULT_METRICS, *, conve
     log, progress, warn : callables, optional
         ``log(line)``: -v lines; ``progress(total, label)``: a progress display factory;
         ``warn(line)``: remarks about the choices.
+    style : {"python", "cli"}
+        How warnings name what to change (``grids={...}`` or ``--grid SOLVER:PARAM=...``).
 
     Returns
     -------
@@ -555,6 +726,8 @@ def experiment(folds, solvers=DEFAULT_SOLVERS, metrics=DEFAULT_METRICS, *, conve
     describe(convention)
     if select not in ("best", "1se"):
         raise UsageError(f"select must be 'best' or '1se', not {select!r}")
+    if style not in ("python", "cli"):
+        raise UsageError(f"style must be 'python' or 'cli', not {style!r}")
     grids = dict(grids or {})
     for s, g in grids.items():
         if s not in solvers:
@@ -590,7 +763,8 @@ def experiment(folds, solvers=DEFAULT_SOLVERS, metrics=DEFAULT_METRICS, *, conve
     # read every fold first: bad input anywhere is reported before anything is written
     data = _for_each_fold(lambda f, lg: _read_fold(f, zero_based, group_queries, narrow), folds, jobs, None)
     _say_ungradable(folds, data, convention, warn)
-    sizes = [len(_points(s, _grid_for(s, d[0], grids, n_points, ratio, kernel))) for d in data for s in solvers]
+    sizes = [len(_points(s, _grid_for(s, d[0], grids, n_points, ratio, kernel, iterations))) for d in data
+             for s in solvers]
     total = sum(sizes)
     lock = threading.Lock()
     done = [0]
@@ -600,13 +774,14 @@ def experiment(folds, solvers=DEFAULT_SOLVERS, metrics=DEFAULT_METRICS, *, conve
         if bar:
             with lock:
                 done[0] += 1
-                bar(done[0], total, f"{done[0]}/{total} fits")
+                shown = max(total, done[0])  # points added past an end of a grid (the edge rule) add fits
+                bar(done[0], shown, f"{done[0]}/{shown} fits")
 
     by_name = dict(zip((f.name for f in folds), data))
     try:
         per_fold = _for_each_fold(
             lambda f, lg: _run_fold(f, by_name[f.name], solvers, grids, names, convention, select, kernel, iterations,
-                                    seed, out_dir, settings, lg, tick, resume), folds, jobs, log)
+                                    seed, out_dir, settings, lg, tick, resume, style), folds, jobs, log)
     finally:
         if bar and done[0] < total:
             bar(total, total, "stopped")
@@ -648,8 +823,11 @@ def _results(folds, solvers, names, convention, select, per_fold, test, permutat
         for f, recs in zip(folds, per_fold):
             rec = recs[s]
             entry["folds"].append({"fold": f.name, "chosen": rec["chosen"], "chosen_index": rec["chosen_index"],
-                                   "grid_points": len(rec["grid"]), "valid": rec["valid"], "test": rec["test"],
+                                   "grid_points": len(rec["grid"]), "extended_points": rec["extended"],
+                                   "constant_points": rec["constant_points"], "at_edge": rec["at_edge"],
+                                   "valid": rec["valid"], "test": rec["test"], "test_tied": rec["test_tied"],
                                    "n_test_queries": len(rec["test_qids"])})
+        entry["at_edge"] = sum(1 for fr in entry["folds"] if fr["at_edge"])
         for part in ("valid", "test"):
             entry["mean"][part] = {m: float(np.mean([fr[part][m] if fr[part][m] is not None else math.nan
                                                      for fr in entry["folds"]])) for m in names}
@@ -672,6 +850,11 @@ def _results(folds, solvers, names, convention, select, per_fold, test, permutat
 
 def _cell(v, digits=4) -> str:
     return "nan" if v is None or v != v else f"{v:.{digits}f}"
+
+
+def _test_cell(fr: dict, m: str) -> str:
+    tied = (fr.get("test_tied") or {}).get(m)
+    return _cell(fr["test"][m]) + (f" ({tied} tied)" if tied else "")
 
 
 def _point_text(point: dict) -> str:
@@ -699,29 +882,41 @@ def results_text(results: dict) -> list[str]:
     rows = [["fold", "solver", "chosen", *(f"vali {m}" for m in names), *(f"test {m}" for m in names)]]
     for s in results["solvers"]:
         for fr in s["folds"]:
-            rows.append([fr["fold"], s["name"], _point_text(fr["chosen"]), *(_cell(fr["valid"][m]) for m in names),
-                         *(_cell(fr["test"][m]) for m in names)])
+            edge = f" [{fr['at_edge']} edge]" if fr.get("at_edge") else ""
+            rows.append([fr["fold"], s["name"], _point_text(fr["chosen"]) + edge,
+                         *(_cell(fr["valid"][m]) for m in names), *(_test_cell(fr, m) for m in names)])
     for s in results["solvers"]:
         rows.append(["mean", s["name"], "", *(_cell(s["mean"]["valid"][m]) for m in names),
                      *(_cell(s["mean"]["test"][m]) for m in names)])
     for s in results["solvers"][1:]:
         rows.append([f"p({s['name']})", "", "", *("" for _ in names), *(_cell(s["p_value"][m]) for m in names)])
-    return lines + aligned(rows)
+    tail = []
+    n_folds = sum(len(s["folds"]) for s in results["solvers"])
+    edges = sum(s.get("at_edge", 0) for s in results["solvers"])
+    extended = sum(fr.get("extended_points", 0) for s in results["solvers"] for fr in s["folds"])
+    tail.append(f"# {edges} of {n_folds} choices at an edge of their grid{' (marked [low edge] / [high edge])' if edges else ''}"
+                f"; {extended} grid point{'s' if extended != 1 else ''} added past the ends (the edge rule)")
+    if any(v for s in results["solvers"] for fr in s["folds"] for v in (fr.get("test_tied") or {}).values()):
+        tail.append(f"# (N tied): N test queries whose top k holds a score shared by documents of two labels; "
+                    f"--convention {results['convention']} breaks such ties by file order, not by the model")
+    return lines + aligned(rows) + tail
 
 
 def results_tsv(results: dict) -> list[str]:
     """One row per (fold or mean or p-value, solver): plain TSV with a header row."""
     names = results["metrics"]
     params = list(dict.fromkeys(k for s in results["solvers"] for fr in s["folds"] for k in fr["chosen"]))
-    out = ["\t".join(["fold", "solver", *params, *(f"valid_{m}" for m in names), *(f"test_{m}" for m in names)])]
+    out = ["\t".join(["fold", "solver", *params, *(f"valid_{m}" for m in names), *(f"test_{m}" for m in names),
+                       "at_edge"])]
     for s in results["solvers"]:
         for fr in s["folds"]:
             out.append("\t".join([fr["fold"], s["name"], *(repr(fr["chosen"][p]) if p in fr["chosen"] else ""
                                                          for p in params),
-                                  *(_fmt(fr["valid"][m]) for m in names), *(_fmt(fr["test"][m]) for m in names)]))
+                                  *(_fmt(fr["valid"][m]) for m in names), *(_fmt(fr["test"][m]) for m in names),
+                                  fr.get("at_edge") or "-"]))
         out.append("\t".join(["mean", s["name"], *("" for _ in params), *(_fmt(s["mean"]["valid"][m]) for m in names),
-                              *(_fmt(s["mean"]["test"][m]) for m in names)]))
+                              *(_fmt(s["mean"]["test"][m]) for m in names), str(s.get("at_edge", ""))]))
         if "p_value" in s:
             out.append("\t".join(["p_value", s["name"], *("" for _ in params), *("" for _ in names),
-                                  *(_fmt(s["p_value"][m]) for m in names)]))
+                                  *(_fmt(s["p_value"][m]) for m in names), ""]))
     return out

@@ -62,6 +62,9 @@ class RegularizationPath:
         hinge for the grid, hinge for the exact path), so it can be cloned and fitted again.
     notes : list of str
         Remarks about the choice (e.g. a validation set that cannot tell the points apart).
+    at_edge : None, "low" or "high"
+        The grid path's choice is still its smallest / largest C after the edge rule extended the
+        grid past that end (rankkit.paths.grid); None when interior.
 
     ``plot(file, plot_kind="metric", plot_query=None)`` draws the path as `rankkit path --plot`
     does (the same code): the validation metric and the active set, the coefficients (coef) or the
@@ -83,6 +86,7 @@ class RegularizationPath:
     chosen: int
     best_estimator_: Any = field(repr=False, default=None)
     notes: list = field(default_factory=list)
+    at_edge: str | None = None  # "low" / "high": the chosen C is still the smallest / largest after the edge rule
     _drawn: tuple = field(repr=False, default=())  # (PathResult, raw exact result, train, valid) for plot()
 
     @property
@@ -149,8 +153,8 @@ def regularization_path(X, y, X_valid, y_valid, *, qid=None, group=None, qid_val
     >>> qid = np.repeat(np.arange(12), 5)
     >>> path = rankkit.regularization_path(X[:40], y[:40], X[40:], y[40:], qid=qid[:40], qid_valid=qid[40:],
     ...                                    method="grid", n_points=5)
-    >>> len(path), path.method, bool(path.best_C > 0)
-    (5, 'grid', True)
+    >>> len(path) >= 5, path.method, bool(path.best_C > 0), path.at_edge  # 5 values of C, and the edge rule's
+    (True, 'grid', True, None)
     >>> path.best_estimator_.predict(X[40:]).shape
     (20,)
     """
@@ -203,6 +207,7 @@ def regularization_path(X, y, X_valid, y_valid, *, qid=None, group=None, qid_val
         violated_pairs=np.array([p.n_active for p in pts], dtype=np.int64), w_norm=np.array([p.w_norm for p in pts]),
         valid_metric=np.array([p.metric for p in pts]), valid_metric_se=np.array([p.metric_se for p in pts]),
         seconds=np.array([p.seconds for p in pts]), chosen=int(result.chosen), best_estimator_=est, notes=list(notes),
+        at_edge=getattr(result, "at_edge", None),
         _drawn=(result, raw, train_ds, valid_ds))
     if plot is not None:
         path.plot(plot, plot_kind, plot_query)

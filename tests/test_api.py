@@ -530,7 +530,8 @@ def test_regularization_path_equals_cli_path(tmp_path):
     cols = {name: [r[i] for r in rows[1:]] for i, name in enumerate(rows[0])}
     np.testing.assert_array_equal(path.C, np.array(cols["C"], dtype=float))
     np.testing.assert_array_equal(path.valid_metric, np.array(cols["valid_ndcg@10"], dtype=float))
-    assert path.chosen == cols["chosen"].index("1") and len(path) == 4
+    assert path.chosen == cols["chosen"].index("1") and len(path) == len(rows) - 1 >= 4  # 4 and the edge rule's
+    assert path.at_edge == (cols["at_edge"][path.chosen] if cols["at_edge"][path.chosen] != "-" else None)
     from rankkit.io.model import read_model
 
     np.testing.assert_array_equal(_bits(path.best_estimator_.coef_), _bits(read_model(str(model)).weights))

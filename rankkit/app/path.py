@@ -288,7 +288,9 @@ def _path_folds(folds, method, names, select, n_points, ratio, zero_based, group
     echo(f"# convention {convention}: {describe(convention)}")
     rows = [["fold", "chosen C", *(f"valid {m}" for m in names), *(f"test {m}" for m in names)]]
     for d, (result, test_value, _) in zip(names_dirs, outs):
-        rows.append([d, f"{result.best.C:.4g}", *(f"{result.best.metrics.get(m, result.best.metric):.4f}" for m in names),
+        edge = getattr(result, "at_edge", None)
+        rows.append([d, f"{result.best.C:.4g}" + (f" [{edge} edge]" if edge else ""),
+                     *(f"{result.best.metrics.get(m, result.best.metric):.4f}" for m in names),
                      *(f"{test_value[m]:.4f}" for m in names)])
     rows.append(["mean", "", *("" for _ in names), *(f"{float(np.mean([t[m] for _, t, _ in outs])):.4f}" for m in names)])
     for line in aligned(rows):
@@ -313,11 +315,19 @@ def _show_path(result, facts, method, names, select, echo, convention=DEFAULT_CO
         step = len(shown) // 40 + 1
         shown = [p for i, p in enumerate(shown) if i % step == 0 or i == result.chosen or i == len(shown) - 1]
     rows = [["C", "iterations", "violated", *(f"valid {m}" for m in names), ""]]
+    edge = getattr(result, "at_edge", None)
     for p in shown:
+        mark = ""
+        if p is result.best:
+            mark = f"<- chosen ({edge} edge)" if edge else "<- chosen"
+        elif getattr(p, "constant", False):
+            mark = "constant scores"
+        elif getattr(p, "extended", False):
+            mark = "extended"
         rows.append([f"{p.C:.4g}", str(p.iterations), str(p.n_active),
-                     *(f"{p.metrics.get(m, p.metric):.4f}" for m in names), "<- chosen" if p is result.best else ""])
+                     *(f"{p.metrics.get(m, p.metric):.4f}" for m in names), mark])
     for line in aligned(rows):
         echo(line)
-    if result.chosen == len(result.points) - 1:
-        console.warn(f"the chosen C ({result.best.C:.3g}) is the largest of the grid: a larger --ratio may find a "
-                     "better one")
+    if method == "exact" and result.chosen == len(result.points) - 1:  # a grid says so in its notes (edge rule)
+        console.warn(f"the chosen C ({result.best.C:.3g}) is the largest breakpoint of the path: a smaller "
+                     "--lambda-min may find a better one")

@@ -16,7 +16,22 @@ that says so.
 
 C_min: for small C the optimum is w ~ -C grad L(0) (first order in C), so the largest score
 difference it implies is C * max_i |x_i . grad L(0)|... up to a factor 2; C_min makes that 0.01.
-"""
+
+Edges (`extend`, on by default): when the choice is the first or the last point, the grid goes on
+past that end, a point at a time, with the spacing (in log C) of its two end points, each fit
+warm-started from its neighbour, until the choice is interior or a bound is reached: EDGE_EXTRA
+points per end at most; at the large-C end, the model no longer changes (||w - w_prev|| <=
+EDGE_STILL ||w||); at the small-C end, a model with constant scores (below), or a direction of w
+that no longer changes (the ranking's limit as C -> 0). A choice still at the first or last point
+after a cap or a failed fit is `at_edge` ("low" or "high": the end of C it sits at); one at a limit
+(nothing past it differs) is not, and a note says which.
+
+Constant models: a point whose validation scores are constant within every validation query that
+has two different labels (the spread of its scores at most CONSTANT_RTOL x their scale, sum_j
+|w_j x_j|: a difference no larger than the rounding of the scores themselves, so all-zero weights,
+and weights on features constant within each query) is never chosen: its metric would be that of
+the tie-breaking order, not of the model. If every point is constant, there is no choice: a
+UsageError."""
 
 from __future__ import annotations
 
@@ -42,6 +57,9 @@ from rankkit.vectors import dot, norm
 DEFAULT_N_POINTS = 30
 DEFAULT_RATIO = 1e7
 DEFAULT_METRIC = "ndcg@10"
+EDGE_EXTRA = 10  # at most this many points past each end of a grid whose choice sits at that end
+EDGE_STILL = 1e-4  # the model no longer changes: ||w - w_prev|| <= EDGE_STILL ||w|| (direction, at small C)
+CONSTANT_RTOL = 1e-12  # scores whose spread within a query is at most this x their scale are constant
 
 
 @dataclass
@@ -58,6 +76,9 @@ class PathPoint:
     w: np.ndarray = field(repr=False)
     values: np.ndarray | None = field(default=None, repr=False)  # per validation query (NaN: undefined)
     metrics: dict = field(default_factory=dict)  # every reported metric: mean over validation queries
+    constant: bool = False  # its validation scores are constant within every query: never chosen
+    excluded: bool = False  # never chosen for another reason (a stochastic fit that diverged)
+    extended: bool = False  # added past an end of the grid given, by the edge rule
 
 
 @dataclass
@@ -70,6 +91,7 @@ class PathResult:
     notes: list = field(default_factory=list)  # warnings about the choice (also printed on stderr)
     metrics: tuple = ()  # every reported metric, the first (`metric`) selecting
     convention: str = DEFAULT_CONVENTION
+    at_edge: str | None = None  # "low" / "high": the choice is the smallest / largest C even after extending
 
     @property
     def best(self) -> PathPoint:
@@ -142,28 +164,79 @@ def paired_se(a: np.ndarray, b: np.ndarray) -> tuple[float, float, int]:
     return float(d.mean()), se, int(d.size)
 
 
+def constant_scores(scores: np.ndarray, scale: np.ndarray, valid: Dataset) -> bool:
+    """True when the scores are constant within every validation query that has two different
+    labels: each such query's spread max - min is at most CONSTANT_RTOL x the largest `scale` of its
+    documents (sum_j |w_j x_j|, or |score| where the terms are unknown), i.e. no larger than the
+    rounding of the scores. All-zero weights give spread 0 at scale 0: constant. A set without such
+    a query: False (select_point says the set cannot tell the models apart)."""
+    two = valid.levels_per_query >= 2
+    if not np.any(two):
+        return False
+    starts = valid.qptr[:-1]  # every query holds a document: reduceat's segments are the queries
+    spread = (np.maximum.reduceat(scores, starts) - np.minimum.reduceat(scores, starts))[two]
+    size = np.maximum.reduceat(np.abs(scale), starts)[two]
+    return bool(np.all(spread <= CONSTANT_RTOL * size))
+
+
+def linear_scale(valid: Dataset, w: np.ndarray, abs_data: np.ndarray | None = None) -> np.ndarray:
+    """sum_j |w_j x_ij| for every validation row: the scale of the scores' rounding."""
+    data = np.abs(valid.data) if abs_data is None else abs_data
+    return csr_matvec(data, valid.indices, valid.indptr, np.abs(w), np.empty(valid.n_rows),
+                      getattr(valid, "value_scale", 1.0))
+
+
+def can_tell_apart(points: list, valid: Dataset | None) -> bool:
+    """The validation set tells some of the points apart: a query with two labels, and two usable
+    points with different metrics (else the choice is the first by convention, and no edge rule)."""
+    if valid is not None and not np.any(valid.levels_per_query >= 2):
+        return False
+    m = [p.metric for p in points if not (p.constant or p.excluded) and p.metric == p.metric]
+    return len(m) >= 2 and max(m) != min(m)
+
+
+def edge_of(points: list, chosen: int) -> str | None:
+    """"low" when the choice is the first point of several, "high" the last (points in increasing C)."""
+    if len(points) < 2:
+        return None
+    return "low" if chosen == 0 else "high" if chosen == len(points) - 1 else None
+
+
+def _first(label: str) -> str:
+    """The first (most regularised) point of a grid, in words."""
+    return {"C": "smallest C", "lambda": "largest lambda"}.get(label, f"first {label}")
+
+
 def select_point(points: list, select: str, valid: Dataset | None = None, values_at=None, notes: list | None = None,
-                 metric: str = "metric") -> int:
+                 metric: str = "metric", label: str = "C") -> int:
     """The chosen point (points in increasing C). best: the highest mean validation metric (ties:
     the most regularised). 1se: the smallest C whose per-query differences to the best point have a
     mean within one standard error of 0 (paired over the same validation queries). values_at(i)
     gives point i's per-query values when points do not carry them (the exact path computes them
     only for the candidates it examines). Warnings about the choice are appended to `notes`."""
     notes = [] if notes is None else notes
-    metrics = np.array([p.metric for p in points])
+    usable = [not (getattr(p, "constant", False) or getattr(p, "excluded", False)) for p in points]
+    if not any(usable):
+        if all(getattr(p, "constant", False) for p in points):
+            raise UsageError(f"every one of the {len(points)} grid points scores the documents of every validation "
+                             "query alike (constant scores: all weights zero?): no model to choose")
+        raise UsageError(f"no grid point of {len(points)} can be chosen: each diverged or scores every validation "
+                         "query alike")
+    metrics = np.array([p.metric if ok else np.nan for p, ok in zip(points, usable)])
+    if valid is not None and not np.any(valid.levels_per_query >= 2):
+        first = usable.index(True)
+        notes.append(f"the validation set cannot tell the models apart (no validation query has two different "
+                     f"labels, so every ranking scores the same): chose the {_first(label)} "
+                     f"({points[first].C:.4g}), the most regularised point, by convention")
+        return first
     if np.all(np.isnan(metrics)):
         raise UsageError("the validation metric is undefined at every point (no validation query with pairs?)")
-    if valid is not None and not np.any(valid.levels_per_query >= 2):
-        notes.append(f"the validation set cannot tell the models apart (no validation query has two different "
-                     f"labels, so every ranking scores the same): chose the smallest C ({points[0].C:.4g}), the most "
-                     "regularised point, by convention")
-        return 0
     finite = metrics[~np.isnan(metrics)]
     if finite.max() == finite.min():
         first = int(np.flatnonzero(~np.isnan(metrics))[0])
         notes.append(f"the validation {metric} is {finite.max():.4g} at every point, so the validation set cannot tell "
-                     f"the models apart: chose the smallest C ({points[first].C:.4g}), the most regularised point, "
-                     "by convention")
+                     f"the models apart: chose the {_first(label)} ({points[first].C:.4g}), the most regularised "
+                     "point, by convention")
         return first
     best = int(np.nanargmax(metrics))
     if select == "best":
@@ -178,7 +251,7 @@ def select_point(points: list, select: str, valid: Dataset | None = None, values
     n_defined = int(np.count_nonzero(~np.isnan(v_best)))
     if n_defined < 2:
         notes.append(f"--select 1se needs at least two validation queries with a defined {metric} "
-                     f"({n_defined} here): chose the best point (C {points[best].C:.4g})")
+                     f"({n_defined} here): chose the best point ({label} {points[best].C:.4g})")
         return best
     # a difference of two metrics in [0, 1] has sd <= sqrt(n / (n - 1)) ... so se <= 1/sqrt(n - 1):
     # points further below the best than that cannot qualify and need no per-query values
@@ -219,56 +292,153 @@ def reported_metrics(metric: str, metrics=None) -> tuple:
 
 def path_over(fit, Cs, valid: Dataset, metric: str = DEFAULT_METRIC, select: str = "best", warm_start: bool = True,
               log=None, warn=None, convention: str = DEFAULT_CONVENTION, metrics=None, progress=None,
-              label: str = "C") -> PathResult:
+              label: str = "C", extend: bool = True) -> PathResult:
     """The one grid-path loop: fit(C, w0) -> FitResult at each C in turn (in this process, or on a
     cluster: rankkit.distributed.path), each warm-started from the previous w, scored on `valid`
     under `convention` (ties as `rankkit eval` breaks them), then the choice by `metric`; every
-    metric of `metrics` is reported at each point. Warnings about the choice are in the result's
+    metric of `metrics` is reported at each point. extend: a choice at an end of the grid extends it
+    past that end (the module docstring's edge rule). Warnings about the choice are in the result's
     `notes` (and passed to `warn`). progress(done, total): called after each point. Warm-started,
     the Newton fits also share their CG preconditioner (rankkit.solvers.newton.path_memory)."""
     with path_memory() if warm_start else contextlib.nullcontext():  # Newton's CG preconditioner goes along with w
-        return _path_over(fit, Cs, valid, metric, select, warm_start, log, warn, convention, metrics, progress, label)
+        return _path_over(fit, Cs, valid, metric, select, warm_start, log, warn, convention, metrics, progress, label,
+                          extend)
 
 
-def _path_over(fit, Cs, valid, metric, select, warm_start, log, warn, convention, metrics, progress, label):
+def _path_over(fit, Cs, valid, metric, select, warm_start, log, warn, convention, metrics, progress, label, extend):
     names = reported_metrics(metric, metrics)
     tiebreak = dataset_tiebreak(valid, convention)
+    abs_data = np.abs(valid.data)
     points = []
-    w = None
     Cs = np.asarray(Cs, dtype=np.float64).tolist()
-    for k, C in enumerate(Cs):
+    total = [len(Cs)]
+
+    def point(C, w0, k, extended=False):
         t0 = time.perf_counter()
-        res = fit(C, w if warm_start else None)
+        res = fit(C, w0 if warm_start else None)
         w = res.w
-        table = validation_table(valid, w, names, convention, tiebreak)
+        scores = csr_matvec(valid.data, valid.indices, valid.indptr, w, np.empty(valid.n_rows))
+        table = per_query_table(list(names), valid.y, scores, valid.qptr, convention, tiebreak=tiebreak)
         vals = table[metric]
         m, se = mean_se(vals)
         loss = (res.objective - 0.5 * dot(w, w)) / C
-        points.append(PathPoint(C, res.iterations, res.objective, loss, res.n_active, float(norm(w)), m, se,
-                                time.perf_counter() - t0, w.copy(), vals,
-                                {name: mean_se(table[name])[0] for name in names}))
+        p = PathPoint(C, res.iterations, res.objective, loss, res.n_active, float(norm(w)), m, se,
+                      time.perf_counter() - t0, w.copy(), vals, {name: mean_se(table[name])[0] for name in names},
+                      constant=constant_scores(scores, linear_scale(valid, w, abs_data), valid), extended=extended)
         if log:
-            log(f"point {k + 1:3d}/{len(Cs)}  {label} {C:.4g}  iterations {res.iterations:3d}  "
-                f"violated {res.n_active}  valid {metric} {m:.4f}  {points[-1].seconds:.3f}s")
+            where = "extended" if extended else f"{k + 1:3d}/{len(Cs)}"
+            log(f"point {where}  {label} {C:.4g}  iterations {res.iterations:3d}  violated {res.n_active}  "
+                f"valid {metric} {m:.4f}{'  constant scores' if p.constant else ''}  {p.seconds:.3f}s")
+        return p
+
+    w = None
+    for k, C in enumerate(Cs):
+        points.append(point(C, w, k))
+        w = points[-1].w
         if progress:
-            progress(k + 1, len(Cs))
+            progress(k + 1, total[0])
     notes: list = []
     chosen = select_point(points, select, valid=valid, notes=notes, metric=metric)
+    at_edge = edge_of(points, chosen) if can_tell_apart(points, valid) else None  # else: chosen by convention
+    if extend and at_edge:
+        notes = []
+        chosen, at_edge = extend_grid(points, chosen, at_edge, point, select, valid, metric, notes, label,
+                                      progress, total)
     for note in notes:
         if warn:
             warn(note)
-    return PathResult("grid", metric, points, chosen, select, notes, names, convention)
+    result = PathResult("grid", metric, points, chosen, select, notes, names, convention)
+    result.at_edge = at_edge
+    return result
+
+
+def _still(w_new: np.ndarray, w_old: np.ndarray, direction: bool) -> bool:
+    """The model no longer changes: ||w_new - w_old|| <= EDGE_STILL ||w_new|| (direction: of w / ||w||)."""
+    a, b = float(norm(w_new)), float(norm(w_old))
+    if a == 0.0 or b == 0.0:
+        return a == b
+    if direction:
+        return float(norm(w_new / a - w_old / b)) <= EDGE_STILL
+    return float(norm(w_new - w_old)) <= EDGE_STILL * a
+
+
+def extend_grid(points, chosen, side, point, select, valid, metric, notes, label, progress=None, total=None,
+                ends=("smallest", "largest")):
+    """The edge rule (module docstring): points past the end the choice sits at ("low": the first,
+    most regularised point; "high": the last), until it is interior or a bound is reached.
+    point(value, w0, None, extended=True) fits and scores one point; points past the most
+    regularised end stop when the direction of w no longer changes, past the other end when w no
+    longer changes; a constant or excluded (diverged) point ends the extension. ends: how the notes
+    call the first and last values. Returns (chosen, side still at an end or None)."""
+    total = [len(points)] if total is None else total
+    added, why = {"low": 0, "high": 0}, None
+    last = side
+    while side is not None and added[side] < EDGE_EXTRA:
+        last = side
+        if side == "high":  # the spacing of the two end points, in log C
+            near = points[-1]
+            p = point(near.C * (near.C / points[-2].C), near.w, None, extended=True)
+            points.append(p)
+        else:
+            near = points[0]
+            p = point(near.C / (points[1].C / near.C), near.w, None, extended=True)
+            points.insert(0, p)
+        added[side] += 1
+        total[0] += 1
+        if progress:
+            progress(total[0], total[0])
+        if p.constant or p.excluded:
+            why = "constant" if p.constant else "excluded"
+        elif _still(p.w, near.w, direction=(side == "low")):
+            why = "limit"
+        del notes[:]
+        chosen = select_point(points, select, valid=valid, notes=notes, metric=metric, label=label)
+        side = edge_of(points, chosen)
+        if why:
+            break
+    if why == "excluded":  # the next point diverged: the choice is at the end of what the solver can fit
+        usable = [i for i, q in enumerate(points) if not (q.constant or q.excluded)]
+        if chosen == (usable[-1] if last == "high" else usable[0]):
+            side = last
+    if side is None:  # interior now: the table shows the points added (-v: a line each)
+        pass
+    elif why == "limit":
+        end = ends[1] if side == "high" else ends[0]
+        notes.append(f"the choice is the {end} {label} ({points[chosen].C:.4g}) after "
+                     f"{_extended_words(points, label, ends)}, where the model "
+                     f"{'no longer changes' if side == 'high' else 'ranks as every one past it would'}: not an edge")
+        side = None
+    else:
+        end = ends[1] if side == "high" else ends[0]
+        bound = {"excluded": f"the next {label} diverged", "constant": f"the next {label} gives constant scores"}.get(
+            why, f"at most {EDGE_EXTRA} per end")
+        notes.append(f"the choice ({label} {points[chosen].C:.4g}) is still the {end} {label} after "
+                     f"{_extended_words(points, label, ends)} ({bound}): marked at an edge")
+    return chosen, side
+
+
+def _extended_words(points, label, ends=("smallest", "largest")) -> str:
+    lo = next((i for i, p in enumerate(points) if not p.extended), len(points))
+    hi = sum(1 for p in points if p.extended) - lo
+    parts = []
+    if lo:
+        parts.append(f"{lo} point{'s' if lo > 1 else ''} added past the {ends[0]} {label}")
+    if hi:
+        parts.append(f"{hi} point{'s' if hi > 1 else ''} added past the {ends[1]} {label}")
+    return " and ".join(parts)
 
 
 def write_table(path: str, result: PathResult) -> None:
     others = [m for m in result.metrics if m != result.metric]
     cols = ["C", "lambda", "iterations", "objective", "train_loss", "violated_pairs", "w_norm",
-            f"valid_{result.metric}", f"valid_{result.metric}_se", *(f"valid_{m}" for m in others), "seconds", "chosen"]
+            f"valid_{result.metric}", f"valid_{result.metric}_se", *(f"valid_{m}" for m in others), "seconds",
+            "extended", "constant", "at_edge", "chosen"]
     with atomic_open(path) as fh:
         fh.write("\t".join(cols) + "\n")
         for i, p in enumerate(result.points):
             row = [p.C, 1.0 / p.C, p.iterations, p.objective, p.loss, p.n_active, p.w_norm, p.metric, p.metric_se,
-                   *(p.metrics.get(m, float("nan")) for m in others), round(p.seconds, 6), int(i == result.chosen)]
+                   *(p.metrics.get(m, float("nan")) for m in others), round(p.seconds, 6), int(p.extended),
+                   int(p.constant), (result.at_edge or "-") if i == result.chosen else "", int(i == result.chosen)]
             fh.write("\t".join(repr(v) if isinstance(v, float) else str(v) for v in row) + "\n")
 
 
@@ -312,11 +482,17 @@ def exact_path_points(train: Dataset, valid: Dataset, metric: str = DEFAULT_METR
     linear = kernel == "linear"
     points = []
     prev = 0.0
+    abs_data = np.abs(valid.data) if linear else None
     for b in res.breakpoints:
         coef = res.w_at(b.lam) if linear else res.beta_at(b.lam)
         m = float(b.metrics.get(metric, float("nan")))
+        constant = False
+        if linear:  # the first breakpoint has w = 0: its metric is the tie-breaking order's, never chosen
+            scores = csr_matvec(valid.data, valid.indices, valid.indptr, coef, np.empty(valid.n_rows))
+            constant = constant_scores(scores, linear_scale(valid, coef, abs_data), valid)
         points.append(PathPoint(b.C, 0, b.objective_C, b.hinge, b.n_one, float(norm(coef)), m, 0.0,
-                                b.seconds - prev, coef, None, {k: float(b.metrics.get(k, float("nan"))) for k in names}))
+                                b.seconds - prev, coef, None, {k: float(b.metrics.get(k, float("nan"))) for k in names},
+                                constant=constant))
         prev = b.seconds
 
     tiebreak = dataset_tiebreak(valid, convention)

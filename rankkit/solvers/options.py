@@ -214,11 +214,14 @@ WORDS = Words()
 # words are made here, once, naming the options through the caller's Words
 
 
-def stop_message(stop: str, detail: dict, words: Words | None = None) -> str:
+def stop_message(stop: str, detail: dict, words: Words | None = None, names: dict | None = None) -> str:
     """Why a solver stopped, in words: the option names of `words` (by default the command line's,
-    the words model files record as stop_reason; the Python face passes its own)."""
+    the words model files record as stop_reason; the Python face passes its own); `names` replaces
+    its table (a face with other options: `rankkit experiment` sets lambda by --grid and has no
+    learning-rate options, None there)."""
     words = words or WORDS
-    names = words.names
+    if names is None:
+        names = words.names
     d = detail
     if stop == "converged":  # the Newton driver's rule
         rel = "<=" if d.get("bound") else "="  # bound: CG's iterate proved it below this figure (H >= I)
@@ -262,6 +265,8 @@ def stop_message(stop: str, detail: dict, words: Words | None = None) -> str:
         remedy = d["remedy"]
         if remedy == "lower_C":
             hint = f"the step size is too large for this data: lower {names['C']}"
+        elif remedy == "lambda" and names.get("eta") is None:
+            hint = f"the step size is too large for this data: use a larger {names['lam']}"
         elif remedy == "lambda":
             hint = (f"the step size is too large for this data: use a larger {names['lam']}, or {names['eta']} basic "
                     f"with a smaller {names['eta0']}")
