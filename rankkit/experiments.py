@@ -31,9 +31,12 @@ Outputs under out_dir, each written atomically: FoldK/SOLVER.model, FoldK/SOLVER
 FoldK/SOLVER.vali.tsv (every grid point: its hyperparameters and validation metrics),
 FoldK/SOLVER.done.json (what a re-run reuses), results.json, results.tsv, results.txt and
 SOLVER.vali.svg (the validation metric along the grid, a line per fold). A fold's record is
-written last, after its model and scores, and names the SHA-256 of its inputs and settings and of
-the files it wrote: a re-run with the same inputs and settings reuses every fold whose record and
-files match, so an interrupted experiment resumes where it stopped.
+written last, after its model and scores, and names the SHA-256 of the bytes read from its inputs
+(computed while reading: a pipe is identified by its content), of its settings and of the files it
+wrote, and carries a checksum over its own content: a re-run with the same inputs and settings
+reuses every fold whose record is intact and whose files match, so an interrupted experiment
+resumes where it stopped; a record that does not verify is fitted again, said in one warning.
+Every input is read and checked before anything is created under out_dir.
 
 Reproducible: no timing or date enters the tables, the records or results.json, so they have the
 same bytes for any `jobs` and thread count (the model files carry their creation time and training
@@ -316,19 +319,22 @@ def check_inputs(folds) -> None:
 def _dir_problem(path: str) -> str | None:
     """Why `path` cannot be (or become) a directory rankkit writes into, or None: it exists and is a
     writable directory, or it does not exist and its nearest existing ancestor is one."""
-    if os.path.islink(path) and not os.path.exists(path):
+    def dangling(link: str) -> str:
         try:
-            target = os.readlink(path)
-        except OSError:
-            target = "?"
-        return f"it is a symbolic link to '{target}', which does not exist"
+            target = os.readlink(link)
+        except OSError as exc:  # /proc/1/cwd of another user's process
+            return f"'{link}' cannot be followed ({exc.strerror or exc})"
+        return f"'{link}' is a symbolic link to '{target}', which does not exist"
+
+    if os.path.islink(path) and not os.path.exists(path):
+        return dangling(path).replace(f"'{path}' is", "it is", 1)
     here = path
-    while not os.path.exists(here):
-        up = os.path.dirname(os.path.abspath(here))
-        if up == os.path.abspath(here):
+    while not os.path.exists(here):  # up the path as written (the kernel resolves '..' after links)
+        up = os.path.dirname(here.rstrip(os.sep)) or os.curdir
+        if up == here:
             return "no directory of its path exists"
         if os.path.islink(up) and not os.path.exists(up):
-            return f"'{up}' is a symbolic link to '{os.readlink(up)}', which does not exist"
+            return dangling(up)
         here = up
     if not os.path.isdir(here):
         return "it is not a directory" if here == path else f"'{here}' is not a directory"

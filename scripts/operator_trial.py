@@ -1026,6 +1026,12 @@ def experiment_inputs(ref: Ref) -> list[Case]:
             fine = cmd.startswith(f"{RK} path") and "O/Fold1" in name  # path writes O/Fold1.C1.model, not O/Fold1/
             cases.append(Case("experiment inputs", f"{name}: {cmd.split()[3]}", f"{setup}; exec {cmd}",
                               {"L": _letor_dir()}, outputs=("O/Fold1.C1.model",) if fine else (), must_fail=not fine))
+    for out, must in (("/dev/null", True), ("/dev/null/O", True), ("/proc/1/cwd/../O", True), ("/proc/self/O", True),
+                      ("lk/../O", False)):
+        cmd = f"mkdir -p real/sub && ln -s real/sub lk; exec {EXP} --fold {D} {V} {T} --out-dir {out} {fast}"
+        cases.append(Case("experiment inputs", f"--out-dir {out}", cmd, outputs=(), must_fail=must,
+                          check_ok=None if must else (lambda d, out: None if (d / "real" / "O" / "results.json").is_file()
+                                                      else "real/O/results.json not written")))
     for size in ("ro,size=1m", "size=4k", "size=12k", "size=24k", "size=36k"):
         for cmd in (f"{EXP} --fold {D} {V} {T} --out-dir mnt/O {fast}", f"{RK} path --folds L -C 1 --out-dir mnt/O"):
             cases.append(Case("experiment inputs", f"tmpfs {size}: {cmd.split()[3]}", _unshare(size, cmd),

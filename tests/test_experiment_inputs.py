@@ -101,6 +101,20 @@ def test_an_output_directory_that_cannot_be_made_is_one_line(tmp_path, case):
         assert (out if case == "out-is-a-file" else tmp_path / "p").read_text() == "keep me\n"
 
 
+@pytest.mark.parametrize("out", ["/dev/null", "/dev/null/o", "/proc/self/o"])
+def test_an_output_directory_in_a_device_or_proc_is_one_line(tmp_path, out):
+    proc = run_cli("experiment", "--fold", TRAIN, VALI, TEST, "--out-dir", out, *FAST, cwd=tmp_path)
+    assert_one_line_error(proc, f"'{out}'")
+
+
+def test_dot_dot_after_a_link_is_resolved_as_the_kernel_does(tmp_path):
+    """`lk/../o` with lk -> real/sub is real/o (the kernel follows lk first), not ./o."""
+    (tmp_path / "real" / "sub").mkdir(parents=True)
+    (tmp_path / "lk").symlink_to("real/sub")
+    rankkit.experiment([(TRAIN, VALI, TEST)], out_dir=str(tmp_path / "lk" / ".." / "o"), n_points=2)
+    assert (tmp_path / "real" / "o" / "results.json").is_file() and not (tmp_path / "o").exists()
+
+
 @pytest.mark.parametrize("name", ["Fold²", "Fold١", "Fold𝟚"])
 def test_a_fold_named_with_a_non_ascii_digit_is_refused(tmp_path, name):
     """Before: 'Fold²' passed str.isdigit() and int('²') raised ValueError (exit 1); 'Fold١' was read as
