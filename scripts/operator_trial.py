@@ -976,6 +976,134 @@ def python_misuse(ref: Ref, scratch: Path) -> list[Case]:
 
 
 # -- the trial -----------------------------------------------------------------------------------------
+# -- issue 35 (items 6, 7, 8): experiment's inputs, output directory and resume records ------------------
+def _letor_dir(names=("Fold1", "Fold2"), bad=None):
+    """A LETOR directory `L` of the sample's files; bad = (fold, part, line appended)."""
+    def make(d: Path):
+        for fold in names:
+            f = d / "L" / fold
+            f.mkdir(parents=True, exist_ok=True)
+            for part, src in (("train", SAMPLE_TRAIN), ("vali", SAMPLE_VALI), ("test", SAMPLE_TEST)):
+                shutil.copy(src, f / f"{part}.txt")
+        if bad is not None:
+            with open(d / "L" / bad[0] / f"{bad[1]}.txt", "ab") as fh:
+                fh.write(bad[2])
+    return make
+
+
+def _unshare(mount: str, command: str) -> str:
+    """`command` with ./mnt a tmpfs mounted with `mount` options, in a private mount namespace; a
+    machine without unshare -rm runs it unchanged on ./mnt, a plain directory (the case still holds)."""
+    inner = f"mount -t tmpfs -o {mount} tmpfs mnt 2>/dev/null || exit 97; {command}"
+    return (f"mkdir -p mnt; if unshare -rm true 2>/dev/null; then exec unshare -rm {shlex.quote(BASH)} -c "
+            f"{shlex.quote(inner)}; else {command}; fi")
+
+
+def experiment_inputs(ref: Ref) -> list[Case]:
+    """Nothing created before every input is read; one line for an output directory that cannot be
+    written and for odd fold names; records that name the data read and are verified."""
+    D, V, T = q(SAMPLE_TRAIN), q(SAMPLE_VALI), q(SAMPLE_TEST)
+    EXP = f"{RK} experiment"
+    fast = "--n-points 2 -m map"
+    nothing = "; rc=$?; if [ -e O ]; then echo 'rankkit: trial: O was created' >&2; exit 9; fi; exit $rc"
+    cases = []
+    for fold, part, line in [("Fold2", "test", b"1 qid:9 1:x\n"), ("Fold2", "train", b"1 qid:9 1:nan\n"),
+                             ("Fold2", "vali", b"x qid:9 1:1\n"), ("Fold3", "test", b"1 qid:9 0:1\n"),
+                             ("Fold3", "train", b"\x00\n")]:
+        files = {"L": _letor_dir(("Fold1", "Fold2", "Fold3"), (fold, part, line))}
+        for cmd in (f"{EXP} L --out-dir O {fast}", f"{EXP} L --out-dir O/deep {fast} --jobs 2",
+                    f"{RK} path --folds L -C 1 --out-dir O", f"{RK} path --folds L -C 1 -C 2 --out-dir O --jobs 2"):
+            cases.append(Case("experiment inputs", f"bad {fold}/{part}.txt: {cmd.split(None, 3)[3][:40]}",
+                              cmd + nothing, files, must_fail=True))
+    for name, setup in [("dangling --out-dir link", "ln -s nowhere O"),
+                        ("O/Fold1 a regular file", "mkdir O && echo keep > O/Fold1"),
+                        ("O/Fold1 a dangling link", "mkdir O && ln -s nowhere O/Fold1"),
+                        ("parent of O a file", "echo keep > P"),
+                        ("parent of O a dangling link", "ln -s nowhere P")]:
+        out = "P/O" if "parent" in name else "O"
+        for cmd in (f"{EXP} --fold {D} {V} {T} --out-dir {out} {fast}", f"{EXP} L --out-dir {out} {fast}",
+                    f"{RK} path --folds L -C 1 --out-dir {out}"):
+            fine = cmd.startswith(f"{RK} path") and "O/Fold1" in name  # path writes O/Fold1.C1.model, not O/Fold1/
+            cases.append(Case("experiment inputs", f"{name}: {cmd.split()[3]}", f"{setup}; exec {cmd}",
+                              {"L": _letor_dir()}, outputs=("O/Fold1.C1.model",) if fine else (), must_fail=not fine))
+    for out, must in (("/dev/null", True), ("/dev/null/O", True), ("/proc/1/cwd/../O", True), ("/proc/self/O", True),
+                      ("lk/../O", False)):
+        cmd = f"mkdir -p real/sub && ln -s real/sub lk; exec {EXP} --fold {D} {V} {T} --out-dir {out} {fast}"
+        cases.append(Case("experiment inputs", f"--out-dir {out}", cmd, outputs=(), must_fail=must,
+                          check_ok=None if must else (lambda d, out: None if (d / "real" / "O" / "results.json").is_file()
+                                                      else "real/O/results.json not written")))
+    for size in ("ro,size=1m", "size=4k", "size=12k", "size=24k", "size=36k"):
+        for cmd in (f"{EXP} --fold {D} {V} {T} --out-dir mnt/O {fast}", f"{RK} path --folds L -C 1 --out-dir mnt/O"):
+            cases.append(Case("experiment inputs", f"tmpfs {size}: {cmd.split()[3]}", _unshare(size, cmd),
+                              {"L": _letor_dir()}, must_fail=size.startswith("ro")))
+    for name in ("Fold²", "Fold١", "Fold𝟚", "Fold٣"):
+        for cmd in (f"{EXP} L {fast}", f"{RK} path --folds L", f"{RK} path --folds L -C 1 --out-dir O"):
+            cases.append(Case("experiment inputs", f"{name}: {cmd.split()[3]}", f"exec {cmd}" + nothing,
+                              {"L": _letor_dir(("Fold1", name))}, must_fail=True))
+    cases.append(Case("experiment inputs", "Fold01 and Fold1", f"exec {EXP} L {fast}",
+                      {"L": _letor_dir(("Fold01", "Fold1"))}))
+    cases.append(Case("experiment inputs", "Fold1 a regular file", f"echo x > L/Fold3; exec {EXP} L {fast}",
+                      {"L": _letor_dir(("Fold1", "Fold2"))}, must_fail=True))
+    cases.append(Case("experiment inputs", "--fold - once", f"exec {EXP} --fold - {V} {T} {fast}",
+                      stdin=SAMPLE_TRAIN.read_bytes()))
+    cases.append(Case("experiment inputs", "--fold - twice", f"exec {EXP} --fold - - {T} {fast}" + nothing,
+                      stdin=SAMPLE_TRAIN.read_bytes(), must_fail=True))
+    cases.append(Case("experiment inputs", "--fold /dev/stdin twice", f"exec {EXP} --fold /dev/stdin /dev/stdin {T} "
+                      f"{fast}", stdin=SAMPLE_TRAIN.read_bytes(), must_fail=True))
+    # resume: a pipe resumed with other data is fitted again, and says what a fresh run says
+    figures = "grep -E '^(Fold1|mean)'"
+    fail = "{ echo 'rankkit: trial: %s' >&2; exit 9; }"
+    resume = (f"cat {D} | {EXP} --fold /dev/stdin {V} {T} --out-dir O {fast} -v > a.txt 2>/dev/null || exit $?; "
+              f"head -300 {D} > h.txt; head -300 {D} | {EXP} --fold /dev/stdin {V} {T} --out-dir O {fast} -v > b.txt "
+              f"2> b.err || exit $?; {EXP} --fold h.txt {V} {T} {fast} > c.txt || exit $?; "
+              f"grep -q reusing b.err && {fail % 'reused another run'}; "
+              f"diff <({figures} b.txt) <({figures} c.txt) >/dev/null || {fail % 'not the figures of a fresh run'}")
+    cases.append(Case("experiment inputs", "resume from a pipe with other data", resume, stdin=None))
+    for name, edit, why in [
+            ("test map", "import json,sys; p=sys.argv[1]; r=json.load(open(p)); r['test']['map']=0.999; "
+                         "json.dump(r, open(p,'w'))", "checksum"),
+            ("chosen C", "import json,sys; p=sys.argv[1]; r=json.load(open(p)); r['chosen']={'C': 1e3}; "
+                         "json.dump(r, open(p,'w'))", "checksum"),
+            ("checksum removed", "import json,sys; p=sys.argv[1]; r=json.load(open(p)); del r['checksum']; "
+                                 "json.dump(r, open(p,'w'))", "checksum"),
+            ("cut", "import sys; p=sys.argv[1]; b=open(p,'rb').read(); open(p,'wb').write(b[:len(b)//2])", "damaged"),
+            ("scores edited", "import sys; p=sys.argv[1].replace('done.json','test.scores'); "
+                              "t=open(p).read(); open(p,'w').write(t.replace(chr(10), '1'+chr(10), 1))", "scores")]:
+        script = (f"{EXP} --fold {D} {V} {T} --out-dir O {fast} > a.txt 2>/dev/null || exit $?; "
+                  f"{shlex.quote(PY)} -c {shlex.quote(edit)} O/Fold1/newton.done.json || exit 8; "
+                  f"{EXP} --fold {D} {V} {T} --out-dir O {fast} > b.txt 2> b.err || exit $?; "
+                  f"cmp -s a.txt b.txt || {fail % 'figures differ from the first run'}; "
+                  f"[ $(grep -c 'fitted again' b.err) = 1 ] && grep -q {why} b.err || {fail % 'not said in one line'}")
+        cases.append(Case("experiment inputs", f"edited record: {name}", script))
+    return cases
+
+
+# -- issue 35 (item 11): a model reader stops at a wrong first line --------------------------------------
+def model_heads(ref: Ref) -> list[Case]:
+    """A large data file (or blank lines) given as MODEL is refused at its first block: one line,
+    exit 2, within 300 MB (measured by /usr/bin/time when present)."""
+    T = q(SAMPLE_TEST)
+    timer = "/usr/bin/time" if os.access("/usr/bin/time", os.X_OK) else None
+    line = SAMPLE_TRAIN.read_bytes().splitlines()[0].decode()
+    cases = []
+    for source, what in [(f"yes {shlex.quote(line)} | head -c 400000000", "400 MB of LETOR lines"),
+                         ("yes '' | head -c 400000000", "400 MB of blank lines"),
+                         (f"{{ echo 'rankkit-model 2'; yes {shlex.quote(line)} | head -c 100000000; }}",
+                          "a rankkit first line, then 100 MB of data")]:
+        for fmt in ("", " --model-format liblinear", " --model-format sofia-ml", " --model-format svm_rank"):
+            if "rankkit first line" in what and fmt:
+                continue
+            cmd = f"{RK} predict {T} - s.txt{fmt}"
+            if timer:
+                script = (f"{source} | {timer} -o mem.txt -f %M {cmd}; rc=$?; kb=$(tail -1 mem.txt); "
+                          f"if [ \"$kb\" -gt 300000 ] && [ \"{what[-4:]}\" != data ]; then "
+                          f"echo \"rankkit: trial: $kb KB\" >&2; exit 9; fi; exit $rc")
+            else:
+                script = f"{source} | exec {cmd}"
+            cases.append(Case("model heads", f"{what}{fmt or ' (auto)'}", script, must_fail=True, stdin=None))
+    return cases
+
+
 _trial_env: dict = {}
 
 
@@ -1021,6 +1149,7 @@ def main(argv=None) -> int:
         bad_inputs(ref), bad_models(ref), cli_misuse(ref), environment(ref, scratch), full_disk(ref), streams(ref),
         signals(ref, 5 if args.quick else 120, rng, durations), resources(ref, rng),
         concurrency(ref, 2 if args.quick else 24), python_misuse(ref, scratch),
+        experiment_inputs(ref), model_heads(ref),
     ]
     cases = [c for fam in families for c in fam]
     if args.family:
