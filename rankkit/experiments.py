@@ -56,8 +56,8 @@ from rankkit.config import DEFAULT_CONVENTION, DEFAULT_PERMUTATIONS, __version__
 from rankkit.data import Dataset
 from rankkit.errors import UsageError
 from rankkit.evaluation import dataset_table, dataset_tiebreak, mean_skipping_nan, summarize
-from rankkit.io.atomic import atomic_open, check_output
-from rankkit.io.files import display_name
+from rankkit.io.atomic import atomic_open, check_output, output_directory
+from rankkit.io.files import display_name, open_regular
 from rankkit.io.groups import find_group_file
 from rankkit.io.model import Model, write_model
 from rankkit.io.output import write_scores
@@ -294,9 +294,11 @@ def _fit_grid(solver, points, train, valid, names, convention, select, kernel, i
     return chosen, rows, model, notes
 
 
-def _sha256(path: str) -> str:
+def _sha256(path: str, regular: bool = False) -> str:
+    """The file's SHA-256; `regular`: only of a regular file (an output in OUT: a FIFO there is
+    not one, and must not hang the check), else OSError."""
     h = hashlib.sha256()
-    with open(path, "rb") as fh:
+    with (open_regular(path) if regular else open(path, "rb")) as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):
             h.update(block)
     return h.hexdigest()
@@ -353,12 +355,12 @@ def _write_vali_table(path: str, rows: list, chosen: int, names, params) -> None
 def _read_record(path: str, digest: str, out: str) -> dict | None:
     """The record of a finished (fold, solver) when it and the files it names match, else None."""
     try:
-        with open(path, encoding="utf-8") as fh:
-            rec = json.load(fh)
+        with open_regular(path) as fh:
+            rec = json.loads(fh.read().decode("utf-8"))
         if rec.get("digest") != digest:
             return None
         for name, sha in rec["files"].items():
-            if _sha256(os.path.join(out, name)) != sha:
+            if _sha256(os.path.join(out, name), regular=True) != sha:
                 return None
         return rec
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
@@ -569,8 +571,9 @@ def experiment(folds, solvers=DEFAULT_SOLVERS, metrics=DEFAULT_METRICS, *, conve
         training.plan(s, params, stochastic, kmap)  # an option the solver does not take: now
     inputs = tuple(p for f in folds for p in (f.train, f.valid, f.test))
     if out_dir is not None:
+        output_directory(out_dir)  # no empty name, no link planted in a shared directory
         for f in folds:
-            os.makedirs(os.path.join(out_dir, f.name), exist_ok=True)
+            output_directory(os.path.join(out_dir, f.name))
         outputs = []
         for f in folds:
             for s in solvers:

@@ -18,7 +18,7 @@ from rankkit.app.report import aligned
 from rankkit.app.train import train
 from rankkit.distributed.path import path_one
 from rankkit.errors import UsageError
-from rankkit.io.atomic import check_output
+from rankkit.io.atomic import check_output, output_directory
 from rankkit.io.model import write_model
 from rankkit.io.svmlight import display_name, read_svmlight
 from rankkit.config import DEFAULT_CONVENTION
@@ -168,8 +168,7 @@ def _path_fixed_c(folds, Cs, out_dir, table, names, zero_based, group_queries, l
     if folds is None or any(v is not None for v in others):
         raise UsageError("-C values go with --folds DIR only (no TRAIN VALID, --out-model, --plot or --method)")
     metric = names[0]
-    out_dir = out_dir or "."
-    os.makedirs(out_dir, exist_ok=True)
+    out_dir = output_directory("." if out_dir is None else out_dir)
     inputs = tuple(os.path.join(folds, d, f) for d in fold_dirs(folds) for f in ("train.txt", "vali.txt", "test.txt"))
     models = [os.path.join(out_dir, fixed_c_model_name(d, C)) for d in fold_dirs(folds) for C in Cs]
     for m in models:
