@@ -581,6 +581,8 @@ def experiment(folds, solvers=DEFAULT_SOLVERS, metrics=DEFAULT_METRICS, *, conve
                                      (".done.json", "file")):
                     path = os.path.join(out_dir, f.name, s + suffix)
                     check_output(path, inputs, kind=kind, outputs=tuple(outputs))
+                    if os.path.exists(path) and not os.path.isfile(path):  # a FIFO: never read nor written
+                        raise UsageError(f"cannot write '{path}': it exists and is not a regular file")
                     outputs.append(path)
         for name in ("results.json", "results.tsv", "results.txt", *(f"{s}.vali.svg" for s in solvers)):
             check_output(os.path.join(out_dir, name), inputs, outputs=tuple(outputs))
