@@ -102,7 +102,8 @@ def whole_writes_stdout() -> None:
         raw = WholeWrites(1, "w", closefd=False)
         buffered = io.BufferedWriter(raw)
         sys.stdout = io.TextIOWrapper(buffered, encoding=stream.encoding, errors=stream.errors,
-                                      line_buffering=stream.line_buffering)
+                                      line_buffering=stream.line_buffering,
+                                      write_through=getattr(stream, "write_through", False))  # python -u
     except (AttributeError, OSError, ValueError, io.UnsupportedOperation):
         return
 

@@ -9,7 +9,13 @@ place. A replaced file keeps its permission bits (and, where we may set them, ow
 `RankSVM.save`, `dump_svmlight_file`, Dask outputs), run before any work: an output must be
 writable, must not be one of the command's inputs (compared by device and inode, so links and other
 spellings of the path count), never replaces LETOR/SVMlight data unless it is data itself, and only
-a model replaces a model (a compressed file is judged by its decompressed start)."""
+a model replaces a model (a compressed file is judged by its decompressed start).
+
+Every output path is resolved here, link by link, with the kernel's protected_symlinks rule
+(resolve_output): in a sticky world-writable directory a link, FIFO, device or socket planted by a
+user who is neither the caller nor the directory's owner is refused. FIFOs are opened without
+blocking (FIFO_WAIT seconds for a reader); every write is whole or raises (console.WholeWrites);
+`output_directory` checks and creates an `--out-dir`."""
 
 from __future__ import annotations
 
@@ -78,6 +84,8 @@ def _owner(uid: int) -> str:
 
 def _trusted(st: os.stat_result, directory: str) -> bool:
     """`st`, found in `directory`, may be followed or written into by this process."""
+    if not hasattr(os, "geteuid"):
+        return True  # no owners to compare (not a POSIX system)
     try:
         dst = os.stat(directory)
     except OSError:
