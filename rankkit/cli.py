@@ -517,7 +517,9 @@ def predict(files, dask, out_dir, fmt, tag, zero_based, group_queries, group_fil
             raise click.UsageError("predict --dask needs PARTS... MODEL " + ("" if out_dir else "OUT"),
                                    ctx=click.get_current_context())
         if out_dir is not None:
-            os.makedirs(out_dir, exist_ok=True)  # as path and experiment: --out-dir is created
+            from rankkit.io.atomic import output_directory
+
+            output_directory(out_dir)  # as path and experiment: --out-dir is created
             parts, model_file, out_file = files[:-1], files[-1], None
         else:
             parts, model_file, out_file = files[:-2], files[-2], files[-1]
@@ -929,6 +931,7 @@ def main(argv=None) -> None:
 
     threads.pause_gc()  # perf: off during the start, back on later (rankkit/threads.py)
     console.guard_standard_fds()
+    console.whole_writes_stdout()  # a write the device takes only in part raises (a full disk)
     # the package's first handlers (rankkit/__init__.py: one line, 128 + N, at once) stay until the
     # `try` below installs the CLI's own: nothing before it opens or writes anything, and a signal
     # landing between installing them and the `try` would escape as a traceback

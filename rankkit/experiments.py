@@ -67,8 +67,8 @@ from rankkit.config import DEFAULT_CONVENTION, DEFAULT_PERMUTATIONS, __version__
 from rankkit.data import Dataset
 from rankkit.errors import UsageError
 from rankkit.evaluation import dataset_table, dataset_tiebreak, mean_skipping_nan, summarize
-from rankkit.io.atomic import atomic_open, check_output
-from rankkit.io.files import display_name
+from rankkit.io.atomic import atomic_open, check_output, check_output_directory, output_directory
+from rankkit.io.files import display_name, open_regular
 from rankkit.io.groups import resolve as resolve_groups
 from rankkit.io.model import Model, write_model
 from rankkit.io.output import write_scores
@@ -441,9 +441,11 @@ def _option_names(solver: str, style: str) -> dict:
     return names
 
 
-def _sha256(path: str) -> str:
+def _sha256(path: str, regular: bool = False) -> str:
+    """The file's SHA-256; `regular`: only of a regular file (an output in OUT: a FIFO there is
+    not one, and must not hang the check), else OSError."""
     h = hashlib.sha256()
-    with open(path, "rb") as fh:
+    with (open_regular(path) if regular else open(path, "rb")) as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):
             h.update(block)
     return h.hexdigest()
@@ -493,8 +495,10 @@ def _dir_problem(path: str) -> str | None:
 def check_out_dir(out_dir: str, subdirs=()) -> None:
     """out_dir and its subdirectories can be created or written into (UsageError naming the one
     that cannot: a regular file, a dangling symbolic link, a read-only file system, no permission);
-    nothing is created."""
+    nothing is created. The rules of every output come first (rankkit.io.atomic.check_output_directory:
+    no empty name, no link or special file planted by another user in a shared directory)."""
     for d in (out_dir, *(os.path.join(out_dir, n) for n in subdirs)):
+        check_output_directory(d)
         problem = _dir_problem(d)
         if problem is not None:
             raise UsageError(f"cannot write into '{d}': {problem}")
@@ -505,7 +509,9 @@ def make_out_dirs(out_dir: str, subdirs=()) -> None:
     put there meanwhile) is one UsageError naming the directory."""
     for d in (out_dir, *(os.path.join(out_dir, n) for n in subdirs)):
         try:
-            os.makedirs(d, exist_ok=True)
+            output_directory(d)  # the shared-directory rules again, at the moment of creating it
+        except UsageError:
+            raise
         except OSError as exc:
             raise UsageError(f"cannot create directory '{d}': {exc.strerror or exc}") from None
 
@@ -520,6 +526,8 @@ def _check_outputs(out_dir: str, folds, solvers) -> None:
     def check(path, kind="file"):
         if os.path.isdir(os.path.dirname(path) or "."):
             check_output(path, inputs, kind=kind, outputs=tuple(outputs))
+            if os.path.exists(path) and not os.path.isfile(path):  # a FIFO: never read nor written
+                raise UsageError(f"cannot write '{path}': it exists and is not a regular file")
         outputs.append(path)
 
     for f in folds:
@@ -572,7 +580,7 @@ def _read_record(path: str, digest: str, out: str) -> tuple[dict | None, str | N
             if os.path.basename(name) != name:
                 return None, "names a file outside its directory"
             try:
-                if _sha256(os.path.join(out, name)) != sha:
+                if _sha256(os.path.join(out, name), regular=True) != sha:
                     return None, f"does not match {os.path.join(out, name)} (changed after the record was written)"
             except OSError:
                 return None, f"names {os.path.join(out, name)}, which cannot be read"

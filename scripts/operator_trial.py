@@ -259,7 +259,7 @@ def _snapshot(d: Path) -> dict:
     for root, dirs, files in os.walk(d):
         for f in files:
             p = Path(root) / f
-            if p.is_symlink():
+            if p.is_symlink() or not p.is_file():  # a FIFO (read, it would hang the harness), a socket
                 continue
             try:
                 snap[str(p.relative_to(d))] = p.read_bytes()
@@ -975,6 +975,163 @@ def python_misuse(ref: Ref, scratch: Path) -> list[Case]:
     return cases
 
 
+# -- shared directories and short writes (issue 35: items 1, 3, 4, 5, 10) ------------------------------
+def _nobody() -> tuple[int, int] | None:
+    """uid and gid of user nobody, when this trial runs as root (planting as another user)."""
+    try:
+        import pwd
+
+        pw = pwd.getpwnam("nobody")
+    except (ImportError, KeyError):
+        return None
+    return (pw.pw_uid, pw.pw_gid) if os.geteuid() == 0 else None
+
+
+def _planted(kind: str, name: str, target: str = "notes.txt"):
+    """A setup: `shr/`, sticky and world-writable, holding `name` planted by nobody (a link to
+    `target`, relative to the case directory, or a FIFO or socket); `notes.txt` a 0600 root file and
+    `precious/` a directory, both of which must stay untouched."""
+    def make(d: Path):
+        uid, gid = _nobody()
+        (d / "notes.txt").write_bytes(b"root's notes\n")
+        os.chmod(d / "notes.txt", 0o600)
+        (d / "precious").mkdir()
+        (d / "precious" / "keep.txt").write_bytes(b"keep\n")
+        shr = d / "shr"
+        shr.mkdir()
+        os.chmod(shr, 0o1777)
+        where = shr / name
+        if kind == "link":
+            os.symlink(target if target.startswith("/") else str(d / target), where)
+        elif kind == "fifo":
+            os.mkfifo(where, 0o666)
+        else:
+            import socket
+
+            sock = socket.socket(socket.AF_UNIX)
+            sock.bind(str(where))
+            sock.close()
+        os.lchown(where, uid, gid)  # as if nobody had made it (the pytest twin plants it as nobody)
+    return make
+
+
+def shared_directories(ref: Ref) -> list[Case]:
+    """Links, FIFOs and sockets planted by another user in a sticky world-writable directory, for
+    every output; what the rule allows; FIFOs nobody reads; empty and 255-byte output names."""
+    D, V, T = q(SAMPLE_TRAIN), q(SAMPLE_VALI), q(SAMPLE_TEST)
+    M = q(ref.model)
+    F = "folds"
+    folds = {"folds": lambda d: _folds(d)}
+    cases = []
+    if _nobody() is not None:
+        outputs = {
+            "predict OUT": f"predict {T} {M} OUT", "predict --format trec OUT": f"predict {T} {M} OUT --format trec",
+            "predict --format ranked OUT": f"predict {T} {M} OUT --format ranked",
+            "train MODEL": f"train {D} OUT -C 0.01",
+            "train --save-factors": f"train {D} f.model --solver factorized -K 2 --iterations 200 --save-factors OUT",
+            "path --table": f"path {D} {V} --n-points 3 --table OUT", "path --plot": f"path {D} {V} --n-points 3 --plot OUT",
+            "path --out-model": f"path {D} {V} --n-points 3 --out-model OUT",
+            "path --folds --table": f"path --folds {F} -C 0.1 --out-dir mdir --table OUT",
+            "convert OUT": f"convert {M} OUT --to svm_rank",
+        }
+        for label, cmd in outputs.items():
+            for kind in ("link", "fifo"):
+                cases.append(Case("shared dirs", f"{kind} of nobody: {label}", f"exec {RK} {cmd.replace('OUT', 'shr/o')}",
+                                  {"setup": _planted(kind, "o"), **folds}, must_fail=True))
+        for label, cmd in [("experiment --out-dir", f"experiment {F} --out-dir shr/d --n-points 2 -m map"),
+                           ("experiment --out-dir below", f"experiment {F} --out-dir shr/d/sub --n-points 2 -m map"),
+                           ("path --folds --out-dir", f"path --folds {F} -C 0.1 --out-dir shr/d"),
+                           ("a parent of MODEL", f"train {D} shr/d/m.model -C 0.01"),
+                           ("a parent of OUT", f"predict {T} {M} shr/d/s.txt")]:
+            cases.append(Case("shared dirs", f"link to a directory: {label}", f"exec {RK} {cmd}",
+                              {"setup": _planted("link", "d", "precious"), **folds}, must_fail=True))
+        for label, target in (("a device", "/dev/null"), ("a chain", "shr/o2")):
+            cases.append(Case("shared dirs", f"link to {label}", f"exec {RK} predict {T} {M} shr/o",
+                              {"setup": _planted("link", "o", target)}, must_fail=True))
+        cases.append(Case("shared dirs", "socket of nobody", f"exec {RK} predict {T} {M} shr/o",
+                          {"setup": _planted("socket", "o")}, must_fail=True))
+        save = f"import rankkit; m = rankkit.load_model({str(ref.model)!r}); m.save('shr/o')"
+        for kind in ("link", "fifo"):
+            cases.append(Case("shared dirs", f"Python save() into a {kind} of nobody",
+                              f"exec {shlex.quote(PY)} -c {shlex.quote(PY_ONE_LINE.format(body=save))}",
+                              {"setup": _planted(kind, "o")}, must_fail=True))
+
+        def own_link(d: Path):
+            shr = d / "shr"
+            shr.mkdir()
+            os.chmod(shr, 0o1777)
+            os.symlink(str(d / "s.txt"), shr / "o")
+        cases.append(Case("shared dirs", "own link in a shared directory", f"exec {RK} predict {T} {M} shr/o",
+                          {"setup": own_link}, ("s.txt",), check_ok=same_as("s.txt", ref.scores)))
+    wait = f"; rc=$?; wait; exit $rc"
+    cases += [
+        Case("shared dirs", "own FIFO with a reader", f"mkfifo p; cat p > got.txt & {RK} predict {T} {M} p{wait}",
+             outputs=("got.txt",), check_ok=same_as("got.txt", ref.scores)),
+        Case("shared dirs", "own FIFO nobody reads", f"mkfifo p; exec {RK} predict {T} {M} p", must_fail=True),
+        Case("shared dirs", "/dev/stdout", f"exec {RK} predict {T} {M} /dev/stdout", check_ok=stdout_is(ref.scores)),
+        Case("shared dirs", "process substitution", f"exec {RK} predict {T} {M} >(cat)", check_ok=stdout_is(ref.scores)),
+        Case("shared dirs", "/dev/fd/N", f"exec {RK} predict {T} {M} /dev/fd/5 5>s.txt", outputs=("s.txt",),
+             check_ok=same_as("s.txt", ref.scores)),
+        Case("shared dirs", "FIFO as an experiment record",
+             f"mkdir -p out/Fold1; mkfifo out/Fold1/newton.done.json; exec {RK} experiment {F} --out-dir out "
+             "--n-points 2 -m map", {**folds}, must_fail=True),
+    ]
+    keep = {"results.txt": b"mine\n", **folds}
+    for label, cmd in [("experiment --out-dir ''", f"experiment {F} --out-dir '' --n-points 2 -m map"),
+                       ("path --folds --out-dir ''", f"path --folds {F} -C 0.1 --out-dir ''"),
+                       ("predict OUT ''", f"predict {T} {M} ''")]:
+        cases.append(Case("shared dirs", label, f"exec {RK} {cmd}", keep, must_fail=True))
+    code = "import rankkit; rankkit.experiment('folds', metrics=('map',), n_points=2, out_dir='')"
+    cases.append(Case("shared dirs", "Python experiment(out_dir='')",
+                      f"exec {shlex.quote(PY)} -c {shlex.quote(PY_ONE_LINE.format(body=code))}", keep, must_fail=True))
+    for n in (228, 240, 254, 255):
+        name = "s" * (n - 4) + ".txt"
+        cases.append(Case("shared dirs", f"a {n}-byte OUT", f"exec {RK} predict {T} {M} {name}", outputs=(name,),
+                          check_ok=same_as(name, ref.scores)))
+    wide = "é" * 127 + "x"  # 255 bytes of UTF-8
+    cases.append(Case("shared dirs", "a 255-byte OUT of two-byte characters", f"exec {RK} predict {T} {M} {wide}",
+                      outputs=(wide,), check_ok=same_as(wide, ref.scores)))
+    cases.append(Case("shared dirs", "a 255-byte MODEL", f"exec {RK} train {D} {'m' * 249}.model -C 0.01",
+                      outputs=("m" * 249 + ".model",), check_ok=same_as("m" * 249 + ".model", ref.model_bytes)))
+    return cases
+
+
+# a Python face case: a UsageError is one line and exit 2 (as the CLI words it)
+PY_ONE_LINE = ("import sys\nfrom rankkit.errors import RankkitError\ntry:\n    {body}\n"
+               "except RankkitError as e:\n    print('rankkit: error:', e, file=sys.stderr); sys.exit(2)\n")
+
+
+def short_writes(ref: Ref) -> list[Case]:
+    """Every command's stdout into a file that fills up part way (RLIMIT_FSIZE at 10%, 50% and 90% of
+    the output, and a 64 KB tmpfs in a private mount namespace): exit 2 in one line, never exit 0
+    with part of the output."""
+    T = q(SAMPLE_TEST)
+    M, S = q(ref.model), q(ref.base / "s.txt")
+    commands = [f"predict {T} {M}", f"predict {T} {M} --format trec", f"predict {T} {M} --format ranked",
+                f"eval {T} {S}", f"eval {T} {S} --per-query", f"eval {T} {S} --format json --per-query",
+                f"eval {T} {S} --format tsv --per-query", f"convert {M} - --to svm_rank"]
+    cases = []
+    for cmd in commands:
+        full = subprocess.run([BASH, "-c", f"{RK} {cmd}"], cwd=ref.base, env=ref.env, capture_output=True, timeout=300)
+        size = len(full.stdout)
+        for frac in (0.1, 0.5, 0.9):
+            n = max(1, int(size * frac))
+            wrapper = f"{shlex.quote(PY)} -c {shlex.quote(FSIZE.format(n=n))}"
+            cases.append(Case("short writes", f"stdout > file, {n} of {size} bytes: {cmd}", f"{wrapper} {cmd} > out.txt",
+                              outputs=("out.txt",), must_fail=True))
+    unshare = shutil.which("unshare")
+    if unshare and os.geteuid() == 0:
+        big = lambda d: (d / "big.txt").write_bytes(  # noqa: E731 - ~5x the sample: > 64 KB of output
+            b"".join(SAMPLE_TEST.read_bytes().replace(b"qid:", f"qid:{k}0".encode()) for k in range(1, 6)))
+        for cmd in (f"predict big.txt {M} --format trec", f"predict big.txt {M} --format ranked",
+                    f"predict big.txt {M} mnt/s.txt --format trec"):
+            redirect = "" if "mnt/" in cmd else " > mnt/s.txt"
+            script = (f"mkdir mnt && exec {unshare} -m {BASH} -c "
+                      + shlex.quote(f"mount -t tmpfs -o size=64k tmpfs mnt && exec {RK} {cmd}{redirect}"))
+            cases.append(Case("short writes", f"64 KB tmpfs: {cmd}{redirect}", script, {"big": big}, must_fail=True))
+    return cases
+
+
 # -- the trial -----------------------------------------------------------------------------------------
 # -- issue 35 (items 6, 7, 8): experiment's inputs, output directory and resume records ------------------
 def _letor_dir(names=("Fold1", "Fold2"), bad=None):
@@ -1149,7 +1306,7 @@ def main(argv=None) -> int:
         bad_inputs(ref), bad_models(ref), cli_misuse(ref), environment(ref, scratch), full_disk(ref), streams(ref),
         signals(ref, 5 if args.quick else 120, rng, durations), resources(ref, rng),
         concurrency(ref, 2 if args.quick else 24), python_misuse(ref, scratch),
-        experiment_inputs(ref), model_heads(ref),
+        experiment_inputs(ref), model_heads(ref), shared_directories(ref), short_writes(ref),
     ]
     cases = [c for fam in families for c in fam]
     if args.family:

@@ -280,13 +280,14 @@ def test_sigterm_while_writing_scores_leaves_no_temp_file(tmp_path, primed):
 
 
 AT_MKSTEMP = """
-import os, signal, tempfile
-_real = tempfile.mkstemp
-def _mkstemp(*a, **k):
+import os, signal
+import rankkit.io.atomic as atomic
+_real = atomic._create_temporary
+def _made(*a, **k):
     made = _real(*a, **k)
     os.kill(os.getpid(), signal.{sig})  # the file exists; atomic_open does not hold its name yet
     return made
-tempfile.mkstemp = _mkstemp
+atomic._create_temporary = _made
 """
 
 

@@ -169,8 +169,8 @@ def _path_fixed_c(folds, Cs, out_dir, table, names, zero_based, group_queries, l
     if folds is None or any(v is not None for v in others):
         raise UsageError("-C values go with --folds DIR only (no TRAIN VALID, --out-model, --plot or --method)")
     metric = names[0]
-    out_dir = out_dir or "."
-    check_out_dir(out_dir)
+    out_dir = "." if out_dir is None else out_dir
+    check_out_dir(out_dir)  # no empty name, no planted link; nothing created before the inputs are read
     inputs = tuple(os.path.join(folds, d, f) for d in fold_dirs(folds) for f in ("train.txt", "vali.txt", "test.txt"))
     models = [os.path.join(out_dir, fixed_c_model_name(d, C)) for d in fold_dirs(folds) for C in Cs]
     if os.path.isdir(out_dir):
