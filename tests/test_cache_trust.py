@@ -178,3 +178,16 @@ def test_open_trusted_reads_only_files_no_one_else_could_have_written(tmp_path):
     os.mkfifo(tmp_path / "p.nbi")
     with pytest.raises(PermissionError):  # refused, and no hang waiting for a writer
         aot.open_trusted(str(tmp_path / "p.nbi"))
+
+
+def test_numba_config_file_in_the_working_directory_is_not_read(tmp_path, filled):
+    """numba reads .numba_config.yaml from the current directory: in a shared one another user's
+    file chose where root's run wrote (chrome_trace: any path) and which cache it used. Before: the
+    trace file was written."""
+    pytest.importorskip("yaml")  # numba reads the file only with PyYAML installed
+    (tmp_path / ".numba_config.yaml").write_text(f"chrome_trace: {tmp_path / 'TRACE.json'}\ncache_dir: {tmp_path / 'c'}\n")
+    env = dict(_env(), NUMBA_CACHE_DIR=str(filled["cache"]), RANKKIT_AOT="0")
+    proc = run(["predict", SAMPLE_TEST, filled["model"], "s.txt"], tmp_path, env)
+    assert proc.returncode == 0 and proc.stderr == b"", proc.stderr
+    assert not (tmp_path / "TRACE.json").exists() and not (tmp_path / "c").exists()
+    assert (tmp_path / "s.txt").read_bytes() == filled["scores"]

@@ -39,6 +39,34 @@ from rankkit import threads as _threads
 
 _threads.configure_runtime()  # idle OpenMP threads sleep: must precede numba loading its threading layer
 
+
+def _import_numba_without_the_working_directorys_config() -> None:
+    """numba reads `.numba_config.yaml` from the current directory when it is imported and again at
+    every compile (with PyYAML installed, as the Dask extra does): in a shared directory another
+    user's file would choose what root's run writes (NUMBA_CHROME_TRACE, NUMBA_DUMP_HTML: any
+    path), which cache it loads and which code it compiles. rankkit takes numba's settings from the
+    environment only: during numba's import `import yaml` fails (its config then never parses the
+    file; the warning it gives for a file it cannot parse is dropped), and later reloads look for a
+    file that is never one."""
+    if "numba" not in sys.modules:
+        import warnings
+
+        saved = sys.modules.get("yaml")
+        sys.modules["yaml"] = None  # an ImportError for numba.core.config's `import yaml`
+        try:
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore", message="A Numba config file is found")
+                import numba.core.config  # noqa: F401
+        finally:
+            if saved is not None:
+                sys.modules["yaml"] = saved
+            elif sys.modules.get("yaml", 0) is None:
+                del sys.modules["yaml"]
+    sys.modules["numba.core.config"]._config_fname = os.devnull  # exists, and is never a regular file
+
+
+_import_numba_without_the_working_directorys_config()
+
 import numba  # noqa: E402
 import numba.core.event  # noqa: E402
 from numba.core.caching import FunctionCache, IndexDataCacheFile, UserProvidedCacheLocator  # noqa: E402
