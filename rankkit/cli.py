@@ -905,6 +905,13 @@ def main(argv=None) -> None:
         console.say(f"rankkit: error: {exc}")
         sys.exit(exc.exit_code)
     problem = threads.check_environment()  # before numba is imported
+    if problem is None:
+        from rankkit import resources
+
+        try:
+            resources.memory_limit_setting()
+        except RankkitError as exc:
+            problem = str(exc)
     if problem is not None:
         console.say(f"rankkit: error: {problem}")
         sys.exit(EXIT_USAGE)
@@ -989,7 +996,7 @@ def _fail(exc: BaseException) -> None:
         sys.exit(EXIT_USAGE)
     from rankkit import limits
 
-    short = limits.out_of_memory(exc)  # exit 3, whichever allocation failed
+    short = limits.out_of_resources(exc)  # exit 3: whichever allocation, file, thread or process failed
     if short is not None:
         console.say(f"rankkit: error: {short}")
         sys.exit(short.exit_code)
