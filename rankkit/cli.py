@@ -877,12 +877,31 @@ def ignore_signals() -> None:
                 return
 
 
+def _quiet_after_the_outcome() -> None:
+    """The outcome is decided and said in one line: what is still shutting down in other threads
+    prints nothing more. A local Dask cluster interrupted while it starts or runs closes in its own
+    thread and logged 20-30 lines (and sometimes a CommClosedError traceback) after rankkit's line;
+    its loggers, threads' exceptions and objects collected at exit stay silent."""
+    if "distributed" not in sys.modules:
+        return
+    import logging
+    import threading
+
+    prefixes = ("distributed", "tornado", "asyncio", "bokeh")
+    for name in [*prefixes, *[n for n in list(logging.root.manager.loggerDict) if n.startswith(prefixes)]]:
+        lg = logging.getLogger(name)
+        lg.handlers, lg.propagate, lg.disabled = [], False, True
+    threading.excepthook = lambda args: None
+    sys.unraisablehook = lambda args: None
+
+
 def _interrupted_exit() -> None:
     import signal
 
     from rankkit import console, interrupts
 
     ignore_signals()
+    _quiet_after_the_outcome()
     signum = interrupts.received()
     console.say(f"rankkit: interrupted by {signal.Signals(signum).name}")
     sys.exit(128 + signum)
