@@ -2,7 +2,8 @@
 stderr saying so, whichever allocation failed: a MemoryError from numpy or Python, numba's compiler
 library that cannot be mapped under an address-space limit (`ulimit -v`), or a limit too small for
 Python and numpy to start at all. The CLI calls `prepare()` first and maps failures with
-`out_of_resources(exc)` (memory, and file descriptors, threads and processes: exit 3 too). Imports nothing above errors; numpy is not imported here."""
+`out_of_resources(exc)` (memory, and file descriptors, threads and processes: exit 3 too).
+Imports nothing above errors; numpy is not imported here."""
 
 from __future__ import annotations
 
