@@ -1145,8 +1145,10 @@ def interrupted_workers(ref: Ref, rng: random.Random) -> list[Case]:
     for name, (cmd, outs) in sorted(commands.items()):
         for sig in ("INT", "TERM"):
             for delay in (0.5, 1.0, 1.5, 2.0, 3.0, 4.0, round(rng.uniform(0.3, 6.0), 2)):
-                body = (f"setsid {rk} {cmd} & p=$!; sleep {delay}; kill -{sig} -- -$p 2>/dev/null || kill -{sig} $p; "
-                        f"wait $p")
+                # job control: the command in its own process group, SIGINT not ignored as for a plain `&`;
+                # bash's own stderr (its job notices) away, the command's kept
+                body = (f"exec 3>&2 2>/dev/null; set -m; {rk} {cmd} 2>&3 & p=$!; sleep {delay}; "
+                        f"kill -{sig} -- -$p || kill -{sig} $p; wait $p")
                 cases.append(Case("interrupted workers", f"{name}: SIG{sig} to the group after {delay} s", body,
                                   {"folds": lambda d: _folds(d)}, outs, allow=(0, 2, 3, 130, 143)))
     return cases
