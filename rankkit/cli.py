@@ -914,12 +914,31 @@ def warmup(args):
     os.execv(sys.executable, [sys.executable, "-m", "rankkit.warmup", "--prog", "rankkit warmup", *args])
 
 
+def _quiet_after_the_outcome() -> None:
+    """The outcome is decided and said in one line: what is still shutting down in other threads
+    prints nothing more. A local Dask cluster interrupted while it starts or runs closes in its own
+    thread and logged 20-30 lines (and sometimes a CommClosedError traceback) after rankkit's line;
+    its loggers, threads' exceptions and objects collected at exit stay silent."""
+    if "distributed" not in sys.modules:
+        return
+    import logging
+    import threading
+
+    prefixes = ("distributed", "tornado", "asyncio", "bokeh")
+    for name in [*prefixes, *[n for n in list(logging.root.manager.loggerDict) if n.startswith(prefixes)]]:
+        lg = logging.getLogger(name)
+        lg.handlers, lg.propagate, lg.disabled = [], False, True
+    threading.excepthook = lambda args: None
+    sys.unraisablehook = lambda args: None
+
+
 def _interrupted_exit() -> None:
     import signal
 
     from rankkit import console, interrupts
 
     ignore_signals()
+    _quiet_after_the_outcome()
     signum = interrupts.received()
     console.say(f"rankkit: interrupted by {signal.Signals(signum).name}")
     sys.exit(128 + signum)
@@ -943,6 +962,13 @@ def main(argv=None) -> None:
         console.say(f"rankkit: error: {exc}")
         sys.exit(exc.exit_code)
     problem = threads.check_environment()  # before numba is imported
+    if problem is None:
+        from rankkit import resources
+
+        try:
+            resources.memory_limit_setting()
+        except RankkitError as exc:
+            problem = str(exc)
     if problem is not None:
         console.say(f"rankkit: error: {problem}")
         sys.exit(EXIT_USAGE)
@@ -1027,7 +1053,7 @@ def _fail(exc: BaseException) -> None:
         sys.exit(EXIT_USAGE)
     from rankkit import limits
 
-    short = limits.out_of_memory(exc)  # exit 3, whichever allocation failed
+    short = limits.out_of_resources(exc)  # exit 3: whichever allocation, file, thread or process failed
     if short is not None:
         console.say(f"rankkit: error: {short}")
         sys.exit(short.exit_code)

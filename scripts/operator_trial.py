@@ -1264,6 +1264,181 @@ def model_heads(ref: Ref) -> list[Case]:
 _trial_env: dict = {}
 
 
+
+# -- issue 35: another user's kernel cache, environment values, resource limits, interrupted workers ------
+class _Planted:
+    """Unpickling this touches a marker file: what a pickle planted in a shared kernel cache would run."""
+
+    def __init__(self, marker: str):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (os.system, (f"touch {shlex.quote(self.marker)}",))
+
+
+def cache_attack(ref: Ref, scratch: Path) -> list[Case]:
+    """Another user (nobody) fills a shared, sticky world-writable kernel cache with pickles that
+    touch a marker; root's runs (default settings, RANKKIT_AOT=0, train, predict) must never run
+    them, must succeed with the reference output and say so in one line. And a .numba_config.yaml
+    planted in the working directory must not choose where root writes. Runs only as root with a
+    `nobody` user (the files must belong to another user)."""
+    import pickle
+    import pwd
+
+    try:
+        pwd.getpwnam("nobody")
+    except KeyError:
+        return []
+    if os.geteuid() != 0:
+        return []
+    D, T = q(SAMPLE_TRAIN), q(SAMPLE_TEST)
+    M = q(ref.model)
+    # the layout of a filled JIT cache (where each index file goes), from one run of each command
+    layout = scratch / "attack-layout"
+    for cmd in (f"train {D} lay.model -C 0.01", f"predict {T} {M} lay.txt"):
+        subprocess.run([BASH, "-c", f"{RK} {cmd}"], cwd=scratch, capture_output=True, timeout=900,
+                       env=dict(_trial_env or _env(), NUMBA_CACHE_DIR=str(layout), RANKKIT_AOT="0"))
+    indexes = [p.relative_to(layout) for p in layout.rglob("*.nbi")]
+    shared_top = Path(tempfile.mkdtemp(prefix="rankkit-trial-shared-"))  # nobody must reach it: not in scratch
+    os.chmod(shared_top, 0o755)
+
+    def plant(name: str):
+        def make(d: Path):
+            shared = shared_top / f"{d.name}-{name}"
+            shared.mkdir()
+            os.chmod(shared, 0o1777)
+            evil = pickle.dumps(_Planted(str(d / "PLANTED-PICKLE-RAN")))
+            for rel in indexes:
+                subprocess.run(["sh", "-c", 'mkdir -p "$1" && chmod 777 "$1" && cat > "$1/$2" && chmod 666 "$1/$2"',
+                                "sh", str(shared / rel.parent), rel.name], input=evil, user="nobody", check=True,
+                               capture_output=True, timeout=60)
+            (d / "shared").symlink_to(shared)
+            (d / "tmp").mkdir()
+            private = d / "tmp" / f"rankkit-numba-cache-{os.getuid()}"  # an earlier run's private cache
+            shutil.copytree(layout, private, ignore=shutil.ignore_patterns("rankkit-aot"))
+            os.chmod(private, 0o700)
+        return make
+
+    def no_marker(d: Path, stdout: bytes):
+        return "a pickle planted by another user ran" if (d / "PLANTED-PICKLE-RAN").exists() else None
+
+    cases = []
+    for aot in ("1", "0"):
+        for label, script, outs, check in [
+                ("predict", f"NUMBA_CACHE_DIR=$(readlink -f shared) TMPDIR=$PWD/tmp exec {RK} predict {T} {M}", (),
+                 both(no_marker, stdout_is(ref.scores))),
+                ("train", f"NUMBA_CACHE_DIR=$(readlink -f shared) TMPDIR=$PWD/tmp exec {RK} train {D} m.model -C 0.01",
+                 ("m.model",), both(no_marker, same_as("m.model", ref.model_bytes)))]:
+            cases.append(Case("cache attack", f"{label}: pickles planted by nobody, RANKKIT_AOT={aot}", script,
+                              {"shared": plant(f"{label}{aot}")}, outs, check_ok=check, env={"RANKKIT_AOT": aot}))
+
+    def yaml_file(d: Path):
+        (d / ".numba_config.yaml").write_text(f"chrome_trace: {d / 'TRACE.json'}\ncache_dir: {d / 'c'}\n")
+
+    def no_trace(d: Path, out: bytes):
+        if (d / "TRACE.json").exists() or (d / "c").exists():
+            return ".numba_config.yaml in the working directory chose where the run wrote"
+        return None if out == ref.scores else "wrong scores on stdout"
+
+    for aot in ("1", "0"):
+        cases.append(Case("cache attack", f"predict: .numba_config.yaml in the working directory, RANKKIT_AOT={aot}",
+                          f"exec {RK} predict {T} {M}", {".numba_config.yaml": yaml_file}, check_ok=no_trace,
+                          env={"RANKKIT_AOT": aot}))
+    return cases
+
+
+def environment_values(ref: Ref) -> list[Case]:
+    """Values numba or rankkit cannot use: exit 2 in one line naming the variable (numba's warning
+    with a traceback on every run, an abort inside LLVM, an OverflowError before); values they can
+    use: the undisturbed result."""
+    D, T = q(SAMPLE_TRAIN), q(SAMPLE_TEST)
+    bad = {"NUMBA_OPT": ["garbage", "4", ""], "NUMBA_DEBUG": ["x"], "NUMBA_LOOP_VECTORIZE": ["x", "1.0"],
+           "NUMBA_SLP_VECTORIZE": ["yes"], "NUMBA_DISABLE_JIT": ["true"], "NUMBA_BOUNDSCHECK": ["on"],
+           "NUMBA_CPU_NAME": ["garbage"], "NUMBA_CPU_FEATURES": ["garbage", "+nosuchfeature"],
+           "NUMBA_NUM_THREADS": ["abc", "0"], "NUMBA_FUNCTION_CACHE_SIZE": ["big"], "NUMBA_DUMP_IR": ["x"],
+           "NUMBA_CUDA_DEFAULT_PTX_CC": ["x"], "NUMBA_CUDA_MAX_PENDING_DEALLOCS_RATIO": ["half"],
+           "RANKKIT_MEMORY_LIMIT": ["inf", "1e400", "-1", "0", "abc", "nan"]}
+    good = {"NUMBA_OPT": ["3", "max"], "NUMBA_DEBUG": ["0"], "NUMBA_BOUNDSCHECK": ["0"],
+            "RANKKIT_MEMORY_LIMIT": ["1e12", "", "8000000000"]}
+    files = {"scores.txt": ref.scores, "m.model": ref.model3_bytes}
+    cases = []
+    for name, values in bad.items():
+        for value in values:
+            for cmd, outs in ((f"train {D} m.model -C 0.01", ("m.model",)), (f"eval {T} scores.txt", ())):
+                cases.append(Case("environment values", f"{cmd.split()[0]}: {name}={value!r}", f"exec {RK} {cmd}",
+                                  files, must_fail=True, env={name: value}))
+    for name, values in good.items():
+        for value in values:
+            cases.append(Case("environment values", f"train: {name}={value!r}", f"exec {RK} train {D} m.model -C 0.01",
+                              files, ("m.model",), check_ok=same_as("m.model", ref.model_bytes), env={name: value}))
+    return cases
+
+
+_NO_THREADS = ("import threading, runpy\n"
+               "def _refused(self, *a, **k):\n"
+               "    raise RuntimeError(\"can't start new thread\")\n"
+               "threading.Thread.start = _refused\n"
+               "runpy.run_module('rankkit', run_name='__main__', alter_sys=True)")
+
+
+def resource_limits(ref: Ref) -> list[Case]:
+    """Few file descriptors (ulimit -n), and threads the system refuses (ulimit -u: only for a user
+    other than root, whom the kernel exempts; for root the refusal is simulated as Python reports it):
+    a result, or one line with exit 2 or 3, never an internal error."""
+    D, T = q(SAMPLE_TRAIN), q(SAMPLE_TEST)
+    M = q(ref.model)
+    files = {"folds": lambda d: _folds(d), "m.model": ref.model3_bytes, "scores.txt": ref.scores}
+    commands = [(f"path --folds folds --method grid --n-points 3 --jobs 2", ()),
+                (f"path --folds folds --method grid --n-points 3", ()),
+                (f"train {D} m.model -C 0.01", ("m.model",)), (f"predict {T} {M} s.txt", ("s.txt",)),
+                (f"eval {T} scores.txt", ())]
+    checks = {"train": same_as("m.model", ref.model_bytes), "predict": same_as("s.txt", ref.scores),
+              "eval": eval_is(ref.eval_out)}
+    cases = []
+    for n in (8, 12, 16, 20, 24, 32):
+        for cmd, outs in commands:
+            cases.append(Case("resource limits", f"ulimit -n {n}: {cmd}", f"ulimit -n {n} && exec {RK} {cmd}", files,
+                              outs, check_ok=checks.get(cmd.split()[0])))
+    if os.geteuid() != 0:
+        for n in (20, 40, 80):
+            for cmd, outs in commands:
+                cases.append(Case("resource limits", f"ulimit -u {n}: {cmd}", f"ulimit -u {n} && exec {RK} {cmd}",
+                                  files, outs, check_ok=checks.get(cmd.split()[0])))
+    for cmd, outs in commands:
+        cases.append(Case("resource limits", f"no thread can start: {cmd}",
+                          f"exec {shlex.quote(PY)} -c {shlex.quote(_NO_THREADS)} {cmd}", files, outs,
+                          check_ok=checks.get(cmd.split()[0])))
+    return cases
+
+
+def interrupted_workers(ref: Ref, rng: random.Random) -> list[Case]:
+    """A Ctrl-C or timeout's signal reaches the whole process group, the worker processes too
+    (--dask local:2, path --jobs 2): one line `rankkit: interrupted by SIG...`, 128 + N, at any moment."""
+    T = q(SAMPLE_TEST)
+    M = q(ref.model)
+    # the rankkit command as installed (what an operator runs), else python -m rankkit
+    script = Path(PY).with_name("rankkit")
+    rk = shlex.quote(str(script)) if script.is_file() else RK
+    commands = {"path --jobs 2": (f"path --folds folds --method grid --n-points 5 --jobs 2", ())}
+    try:
+        import distributed  # noqa: F401
+
+        commands["predict --dask local:2"] = (f"predict {T} {M} s.txt --dask local:2", ("s.txt",))
+    except ImportError:
+        pass
+    cases = []
+    for name, (cmd, outs) in sorted(commands.items()):
+        for sig in ("INT", "TERM"):
+            for delay in (0.5, 1.0, 1.5, 2.0, 3.0, 4.0, round(rng.uniform(0.3, 6.0), 2)):
+                # job control: the command in its own process group, SIGINT not ignored as for a plain `&`;
+                # bash's own stderr (its job notices) away, the command's kept
+                body = (f"exec 3>&2 2>/dev/null; set -m; {rk} {cmd} 2>&3 & p=$!; sleep {delay}; "
+                        f"kill -{sig} -- -$p || kill -{sig} $p; wait $p")
+                cases.append(Case("interrupted workers", f"{name}: SIG{sig} to the group after {delay} s", body,
+                                  {"folds": lambda d: _folds(d)}, outs, allow=(0, 2, 3, 130, 143)))
+    return cases
+
+
 def main(argv=None) -> int:
     global _trial_env
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -1307,6 +1482,7 @@ def main(argv=None) -> int:
         signals(ref, 5 if args.quick else 120, rng, durations), resources(ref, rng),
         concurrency(ref, 2 if args.quick else 24), python_misuse(ref, scratch),
         experiment_inputs(ref), model_heads(ref), shared_directories(ref), short_writes(ref),
+        cache_attack(ref, scratch), environment_values(ref), resource_limits(ref), interrupted_workers(ref, rng),
     ]
     cases = [c for fam in families for c in fam]
     if args.family:
