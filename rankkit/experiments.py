@@ -495,13 +495,15 @@ def _dir_problem(path: str) -> str | None:
 def check_out_dir(out_dir: str, subdirs=()) -> None:
     """out_dir and its subdirectories can be created or written into (UsageError naming the one
     that cannot: a regular file, a dangling symbolic link, a read-only file system, no permission);
-    nothing is created. The rules of every output come first (rankkit.io.atomic.check_output_directory:
+    nothing is created. Then the rules of every output (rankkit.io.atomic.check_output_directory:
     no empty name, no link or special file planted by another user in a shared directory)."""
     for d in (out_dir, *(os.path.join(out_dir, n) for n in subdirs)):
-        check_output_directory(d)
+        if d == "":
+            check_output_directory(d)  # an empty name: its own words
         problem = _dir_problem(d)
         if problem is not None:
             raise UsageError(f"cannot write into '{d}': {problem}")
+        check_output_directory(d)
 
 
 def make_out_dirs(out_dir: str, subdirs=()) -> None:
