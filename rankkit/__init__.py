@@ -53,7 +53,10 @@ def _started_as_the_cli() -> bool:
         if not arg.startswith("-") or arg.startswith("-c"):
             break
         i += 2 if arg in ("-X", "-W") else 1
-    script = _sys.argv[0] if _sys.argv else ""
+    return _is_the_console_script(_sys.argv[0] if _sys.argv else "")
+
+
+def _is_the_console_script(script: str) -> bool:
     if not script or script.startswith("-") or script.endswith(".py"):
         return False
     try:  # the console script pip writes: `from rankkit.__main__ import main`
@@ -63,7 +66,24 @@ def _started_as_the_cli() -> bool:
         return False
 
 
-if _started_as_the_cli():  # `python -m rankkit` imports this package before rankkit/__main__.py runs
+def _spawned_by_the_cli() -> bool:
+    """This process is a worker the command line spawned (path --jobs, a --dask local cluster's
+    workers): multiprocessing's spawn gives it the parent's sys.argv and imports the parent's main
+    module, which imports this package."""
+    if "--multiprocessing-fork" not in (getattr(_sys, "orig_argv", None) or []):
+        return False
+    script = _sys.argv[0] if _sys.argv else ""
+    return _is_the_console_script(script) or script.replace("\\", "/").endswith("rankkit/__main__.py")
+
+
+if _spawned_by_the_cli():
+    # A Ctrl-C reaches the whole process group: the command line stops its workers itself and says
+    # so in one line; each worker saying it too (or printing a KeyboardInterrupt) was noise.
+    try:
+        _signal.signal(_signal.SIGINT, _signal.SIG_IGN)
+    except (ValueError, OSError):
+        pass
+elif _started_as_the_cli():  # `python -m rankkit` imports this package before rankkit/__main__.py runs
     _hold_signals_until_the_cli()
 
 from typing import TYPE_CHECKING  # noqa: E402 - after the handlers: an import is where a signal lands

@@ -517,7 +517,9 @@ def predict(files, dask, out_dir, fmt, tag, zero_based, group_queries, group_fil
             raise click.UsageError("predict --dask needs PARTS... MODEL " + ("" if out_dir else "OUT"),
                                    ctx=click.get_current_context())
         if out_dir is not None:
-            os.makedirs(out_dir, exist_ok=True)  # as path and experiment: --out-dir is created
+            from rankkit.io.atomic import output_directory
+
+            output_directory(out_dir)  # as path and experiment: --out-dir is created
             parts, model_file, out_file = files[:-1], files[-1], None
         else:
             parts, model_file, out_file = files[:-2], files[-2], files[-1]
@@ -912,12 +914,31 @@ def warmup(args):
     os.execv(sys.executable, [sys.executable, "-m", "rankkit.warmup", "--prog", "rankkit warmup", *args])
 
 
+def _quiet_after_the_outcome() -> None:
+    """The outcome is decided and said in one line: what is still shutting down in other threads
+    prints nothing more. A local Dask cluster interrupted while it starts or runs closes in its own
+    thread and logged 20-30 lines (and sometimes a CommClosedError traceback) after rankkit's line;
+    its loggers, threads' exceptions and objects collected at exit stay silent."""
+    if "distributed" not in sys.modules:
+        return
+    import logging
+    import threading
+
+    prefixes = ("distributed", "tornado", "asyncio", "bokeh")
+    for name in [*prefixes, *[n for n in list(logging.root.manager.loggerDict) if n.startswith(prefixes)]]:
+        lg = logging.getLogger(name)
+        lg.handlers, lg.propagate, lg.disabled = [], False, True
+    threading.excepthook = lambda args: None
+    sys.unraisablehook = lambda args: None
+
+
 def _interrupted_exit() -> None:
     import signal
 
     from rankkit import console, interrupts
 
     ignore_signals()
+    _quiet_after_the_outcome()
     signum = interrupts.received()
     console.say(f"rankkit: interrupted by {signal.Signals(signum).name}")
     sys.exit(128 + signum)
@@ -929,6 +950,7 @@ def main(argv=None) -> None:
 
     threads.pause_gc()  # perf: off during the start, back on later (rankkit/threads.py)
     console.guard_standard_fds()
+    console.whole_writes_stdout()  # a write the device takes only in part raises (a full disk)
     # the package's first handlers (rankkit/__init__.py: one line, 128 + N, at once) stay until the
     # `try` below installs the CLI's own: nothing before it opens or writes anything, and a signal
     # landing between installing them and the `try` would escape as a traceback
@@ -940,6 +962,13 @@ def main(argv=None) -> None:
         console.say(f"rankkit: error: {exc}")
         sys.exit(exc.exit_code)
     problem = threads.check_environment()  # before numba is imported
+    if problem is None:
+        from rankkit import resources
+
+        try:
+            resources.memory_limit_setting()
+        except RankkitError as exc:
+            problem = str(exc)
     if problem is not None:
         console.say(f"rankkit: error: {problem}")
         sys.exit(EXIT_USAGE)
@@ -1024,7 +1053,7 @@ def _fail(exc: BaseException) -> None:
         sys.exit(EXIT_USAGE)
     from rankkit import limits
 
-    short = limits.out_of_memory(exc)  # exit 3, whichever allocation failed
+    short = limits.out_of_resources(exc)  # exit 3: whichever allocation, file, thread or process failed
     if short is not None:
         console.say(f"rankkit: error: {short}")
         sys.exit(short.exit_code)

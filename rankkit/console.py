@@ -10,6 +10,7 @@ Imports only rankkit.errors.
 
 from __future__ import annotations
 
+import errno
 import io
 import os
 import sys
@@ -65,6 +66,46 @@ class _ClosedStdout(io.TextIOBase):
 
     def isatty(self) -> bool:
         return False
+
+
+class WholeWrites(io.FileIO):
+    """A file descriptor whose write() writes everything or raises. Python's buffered writer returns
+    a short count when the device fills up in the middle of a write (a full disk, RLIMIT_FSIZE: 16 KB
+    of a 162 KB run, the rest dropped), and its text layer ignores the count: every result stream
+    (stdout, and each file atomic_open writes) goes through this, so that the error surfaces."""
+
+    def write(self, data) -> int:
+        view = memoryview(data).cast("B")
+        total = view.nbytes
+        done = 0
+        while done < total:
+            n = super().write(view[done:])
+            if n is None:  # non-blocking and would block: the caller asked for it
+                return done
+            if n == 0:
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+            done += n
+        return total
+
+
+def whole_writes_stdout() -> None:
+    """Replace sys.stdout (a text layer over a buffered writer over fd 1) by the same layers over
+    WholeWrites(1): a write to stdout that the device takes only in part raises, never drops the
+    rest. A stdout that is not fd 1 (a test's capture) is left as it is."""
+    stream = sys.stdout
+    try:
+        if stream is None or isinstance(stream, _ClosedStdout) or stream.fileno() != 1:
+            return
+        if isinstance(getattr(getattr(stream, "buffer", None), "raw", None), WholeWrites):
+            return
+        stream.flush()
+        raw = WholeWrites(1, "w", closefd=False)
+        buffered = io.BufferedWriter(raw)
+        sys.stdout = io.TextIOWrapper(buffered, encoding=stream.encoding, errors=stream.errors,
+                                      line_buffering=stream.line_buffering,
+                                      write_through=getattr(stream, "write_through", False))  # python -u
+    except (AttributeError, OSError, ValueError, io.UnsupportedOperation):
+        return
 
 
 def stdout_error(exc: OSError | None = None) -> UsageError:

@@ -9,7 +9,7 @@ from __future__ import annotations
 EXIT_OK = 0
 EXIT_FAILURE = 1  # an unexpected internal error (a bug): the CLI still prints one line
 EXIT_USAGE = 2  # bad options, bad data, bad model file: the user's input is wrong
-EXIT_RESOURCES = 3  # the run could not get the memory it needs (rankkit.limits): nothing was written
+EXIT_RESOURCES = 3  # the run could not get the memory, files, threads or processes it needs (rankkit.limits)
 
 
 class RankkitError(Exception):

@@ -38,9 +38,12 @@ FoldK/SOLVER.vali.tsv (every grid point: its hyperparameters and validation metr
 edge rule added it, whether its scores are constant or its fit diverged, the choice's at_edge),
 FoldK/SOLVER.done.json (what a re-run reuses), results.json, results.tsv, results.txt and
 SOLVER.vali.svg (the validation metric along the grid, a line per fold). A fold's record is
-written last, after its model and scores, and names the SHA-256 of its inputs and settings and of
-the files it wrote: a re-run with the same inputs and settings reuses every fold whose record and
-files match, so an interrupted experiment resumes where it stopped.
+written last, after its model and scores, and names the SHA-256 of the bytes read from its inputs
+(computed while reading: a pipe is identified by its content), of its settings and of the files it
+wrote, and carries a checksum over its own content: a re-run with the same inputs and settings
+reuses every fold whose record is intact and whose files match, so an interrupted experiment
+resumes where it stopped; a record that does not verify is fitted again, said in one warning.
+Every input is read and checked before anything is created under out_dir.
 
 Reproducible: no timing or date enters the tables, the records or results.json, so they have the
 same bytes for any `jobs` and thread count (the model files carry their creation time and training
@@ -53,6 +56,7 @@ import hashlib
 import json
 import math
 import os
+import stat
 import threading
 from dataclasses import dataclass
 
@@ -63,9 +67,9 @@ from rankkit.config import DEFAULT_CONVENTION, DEFAULT_PERMUTATIONS, __version__
 from rankkit.data import Dataset
 from rankkit.errors import UsageError
 from rankkit.evaluation import dataset_table, dataset_tiebreak, mean_skipping_nan, summarize
-from rankkit.io.atomic import atomic_open, check_output
-from rankkit.io.files import display_name
-from rankkit.io.groups import find_group_file
+from rankkit.io.atomic import atomic_open, check_output, check_output_directory, output_directory
+from rankkit.io.files import display_name, open_regular
+from rankkit.io.groups import resolve as resolve_groups
 from rankkit.io.model import Model, write_model
 from rankkit.io.output import write_scores
 from rankkit.io.svmlight import read_svmlight
@@ -81,8 +85,10 @@ from rankkit.solvers.sgd import DEFAULT_ITERATIONS as SGD_ITERATIONS
 __all__ = ["experiment", "Fold", "letor_folds", "default_grid", "GRID_PARAMETERS", "RESULTS_VERSION"]
 
 RESULTS_VERSION = 1  # the shape of results.json (README: rankkit experiment)
-_RECORD_VERSION = 3  # what a FoldK/SOLVER.done.json holds and how grids are made: a change refits
-#                     (3: the edge rule's extended points, constant and diverged points, at_edge)
+_RECORD_VERSION = 4  # what a FoldK/SOLVER.done.json holds and how grids are made: a change refits
+#                     (3: the edge rule's extended points, constant and diverged points, at_edge;
+#                      and, separately, digests of the bytes read and a checksum over the record;
+#                      4: both together)
 DEFAULT_METRICS = ("ndcg@10", "map")
 DEFAULT_SOLVERS = ("newton",)
 LAMBDA_SAFETY = 3.0  # the smallest default lambda: LAMBDA_SAFETY x (mean ||x_a - x_b||^2 in a query) / steps
@@ -452,23 +458,157 @@ def _option_words(style: str) -> Words:
     return Words() if style == "cli" else _PythonRemedies()
 
 
-def _sha256(path: str) -> str:
+def _sha256(path: str, regular: bool = False) -> str:
+    """The file's SHA-256; `regular`: only of a regular file (an output in OUT: a FIFO there is
+    not one, and must not hang the check), else OSError."""
     h = hashlib.sha256()
-    with open(path, "rb") as fh:
+    with (open_regular(path) if regular else open(path, "rb")) as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):
             h.update(block)
     return h.hexdigest()
 
 
-def _inputs_digest(fold: Fold) -> dict:
-    out = {}
-    for part in ("train", "valid", "test"):
-        path = getattr(fold, part)
-        out[part] = _sha256(path)
-        group = find_group_file(path)
-        if group is not None:
-            out[part + "_group"] = _sha256(group)
-    return out
+# -- inputs and the output directory: checked before anything is created -------------------------------
+def check_inputs(folds) -> None:
+    """Standard input ('-') can be read once: as one file of one fold, not two."""
+    stdin = [p for f in folds for p in (f.train, f.valid, f.test) if p == "-"]
+    if len(stdin) > 1:
+        raise UsageError(f"standard input ('-') is given as {len(stdin)} files: it can be read once; "
+                         "give it as one file only")
+
+
+def _dir_problem(path: str) -> str | None:
+    """Why `path` cannot be (or become) a directory rankkit writes into, or None: it exists and is a
+    writable directory, or it does not exist and its nearest existing ancestor is one."""
+    def dangling(link: str) -> str:
+        try:
+            target = os.readlink(link)
+        except OSError as exc:  # /proc/1/cwd of another user's process
+            return f"'{link}' cannot be followed ({exc.strerror or exc})"
+        return f"'{link}' is a symbolic link to '{target}', which does not exist"
+
+    if os.path.islink(path) and not os.path.exists(path):
+        return dangling(path).replace(f"'{path}' is", "it is", 1)
+    here = path
+    while not os.path.exists(here):  # up the path as written (the kernel resolves '..' after links)
+        up = os.path.dirname(here.rstrip(os.sep)) or os.curdir
+        if up == here:
+            return "no directory of its path exists"
+        if os.path.islink(up) and not os.path.exists(up):
+            return dangling(up)
+        here = up
+    if not os.path.isdir(here):
+        return "it is not a directory" if here == path else f"'{here}' is not a directory"
+    if not os.access(here, os.W_OK | os.X_OK):
+        try:
+            if os.statvfs(here).f_flag & os.ST_RDONLY:
+                return "read-only file system"
+        except (OSError, AttributeError):
+            pass
+        return "permission denied" if here == path else f"permission denied in '{here}'"
+    return None
+
+
+def check_out_dir(out_dir: str, subdirs=()) -> None:
+    """out_dir and its subdirectories can be created or written into (UsageError naming the one
+    that cannot: a regular file, a dangling symbolic link, a read-only file system, no permission);
+    nothing is created. Then the rules of every output (rankkit.io.atomic.check_output_directory:
+    no empty name, no link or special file planted by another user in a shared directory)."""
+    for d in (out_dir, *(os.path.join(out_dir, n) for n in subdirs)):
+        if d == "":
+            check_output_directory(d)  # an empty name: its own words
+        problem = _dir_problem(d)
+        if problem is not None:
+            raise UsageError(f"cannot write into '{d}': {problem}")
+        check_output_directory(d)
+
+
+def make_out_dirs(out_dir: str, subdirs=()) -> None:
+    """Create out_dir and its subdirectories; a failure (a full or read-only file system, a file
+    put there meanwhile) is one UsageError naming the directory."""
+    for d in (out_dir, *(os.path.join(out_dir, n) for n in subdirs)):
+        try:
+            output_directory(d)  # the shared-directory rules again, at the moment of creating it
+        except UsageError:
+            raise
+        except OSError as exc:
+            raise UsageError(f"cannot create directory '{d}': {exc.strerror or exc}") from None
+
+
+def _check_outputs(out_dir: str, folds, solvers) -> None:
+    """Every output of the experiment checked (rankkit.io.atomic.check_output) before any reading;
+    those in a directory that does not exist yet cannot replace anything."""
+    check_out_dir(out_dir, [f.name for f in folds])
+    inputs = tuple(p for f in folds for p in (f.train, f.valid, f.test))
+    outputs: list[str] = []
+
+    def check(path, kind="file"):
+        if os.path.isdir(os.path.dirname(path) or "."):
+            check_output(path, inputs, kind=kind, outputs=tuple(outputs))
+            if os.path.exists(path) and not os.path.isfile(path):  # a FIFO: never read nor written
+                raise UsageError(f"cannot write '{path}': it exists and is not a regular file")
+        outputs.append(path)
+
+    for f in folds:
+        for s in solvers:
+            for suffix, kind in ((".model", "model"), (".test.scores", "file"), (".vali.tsv", "file"),
+                                 (".done.json", "file")):
+                check(os.path.join(out_dir, f.name, s + suffix), kind)
+    for name in ("results.json", "results.tsv", "results.txt", *(f"{s}.vali.svg" for s in solvers)):
+        check(os.path.join(out_dir, name))
+
+
+# -- resume records ------------------------------------------------------------------------------------
+def _record_checksum(rec: dict) -> str:
+    """SHA-256 of a record's content (every key but "checksum", as canonical JSON)."""
+    body = {k: v for k, v in rec.items() if k != "checksum"}
+    return hashlib.sha256(json.dumps(_clean(body), sort_keys=True, allow_nan=False).encode()).hexdigest()
+
+
+def _write_record(path: str, rec: dict) -> dict:
+    """Write a fold's record with its checksum; returns it as a re-run reads it back."""
+    rec = json.loads(json.dumps(_clean(rec), allow_nan=False))
+    rec["checksum"] = _record_checksum(rec)
+    _write_json(path, rec)
+    return rec
+
+
+def _read_record(path: str, digest: str, out: str) -> tuple[dict | None, str | None]:
+    """(record, None) of a finished (fold, solver) when the record is intact (its checksum), is for
+    these inputs and settings, and the files it names are those it wrote; else (None, why it is
+    not trusted), the reason None when there is no record or it is for other inputs or settings
+    (nothing to say: the fold is simply run). Only a regular file is opened (never a FIFO)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # a FIFO: opened, not waited on
+    except FileNotFoundError:
+        return None, None
+    except OSError as exc:
+        return None, f"cannot be read ({exc.strerror or exc})"
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None, "is not a regular file"
+        with os.fdopen(fd, "rb") as fh:
+            fd = None
+            raw = fh.read()
+        rec = json.loads(raw.decode("utf-8"))
+        if not isinstance(rec, dict) or rec.get("checksum") != _record_checksum(rec):
+            return None, "does not match its checksum (changed or damaged after it was written)"
+        if rec.get("digest") != digest:
+            return None, None
+        for name, sha in rec["files"].items():
+            if os.path.basename(name) != name:
+                return None, "names a file outside its directory"
+            try:
+                if _sha256(os.path.join(out, name), regular=True) != sha:
+                    return None, f"does not match {os.path.join(out, name)} (changed after the record was written)"
+            except OSError:
+                return None, f"names {os.path.join(out, name)}, which cannot be read"
+        return rec, None
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None, "is damaged (not a record rankkit wrote)"
+    finally:
+        if fd is not None:
+            os.close(fd)
 
 
 def _json_number(v):
@@ -513,21 +653,6 @@ def _write_vali_table(path: str, rows: list, chosen: int, names, params, at_edge
             fh.write("\t".join(cells) + "\n")
 
 
-def _read_record(path: str, digest: str, out: str) -> dict | None:
-    """The record of a finished (fold, solver) when it and the files it names match, else None."""
-    try:
-        with open(path, encoding="utf-8") as fh:
-            rec = json.load(fh)
-        if rec.get("digest") != digest:
-            return None
-        for name, sha in rec["files"].items():
-            if _sha256(os.path.join(out, name)) != sha:
-                return None
-        return rec
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        return None
-
-
 def _run_fold(fold: Fold, data, solvers, grids, names, convention, select, kernel, iterations, seed, out_dir,
               settings_digest, log, tick, reuse, style="python"):
     """Every solver on one fold: {solver: record}. Records of a previous run are reused when they match."""
@@ -542,8 +667,9 @@ def _run_fold(fold: Fold, data, solvers, grids, names, convention, select, kerne
         points = _points(solver, _grid_for(solver, train, grids, *settings_digest["grid_size"], kernel, iterations))
         files = {"model": f"{solver}.model", "test_scores": f"{solver}.test.scores", "vali_table": f"{solver}.vali.tsv"}
         record_path = os.path.join(fold_dir, f"{solver}.done.json") if fold_dir else None
+        distrust = None
         if record_path and reuse:
-            rec = _read_record(record_path, digest, fold_dir)
+            rec, distrust = _read_record(record_path, digest, fold_dir)
             if rec is not None:
                 if log:
                     log(f"{fold.name} {solver}: reusing {record_path} (inputs and settings unchanged)")
@@ -580,9 +706,11 @@ def _run_fold(fold: Fold, data, solvers, grids, names, convention, select, kerne
             write_scores(os.path.join(fold_dir, files["test_scores"]), in_file_order)
             _write_vali_table(os.path.join(fold_dir, files["vali_table"]), rows, chosen, names, params, at_edge)
             rec["files"] = {v: _sha256(os.path.join(fold_dir, v)) for v in files.values()}
-            _write_json(record_path, rec)  # last: a fold without its record is run again
-            rec = json.loads(json.dumps(_clean(rec)))  # exactly what a re-run reads back
-        records[solver] = _clean(rec)
+            rec = _write_record(record_path, rec)  # last: a fold without its record is run again
+        rec = _clean(rec)
+        if distrust:  # said once, with the fold's other remarks (not part of the record)
+            rec["notes"] = [f"{record_path} {distrust}: not reused, fitted again", *rec["notes"]]
+        records[solver] = rec
         if log:
             log(f"{fold.name} {solver}: chose {_label(rec['chosen'])}; valid {names[0]} {rec['valid'][names[0]]:.4f}, "
                 f"test {names[0]} {rec['test'][names[0]]:.4f}")
@@ -590,11 +718,21 @@ def _run_fold(fold: Fold, data, solvers, grids, names, convention, select, kerne
 
 
 def _read_fold(fold: Fold, zero_based: bool, group_queries: bool, narrow: bool):
-    train = read_svmlight(fold.train, zero_based=zero_based, group_queries=group_queries, narrow_indices=narrow)
-    valid = read_svmlight(fold.valid, zero_based=zero_based, group_queries=group_queries)
-    test = read_svmlight(fold.test, zero_based=zero_based, group_queries=group_queries)
-    train.require_pairs()
-    return train, valid, test, _inputs_digest(fold)
+    """(train, valid, test, digests): the datasets and, for the resume records, the SHA-256 of the
+    bytes each was read from (decompressed), computed while reading (a pipe or standard input is
+    identified by what was read from it, not by its name), and of the queries of its group file."""
+    datasets, digests = [], {}
+    for part, path, narrow_part in (("train", fold.train, narrow), ("valid", fold.valid, False),
+                                    ("test", fold.test, False)):
+        found = resolve_groups(path, "auto")
+        digest = hashlib.sha256()
+        datasets.append(read_svmlight(path, zero_based=zero_based, group_queries=group_queries, groups=found,
+                                      digest=digest, narrow_indices=narrow_part))
+        digests[part] = digest.hexdigest()
+        if found is not None:
+            digests[part + "_group"] = hashlib.sha256(np.ascontiguousarray(found.sizes, dtype="<i8").tobytes()).hexdigest()
+    datasets[0].require_pairs()
+    return (*datasets, digests)
 
 
 def _say_ungradable(folds, data, convention: str, warn) -> None:
@@ -740,20 +878,9 @@ def experiment(folds, solvers=DEFAULT_SOLVERS, metrics=DEFAULT_METRICS, *, conve
             raise UsageError(f"--grid {s}:gamma needs --kernel")
         params, stochastic, kmap = _settings(s, probe, kernel, iterations, seed)
         training.plan(s, params, stochastic, kmap)  # an option the solver does not take: now
-    inputs = tuple(p for f in folds for p in (f.train, f.valid, f.test))
+    check_inputs(folds)
     if out_dir is not None:
-        for f in folds:
-            os.makedirs(os.path.join(out_dir, f.name), exist_ok=True)
-        outputs = []
-        for f in folds:
-            for s in solvers:
-                for suffix, kind in ((".model", "model"), (".test.scores", "file"), (".vali.tsv", "file"),
-                                     (".done.json", "file")):
-                    path = os.path.join(out_dir, f.name, s + suffix)
-                    check_output(path, inputs, kind=kind, outputs=tuple(outputs))
-                    outputs.append(path)
-        for name in ("results.json", "results.tsv", "results.txt", *(f"{s}.vali.svg" for s in solvers)):
-            check_output(os.path.join(out_dir, name), inputs, outputs=tuple(outputs))
+        _check_outputs(out_dir, folds, solvers)
     settings = {"version": __version__, "metrics": list(names), "convention": convention, "select": select,
                 "grids": {s: grids[s] for s in sorted(grids)}, "grid_size": [n_points, ratio],
                 "kernel": kernel, "iterations": iterations, "seed": seed, "zero_based": zero_based,
@@ -762,6 +889,8 @@ def experiment(folds, solvers=DEFAULT_SOLVERS, metrics=DEFAULT_METRICS, *, conve
 
     # read every fold first: bad input anywhere is reported before anything is written
     data = _for_each_fold(lambda f, lg: _read_fold(f, zero_based, group_queries, narrow), folds, jobs, None)
+    if out_dir is not None:  # every input read and checked: only now is anything created
+        make_out_dirs(out_dir, [f.name for f in folds])
     _say_ungradable(folds, data, convention, warn)
     sizes = [len(_points(s, _grid_for(s, d[0], grids, n_points, ratio, kernel, iterations))) for d in data
              for s in solvers]

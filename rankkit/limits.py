@@ -2,7 +2,8 @@
 stderr saying so, whichever allocation failed: a MemoryError from numpy or Python, numba's compiler
 library that cannot be mapped under an address-space limit (`ulimit -v`), or a limit too small for
 Python and numpy to start at all. The CLI calls `prepare()` first and maps failures with
-`out_of_memory(exc)`. Imports nothing above errors; numpy is not imported here."""
+`out_of_resources(exc)` (memory, and file descriptors, threads and processes: exit 3 too).
+Imports nothing above errors; numpy is not imported here."""
 
 from __future__ import annotations
 
@@ -92,3 +93,49 @@ def out_of_memory(exc: BaseException) -> ResourceError | None:
         return None
     detail = limits_text()
     return ResourceError(f"out of memory: {what}" + (f" ({detail})" if detail else ""))
+
+
+def _rlimit_text(name: str, what: str, shell: str) -> str:
+    try:
+        import resource
+
+        soft, _ = resource.getrlimit(getattr(resource, name))
+    except (ImportError, AttributeError, OSError, ValueError):
+        return ""
+    return "" if soft in (getattr(resource, "RLIM_INFINITY", -1), -1) else f" (the limit, {shell}, is {soft} {what})"
+
+
+def _starting_a_process(exc: BaseException) -> bool:
+    """The error was raised while starting a process (fork, spawn: EAGAIN under `ulimit -u`), not
+    by a non-blocking read or write."""
+    tb = exc.__traceback__
+    while tb is not None:
+        module = tb.tb_frame.f_globals.get("__name__", "")
+        if module.startswith(("subprocess", "multiprocessing", "concurrent.futures.process")):
+            return True
+        tb = tb.tb_next
+    return False
+
+
+def out_of_resources(exc: BaseException) -> ResourceError | None:
+    """The ResourceError for an exception that means the run could not get memory, a file
+    descriptor, a thread or a process (EMFILE under `ulimit -n`, Python's "can't start new thread"
+    and EAGAIN from fork under `ulimit -u`), looked for along the exception's causes (a pool
+    reports a worker's failure as its own); else None. Exit status 3: the machine's or the
+    account's limits, not the input, stopped the run."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        short = out_of_memory(exc)
+        if short is not None:
+            return short
+        if isinstance(exc, OSError) and exc.errno in (errno.EMFILE, errno.ENFILE):
+            limit = _rlimit_text("RLIMIT_NOFILE", "files", "ulimit -n") if exc.errno == errno.EMFILE else ""
+            return ResourceError(f"out of file descriptors: too many open files{limit}")
+        if (isinstance(exc, RuntimeError) and "can't start new thread" in str(exc)) or (
+                isinstance(exc, OSError) and exc.errno == errno.EAGAIN and _starting_a_process(exc)):
+            limit = _rlimit_text("RLIMIT_NPROC", "processes and threads", "ulimit -u")
+            return ResourceError(f"cannot start a thread or process: the system refused it{limit}")
+        exc = exc.__cause__ or exc.__context__
+    return None
+

@@ -51,13 +51,28 @@ def available_memory() -> int | None:
             candidates.append(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
         except (ValueError, OSError, AttributeError):
             pass
-    env = os.environ.get("RANKKIT_MEMORY_LIMIT")
-    if env:
-        try:
-            candidates.append(int(float(env)))
-        except ValueError:
-            pass
+    setting = memory_limit_setting()
+    if setting is not None:
+        candidates.append(setting)
     return min(candidates) if candidates else None
+
+
+def memory_limit_setting() -> int | None:
+    """RANKKIT_MEMORY_LIMIT in bytes (a whole or decimal number, 1e9 too), None when unset or
+    empty. A UsageError naming it for anything else: a word or nan (ignored before), inf or 1e400
+    (an OverflowError), 0 or a negative number (accepted, then every fit refused as too large).
+    The CLI checks it at its start."""
+    env = os.environ.get("RANKKIT_MEMORY_LIMIT")
+    if env is None or not env.strip():
+        return None
+    try:
+        value = float(env)
+    except ValueError:
+        value = float("nan")
+    if not 1 <= value < float("inf"):
+        raise UsageError(f"RANKKIT_MEMORY_LIMIT={env!r} is not a number of bytes of at least 1 (unset it to use the "
+                         "memory the system reports)")
+    return int(value)
 
 
 def format_bytes(n: float) -> str:

@@ -42,21 +42,108 @@ def configure_runtime() -> None:
         os.environ.setdefault(key, value)
 
 
-def check_environment() -> str | None:
-    """None, or why the thread settings in the environment cannot be used: numba takes
-    NUMBA_NUM_THREADS only as a whole number of at least 1 (0 made every run fail inside numba with
-    an internal error; a word, a warning and numba's traceback on stderr). The CLI checks this
-    before anything imports numba."""
-    value = os.environ.get("NUMBA_NUM_THREADS")
-    if value is None:
-        return None
+# -- numba's settings in the environment ------------------------------------------------------------
+# Every NUMBA_* variable numba parses when it is imported (numba/core/config.py, _readenv), by the
+# kind of value it takes; the others are free text. numba warns about a value it cannot parse (a
+# RuntimeWarning with a traceback, on every run) and goes on with its default; rankkit refuses it,
+# as it refuses NUMBA_NUM_THREADS=abc: one line naming the variable, exit 2. tests/test_threads.py
+# checks this table against the numba installed.
+_NUMBA_FLOAT = ("NUMBA_CUDA_MAX_PENDING_DEALLOCS_RATIO",)
+_NUMBA_CC = ("NUMBA_FORCE_CUDA_CC", "NUMBA_CUDA_DEFAULT_PTX_CC")
+_NUMBA_INT = (
+    "NUMBA_DEVELOPER_MODE", "NUMBA_DISABLE_PERFORMANCE_WARNINGS", "NUMBA_FULL_TRACEBACKS", "NUMBA_SHOW_HELP",
+    "NUMBA_BOUNDSCHECK", "NUMBA_ALWAYS_WARN_UNINIT_VAR", "NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS",
+    "NUMBA_CUDA_USE_NVIDIA_BINDING", "NUMBA_DEBUG", "NUMBA_HIGHLIGHT_DUMPS", "NUMBA_DEBUG_JIT",
+    "NUMBA_DEBUG_FRONTEND", "NUMBA_DEBUG_NRT", "NUMBA_DEBUG_NRT_STACK_LIMIT", "NUMBA_NRT_STATS",
+    "NUMBA_FUNCTION_CACHE_SIZE", "NUMBA_PARFOR_MAX_TUPLE_SIZE", "NUMBA_DEBUG_CACHE", "NUMBA_TRACE",
+    "NUMBA_DEBUG_TYPEINFER", "NUMBA_DISABLE_TYPEINFER_FAIL_CACHE", "NUMBA_DUMP_BYTECODE", "NUMBA_DUMP_CFG",
+    "NUMBA_DUMP_IR", "NUMBA_DUMP_SSA", "NUMBA_DEBUG_ARRAY_OPT", "NUMBA_DEBUG_ARRAY_OPT_RUNTIME",
+    "NUMBA_DEBUG_ARRAY_OPT_STATS", "NUMBA_PARALLEL_DIAGNOSTICS", "NUMBA_DEBUG_INLINE_CLOSURE", "NUMBA_DUMP_LLVM",
+    "NUMBA_DUMP_FUNC_OPT", "NUMBA_DUMP_OPTIMIZED", "NUMBA_LOOP_VECTORIZE", "NUMBA_SLP_VECTORIZE",
+    "NUMBA_DUMP_ASSEMBLY", "NUMBA_DUMP_ANNOTATION", "NUMBA_DIFF_IR", "NUMBA_ENABLE_AVX",
+    "NUMBA_DISABLE_INTEL_SVML", "NUMBA_DISABLE_JIT", "NUMBA_CUDA_WARN_ON_IMPLICIT_COPY", "NUMBA_DISABLE_CUDA",
+    "NUMBA_ENABLE_CUDASIM", "NUMBA_CUDA_LOG_API_ARGS", "NUMBA_CUDA_MAX_PENDING_DEALLOCS_COUNT",
+    "NUMBA_CUDA_ARRAY_INTERFACE_SYNC", "NUMBA_CUDA_LOG_SIZE", "NUMBA_CUDA_VERBOSE_JIT_LOG",
+    "NUMBA_CUDA_PER_THREAD_DEFAULT_STREAM", "NUMBA_CUDA_ENABLE_MINOR_VERSION_COMPATIBILITY",
+    "NUMBA_ENABLE_SYS_MONITORING", "NUMBA_ENABLE_PROFILING", "NUMBA_DEBUGINFO", "NUMBA_CUDA_DEBUGINFO",
+    "NUMBA_EXTEND_VARIABLE_LIFETIMES", "NUMBA_LLVM_REFPRUNE_PASS", "NUMBA_USE_LLVMLITE_MEMORY_MANAGER",
+    "NUMBA_LLVM_PASS_TIMINGS", "NUMBA_JIT_COVERAGE")
+_NUMBA_OPT_LEVELS = ("0", "1", "2", "3", "max")
+
+
+def _numba_value_problem(name: str, value: str) -> str | None:
+    """Why numba cannot parse `value` for variable `name` (its own parser's rule), or None."""
+    import re
+
+    if name == "NUMBA_NUM_THREADS":
+        try:
+            ok = int(value.strip()) >= 1
+        except ValueError:
+            ok = False
+        return None if ok else "is not a whole number of threads of at least 1 (unset it, or use --threads N)"
+    if name == "NUMBA_OPT":
+        return None if value in _NUMBA_OPT_LEVELS else "is not an optimization level (0, 1, 2, 3 or max)"
     try:
-        ok = int(value.strip()) >= 1
+        if name in _NUMBA_INT:
+            int(value)
+        elif name in _NUMBA_FLOAT:
+            float(value)
     except ValueError:
-        ok = False
-    if not ok:
-        return (f"NUMBA_NUM_THREADS={value!r} is not a whole number of threads of at least 1 "
-                "(unset it, or use --threads N)")
+        return f"is not a {'whole ' if name in _NUMBA_INT else ''}number"
+    if name in _NUMBA_CC and value and not re.match(r"\d+\.\d+", value):
+        return "is not a compute capability (major.minor)"
+    if name == "NUMBA_CPU_FEATURES" and value and not all(f.startswith(("+", "-")) for f in value.split(",")):
+        return "is not a list of CPU features (+name or -name, separated by commas)"
+    return None
+
+
+def _llvm_refuses(cpu: str | None, features: str | None) -> str | None:
+    """What LLVM says of a CPU name and feature list numba would hand it (it ignores an unknown one
+    with a line on stderr for every module compiled), or None; None too if LLVM cannot be asked."""
+    try:
+        import llvmlite.binding as ll
+
+        ll.initialize_native_target()
+        target = ll.Target.from_default_triple()
+    except Exception:
+        return None
+    r, w = os.pipe()
+    saved = os.dup(2)
+    try:
+        os.dup2(w, 2)
+        os.close(w)
+        try:
+            target.create_target_machine(cpu=cpu or ll.get_host_cpu_name(), features=features or "")
+        except Exception:
+            pass
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+    try:
+        said = os.read(r, 1 << 16).decode("utf-8", "replace")
+    finally:
+        os.close(r)
+    return said.splitlines()[0].strip() if said.strip() else None
+
+
+def check_environment() -> str | None:
+    """None, or why a NUMBA_* setting in the environment cannot be used, naming the variable: a
+    value numba cannot parse (above), and a CPU name or feature LLVM does not know
+    (NUMBA_CPU_NAME=garbage was ignored with a line per compiled module; a feature without its
+    +/- sign aborted the run inside LLVM). NUMBA_NUM_THREADS=0 made every run fail inside numba
+    with an internal error. The CLI checks this before anything imports numba."""
+    for name in sorted(os.environ):
+        if name.startswith("NUMBA_"):
+            value = os.environ[name]
+            problem = _numba_value_problem(name, value)
+            if problem is not None:
+                return f"{name}={value!r} {problem}"
+    cpu, features = os.environ.get("NUMBA_CPU_NAME"), os.environ.get("NUMBA_CPU_FEATURES")
+    if cpu or features:
+        said = _llvm_refuses(cpu, features)
+        if said is not None:
+            which = "NUMBA_CPU_NAME" if "processor" in said or not features else "NUMBA_CPU_FEATURES"
+            return f"{which}={os.environ.get(which)!r} is not usable on this machine (LLVM: {said})"
     return None
 
 
@@ -156,6 +243,7 @@ _raise_seen = False  # the last reading allowed more threads (a rise needs two r
 # processes started together see each other only in turns, and a wrong rise costs more than a late one)
 _pool = None
 _pool_size = 0
+_no_new_threads = False  # a thread could not be started (ulimit -u): every kernel runs on its caller
 _local = threading.local()  # .n: this thread's own count (`limited`), e.g. folds run side by side
 
 # Below this much work (rows, non-zeros: the caller's unit) a kernel runs on the calling thread.
@@ -235,17 +323,27 @@ def split(weights_end: "object", n: int, work: int) -> list[tuple[int, int]]:
 def run(kernel, parts: list[tuple[int, int]], *args) -> list:
     """kernel(*args, lo, hi) for every part, the first on this thread and the others on the pool;
     returns their results in part order."""
-    global _pool, _pool_size
+    global _pool, _pool_size, _no_new_threads
     _check_cancel()
-    if len(parts) == 1:
-        return [kernel(*args, *parts[0])]
-    if _pool is None or _pool_size < len(parts) - 1:
-        from concurrent.futures import ThreadPoolExecutor
+    if len(parts) == 1 or _no_new_threads:
+        return [kernel(*args, lo, hi) for lo, hi in parts]
+    try:
+        if _pool is None or _pool_size < len(parts) - 1:
+            from concurrent.futures import ThreadPoolExecutor
 
-        stop_pool()
-        _pool_size = len(parts) - 1
-        _pool = ThreadPoolExecutor(max_workers=_pool_size, thread_name_prefix="rankkit")
-    futures = [_pool.submit(kernel, *args, lo, hi) for lo, hi in parts[1:]]
+            stop_pool()
+            _pool_size = len(parts) - 1
+            _pool = ThreadPoolExecutor(max_workers=_pool_size, thread_name_prefix="rankkit")
+        futures = [_pool.submit(kernel, *args, lo, hi) for lo, hi in parts[1:]]
+    except RuntimeError as exc:  # "can't start new thread" (ulimit -u, a process or memory limit)
+        if "can't start new thread" not in str(exc):
+            raise
+        # the parts are independent and give the same result on any number of threads: all on this
+        # one, for the rest of the run, once what the pool had started is done
+        _no_new_threads = True
+        _pool.shutdown(wait=True, cancel_futures=True)
+        _pool, _pool_size = None, 0
+        return [kernel(*args, lo, hi) for lo, hi in parts]
     first = kernel(*args, *parts[0])
     return [first] + [f.result() for f in futures]
 
@@ -275,11 +373,14 @@ def pause_gc(seconds: float = GC_PAUSE_SECONDS) -> None:
 
     if not gc.isenabled():
         return
-    gc.disable()
-    _gc_paused = True
     timer = threading.Timer(seconds, resume_gc)
     timer.daemon = True
-    timer.start()
+    try:
+        timer.start()
+    except RuntimeError:  # no thread can be started (ulimit -u): no pause, and the run goes on to say so
+        return
+    gc.disable()
+    _gc_paused = True
 
 
 def resume_gc() -> None:

@@ -259,7 +259,7 @@ def _snapshot(d: Path) -> dict:
     for root, dirs, files in os.walk(d):
         for f in files:
             p = Path(root) / f
-            if p.is_symlink():
+            if p.is_symlink() or not p.is_file():  # a FIFO (read, it would hang the harness), a socket
                 continue
             try:
                 snap[str(p.relative_to(d))] = p.read_bytes()
@@ -975,8 +975,468 @@ def python_misuse(ref: Ref, scratch: Path) -> list[Case]:
     return cases
 
 
+# -- shared directories and short writes (issue 35: items 1, 3, 4, 5, 10) ------------------------------
+def _nobody() -> tuple[int, int] | None:
+    """uid and gid of user nobody, when this trial runs as root (planting as another user)."""
+    try:
+        import pwd
+
+        pw = pwd.getpwnam("nobody")
+    except (ImportError, KeyError):
+        return None
+    return (pw.pw_uid, pw.pw_gid) if os.geteuid() == 0 else None
+
+
+def _planted(kind: str, name: str, target: str = "notes.txt"):
+    """A setup: `shr/`, sticky and world-writable, holding `name` planted by nobody (a link to
+    `target`, relative to the case directory, or a FIFO or socket); `notes.txt` a 0600 root file and
+    `precious/` a directory, both of which must stay untouched."""
+    def make(d: Path):
+        uid, gid = _nobody()
+        (d / "notes.txt").write_bytes(b"root's notes\n")
+        os.chmod(d / "notes.txt", 0o600)
+        (d / "precious").mkdir()
+        (d / "precious" / "keep.txt").write_bytes(b"keep\n")
+        shr = d / "shr"
+        shr.mkdir()
+        os.chmod(shr, 0o1777)
+        where = shr / name
+        if kind == "link":
+            os.symlink(target if target.startswith("/") else str(d / target), where)
+        elif kind == "fifo":
+            os.mkfifo(where, 0o666)
+        else:
+            import socket
+
+            sock = socket.socket(socket.AF_UNIX)
+            sock.bind(str(where))
+            sock.close()
+        os.lchown(where, uid, gid)  # as if nobody had made it (the pytest twin plants it as nobody)
+    return make
+
+
+def shared_directories(ref: Ref) -> list[Case]:
+    """Links, FIFOs and sockets planted by another user in a sticky world-writable directory, for
+    every output; what the rule allows; FIFOs nobody reads; empty and 255-byte output names."""
+    D, V, T = q(SAMPLE_TRAIN), q(SAMPLE_VALI), q(SAMPLE_TEST)
+    M = q(ref.model)
+    F = "folds"
+    folds = {"folds": lambda d: _folds(d)}
+    cases = []
+    if _nobody() is not None:
+        outputs = {
+            "predict OUT": f"predict {T} {M} OUT", "predict --format trec OUT": f"predict {T} {M} OUT --format trec",
+            "predict --format ranked OUT": f"predict {T} {M} OUT --format ranked",
+            "train MODEL": f"train {D} OUT -C 0.01",
+            "train --save-factors": f"train {D} f.model --solver factorized -K 2 --iterations 200 --save-factors OUT",
+            "path --table": f"path {D} {V} --n-points 3 --table OUT", "path --plot": f"path {D} {V} --n-points 3 --plot OUT",
+            "path --out-model": f"path {D} {V} --n-points 3 --out-model OUT",
+            "path --folds --table": f"path --folds {F} -C 0.1 --out-dir mdir --table OUT",
+            "convert OUT": f"convert {M} OUT --to svm_rank",
+        }
+        for label, cmd in outputs.items():
+            for kind in ("link", "fifo"):
+                cases.append(Case("shared dirs", f"{kind} of nobody: {label}", f"exec {RK} {cmd.replace('OUT', 'shr/o')}",
+                                  {"setup": _planted(kind, "o"), **folds}, must_fail=True))
+        for label, cmd in [("experiment --out-dir", f"experiment {F} --out-dir shr/d --n-points 2 -m map"),
+                           ("experiment --out-dir below", f"experiment {F} --out-dir shr/d/sub --n-points 2 -m map"),
+                           ("path --folds --out-dir", f"path --folds {F} -C 0.1 --out-dir shr/d"),
+                           ("a parent of MODEL", f"train {D} shr/d/m.model -C 0.01"),
+                           ("a parent of OUT", f"predict {T} {M} shr/d/s.txt")]:
+            cases.append(Case("shared dirs", f"link to a directory: {label}", f"exec {RK} {cmd}",
+                              {"setup": _planted("link", "d", "precious"), **folds}, must_fail=True))
+        for label, target in (("a device", "/dev/null"), ("a chain", "shr/o2")):
+            cases.append(Case("shared dirs", f"link to {label}", f"exec {RK} predict {T} {M} shr/o",
+                              {"setup": _planted("link", "o", target)}, must_fail=True))
+        cases.append(Case("shared dirs", "socket of nobody", f"exec {RK} predict {T} {M} shr/o",
+                          {"setup": _planted("socket", "o")}, must_fail=True))
+        save = f"import rankkit; m = rankkit.load_model({str(ref.model)!r}); m.save('shr/o')"
+        for kind in ("link", "fifo"):
+            cases.append(Case("shared dirs", f"Python save() into a {kind} of nobody",
+                              f"exec {shlex.quote(PY)} -c {shlex.quote(PY_ONE_LINE.format(body=save))}",
+                              {"setup": _planted(kind, "o")}, must_fail=True))
+
+        def own_link(d: Path):
+            shr = d / "shr"
+            shr.mkdir()
+            os.chmod(shr, 0o1777)
+            os.symlink(str(d / "s.txt"), shr / "o")
+        cases.append(Case("shared dirs", "own link in a shared directory", f"exec {RK} predict {T} {M} shr/o",
+                          {"setup": own_link}, ("s.txt",), check_ok=same_as("s.txt", ref.scores)))
+    wait = f"; rc=$?; wait; exit $rc"
+    cases += [
+        Case("shared dirs", "own FIFO with a reader", f"mkfifo p; cat p > got.txt & {RK} predict {T} {M} p{wait}",
+             outputs=("got.txt",), check_ok=same_as("got.txt", ref.scores)),
+        Case("shared dirs", "own FIFO nobody reads", f"mkfifo p; exec {RK} predict {T} {M} p", must_fail=True),
+        Case("shared dirs", "/dev/stdout", f"exec {RK} predict {T} {M} /dev/stdout", check_ok=stdout_is(ref.scores)),
+        Case("shared dirs", "process substitution", f"exec {RK} predict {T} {M} >(cat)", check_ok=stdout_is(ref.scores)),
+        Case("shared dirs", "/dev/fd/N", f"exec {RK} predict {T} {M} /dev/fd/5 5>s.txt", outputs=("s.txt",),
+             check_ok=same_as("s.txt", ref.scores)),
+        Case("shared dirs", "FIFO as an experiment record",
+             f"mkdir -p out/Fold1; mkfifo out/Fold1/newton.done.json; exec {RK} experiment {F} --out-dir out "
+             "--n-points 2 -m map", {**folds}, must_fail=True),
+    ]
+    keep = {"results.txt": b"mine\n", **folds}
+    for label, cmd in [("experiment --out-dir ''", f"experiment {F} --out-dir '' --n-points 2 -m map"),
+                       ("path --folds --out-dir ''", f"path --folds {F} -C 0.1 --out-dir ''"),
+                       ("predict OUT ''", f"predict {T} {M} ''")]:
+        cases.append(Case("shared dirs", label, f"exec {RK} {cmd}", keep, must_fail=True))
+    code = "import rankkit; rankkit.experiment('folds', metrics=('map',), n_points=2, out_dir='')"
+    cases.append(Case("shared dirs", "Python experiment(out_dir='')",
+                      f"exec {shlex.quote(PY)} -c {shlex.quote(PY_ONE_LINE.format(body=code))}", keep, must_fail=True))
+    for n in (228, 240, 254, 255):
+        name = "s" * (n - 4) + ".txt"
+        cases.append(Case("shared dirs", f"a {n}-byte OUT", f"exec {RK} predict {T} {M} {name}", outputs=(name,),
+                          check_ok=same_as(name, ref.scores)))
+    wide = "é" * 127 + "x"  # 255 bytes of UTF-8
+    cases.append(Case("shared dirs", "a 255-byte OUT of two-byte characters", f"exec {RK} predict {T} {M} {wide}",
+                      outputs=(wide,), check_ok=same_as(wide, ref.scores)))
+    cases.append(Case("shared dirs", "a 255-byte MODEL", f"exec {RK} train {D} {'m' * 249}.model -C 0.01",
+                      outputs=("m" * 249 + ".model",), check_ok=same_as("m" * 249 + ".model", ref.model_bytes)))
+    return cases
+
+
+# a Python face case: a UsageError is one line and exit 2 (as the CLI words it)
+PY_ONE_LINE = ("import sys\nfrom rankkit.errors import RankkitError\ntry:\n    {body}\n"
+               "except RankkitError as e:\n    print('rankkit: error:', e, file=sys.stderr); sys.exit(2)\n")
+
+
+def short_writes(ref: Ref) -> list[Case]:
+    """Every command's stdout into a file that fills up part way (RLIMIT_FSIZE at 10%, 50% and 90% of
+    the output, and a 64 KB tmpfs in a private mount namespace): exit 2 in one line, never exit 0
+    with part of the output."""
+    T = q(SAMPLE_TEST)
+    M, S = q(ref.model), q(ref.base / "s.txt")
+    commands = [f"predict {T} {M}", f"predict {T} {M} --format trec", f"predict {T} {M} --format ranked",
+                f"eval {T} {S}", f"eval {T} {S} --per-query", f"eval {T} {S} --format json --per-query",
+                f"eval {T} {S} --format tsv --per-query", f"convert {M} - --to svm_rank"]
+    cases = []
+    for cmd in commands:
+        full = subprocess.run([BASH, "-c", f"{RK} {cmd}"], cwd=ref.base, env=ref.env, capture_output=True, timeout=300)
+        size = len(full.stdout)
+        for frac in (0.1, 0.5, 0.9):
+            n = max(1, int(size * frac))
+            wrapper = f"{shlex.quote(PY)} -c {shlex.quote(FSIZE.format(n=n))}"
+            cases.append(Case("short writes", f"stdout > file, {n} of {size} bytes: {cmd}", f"{wrapper} {cmd} > out.txt",
+                              outputs=("out.txt",), must_fail=True))
+    unshare = shutil.which("unshare")
+    if unshare and os.geteuid() == 0:
+        big = lambda d: (d / "big.txt").write_bytes(  # noqa: E731 - ~5x the sample: > 64 KB of output
+            b"".join(SAMPLE_TEST.read_bytes().replace(b"qid:", f"qid:{k}0".encode()) for k in range(1, 6)))
+        for cmd in (f"predict big.txt {M} --format trec", f"predict big.txt {M} --format ranked",
+                    f"predict big.txt {M} mnt/s.txt --format trec"):
+            redirect = "" if "mnt/" in cmd else " > mnt/s.txt"
+            script = (f"mkdir mnt && exec {unshare} -m {BASH} -c "
+                      + shlex.quote(f"mount -t tmpfs -o size=64k tmpfs mnt && exec {RK} {cmd}{redirect}"))
+            cases.append(Case("short writes", f"64 KB tmpfs: {cmd}{redirect}", script, {"big": big}, must_fail=True))
+    return cases
+
+
 # -- the trial -----------------------------------------------------------------------------------------
+# -- issue 35 (items 6, 7, 8): experiment's inputs, output directory and resume records ------------------
+def _letor_dir(names=("Fold1", "Fold2"), bad=None):
+    """A LETOR directory `L` of the sample's files; bad = (fold, part, line appended)."""
+    def make(d: Path):
+        for fold in names:
+            f = d / "L" / fold
+            f.mkdir(parents=True, exist_ok=True)
+            for part, src in (("train", SAMPLE_TRAIN), ("vali", SAMPLE_VALI), ("test", SAMPLE_TEST)):
+                shutil.copy(src, f / f"{part}.txt")
+        if bad is not None:
+            with open(d / "L" / bad[0] / f"{bad[1]}.txt", "ab") as fh:
+                fh.write(bad[2])
+    return make
+
+
+def _unshare(mount: str, command: str) -> str:
+    """`command` with ./mnt a tmpfs mounted with `mount` options, in a private mount namespace; a
+    machine without unshare -rm runs it unchanged on ./mnt, a plain directory (the case still holds)."""
+    inner = f"mount -t tmpfs -o {mount} tmpfs mnt 2>/dev/null || exit 97; {command}"
+    return (f"mkdir -p mnt; if unshare -rm true 2>/dev/null; then exec unshare -rm {shlex.quote(BASH)} -c "
+            f"{shlex.quote(inner)}; else {command}; fi")
+
+
+def experiment_inputs(ref: Ref) -> list[Case]:
+    """Nothing created before every input is read; one line for an output directory that cannot be
+    written and for odd fold names; records that name the data read and are verified."""
+    D, V, T = q(SAMPLE_TRAIN), q(SAMPLE_VALI), q(SAMPLE_TEST)
+    EXP = f"{RK} experiment"
+    fast = "--n-points 2 -m map"
+    nothing = "; rc=$?; if [ -e O ]; then echo 'rankkit: trial: O was created' >&2; exit 9; fi; exit $rc"
+    cases = []
+    for fold, part, line in [("Fold2", "test", b"1 qid:9 1:x\n"), ("Fold2", "train", b"1 qid:9 1:nan\n"),
+                             ("Fold2", "vali", b"x qid:9 1:1\n"), ("Fold3", "test", b"1 qid:9 0:1\n"),
+                             ("Fold3", "train", b"\x00\n")]:
+        files = {"L": _letor_dir(("Fold1", "Fold2", "Fold3"), (fold, part, line))}
+        for cmd in (f"{EXP} L --out-dir O {fast}", f"{EXP} L --out-dir O/deep {fast} --jobs 2",
+                    f"{RK} path --folds L -C 1 --out-dir O", f"{RK} path --folds L -C 1 -C 2 --out-dir O --jobs 2"):
+            cases.append(Case("experiment inputs", f"bad {fold}/{part}.txt: {cmd.split(None, 3)[3][:40]}",
+                              cmd + nothing, files, must_fail=True))
+    for name, setup in [("dangling --out-dir link", "ln -s nowhere O"),
+                        ("O/Fold1 a regular file", "mkdir O && echo keep > O/Fold1"),
+                        ("O/Fold1 a dangling link", "mkdir O && ln -s nowhere O/Fold1"),
+                        ("parent of O a file", "echo keep > P"),
+                        ("parent of O a dangling link", "ln -s nowhere P")]:
+        out = "P/O" if "parent" in name else "O"
+        for cmd in (f"{EXP} --fold {D} {V} {T} --out-dir {out} {fast}", f"{EXP} L --out-dir {out} {fast}",
+                    f"{RK} path --folds L -C 1 --out-dir {out}"):
+            fine = cmd.startswith(f"{RK} path") and "O/Fold1" in name  # path writes O/Fold1.C1.model, not O/Fold1/
+            cases.append(Case("experiment inputs", f"{name}: {cmd.split()[3]}", f"{setup}; exec {cmd}",
+                              {"L": _letor_dir()}, outputs=("O/Fold1.C1.model",) if fine else (), must_fail=not fine))
+    for out, must in (("/dev/null", True), ("/dev/null/O", True), ("/proc/1/cwd/../O", True), ("/proc/self/O", True),
+                      ("lk/../O", False)):
+        cmd = f"mkdir -p real/sub && ln -s real/sub lk; exec {EXP} --fold {D} {V} {T} --out-dir {out} {fast}"
+        cases.append(Case("experiment inputs", f"--out-dir {out}", cmd, outputs=(), must_fail=must,
+                          check_ok=None if must else (lambda d, out: None if (d / "real" / "O" / "results.json").is_file()
+                                                      else "real/O/results.json not written")))
+    for size in ("ro,size=1m", "size=4k", "size=12k", "size=24k", "size=36k"):
+        for cmd in (f"{EXP} --fold {D} {V} {T} --out-dir mnt/O {fast}", f"{RK} path --folds L -C 1 --out-dir mnt/O"):
+            cases.append(Case("experiment inputs", f"tmpfs {size}: {cmd.split()[3]}", _unshare(size, cmd),
+                              {"L": _letor_dir()}, must_fail=size.startswith("ro")))
+    for name in ("Fold²", "Fold١", "Fold𝟚", "Fold٣"):
+        for cmd in (f"{EXP} L {fast}", f"{RK} path --folds L", f"{RK} path --folds L -C 1 --out-dir O"):
+            cases.append(Case("experiment inputs", f"{name}: {cmd.split()[3]}", f"exec {cmd}" + nothing,
+                              {"L": _letor_dir(("Fold1", name))}, must_fail=True))
+    cases.append(Case("experiment inputs", "Fold01 and Fold1", f"exec {EXP} L {fast}",
+                      {"L": _letor_dir(("Fold01", "Fold1"))}))
+    cases.append(Case("experiment inputs", "Fold1 a regular file", f"echo x > L/Fold3; exec {EXP} L {fast}",
+                      {"L": _letor_dir(("Fold1", "Fold2"))}, must_fail=True))
+    cases.append(Case("experiment inputs", "--fold - once", f"exec {EXP} --fold - {V} {T} {fast}",
+                      stdin=SAMPLE_TRAIN.read_bytes()))
+    cases.append(Case("experiment inputs", "--fold - twice", f"exec {EXP} --fold - - {T} {fast}" + nothing,
+                      stdin=SAMPLE_TRAIN.read_bytes(), must_fail=True))
+    cases.append(Case("experiment inputs", "--fold /dev/stdin twice", f"exec {EXP} --fold /dev/stdin /dev/stdin {T} "
+                      f"{fast}", stdin=SAMPLE_TRAIN.read_bytes(), must_fail=True))
+    # resume: a pipe resumed with other data is fitted again, and says what a fresh run says
+    figures = "grep -E '^(Fold1|mean)'"
+    fail = "{ echo 'rankkit: trial: %s' >&2; exit 9; }"
+    resume = (f"cat {D} | {EXP} --fold /dev/stdin {V} {T} --out-dir O {fast} -v > a.txt 2>/dev/null || exit $?; "
+              f"head -300 {D} > h.txt; head -300 {D} | {EXP} --fold /dev/stdin {V} {T} --out-dir O {fast} -v > b.txt "
+              f"2> b.err || exit $?; {EXP} --fold h.txt {V} {T} {fast} > c.txt || exit $?; "
+              f"grep -q reusing b.err && {fail % 'reused another run'}; "
+              f"diff <({figures} b.txt) <({figures} c.txt) >/dev/null || {fail % 'not the figures of a fresh run'}")
+    cases.append(Case("experiment inputs", "resume from a pipe with other data", resume, stdin=None))
+    for name, edit, why in [
+            ("test map", "import json,sys; p=sys.argv[1]; r=json.load(open(p)); r['test']['map']=0.999; "
+                         "json.dump(r, open(p,'w'))", "checksum"),
+            ("chosen C", "import json,sys; p=sys.argv[1]; r=json.load(open(p)); r['chosen']={'C': 1e3}; "
+                         "json.dump(r, open(p,'w'))", "checksum"),
+            ("checksum removed", "import json,sys; p=sys.argv[1]; r=json.load(open(p)); del r['checksum']; "
+                                 "json.dump(r, open(p,'w'))", "checksum"),
+            ("cut", "import sys; p=sys.argv[1]; b=open(p,'rb').read(); open(p,'wb').write(b[:len(b)//2])", "damaged"),
+            ("scores edited", "import sys; p=sys.argv[1].replace('done.json','test.scores'); "
+                              "t=open(p).read(); open(p,'w').write(t.replace(chr(10), '1'+chr(10), 1))", "scores")]:
+        script = (f"{EXP} --fold {D} {V} {T} --out-dir O {fast} > a.txt 2>/dev/null || exit $?; "
+                  f"{shlex.quote(PY)} -c {shlex.quote(edit)} O/Fold1/newton.done.json || exit 8; "
+                  f"{EXP} --fold {D} {V} {T} --out-dir O {fast} > b.txt 2> b.err || exit $?; "
+                  f"cmp -s a.txt b.txt || {fail % 'figures differ from the first run'}; "
+                  f"[ $(grep -c 'fitted again' b.err) = 1 ] && grep -q {why} b.err || {fail % 'not said in one line'}")
+        cases.append(Case("experiment inputs", f"edited record: {name}", script))
+    return cases
+
+
+# -- issue 35 (item 11): a model reader stops at a wrong first line --------------------------------------
+def model_heads(ref: Ref) -> list[Case]:
+    """A large data file (or blank lines) given as MODEL is refused at its first block: one line,
+    exit 2, within 300 MB (measured by /usr/bin/time when present)."""
+    T = q(SAMPLE_TEST)
+    timer = "/usr/bin/time" if os.access("/usr/bin/time", os.X_OK) else None
+    line = SAMPLE_TRAIN.read_bytes().splitlines()[0].decode()
+    cases = []
+    for source, what in [(f"yes {shlex.quote(line)} | head -c 400000000", "400 MB of LETOR lines"),
+                         ("yes '' | head -c 400000000", "400 MB of blank lines"),
+                         (f"{{ echo 'rankkit-model 2'; yes {shlex.quote(line)} | head -c 100000000; }}",
+                          "a rankkit first line, then 100 MB of data")]:
+        for fmt in ("", " --model-format liblinear", " --model-format sofia-ml", " --model-format svm_rank"):
+            if "rankkit first line" in what and fmt:
+                continue
+            cmd = f"{RK} predict {T} - s.txt{fmt}"
+            if timer:
+                script = (f"{source} | {timer} -o mem.txt -f %M {cmd}; rc=$?; kb=$(tail -1 mem.txt); "
+                          f"if [ \"$kb\" -gt 300000 ] && [ \"{what[-4:]}\" != data ]; then "
+                          f"echo \"rankkit: trial: $kb KB\" >&2; exit 9; fi; exit $rc")
+            else:
+                script = f"{source} | exec {cmd}"
+            cases.append(Case("model heads", f"{what}{fmt or ' (auto)'}", script, must_fail=True, stdin=None))
+    return cases
+
+
 _trial_env: dict = {}
+
+
+
+# -- issue 35: another user's kernel cache, environment values, resource limits, interrupted workers ------
+class _Planted:
+    """Unpickling this touches a marker file: what a pickle planted in a shared kernel cache would run."""
+
+    def __init__(self, marker: str):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (os.system, (f"touch {shlex.quote(self.marker)}",))
+
+
+def cache_attack(ref: Ref, scratch: Path) -> list[Case]:
+    """Another user (nobody) fills a shared, sticky world-writable kernel cache with pickles that
+    touch a marker; root's runs (default settings, RANKKIT_AOT=0, train, predict) must never run
+    them, must succeed with the reference output and say so in one line. And a .numba_config.yaml
+    planted in the working directory must not choose where root writes. Runs only as root with a
+    `nobody` user (the files must belong to another user)."""
+    import pickle
+    import pwd
+
+    try:
+        pwd.getpwnam("nobody")
+    except KeyError:
+        return []
+    if os.geteuid() != 0:
+        return []
+    D, T = q(SAMPLE_TRAIN), q(SAMPLE_TEST)
+    M = q(ref.model)
+    # the layout of a filled JIT cache (where each index file goes), from one run of each command
+    layout = scratch / "attack-layout"
+    for cmd in (f"train {D} lay.model -C 0.01", f"predict {T} {M} lay.txt"):
+        subprocess.run([BASH, "-c", f"{RK} {cmd}"], cwd=scratch, capture_output=True, timeout=900,
+                       env=dict(_trial_env or _env(), NUMBA_CACHE_DIR=str(layout), RANKKIT_AOT="0"))
+    indexes = [p.relative_to(layout) for p in layout.rglob("*.nbi")]
+    shared_top = Path(tempfile.mkdtemp(prefix="rankkit-trial-shared-"))  # nobody must reach it: not in scratch
+    os.chmod(shared_top, 0o755)
+
+    def plant(name: str):
+        def make(d: Path):
+            shared = shared_top / f"{d.name}-{name}"
+            shared.mkdir()
+            os.chmod(shared, 0o1777)
+            evil = pickle.dumps(_Planted(str(d / "PLANTED-PICKLE-RAN")))
+            for rel in indexes:
+                subprocess.run(["sh", "-c", 'mkdir -p "$1" && chmod 777 "$1" && cat > "$1/$2" && chmod 666 "$1/$2"',
+                                "sh", str(shared / rel.parent), rel.name], input=evil, user="nobody", check=True,
+                               capture_output=True, timeout=60)
+            (d / "shared").symlink_to(shared)
+            (d / "tmp").mkdir()
+            private = d / "tmp" / f"rankkit-numba-cache-{os.getuid()}"  # an earlier run's private cache
+            shutil.copytree(layout, private, ignore=shutil.ignore_patterns("rankkit-aot"))
+            os.chmod(private, 0o700)
+        return make
+
+    def no_marker(d: Path, stdout: bytes):
+        return "a pickle planted by another user ran" if (d / "PLANTED-PICKLE-RAN").exists() else None
+
+    cases = []
+    for aot in ("1", "0"):
+        for label, script, outs, check in [
+                ("predict", f"NUMBA_CACHE_DIR=$(readlink -f shared) TMPDIR=$PWD/tmp exec {RK} predict {T} {M}", (),
+                 both(no_marker, stdout_is(ref.scores))),
+                ("train", f"NUMBA_CACHE_DIR=$(readlink -f shared) TMPDIR=$PWD/tmp exec {RK} train {D} m.model -C 0.01",
+                 ("m.model",), both(no_marker, same_as("m.model", ref.model_bytes)))]:
+            cases.append(Case("cache attack", f"{label}: pickles planted by nobody, RANKKIT_AOT={aot}", script,
+                              {"shared": plant(f"{label}{aot}")}, outs, check_ok=check, env={"RANKKIT_AOT": aot}))
+
+    def yaml_file(d: Path):
+        (d / ".numba_config.yaml").write_text(f"chrome_trace: {d / 'TRACE.json'}\ncache_dir: {d / 'c'}\n")
+
+    def no_trace(d: Path, out: bytes):
+        if (d / "TRACE.json").exists() or (d / "c").exists():
+            return ".numba_config.yaml in the working directory chose where the run wrote"
+        return None if out == ref.scores else "wrong scores on stdout"
+
+    for aot in ("1", "0"):
+        cases.append(Case("cache attack", f"predict: .numba_config.yaml in the working directory, RANKKIT_AOT={aot}",
+                          f"exec {RK} predict {T} {M}", {".numba_config.yaml": yaml_file}, check_ok=no_trace,
+                          env={"RANKKIT_AOT": aot}))
+    return cases
+
+
+def environment_values(ref: Ref) -> list[Case]:
+    """Values numba or rankkit cannot use: exit 2 in one line naming the variable (numba's warning
+    with a traceback on every run, an abort inside LLVM, an OverflowError before); values they can
+    use: the undisturbed result."""
+    D, T = q(SAMPLE_TRAIN), q(SAMPLE_TEST)
+    bad = {"NUMBA_OPT": ["garbage", "4", ""], "NUMBA_DEBUG": ["x"], "NUMBA_LOOP_VECTORIZE": ["x", "1.0"],
+           "NUMBA_SLP_VECTORIZE": ["yes"], "NUMBA_DISABLE_JIT": ["true"], "NUMBA_BOUNDSCHECK": ["on"],
+           "NUMBA_CPU_NAME": ["garbage"], "NUMBA_CPU_FEATURES": ["garbage", "+nosuchfeature"],
+           "NUMBA_NUM_THREADS": ["abc", "0"], "NUMBA_FUNCTION_CACHE_SIZE": ["big"], "NUMBA_DUMP_IR": ["x"],
+           "NUMBA_CUDA_DEFAULT_PTX_CC": ["x"], "NUMBA_CUDA_MAX_PENDING_DEALLOCS_RATIO": ["half"],
+           "RANKKIT_MEMORY_LIMIT": ["inf", "1e400", "-1", "0", "abc", "nan"]}
+    good = {"NUMBA_OPT": ["3", "max"], "NUMBA_DEBUG": ["0"], "NUMBA_BOUNDSCHECK": ["0"],
+            "RANKKIT_MEMORY_LIMIT": ["1e12", "", "8000000000"]}
+    files = {"scores.txt": ref.scores, "m.model": ref.model3_bytes}
+    cases = []
+    for name, values in bad.items():
+        for value in values:
+            for cmd, outs in ((f"train {D} m.model -C 0.01", ("m.model",)), (f"eval {T} scores.txt", ())):
+                cases.append(Case("environment values", f"{cmd.split()[0]}: {name}={value!r}", f"exec {RK} {cmd}",
+                                  files, must_fail=True, env={name: value}))
+    for name, values in good.items():
+        for value in values:
+            cases.append(Case("environment values", f"train: {name}={value!r}", f"exec {RK} train {D} m.model -C 0.01",
+                              files, ("m.model",), check_ok=same_as("m.model", ref.model_bytes), env={name: value}))
+    return cases
+
+
+_NO_THREADS = ("import threading, runpy\n"
+               "def _refused(self, *a, **k):\n"
+               "    raise RuntimeError(\"can't start new thread\")\n"
+               "threading.Thread.start = _refused\n"
+               "runpy.run_module('rankkit', run_name='__main__', alter_sys=True)")
+
+
+def resource_limits(ref: Ref) -> list[Case]:
+    """Few file descriptors (ulimit -n), and threads the system refuses (ulimit -u: only for a user
+    other than root, whom the kernel exempts; for root the refusal is simulated as Python reports it):
+    a result, or one line with exit 2 or 3, never an internal error."""
+    D, T = q(SAMPLE_TRAIN), q(SAMPLE_TEST)
+    M = q(ref.model)
+    files = {"folds": lambda d: _folds(d), "m.model": ref.model3_bytes, "scores.txt": ref.scores}
+    commands = [(f"path --folds folds --method grid --n-points 3 --jobs 2", ()),
+                (f"path --folds folds --method grid --n-points 3", ()),
+                (f"train {D} m.model -C 0.01", ("m.model",)), (f"predict {T} {M} s.txt", ("s.txt",)),
+                (f"eval {T} scores.txt", ())]
+    checks = {"train": same_as("m.model", ref.model_bytes), "predict": same_as("s.txt", ref.scores),
+              "eval": eval_is(ref.eval_out)}
+    cases = []
+    for n in (8, 12, 16, 20, 24, 32):
+        for cmd, outs in commands:
+            cases.append(Case("resource limits", f"ulimit -n {n}: {cmd}", f"ulimit -n {n} && exec {RK} {cmd}", files,
+                              outs, check_ok=checks.get(cmd.split()[0])))
+    if os.geteuid() != 0:
+        for n in (20, 40, 80):
+            for cmd, outs in commands:
+                cases.append(Case("resource limits", f"ulimit -u {n}: {cmd}", f"ulimit -u {n} && exec {RK} {cmd}",
+                                  files, outs, check_ok=checks.get(cmd.split()[0])))
+    for cmd, outs in commands:
+        cases.append(Case("resource limits", f"no thread can start: {cmd}",
+                          f"exec {shlex.quote(PY)} -c {shlex.quote(_NO_THREADS)} {cmd}", files, outs,
+                          check_ok=checks.get(cmd.split()[0])))
+    return cases
+
+
+def interrupted_workers(ref: Ref, rng: random.Random) -> list[Case]:
+    """A Ctrl-C or timeout's signal reaches the whole process group, the worker processes too
+    (--dask local:2, path --jobs 2): one line `rankkit: interrupted by SIG...`, 128 + N, at any moment."""
+    T = q(SAMPLE_TEST)
+    M = q(ref.model)
+    # the rankkit command as installed (what an operator runs), else python -m rankkit
+    script = Path(PY).with_name("rankkit")
+    rk = shlex.quote(str(script)) if script.is_file() else RK
+    commands = {"path --jobs 2": (f"path --folds folds --method grid --n-points 5 --jobs 2", ())}
+    try:
+        import distributed  # noqa: F401
+
+        commands["predict --dask local:2"] = (f"predict {T} {M} s.txt --dask local:2", ("s.txt",))
+    except ImportError:
+        pass
+    cases = []
+    for name, (cmd, outs) in sorted(commands.items()):
+        for sig in ("INT", "TERM"):
+            for delay in (0.5, 1.0, 1.5, 2.0, 3.0, 4.0, round(rng.uniform(0.3, 6.0), 2)):
+                # job control: the command in its own process group, SIGINT not ignored as for a plain `&`;
+                # bash's own stderr (its job notices) away, the command's kept
+                body = (f"exec 3>&2 2>/dev/null; set -m; {rk} {cmd} 2>&3 & p=$!; sleep {delay}; "
+                        f"kill -{sig} -- -$p || kill -{sig} $p; wait $p")
+                cases.append(Case("interrupted workers", f"{name}: SIG{sig} to the group after {delay} s", body,
+                                  {"folds": lambda d: _folds(d)}, outs, allow=(0, 2, 3, 130, 143)))
+    return cases
 
 
 def main(argv=None) -> int:
@@ -1021,6 +1481,8 @@ def main(argv=None) -> int:
         bad_inputs(ref), bad_models(ref), cli_misuse(ref), environment(ref, scratch), full_disk(ref), streams(ref),
         signals(ref, 5 if args.quick else 120, rng, durations), resources(ref, rng),
         concurrency(ref, 2 if args.quick else 24), python_misuse(ref, scratch),
+        experiment_inputs(ref), model_heads(ref), shared_directories(ref), short_writes(ref),
+        cache_attack(ref, scratch), environment_values(ref), resource_limits(ref), interrupted_workers(ref, rng),
     ]
     cases = [c for fam in families for c in fam]
     if args.family:

@@ -22,6 +22,7 @@ from rankkit.io.model import write_model
 from rankkit.io.svmlight import display_name, read_svmlight
 from rankkit.config import DEFAULT_CONVENTION
 from rankkit.metrics.ties import dataset_tiebreak
+from rankkit.experiments import check_out_dir, make_out_dirs
 from rankkit.metrics import describe, gradable_labels, parse_metric, per_query_table, ungradable
 from rankkit.paths.grid import (fixed_c_folds, fixed_c_model_name, fold_dirs, mean_se, reported_metrics,
                                 validation_table, write_exact_table, write_fixed_c_table, write_table)
@@ -167,13 +168,16 @@ def _path_fixed_c(folds, Cs, out_dir, table, names, zero_based, group_queries, l
     if folds is None or any(v is not None for v in others):
         raise UsageError("-C values go with --folds DIR only (no TRAIN VALID, --out-model, --plot or --method)")
     metric = names[0]
-    out_dir = out_dir or "."
-    os.makedirs(out_dir, exist_ok=True)
+    out_dir = "." if out_dir is None else out_dir
+    check_out_dir(out_dir)  # no empty name, no planted link; nothing created before the inputs are read
     inputs = tuple(os.path.join(folds, d, f) for d in fold_dirs(folds) for f in ("train.txt", "vali.txt", "test.txt"))
     models = [os.path.join(out_dir, fixed_c_model_name(d, C)) for d in fold_dirs(folds) for C in Cs]
-    for m in models:
-        check_output(m, inputs, kind="model")
+    if os.path.isdir(out_dir):
+        for m in models:
+            check_output(m, inputs, kind="model")
     check_output(table, inputs, outputs=tuple(models))
+    _check_fold_files(inputs, zero_based, group_queries)
+    make_out_dirs(out_dir)  # every input read and checked: only now is anything created
 
     def train_one(train_file, model_file, C, log):  # exactly `rankkit train TRAIN MODEL -C C`
         return train(train_file, model_file, "newton", {"C": C, "tol": None, "max_iter": None, "loss": None,
@@ -199,6 +203,15 @@ def _path_fixed_c(folds, Cs, out_dir, table, names, zero_based, group_queries, l
     if table:
         write_fixed_c_table(table, rows, metric, names)
     return rows
+
+
+def _check_fold_files(files, zero_based, group_queries) -> None:
+    """Read every fold's train.txt (and vali.txt, test.txt where present) once, before any model is
+    written: bad input in the last fold leaves nothing behind (the fits read them again, one fold
+    at a time, so that only one fold's data is held at once)."""
+    for f in files:
+        if os.path.basename(f) == "train.txt" or os.path.exists(f):
+            read_svmlight(f, zero_based=zero_based, group_queries=group_queries)
 
 
 def path(train_file=None, valid_file=None, out_model=None, table=None, plot=None, method=None, metric="ndcg@10",

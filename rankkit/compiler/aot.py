@@ -46,17 +46,98 @@ def enabled() -> bool:
     return os.environ.get("RANKKIT_AOT", "1").strip().lower() not in ("0", "no", "off", "false")
 
 
-def candidate_dirs() -> list[str]:
-    """Where a build may be, in the order they are tried (and written: the first writable)."""
+def cache_roots() -> list[str]:
+    """The kernel caches a run may use, in order, as they are spelled (rankkit.compiler.jit picks
+    the first that is writable and trusted, trust_problem(); the private temporary directory is
+    its last resort): NUMBA_CACHE_DIR when that is set (and then nothing else but the private
+    directory), else the package's __pycache__ and the user's numba cache directory."""
     configured = os.environ.get("NUMBA_CACHE_DIR")
     if configured:
-        return [os.path.join(configured, SUBDIR)]
+        return [configured]
     xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    dirs = [os.path.join(_PACKAGE, "__pycache__", SUBDIR), os.path.join(xdg, "numba", SUBDIR)]
+    return [os.path.join(_PACKAGE, "__pycache__"), os.path.join(xdg, "numba")]
+
+
+def candidate_dirs() -> list[str]:
+    """Where a build may be, in the order they are tried (and written: the first writable): the
+    rankkit-aot folder of each cache root no other user can write (trust_problem), then of the
+    private per-user temporary directory."""
+    dirs = []
+    for root in cache_roots():
+        real = os.path.realpath(root)
+        if trust_problem(real) is None:
+            dirs.append(os.path.join(real, SUBDIR))
     private = private_tmp()
-    if private is not None:
+    if private is not None and os.path.join(private, SUBDIR) not in dirs:
         dirs.append(os.path.join(private, SUBDIR))
     return dirs
+
+
+def _owned(st) -> bool:
+    uid = os.getuid() if hasattr(os, "getuid") else 0
+    return st.st_uid in (uid, 0)
+
+
+def trust_problem(directory: str) -> str | None:
+    """None if no other user can have put or can put anything in `directory` (a cache of compiled
+    code and pickles, which run as whoever loads them), else why, naming the directory at fault.
+    `directory` must be a real directory (a missing one, or a file, is no problem here: the
+    caller makes it, then checks again, or finds it unwritable) owned by this user or root and writable by no one else, and every
+    directory above it owned by this user or root and writable by no one else unless sticky (as
+    /tmp: no other user can rename or replace what is ours in it). A symlink on the way is refused:
+    resolve the path first (os.path.realpath) and use what was checked."""
+    import stat
+
+    path = os.path.abspath(directory)
+    parts = []
+    while True:
+        parts.append(path)
+        parent = os.path.dirname(path)
+        if parent == path:
+            break
+        path = parent
+    for i, p in enumerate(reversed(parts)):
+        last = i == len(parts) - 1
+        try:
+            st = os.lstat(p)
+        except FileNotFoundError:
+            return None  # made by this process below a checked parent
+        except OSError as exc:
+            return f"{p} cannot be examined ({exc.strerror})"
+        if stat.S_ISLNK(st.st_mode):
+            return f"{p} is a symbolic link"
+        if not stat.S_ISDIR(st.st_mode):  # nothing can be cached there (the caller finds it unwritable)
+            return None
+        if not _owned(st):
+            return f"{p} is owned by another user (uid {st.st_uid})"
+        if st.st_mode & 0o022 and (last or not st.st_mode & stat.S_ISVTX):
+            who = "everyone" if st.st_mode & 0o002 else "its group"
+            return f"{p} is writable by {who} (mode {stat.S_IMODE(st.st_mode):o})"
+    return None
+
+
+def open_trusted(path: str) -> bytes:
+    """The content of cache file `path`, read only if it is a regular file owned by this user or
+    root, writable by no one else and linked once (no hard link to it planted elsewhere), judged
+    on the file opened (not its name, which could change meanwhile; a symlink is not followed, a
+    FIFO does not block). PermissionError otherwise: nothing of it is read."""
+    import stat
+
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(path, flags)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or not _owned(st) or st.st_mode & 0o022 or st.st_nlink != 1:
+            raise PermissionError(f"{path} is not a file of this user or root that only they can write "
+                                  f"(owner uid {st.st_uid}, mode {stat.S_IMODE(st.st_mode):o}, links {st.st_nlink})")
+        chunks = []
+        while True:
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                return b"".join(chunks)
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
 
 
 def private_tmp() -> str | None:
@@ -73,7 +154,8 @@ def private_tmp() -> str | None:
         return None
     if not stat.S_ISDIR(st.st_mode) or st.st_uid != uid or st.st_mode & 0o022:
         return None
-    return path
+    real = os.path.realpath(path)  # the temporary directory itself may be a link (macOS /tmp)
+    return real if trust_problem(real) is None else None
 
 
 def _cpu_identity() -> str:

@@ -24,20 +24,52 @@ full or unwritable NUMBA_CACHE_DIR, several processes at once, a cache file cut 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import inspect
+import io
 import os
 import pickle
 import sys
 import tempfile
 import time
+import uuid
 
 from rankkit import threads as _threads
 
 _threads.configure_runtime()  # idle OpenMP threads sleep: must precede numba loading its threading layer
 
+
+def _import_numba_without_the_working_directorys_config() -> None:
+    """numba reads `.numba_config.yaml` from the current directory when it is imported and again at
+    every compile (with PyYAML installed, as the Dask extra does): in a shared directory another
+    user's file would choose what root's run writes (NUMBA_CHROME_TRACE, NUMBA_DUMP_HTML: any
+    path), which cache it loads and which code it compiles. rankkit takes numba's settings from the
+    environment only: during numba's import `import yaml` fails (its config then never parses the
+    file; the warning it gives for a file it cannot parse is dropped), and later reloads look for a
+    file that is never one."""
+    if "numba" not in sys.modules:
+        import warnings
+
+        saved = sys.modules.get("yaml")
+        sys.modules["yaml"] = None  # an ImportError for numba.core.config's `import yaml`
+        try:
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore", message="A Numba config file is found")
+                import numba.core.config  # noqa: F401
+        finally:
+            if saved is not None:
+                sys.modules["yaml"] = saved
+            elif sys.modules.get("yaml", 0) is None:
+                del sys.modules["yaml"]
+    sys.modules["numba.core.config"]._config_fname = os.devnull  # exists, and is never a regular file
+
+
+_import_numba_without_the_working_directorys_config()
+
 import numba  # noqa: E402
 import numba.core.event  # noqa: E402
-from numba.core.caching import FunctionCache, IndexDataCacheFile  # noqa: E402
+from numba.core.caching import FunctionCache, IndexDataCacheFile, UserProvidedCacheLocator  # noqa: E402
 
 from rankkit import console  # noqa: E402
 from rankkit.compiler import aot  # noqa: E402
@@ -45,13 +77,15 @@ from rankkit.compiler import aot  # noqa: E402
 # Why the preferred cache location could not be used (None: it can); shown when compiling.
 _cache_problem: str | None = None
 _cache_enabled = True
+_on_private = False  # numba.config.CACHE_DIR is the private temporary directory (or there is none)
 _compile_noted = False
 
 
 def writable_dir(path: str) -> str | None:
-    """None if `path` exists (or can be created) and a file can be made in it, else the reason."""
+    """None if `path` exists (or can be created: writable by no one else) and a file can be made
+    in it, else the reason."""
     try:
-        os.makedirs(path, exist_ok=True)
+        os.makedirs(path, mode=0o755, exist_ok=True)
         tempfile.TemporaryFile(dir=path).close()
     except OSError as exc:
         return exc.strerror or str(exc)
@@ -72,39 +106,63 @@ def private_tmp_dir() -> str | None:
     return path if path is not None and writable_dir(path) is None else None
 
 
-def _choose_cache_dir() -> None:
-    global _cache_problem, _cache_enabled
-    configured = numba.config.CACHE_DIR
-    if configured:
-        reason = writable_dir(configured)
-        if reason is None:
-            return
-        _cache_problem = f"NUMBA_CACHE_DIR {configured} is not writable ({reason})"
-    else:
-        here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the rankkit package
-        if writable_dir(os.path.join(here, "__pycache__")) is None:
-            return
-        from numba.misc.appdirs import AppDirs
+def _usable_root(root: str) -> tuple[str | None, str | None, bool]:
+    """(the real path of cache root `root`, None, False) if it can be written and no other user
+    can write it (rankkit.compiler.aot.trust_problem), else (None, why not, whether it is unsafe)."""
+    real = os.path.realpath(root)
+    problem = aot.trust_problem(real)  # before making anything in it
+    if problem is None:
+        reason = writable_dir(real)
+        if reason is not None:
+            return None, f"{root} is not writable ({reason})", False
+        problem = aot.trust_problem(real)
+    if problem is not None:
+        return None, f"{root} could hold another user's code: {problem}", True
+    return real, None, False
 
-        user_dir = AppDirs(appname="numba", appauthor=False).user_cache_dir
-        if writable_dir(user_dir) is None:
+
+def _choose_cache_dir() -> None:
+    """numba's cache directory for this process (numba.config.CACHE_DIR, so that numba's first
+    locator, a directory the user provides, is the one it uses for every kernel): NUMBA_CACHE_DIR
+    when set, else the package's __pycache__ or the user's numba cache directory, the first that
+    is writable and that no other user can write; else the private temporary directory."""
+    configured = numba.config.CACHE_DIR
+    problems = []
+    unsafe = False
+    for root in [configured] if configured else aot.cache_roots():
+        real, problem, bad = _usable_root(root)
+        if real is not None:
+            numba.config.CACHE_DIR = real
             return
-        _cache_problem = f"neither {here} nor {user_dir} is writable"
+        problems.append(f"NUMBA_CACHE_DIR {problem}" if configured else problem)
+        unsafe = unsafe or bad
+    _use_private("; ".join(problems), unsafe)
+
+
+def _use_private(problem: str, unsafe: bool = False) -> None:
+    """Cache in the private temporary directory from now on (or nowhere): `problem` says why. A
+    cache refused because another user could have written it (`unsafe`) is said at once, in one
+    line that stands for the compile note too: every run that goes to numba's JIT says it."""
+    global _cache_problem, _cache_enabled, _on_private, _compile_noted
+    _on_private = True
     fallback = private_tmp_dir()
     if fallback is not None:
         numba.config.CACHE_DIR = fallback
-        _cache_problem += f"; caching compiled kernels in {fallback}"
+        _cache_problem = f"{problem}; caching compiled kernels in {fallback}"
     else:
         _cache_enabled = False
-        _cache_problem += " and no private temporary directory could be made: kernels are compiled on every run"
+        _cache_problem = f"{problem} and no private temporary directory could be made: kernels are compiled on every run"
+    if unsafe and not _compile_noted:
+        _compile_noted = True
+        console.note(f"kernel cache not used ({_cache_problem})")
 
 
 def _note_compiling() -> None:
     global _compile_noted
+    _threads.resume_gc()  # if the command line paused it: compiling makes cyclic garbage
     if _compile_noted:
         return
     _compile_noted = True
-    _threads.resume_gc()  # if the command line paused it: compiling makes cyclic garbage
     if _cache_problem is not None:
         console.note(f"compiling kernels ({_cache_problem})")
     else:  # terminal or not: a cron job's log must say why this run was slow
@@ -187,8 +245,18 @@ def _unseal(blob: bytes, name: str) -> bytes:
     return blob[n + 32:]
 
 
+class _NoGlobals(pickle.Unpickler):
+    """An unpickler of plain values only (the version string heading an index): a pickle that
+    names any class or function (how a planted pickle runs code) is refused."""
+
+    def find_class(self, module, name):
+        raise pickle.UnpicklingError(f"a cache index names {module}.{name}")
+
+
 class _CheckedCacheFile(IndexDataCacheFile):
-    """numba's index and data files, each sealed with a SHA-256 of its name and content."""
+    """numba's index and data files, each sealed with a SHA-256 of its name and content, read only
+    when this user or root wrote them and no one else can have changed them
+    (rankkit.compiler.aot.open_trusted), and written so (0644 whatever the umask)."""
 
     def _save_index(self, overloads):
         data = _seal(self._dump((self._source_stamp, overloads)), self._index_name)
@@ -198,14 +266,13 @@ class _CheckedCacheFile(IndexDataCacheFile):
 
     def _load_index(self):
         try:
-            with open(self._index_path, "rb") as f:
-                version = pickle.load(f)
-                data = f.read()
+            blob = aot.open_trusted(self._index_path)
         except FileNotFoundError:
             return {}
-        if version != self._version:
+        f = io.BytesIO(blob)
+        if _NoGlobals(f).load() != self._version:
             return {}
-        stamp, overloads = pickle.loads(_unseal(data, self._index_name))
+        stamp, overloads = pickle.loads(_unseal(f.read(), self._index_name))
         return overloads if stamp == self._source_stamp else {}
 
     def _save_data(self, name, data):
@@ -213,15 +280,48 @@ class _CheckedCacheFile(IndexDataCacheFile):
             f.write(_seal(self._dump(data), name))
 
     def _load_data(self, name):
-        with open(self._data_path(name), "rb") as f:
-            return pickle.loads(_unseal(f.read(), name))
+        return pickle.loads(_unseal(aot.open_trusted(self._data_path(name)), name))
+
+    @contextlib.contextmanager
+    def _open_for_write(self, filepath):
+        """numba's: a new temporary file renamed over `filepath`; made here 0644 whatever the
+        umask (a group-writable file would not be loaded again), never through a planted link."""
+        tmpname = f"{filepath}.tmp.{uuid.uuid4().hex[:16]}"
+        fd = os.open(tmpname, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+                     | getattr(os, "O_CLOEXEC", 0), 0o644)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                yield f
+            os.replace(tmpname, filepath)
+        except BaseException:
+            try:
+                os.unlink(tmpname)
+            except OSError:
+                pass
+            raise
 
 
 class _RobustCache(FunctionCache):
     """numba's per-function disk cache, made unable to fail a run."""
 
     def __init__(self, py_func):
+        sub = os.path.join(numba.config.CACHE_DIR, UserProvidedCacheLocator.get_suitable_cache_subpath(inspect.getfile(py_func)))
+        try:
+            os.mkdir(sub, 0o755)  # numba's own makedirs would follow the umask (a group-writable 0775)
+        except OSError:
+            pass
+        problem = aot.trust_problem(sub)
+        if problem is not None:
+            if _on_private:
+                raise RuntimeError(problem)  # no disk cache for this kernel
+            _use_private(f"{sub} could hold another user's code: {problem}", unsafe=True)
+            if not _cache_enabled:
+                raise RuntimeError(problem)
+            self.__init__(py_func)
+            return
         super().__init__(py_func)
+        if not isinstance(self._impl.locator, UserProvidedCacheLocator):  # numba could not use it: no other place
+            raise RuntimeError(f"cannot cache in {sub}")
         self._cache_file = _CheckedCacheFile(cache_path=self._cache_path, filename_base=self._impl.filename_base,
                                              source_stamp=self._impl.locator.get_source_stamp())
 
@@ -236,7 +336,10 @@ class _RobustCache(FunctionCache):
             self._remove_entry()
             if not _compile_noted:
                 _compile_noted = True
-                console.note(f"damaged kernel cache in {self.cache_path} ({exc.__class__.__name__}) removed; recompiling")
+                if isinstance(exc, PermissionError):  # another user's file, or one others could have changed
+                    console.note(f"kernel cache file not loaded ({exc}), removed; recompiling")
+                else:
+                    console.note(f"damaged kernel cache in {self.cache_path} ({exc.__class__.__name__}) removed; recompiling")
             return None
         if cres is None:
             _note_compiling()

@@ -9,17 +9,25 @@ place. A replaced file keeps its permission bits (and, where we may set them, ow
 `RankSVM.save`, `dump_svmlight_file`, Dask outputs), run before any work: an output must be
 writable, must not be one of the command's inputs (compared by device and inode, so links and other
 spellings of the path count), never replaces LETOR/SVMlight data unless it is data itself, and only
-a model replaces a model (a compressed file is judged by its decompressed start)."""
+a model replaces a model (a compressed file is judged by its decompressed start).
+
+Every output path is resolved here, link by link, with the kernel's protected_symlinks rule
+(resolve_output): in a sticky world-writable directory a link, FIFO, device or socket planted by a
+user who is neither the caller nor the directory's owner is refused. FIFOs are opened without
+blocking (FIFO_WAIT seconds for a reader); every write is whole or raises (console.WholeWrites);
+`output_directory` checks and creates an `--out-dir`."""
 
 from __future__ import annotations
 
 import contextlib
 import errno
 import hashlib
+import io
 import os
 import re
+import secrets
+import stat
 import sys
-import tempfile
 import time
 
 from rankkit import console, interrupts
@@ -53,10 +61,139 @@ def _check_names_a_file(path: str) -> None:
                          "(which does not exist), not a file")
 
 
+# -- shared directories ------------------------------------------------------------------------
+# rankkit runs as root and as service accounts in directories other users can write (/tmp, shared
+# project directories). The kernel's protected_symlinks rule is off on many machines, and a writer
+# that resolves a link and renames over its target is not protected by it anyway, so rankkit applies
+# it itself to every output path, every component of it: in a sticky world-writable directory a
+# symbolic link is followed only when it belongs to the caller or to the directory's owner. A FIFO,
+# device or socket there is written into only under the same condition (protected_fifos).
+def _shared(st: os.stat_result) -> bool:
+    """A sticky directory anyone can write (/tmp)."""
+    return bool(st.st_mode & stat.S_ISVTX) and bool(st.st_mode & stat.S_IWOTH)
+
+
+def _owner(uid: int) -> str:
+    try:
+        import pwd
+
+        return f"{pwd.getpwuid(uid).pw_name} (uid {uid})"
+    except (ImportError, KeyError):
+        return f"uid {uid}"
+
+
+def _trusted(st: os.stat_result, directory: str) -> bool:
+    """`st`, found in `directory`, may be followed or written into by this process."""
+    if not hasattr(os, "geteuid"):
+        return True  # no owners to compare (not a POSIX system)
+    try:
+        dst = os.stat(directory)
+    except OSError:
+        return True  # nothing to judge by: the open that follows reports the problem
+    return not _shared(dst) or st.st_uid in (os.geteuid(), dst.st_uid)
+
+
+def resolve_output(path: str) -> tuple[str, os.stat_result | None]:
+    """Resolve `path` as the kernel would, component by component, and refuse (UsageError naming it
+    and its owner) a symbolic link met on the way that another user planted in a sticky
+    world-writable directory, and a FIFO, device or socket at the end of the path planted there the
+    same way. Returns the resolved path and the lstat of what it names (None: it does not exist, or
+    it is reached through a link into /proc that names no file, as /dev/stdout on a pipe)."""
+    path = os.fspath(path)
+    try:
+        current = os.sep if os.path.isabs(path) else os.getcwd()
+    except FileNotFoundError:
+        raise UsageError(f"cannot write '{path}': the working directory no longer exists") from None
+    todo = [c for c in path.split(os.sep)][::-1]
+    links = 0
+    st = None
+    while todo:
+        name = todo.pop()
+        if name in ("", "."):
+            continue
+        if name == "..":
+            current = os.path.dirname(current)
+            st = None
+            continue
+        candidate = os.path.join(current, name)
+        try:
+            st = os.lstat(candidate)
+        except OSError:  # does not exist (a new output), or cannot be reached: the open will say
+            return os.path.join(candidate, *todo[::-1]), None
+        if stat.S_ISLNK(st.st_mode):
+            if not _trusted(st, current):
+                what = "it" if candidate == os.path.abspath(path) else f"'{candidate}'"
+                raise UsageError(f"refusing to write '{path}': {what} is a symbolic link owned by {_owner(st.st_uid)} "
+                                 f"in the shared directory '{current}' (sticky, world-writable), neither yours nor "
+                                 "the directory owner's: rankkit follows such a link only then")
+            links += 1
+            try:
+                target = os.readlink(candidate)
+            except OSError:
+                return os.path.join(candidate, *todo[::-1]), None
+            if links > 40:  # a loop: the open reports it
+                return os.path.join(candidate, *todo[::-1]), None
+            if os.path.isabs(target):
+                current = os.sep
+            todo.extend(target.split(os.sep)[::-1])
+            st = None
+            continue
+        current = candidate
+    if st is not None and (stat.S_ISFIFO(st.st_mode) or stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode)
+                           or stat.S_ISSOCK(st.st_mode)):
+        directory = os.path.dirname(current)
+        if not _trusted(st, directory):
+            what = ("a FIFO" if stat.S_ISFIFO(st.st_mode) else "a socket" if stat.S_ISSOCK(st.st_mode)
+                    else "a device")
+            raise UsageError(f"refusing to write '{path}': it is {what} owned by {_owner(st.st_uid)} in the shared "
+                             f"directory '{directory}' (sticky, world-writable), neither yours nor the directory "
+                             "owner's: rankkit writes into one only then")
+    return current, st
+
+
+def _check_name(path: str, what: str = "write") -> None:
+    if path == "":
+        raise UsageError(f"cannot {what} '': an empty name names no file (give a path)")
+
+
+def check_output_directory(path) -> str:
+    """The checks of output_directory without creating anything: no empty name, no link planted in
+    a shared directory, not something other than a directory."""
+    path = os.fspath(path)
+    if path == "":
+        raise UsageError("the output directory '' (an empty name) names no directory: give '.' for the current one")
+    _, st = resolve_output(path)
+    if st is not None and not stat.S_ISDIR(st.st_mode):
+        raise UsageError(f"cannot use '{path}' as the output directory: it exists and is not a directory")
+    return path
+
+
+def output_directory(path) -> str:
+    """The directory an option names for outputs (`--out-dir`, Python `out_dir`), checked by the
+    rules of every output (no empty name, no link planted in a shared directory) and created."""
+    path = check_output_directory(path)
+    try:
+        os.makedirs(path, exist_ok=True)
+    except FileExistsError:
+        if os.path.islink(path):
+            raise UsageError(f"cannot use '{path}' as the output directory: a symbolic link to "
+                             f"'{os.readlink(path)}', which does not exist") from None
+        raise UsageError(f"cannot use '{path}' as the output directory: it exists and is not a directory") from None
+    except OSError as exc:
+        raise UsageError(f"cannot use '{path}' as the output directory: cannot create it: "
+                         f"{exc.strerror or exc}") from None
+    return path
+
+
 def check_writable(path: str) -> None:
     """Raise the UsageError atomic_open(path) would raise for a missing or unwritable directory,
-    before a long computation whose result would then be lost."""
-    if path == "-" or _is_stream(path):
+    or a link, FIFO or device planted by another user (resolve_output), before a long computation
+    whose result would then be lost."""
+    if path == "-":
+        return
+    _check_name(path)
+    resolve_output(path)
+    if _is_stream(path):
         return
     _check_names_a_file(path)
     target = _resolved(path, real=False)
@@ -138,6 +275,7 @@ def check_output(path, inputs=(), kind: str = "file", outputs=()) -> None:
     if path is None or path == "-":
         return
     path = os.fspath(path)
+    _check_name(path)
     for other in inputs:
         if other is not None and other != "-" and _same_file(path, other):
             raise UsageError(f"refusing to write '{path}': it is the input file '{other}' (an output never replaces an input)")
@@ -189,10 +327,12 @@ def _keep_mode_and_owner(tmp: str, target: str) -> None:
 
 # -- temporary files ---------------------------------------------------------------------------
 # A temporary file is named `.NAME.~PID-HOST.XXXXXXXX.tmp`: the writing process and (a short hash of)
-# its host. A run killed where no handler runs (SIGKILL: `timeout -s KILL`, the out-of-memory killer,
-# a power cut) leaves its temporary file; the next write of the same NAME removes those whose writer
-# is gone (same host, pid no longer running). Temporary files of other hosts (a shared NFS
-# directory) and of running processes are never touched.
+# its host; NAME is cut (at a character boundary) when the whole would not fit the file system's
+# limit on a name (255 bytes), so that every name the file system accepts can be written. A run
+# killed where no handler runs (SIGKILL: `timeout -s KILL`, the out-of-memory killer, a power cut)
+# leaves its temporary file; the next write of the same NAME removes those whose writer is gone (same
+# host, pid no longer running) and that belong to the caller. Temporary files of other users, of
+# other hosts (a shared NFS directory) and of running processes are never touched.
 def _host_tag() -> str:
     # the host name as socket.gethostname() gives it (uname's node name), without importing socket
     # (a few milliseconds of every run's start)
@@ -205,8 +345,34 @@ def _host_tag() -> str:
     return hashlib.sha1(host.encode("utf-8", "surrogateescape")).hexdigest()[:6]
 
 
-def _temp_prefix(base: str) -> str:
-    return f".{base}.~{os.getpid()}-{_host_tag()}."
+_RANDOM = 8  # hex digits of a temporary name's random part
+
+
+def _name_max(directory: str) -> int:
+    try:
+        return os.pathconf(directory or ".", "PC_NAME_MAX")
+    except (OSError, ValueError, AttributeError):
+        return 255
+
+
+_TAIL = len("..~9999999-abcdef.") + _RANDOM + len(".tmp")  # all but NAME, for a pid of up to 7 digits
+
+
+def _stem(directory: str, base: str) -> str:
+    """`base`, cut (the same way for every writer, whatever its pid) so that a temporary name
+    `.{stem}.~PID-HOST.XXXXXXXX.tmp` fits the file system's limit on a name."""
+    raw = os.fsencode(base)
+    room = max(_name_max(directory) - _TAIL, 1)
+    if len(raw) <= room:
+        return base
+    cut = room
+    while cut > 1 and 0x80 <= raw[cut] < 0xC0:  # not inside a UTF-8 character
+        cut -= 1
+    return os.fsdecode(raw[:cut])
+
+
+def _temp_prefix(base: str, directory: str = ".") -> str:
+    return f".{_stem(directory, base)}.~{os.getpid()}-{_host_tag()}."
 
 
 _TEMP = re.compile(r"~([0-9]+)-([0-9a-f]{6})\.[^.]+\.tmp\Z")
@@ -225,9 +391,9 @@ def _alive(pid: int) -> bool:
 
 
 def remove_stale_temporaries(directory: str, base: str) -> list[str]:
-    """Remove the temporary files of earlier writes of `directory/base` whose writer is gone; returns
-    their names. Never raises: a directory that cannot be listed simply keeps its files."""
-    prefix = f".{base}."
+    """Remove the caller's own temporary files of earlier writes of `directory/base` whose writer is
+    gone; returns their names. Never raises: a directory that cannot be listed simply keeps its files."""
+    prefix = f".{_stem(directory, base)}."
     removed = []
     try:
         names = [n for n in os.listdir(directory or ".") if n.startswith(prefix) and n.endswith(".tmp")]
@@ -235,17 +401,19 @@ def remove_stale_temporaries(directory: str, base: str) -> list[str]:
         return removed
     host = _host_tag()
     now = time.time()
+    me = os.geteuid() if hasattr(os, "geteuid") else None
     for name in names:
         rest = name[len(prefix):]
         full = os.path.join(directory, name)
         m = _TEMP.match(rest)
         try:
+            st = os.lstat(full)
+            if not stat.S_ISREG(st.st_mode) or (me is not None and st.st_uid != me):
+                continue  # another user's file (or not a file): never ours to remove
             if m is not None:
                 if m.group(2) != host or int(m.group(1)) == os.getpid() or _alive(int(m.group(1))):
                     continue
-            elif not (_LEGACY_TEMP.match(rest) and now - os.lstat(full).st_mtime > _LEGACY_AGE):
-                continue
-            if not os.path.isfile(full) or os.path.islink(full):
+            elif not (_LEGACY_TEMP.match(rest) and now - st.st_mtime > _LEGACY_AGE):
                 continue
             os.unlink(full)
             removed.append(name)
@@ -254,29 +422,91 @@ def remove_stale_temporaries(directory: str, base: str) -> list[str]:
     return removed
 
 
+def _create_temporary(directory: str, base: str) -> tuple[int, str]:
+    """A new temporary file for `directory/base`, created (never opened through a link) by this
+    process: its descriptor and path."""
+    prefix = _temp_prefix(base, directory)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    for _ in range(100):
+        tmp = os.path.join(directory, f"{prefix}{secrets.token_hex(_RANDOM // 2)}.tmp")
+        try:
+            return os.open(tmp, flags, 0o600), tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError(errno.EEXIST, "no unused temporary name")
+
+
+def _writer(fd: int, binary: bool, newline: str | None):
+    """A file object over `fd` whose every write is whole or raises (console.WholeWrites)."""
+    buffered = io.BufferedWriter(console.WholeWrites(fd, "w", closefd=True))
+    return buffered if binary else io.TextIOWrapper(buffered, encoding="utf-8", newline=newline)
+
+
+FIFO_WAIT = 5.0  # seconds a FIFO output is given to find a reader
+
+
+def _open_stream(path: str, target: str, binary: bool, named_fifo: bool):
+    """Open a FIFO, device or pipe for writing without ever hanging: a FIFO nobody reads is given
+    FIFO_WAIT seconds to find a reader, then refused; a pipe whose reader is gone is a broken pipe."""
+    deadline = time.monotonic() + FIFO_WAIT
+    flags = os.O_WRONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+    while True:
+        try:
+            fd = os.open(target, flags)
+            break
+        except OSError as exc:
+            if exc.errno != errno.ENXIO or not named_fifo and not _is_fifo(target):
+                raise UsageError(f"cannot write '{path}': {exc.strerror or exc}") from None
+            if not named_fifo:  # a pipe (/dev/stdout, /dev/fd/N) whose reader has gone: as `| head`
+                raise BrokenPipeError(errno.EPIPE, os.strerror(errno.EPIPE)) from None
+            if time.monotonic() >= deadline:
+                raise UsageError(f"cannot write '{path}': it is a FIFO that no process reads (waited "
+                                 f"{FIFO_WAIT:g} s for a reader)") from None
+            time.sleep(0.05)
+    try:
+        os.set_blocking(fd, True)
+        return _writer(fd, binary, None)
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _is_fifo(path: str) -> bool:
+    try:
+        return stat.S_ISFIFO(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
 @contextlib.contextmanager
 def atomic_open(path: str, binary: bool = False):
     if path == "-":
         with _stdout(binary) as stream:
             yield stream
         return
-    if not _is_stream(path):
-        _check_names_a_file(path)
-    target = _resolved(path)  # write through symlinks: replace the file, not the link
-    if os.path.isdir(target):
-        raise UsageError(f"cannot write '{path}': it is a directory")
-    if _is_stream(path):
-        target = path  # /dev/stdout -> /proc/self/fd/1 -> 'pipe:[...]' has no real path: open it as given
-    if os.path.exists(target) and not os.path.isfile(target):
+    path = os.fspath(path)
+    _check_name(path)
+    # write through symlinks (replace the file, not the link), the links and special files of
+    # shared directories judged as the kernel's protected_symlinks/protected_fifos would
+    target, st = resolve_output(path)
+    stream = None
+    if st is None and _is_stream(path):
+        stream, named = path, False  # /dev/stdout -> /proc/self/fd/1 -> 'pipe:[...]': open it as given
+    elif st is not None and not stat.S_ISREG(st.st_mode) and not stat.S_ISDIR(st.st_mode):
+        stream, named = target, stat.S_ISFIFO(st.st_mode)
+    if stream is not None:
         # a device or a pipe (/dev/stdout, a FIFO): it cannot be replaced, so write to it directly
         try:
-            with open(target, "wb" if binary else "w", encoding=None if binary else "utf-8") as fh:
+            with _open_stream(path, stream, binary, named) as fh:
                 yield fh
         except BrokenPipeError:
             raise  # `| head` on /dev/stdout: the reader has all it wants; the CLI ends quietly with status 0
         except OSError as exc:
             raise UsageError(f"cannot write '{path}': {exc.strerror or exc}") from None
         return
+    _check_names_a_file(path)
+    if os.path.isdir(target):
+        raise UsageError(f"cannot write '{path}': it is a directory")
     directory = os.path.dirname(target)
     base = os.path.basename(target)
     remove_stale_temporaries(directory, base)
@@ -287,7 +517,7 @@ def atomic_open(path: str, binary: bool = False):
     fd = tmp = None
     try:
         try:
-            fd, tmp = tempfile.mkstemp(prefix=_temp_prefix(base), suffix=".tmp", dir=directory)
+            fd, tmp = _create_temporary(directory, base)
         except FileNotFoundError:
             raise UsageError(f"cannot write '{path}': directory '{directory}' does not exist") from None
         except PermissionError:
@@ -296,7 +526,7 @@ def atomic_open(path: str, binary: bool = False):
             raise UsageError(f"cannot write '{path}': {exc.strerror or exc}") from None
         held = False
         interrupts.release()  # a signal that arrived meanwhile is raised here, inside the `try`
-        fh = os.fdopen(fd, "wb" if binary else "w", encoding=None if binary else "utf-8", newline=None if binary else "\n")
+        fh = _writer(fd, binary, None if binary else "\n")
         fd = None
         with fh:
             yield fh

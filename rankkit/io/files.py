@@ -4,6 +4,7 @@
     iter_blocks(path)     the same bytes in blocks (the streaming readers)
     exists(path)          a regular file there (a local path or a URL)
     display_name(path)    the name messages use (`<stdin>` for `-`)
+    open_regular(path)    a regular file opened for reading, never hanging on a FIFO (records, caches)
 
 A path is a local file (plain, or gzip/bz2/xz by its extension), `-` for standard input, or a URL
 that fsspec reads (`s3://`, `gs://`, `hdfs://`, `memory://`, ...; compression by extension too).
@@ -15,6 +16,7 @@ too (its size or modification time moved), never half of one file and half of an
 from __future__ import annotations
 
 import bz2
+import errno
 import gzip
 import lzma
 import os
@@ -162,6 +164,22 @@ def iter_blocks(path, block_bytes: int = BLOCK_BYTES):
         if isinstance(exc, ValueError) and not is_url(path):
             raise
         raise input_error(path, exc) from None
+
+
+def open_regular(path):
+    """`path` opened for binary reading when it is a regular file; OSError (ENXIO, "not a regular
+    file") for a FIFO, device or socket, found without blocking: a FIFO planted where a record is
+    looked for (OUT/FoldK/SOLVER.done.json) must not hang the run that checks it."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(path, flags)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.ENXIO, "not a regular file", path)
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def _identity(path):

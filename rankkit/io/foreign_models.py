@@ -38,7 +38,7 @@ import numpy as np
 
 from rankkit.config import MODEL_FORMATS
 from rankkit.errors import ModelError, UsageError
-from rankkit.io.model import MAGIC, model_name, parse_model, read_model_bytes, shown
+from rankkit.io.model import BLANK_BYTES, MAGIC, first_line, model_name, parse_model, rankkit_head_judge, read_model_bytes, shown
 
 FORMATS = MODEL_FORMATS
 FOREIGN = FORMATS[1:]
@@ -116,12 +116,68 @@ def load_model(path: str, model_format: str | None = None):
     """A rankkit Model or a ForeignModel from `path` (`-`: standard input, `.gz`: gunzipped),
     in `model_format` or the format its first line announces (rankkit when none does, so that an
     unknown file gets the rankkit reader's message)."""
-    raw = read_model_bytes(path)
     name = model_name(path)
+    raw = read_model_bytes(path, _head_judge(path, model_format))
     fmt = model_format or detect_format(raw) or "rankkit"
     if fmt == "rankkit":
         return parse_model(name, raw)
     return parse_foreign(name, raw, fmt)
+
+
+def _head_judge(path: str, model_format: str | None):
+    """read_model_bytes' judge: the first line of the file judged as soon as it is complete, by the
+    reader of `model_format` or of the format it announces (detect_format), with that reader's
+    message; the rest is read only when the first line may begin a model."""
+    name = model_name(path)
+    rankkit_judge = rankkit_head_judge(path)
+
+    def judge(head: bytes, eof: bool) -> bool:
+        first = first_line(head, eof)
+        if first is None:
+            return False
+        complete = eof or head.find(b"\n") >= 0  # else: HEAD_BYTES of a first line that goes on
+        fmt = model_format
+        if fmt is None:
+            fmt = detect_format(head)
+            if fmt is None and not eof and first.strip() and head.find(b"\n") >= 0:
+                tokens = first.split()
+                if all(_NUMBER.match(t.decode("latin-1")) for t in tokens) and not head[len(first) + 1:].strip():
+                    return True  # a line of numbers and nothing else so far: sofia-ml's, perhaps; read on
+            fmt = fmt or "rankkit"
+        if fmt == "sofia-ml" and not complete:
+            return True  # a long line of weights (its last token cut here): judged once read
+        if fmt == "rankkit":
+            return rankkit_judge(head, eof)
+        if not first.strip():  # blank lines first: looked through up to BLANK_BYTES
+            filled = len(head) - len(head.lstrip())
+            if filled < len(head):
+                if fmt == "sofia-ml":  # _read_sofia: the weights are on line 1
+                    raise ModelError(name, "not a sofia-ml model: it is one line of weights (feature 0, 1, 2, ...)",
+                                     1 + head.count(b"\n", 0, filled))
+                return True
+            if eof or len(head) < BLANK_BYTES:
+                return eof
+            raise ModelError(name, f"not a {TOOL[fmt]} model (its first {len(head):,} bytes are blank lines)", 1)
+        try:
+            text = first.decode("utf-8").rstrip("\r")
+        except UnicodeDecodeError:
+            return True  # parse_foreign's message, with its line, once the file is read
+        if fmt == "svm_rank" and _SVMLIGHT_MAGIC.match(text.strip()) is None:
+            raise ModelError(name, f"not an svm_rank/SVMlight model (first line '{shown(text)}', "
+                             "expected 'SVM-light Version V6.20')", 1)
+        if fmt == "liblinear" and text.split() and text.split()[0] not in _LIBLINEAR_KEYS:
+            raise ModelError(name, f"not a liblinear model (first line '{shown(text)}', expected 'solver_type ...')", 1)
+        if fmt == "sofia-ml" and text.strip():
+            rest = head[len(first) + 1:] if len(head) > len(first) else b""
+            filled = len(rest) - len(rest.lstrip())
+            if filled < len(rest):  # a second line that is not blank: _read_sofia's first complaint
+                raise ModelError(name, "not a sofia-ml model: it is one line of weights (feature 0, 1, 2, ...)",
+                                 2 + rest.count(b"\n", 0, filled))
+            for i, t in enumerate(text.split()):
+                _number(name, t, f"weight {i}", 1)
+        return True
+
+    return judge
 
 
 def parse_foreign(name: str, raw: bytes, fmt: str) -> ForeignModel:

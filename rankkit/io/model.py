@@ -243,22 +243,27 @@ def model_name(path: str) -> str:
     return "<stdin>" if path == "-" else str(path)
 
 
-def read_model_bytes(path: str) -> bytes:
+def read_model_bytes(path: str, judge=None) -> bytes:
     """The bytes of a model file: `-` is standard input, a `.gz` name is gunzipped. Read in blocks,
     refused at the first NUL byte (every model format is text): `/dev/zero` or a binary file given
-    as the model is a ModelError, never read until memory runs out."""
+    as the model is a ModelError, never read until memory runs out.
+
+    `judge(head, eof)` is called with the bytes read so far (from 64 KB on, then block by block) until
+    it returns True: it raises the ModelError of a wrong first line as soon as that line is complete,
+    so that a data file given as the model (swapped arguments) is refused after its first block, not
+    read whole (rankkit_head_judge: the rankkit reader's judge)."""
     name = model_name(path)
     if path == "-":
-        return _text_blocks(stdin_buffer(), name)
+        return _text_blocks(stdin_buffer(), name, judge=judge)
     try:
         if str(path).endswith(".gz"):
             try:
                 with gzip.open(path, "rb") as fh:
-                    return _text_blocks(fh, name)
+                    return _text_blocks(fh, name, judge=judge)
             except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
                 raise ModelError(path, f"damaged gzip file ({exc})") from None
         with open(path, "rb") as fh:
-            return _text_blocks(fh, name)
+            return _text_blocks(fh, name, judge=judge)
     except FileNotFoundError:
         raise ModelError(path, "no such model file") from None
     except IsADirectoryError:
@@ -267,42 +272,95 @@ def read_model_bytes(path: str) -> bytes:
         raise ModelError(path, f"cannot read ({exc.strerror})") from None
 
 
-def _text_blocks(fh, name: str, block: int = 1 << 22) -> bytes:
+HEAD_BYTES = 1 << 16  # the first read, and the longest first line judged before it ends
+BLANK_BYTES = 1 << 22  # blank lines at the start of a would-be rankkit model looked through before refusing it
+
+
+def _text_blocks(fh, name: str, block: int = 1 << 22, judge=None) -> bytes:
     parts = []
     lines = 1
+    size = HEAD_BYTES if judge is not None else block
     while True:
-        chunk = fh.read(block)
+        chunk = fh.read(size)
+        size = block
         if not chunk:
-            return b"".join(parts)
+            raw = b"".join(parts)
+            if judge is not None:
+                judge(raw, True)
+            return raw
         nul = chunk.find(b"\0")
         if nul >= 0:
             raise ModelError(name, "not a rankkit model file (nor another tool's): binary data, a NUL byte", lines + chunk.count(b"\n", 0, nul))
         lines += chunk.count(b"\n")
         parts.append(chunk)
+        if judge is not None and judge(b"".join(parts) if len(parts) > 1 else chunk, False):
+            judge = None
+
+
+def first_line(head: bytes, eof: bool) -> bytes | None:
+    """The first line of a file (without its newline) once it is known from the bytes `head` read so
+    far: complete, or the whole file at its end, or HEAD_BYTES of a line that has not ended (too long
+    to be any model's first line); None while undecided."""
+    nl = head.find(b"\n")
+    if nl >= 0:
+        return head[:nl]
+    if eof or len(head) >= HEAD_BYTES:
+        return head[:HEAD_BYTES]
+    return None
+
+
+def rankkit_head_judge(path: str):
+    """read_model_bytes' judge for a rankkit model: the first line's ModelError (parse_model's)
+    as soon as it can be told; blank lines first are looked through up to BLANK_BYTES (a file of
+    blank lines only is parse_model's "is empty")."""
+    name = model_name(path)
+
+    def judge(head: bytes, eof: bool) -> bool:
+        first = first_line(head, eof)
+        if first is None:
+            return False
+        if not first.strip():
+            if head.strip():
+                _check_first_line(name, "")  # a blank line 1, then something: not a model
+            if eof:
+                return True  # blank throughout: parse_model's "is empty"
+            if len(head) < BLANK_BYTES:
+                return False
+            raise ModelError(name, f"not a rankkit model file (its first {len(head):,} bytes are blank lines; expected "
+                                   f"'{MAGIC} {FORMAT_VERSION}' on line 1)", 1)
+        try:
+            text = first.decode("utf-8")
+        except UnicodeDecodeError:
+            _check_undecodable(name, head)
+            return True
+        _check_first_line(name, text)
+        return True
+
+    return judge
 
 
 _read_bytes = read_model_bytes
 
 
 def read_model(path: str) -> Model:
-    """Read a rankkit model file (`-`: standard input; `.gz`: gzipped)."""
-    raw = _read_bytes(path)
+    """Read a rankkit model file (`-`: standard input; `.gz`: gzipped); a wrong first line is
+    refused before the rest of the file is read."""
+    raw = _read_bytes(path, rankkit_head_judge(path))
     return parse_model(model_name(path), raw)
 
 
-def parse_model(path: str, raw: bytes) -> Model:
-    """A rankkit model from the bytes of file `path`, with every check described above."""
+def _check_undecodable(path: str, raw: bytes) -> None:
+    """The error for bytes that are not UTF-8 text."""
     expected = f"'{MAGIC} {FORMAT_VERSION}'"
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        if raw.startswith(MAGIC.encode() + b" "):
-            raise ModelError(path, "damaged model file (bytes that are not UTF-8 text)") from None
-        raise ModelError(path, f"not a rankkit model file (binary content; expected {expected})", 1) from None
-    if not text.strip():
-        raise ModelError(path, f"is empty, not a rankkit model file (expected {expected} on line 1)")
-    lines = text.split("\n")
-    first = lines[0].strip()
+    if raw.startswith(MAGIC.encode() + b" "):
+        raise ModelError(path, "damaged model file (bytes that are not UTF-8 text)") from None
+    raise ModelError(path, f"not a rankkit model file (binary content; expected {expected})", 1) from None
+
+
+def _check_first_line(path: str, line: str) -> None:
+    """The first line must be `rankkit-model V` with a version this rankkit reads."""
+    expected = f"'{MAGIC} {FORMAT_VERSION}'"
+    first = line.strip()
     parts = first.split()
     if len(parts) != 2 or parts[0] != MAGIC:
         raise ModelError(path, f"not a rankkit model file (first line '{shown(first)}', expected {expected})", 1)
@@ -313,6 +371,20 @@ def parse_model(path: str, raw: bytes) -> Model:
         )
     if version < OLDEST_VERSION:
         raise ModelError(path, f"model format version {parts[1]} does not exist (this rankkit reads {OLDEST_VERSION} to {FORMAT_VERSION})", 1)
+
+
+def parse_model(path: str, raw: bytes) -> Model:
+    """A rankkit model from the bytes of file `path`, with every check described above."""
+    expected = f"'{MAGIC} {FORMAT_VERSION}'"
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        _check_undecodable(path, raw)
+    if not text.strip():
+        raise ModelError(path, f"is empty, not a rankkit model file (expected {expected} on line 1)")
+    lines = text.split("\n")
+    _check_first_line(path, lines[0])
+    version = int(lines[0].split()[1])
     if lines[-1] != "":
         raise ModelError(path, "incomplete last line: the file does not end with a newline (truncated model?)", len(lines))
     lines.pop()  # the empty string after the final newline

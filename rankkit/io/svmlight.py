@@ -358,8 +358,19 @@ def _hash_beside(digest, view: np.ndarray):
     """digest.update(view) in a thread (hashlib releases the GIL, the count kernel runs without it);
     returns the thread to join before the buffer is reused."""
     t = threading.Thread(target=digest.update, args=(memoryview(view),), daemon=True)
-    t.start()
+    try:
+        t.start()
+    except RuntimeError:  # no thread can be started (ulimit -u): hash on this one
+        digest.update(memoryview(view))
+        return _Done()
     return t
+
+
+class _Done:
+    """A hashing that already happened (what _hash_beside returns when it could not start a thread)."""
+
+    def join(self) -> None:
+        pass
 
 
 # Column indices below this fit uint16: what read_svmlight(narrow_indices=True) keeps them as.

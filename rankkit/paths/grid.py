@@ -528,7 +528,17 @@ def fold_dirs(folds_dir: str) -> list[str]:
     """Fold1, Fold2, ... of a LETOR directory, in numeric order (UsageError if none)."""
     import os
 
-    names = sorted((d for d in os.listdir(folds_dir) if d.startswith("Fold") and d[4:].isdigit()), key=lambda d: int(d[4:]))
+    try:
+        listed = os.listdir(folds_dir)
+    except OSError as exc:
+        raise UsageError(f"--folds {folds_dir}: cannot list ({exc.strerror or exc})") from None
+    # K in ASCII digits only: str.isdigit() also holds for 'Fold²' (which int() refuses) and
+    # 'Fold١' (Arabic-Indic one, which int() reads as 1): such a name is refused, not guessed at
+    odd = sorted(d for d in listed if d.startswith("Fold") and d[4:].isdigit() and not d[4:].isascii())
+    if odd:
+        raise UsageError(f"--folds {folds_dir}: '{odd[0]}' is not a fold directory name: write FoldK with K in the "
+                         "digits 0-9 (Fold1, Fold2, ...)")
+    names = sorted((d for d in listed if d.startswith("Fold") and d[4:].isdigit()), key=lambda d: (int(d[4:]), d))
     if not names:
         raise UsageError(f"--folds {folds_dir}: no Fold1, Fold2, ... directories")
     return names
