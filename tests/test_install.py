@@ -92,7 +92,7 @@ def test_warmup_on_a_full_cache_is_one_line_exit_2_at_once(tmp_path):
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in [str(ROOT), env.get("PYTHONPATH", "")] if p)
     env["NUMBA_CACHE_DIR"] = str(cache)
-    script = f"mount -t tmpfs -o size=64k tmpfs {cache} && exec {sys.executable} -m rankkit warmup --force --jobs 1"
+    script = f"mount -t tmpfs -o size=64k,mode=0755 tmpfs {cache} && exec {sys.executable} -m rankkit warmup --force --jobs 1"
     proc = subprocess.run(["unshare", "-m", "sh", "-c", script], capture_output=True, env=env, cwd=tmp_path,
                           stdin=subprocess.DEVNULL, timeout=120)
     assert proc.returncode == 2, proc.stderr
