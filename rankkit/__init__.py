@@ -106,8 +106,8 @@ _EXPORTS = {
     "LetorData": "rankkit.datasets",
     "evaluate": "rankkit.evaluation",
     "compare": "rankkit.evaluation",
-    "regularization_path": "rankkit.paths.select",
-    "RegularizationPath": "rankkit.paths.select",
+    "regularization_path": "rankkit.regularization",
+    "RegularizationPath": "rankkit.regularization",
     "experiment": "rankkit.experiments",
     "RankkitError": "rankkit.errors",
     "DataError": "rankkit.errors",
@@ -129,7 +129,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time the names come from
     from rankkit.evaluation import compare, evaluate
     from rankkit.scoring import get_scorer, make_scorer
     from rankkit.experiments import experiment
-    from rankkit.paths.select import RegularizationPath, regularization_path
+    from rankkit.regularization import RegularizationPath, regularization_path
 
 
 def __getattr__(name: str):

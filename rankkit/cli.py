@@ -199,7 +199,7 @@ def _check_depends(options, values: dict) -> None:
     given on the command line without what it needs is an error, never silently ignored."""
     from rankkit.solvers.options import check_depends
 
-    check_depends([name for name in options if _given(name)], values, "cli")
+    check_depends([name for name in options if _given(name)], values)
 
 
 def _check_significance_options(compared: bool, test_name: str, what: str, *more) -> None:

@@ -4,6 +4,8 @@ rankkit.distributed.commands. cli.py parses the options and calls these.
 
 Imported by cli.py when a command runs; each name loads only its own use case's module (a
 `rankkit train` does not import the path, eval or Dask code), so a command pays for what it runs.
+This table is the CLI's one door to the Dask face (`--dask`, PARTS): by name, so that no module of
+the CLI imports rankkit.distributed (the faces import no other face: tests/test_architecture.py).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ _HOMES = {"train": "rankkit.app.train", "predict": "rankkit.app.predict", "write
           "evaluate": "rankkit.app.evaluate", "path": "rankkit.app.path", "convert": "rankkit.app.convert",
           "experiment": "rankkit.app.experiment",
           "train_parts": "rankkit.distributed.commands", "predict_parts": "rankkit.distributed.commands",
-          "eval_parts": "rankkit.distributed.commands"}
+          "eval_parts": "rankkit.distributed.commands", "path_one": "rankkit.distributed.path"}
 
 __all__ = [*_HOMES, "is_pattern"]
 

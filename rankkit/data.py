@@ -6,7 +6,7 @@ labels, int64 query ids per row, and query offsets `qptr`: query q is the contig
 the memory of the indices when every column is below 65,536, as in LETOR data). Rows keep the order of the file unless the reader was asked to group
 scattered queries, in which case `order[i]` is the input position of row i.
 
-Imports nothing from rankkit above it (only errors, rankkit.io.text's decoding of docids, and the
+Imports nothing from rankkit above it (only errors, rankkit.text's decoding of docids, and the
 sorting kernel: rankkit.sorting).
 """
 
@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from rankkit.errors import DataError, UsageError
-from rankkit.io.text import from_utf8
+from rankkit.text import from_utf8
 from rankkit.sorting import longest, query_levels
 
 COMPACT_MIN_FEATURES = 1 << 16
@@ -151,8 +151,8 @@ class Dataset:
     # -- docids ------------------------------------------------------------------------------
     def docids(self) -> list[str | None]:
         """The `# docid = X` of each row (None where the line had none), decoded by
-        rankkit.io.text.from_utf8: bytes that are not UTF-8 are kept as surrogate escapes, so
-        that a writer (rankkit.io.text.utf8) gives back the bytes of the file."""
+        rankkit.text.from_utf8: bytes that are not UTF-8 are kept as surrogate escapes, so
+        that a writer (rankkit.text.utf8) gives back the bytes of the file."""
         if self.docid_spans is None or self.docid_buf is None:
             return [None] * self.n_rows
         buf = self.docid_buf

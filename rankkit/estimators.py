@@ -35,8 +35,8 @@ import scipy.sparse as sp
 
 from rankkit import console, threads, training
 from rankkit.datasets import as_dataset, check_dense_width, column_names, per_query_weights, split_qid_column
-from rankkit.distributed.parts import concatenate, expand_parts
-from rankkit.distributed import fit_parts  # dask itself is imported only when it runs
+from rankkit.io.parts import concatenate, expand_parts
+from rankkit.distributed.newton import fit_parts  # training on parts; dask itself is imported only when it runs
 from rankkit.errors import DataError, UsageError
 from rankkit.evaluation import evaluate
 from rankkit.io.atomic import check_output
@@ -45,12 +45,12 @@ from rankkit.io.foreign_models import load_model as _read_model
 from rankkit.io.model import Model, write_model
 from rankkit.io.query_weights import read_query_weights, weights_for
 from rankkit.io.svmlight import read_svmlight
-from rankkit.io.text import printable
+from rankkit.text import printable
 from rankkit.objectives.rescale import MODEL_NAMES as MODEL_RESCALE_NAMES
 from rankkit.scoring import model_scores
-from rankkit.solvers import SOLVERS
+from rankkit.solvers import LOSSES, SOLVERS
 from rankkit.solvers.base import DEFAULT_C
-from rankkit.solvers.options import SOLVER_OPTIONS, check_dask, check_depends
+from rankkit.solvers.options import DASK_LOSSES, DASK_SOLVER, SOLVER_OPTIONS, Words, check_dask, check_depends
 
 __all__ = ["Ranker", "RankSVM", "SGDRanker", "FactorizedRankSVM", "load_model", "ConvergenceWarning"]
 
@@ -383,11 +383,62 @@ def _with_header(model, header: dict, feature_names=None):
     return out
 
 
+# -- the Python face's words: its messages name parameters (C, alpha, max_iter), not --flags --------
+PYTHON_NAMES = {"C": "C", "tol": "tol", "max_iter": "max_iter", "query_norm": "query_norm",
+                "query_weights": "sample_weight", "rescale": "rescale", "lam": "alpha", "iterations": "iterations",
+                "eta": "eta", "eta0": "eta0", "batch_size": "batch_size", "sampler": "sampler",
+                "valid_file": "eval_set", "K": "K", "init_scale": "init_scale", "patience": "patience",
+                "save_factors": "save_factors", "kernel": "kernel", "gamma": "gamma", "degree": "degree",
+                "coef0": "coef0", "landmarks": "landmarks", "delta": "delta", "eta_c": "eta_c", "ties": "ties",
+                "t0": "t0", "optimizer": "optimizer",
+                "plot": "plot", "plot_kind": "plot_kind", "plot_query": "plot_query", "n_points": "n_points"}
+
+
+class PythonWords(Words):
+    """The words of the Python face (rankkit.solvers.options.Words names the command line's)."""
+
+    names = PYTHON_NAMES
+    kind = "a parameter"
+    hints = {"query_norm": " (use sampler='query-norm')"}
+    remedies = {
+        "eta0": "the fixed learning rate is too large for this data: lower eta0, or use optimizer='backtracking'",
+        "separable": "aggressive ROMMA assumes pairs a hyperplane can separate: try learner='pa' or 'pegasos'",
+    }
+
+    def solver(self, name: str) -> str:
+        return f"solver '{name}'"
+
+    def given(self, key: str, value) -> str:
+        return f"{self.names.get(key, key)}={value!r}"
+
+    def depends(self, key: str, need: str, allowed, value) -> str:
+        names = self.names
+        with_ = f"{need if need != 'valid_file' else 'eval_set'}=" + " or ".join(repr(a) for a in allowed) if allowed \
+            else f"{names[need]}"
+        given = f", not {need}={value!r}" if value not in (None, False) else ""
+        return f"{names[key]} applies only with {with_}{given}"
+
+    def unknown_loss(self, loss) -> str:
+        return f"loss must be one of {', '.join(LOSSES)}, not {loss!r}"
+
+    def loss_not_offered(self, solver: str, loss: str, offered) -> str:
+        return f"solver '{solver}' does not offer loss '{loss}' (it offers: {', '.join(offered)})"
+
+    def dask_solver(self, solver) -> str:
+        return f"on a Dask cluster RankSVM trains solver '{DASK_SOLVER}', linear models (kernel=None)"
+
+    def dask_loss(self, loss) -> str:
+        return f"on a Dask cluster the loss is {', '.join(DASK_LOSSES[:-1])} or {DASK_LOSSES[-1]}, not {loss!r}"
+
+
+PYTHON_WORDS = PythonWords()
+
+
 # -- the estimators --------------------------------------------------------------------------------
 class _Trainable(Ranker):
     """What the three estimators share: fit on arrays, fit on a Dataset (the command line's entry)."""
 
-    _option_style = "python"  # the command line sets "cli": its messages name --flags
+    _words = PYTHON_WORDS  # how messages name the parameters
     _iterative = False  # takes eval_set (a validation history, early stopping)
 
     # subclasses: the solver and its options as the command line's (params, stochastic) dicts
@@ -397,7 +448,7 @@ class _Trainable(Ranker):
     def _kernel(self) -> dict | None:
         given = [name for name, default in (("gamma", None), ("degree", 3), ("coef0", 0.0), ("landmarks", None))
                  if getattr(self, name) != default]  # options.DEPENDS: the one rule of every face
-        check_depends(given, {"kernel": self.kernel}, "python")
+        check_depends(given, {"kernel": self.kernel}, PYTHON_WORDS)
         if self.kernel is None:
             return None
         _choice(self.kernel, "kernel", ("linear", "poly", "rbf"))
@@ -530,14 +581,14 @@ class _Trainable(Ranker):
         return tuple(dict.fromkeys(("map", self.scoring_metric)))
 
     def _plan(self, valid: bool, query_weights: bool, iterations: int | None = None) -> training.Plan:
-        """This estimator's solver and options, checked (messages worded for its style);
+        """This estimator's solver and options, checked (messages in its words);
         iterations: instead of the parameter's (partial_fit: the run's steps in all)."""
         solver, params, stochastic = self._options()
         check_depends(["patience"] if getattr(self, "patience", None) is not None else [],
-                      {"valid_file": "eval_set" if valid else None}, "python")
+                      {"valid_file": "eval_set" if valid else None}, PYTHON_WORDS)
         if iterations is not None:
             stochastic = dict(stochastic, iterations=iterations)
-        return training.plan(solver, params, stochastic, self._kernel(), query_weights, valid, self._option_style)
+        return training.plan(solver, params, stochastic, self._kernel(), query_weights, valid, self._words)
 
     def fit_dataset(self, ds, *, valid=None, query_weights=None, log: Log | None = None, progress=None,
                     warn: Callable[[str], None] | None = None, facts: dict | None = None,
@@ -738,7 +789,7 @@ def set_fitted_state(est, model, result, n_pairs: int, n_queries: int) -> None:
     est.n_iter_ = int(result.iterations)
     est.objective_ = float(result.objective)
     est.converged_ = bool(result.converged)
-    est.stop_reason_ = training.stop_words(result, "python")
+    est.stop_reason_ = training.stop_words(result, PYTHON_WORDS)
     est.n_pairs_ = int(n_pairs)
     est.n_queries_ = int(n_queries)
     est.n_violated_pairs_ = None if result.n_active is None else int(result.n_active)
@@ -865,7 +916,7 @@ class RankSVM(_Trainable):
                                                                    or SOLVERS[self.solver].factorized):
             other = "SGDRanker(learner=...)" if SOLVERS[self.solver].stochastic else "FactorizedRankSVM"
             raise UsageError(f"solver '{self.solver}' is not an exact RankSVM solver: use rankkit.{other}")
-        check_depends(["delta"] if self.delta is not None else [], {"rescale": self.rescale}, "python")
+        check_depends(["delta"] if self.delta is not None else [], {"rescale": self.rescale}, PYTHON_WORDS)
         if self.rescale not in (None, "margin", "margin-sqrt", "margin-delta", "slack"):
             raise UsageError(f"rescale must be None, 'margin' (= 'margin-sqrt', the paper's), 'margin-delta' or "
                              f"'slack', not {self.rescale!r}")
@@ -912,8 +963,8 @@ class RankSVM(_Trainable):
                 return self._fit_joined(paths, zero_based, query_weights)
         else:
             solver, params, _ = self._options()
-            loss = check_dask(solver, params.get("loss"), self.kernel is not None, "python")
-            p = training.plan("newton", dict(params, loss=loss), style="python")
+            loss = check_dask(solver, params.get("loss"), self.kernel is not None, PYTHON_WORDS)
+            p = training.plan("newton", dict(params, loss=loss), words=PYTHON_WORDS)
         for stale in ("train_auc_", "factors_"):
             self.__dict__.pop(stale, None)
         with Threads(self.threads):  # the one fit on parts of every face (rankkit.distributed.newton.fit_parts)
@@ -1140,7 +1191,7 @@ class SGDRanker(_Trainable, metaclass=_RenamedParameters):
             raise UsageError(f"learner must be one of {', '.join(known)}, not {self.learner!r}")
         _choice(self.eta, "eta", ("pegasos", "basic", "constant"))
         _choice(self.sampler, "sampler", ("uniform", "indexed", "query-norm", "roc", "sofia", "stream"))
-        check_depends(["eta_c"] if self.eta_c is not None else [], {"eta": self.eta}, "python")
+        check_depends(["eta_c"] if self.eta_c is not None else [], {"eta": self.eta}, PYTHON_WORDS)
         if self.t0 is not None and (isinstance(self.t0, bool) or not isinstance(self.t0, (int, np.integer))
                                     or self.t0 < 0):
             raise UsageError(f"t0 must be an integer >= 0 (0: the paper's step 1/t), not {self.t0!r}")

@@ -20,7 +20,7 @@ from rankkit import stats
 from rankkit.config import DEFAULT_CONVENTION
 from rankkit.data import query_offsets
 from rankkit.errors import UsageError
-from rankkit.io.trec import lexicographic_rank
+from rankkit.metrics.ties import dataset_tiebreak, lexicographic_rank
 from rankkit.metrics import gradable_labels, parse_metric, per_query_table, ungradable
 
 __all__ = ["evaluate", "compare"]
@@ -45,20 +45,6 @@ def _check_grades(labels: np.ndarray, convention: str) -> None:
         warnings.warn(f"convention {convention!r} grades the labels {gradable_labels(convention)} only (any other "
                       f"label counts 0, not relevant), and y[{row}] is {labels[row]:g}: the default convention "
                       f"{DEFAULT_CONVENTION!r} or 'exp' grades every label", UserWarning, stacklevel=3)
-
-
-def dataset_docids(ds, line_offset: int = 0) -> list[str]:
-    """The `# docid = X` of each row of a Dataset, or its line number where the line had none (its
-    1-based row for data made from arrays, which has no lines). line_offset: the lines before the
-    file's first (a part after others: its lines numbered as in the parts' concatenation)."""
-    lines = ds.line.tolist() if ds.line is not None else range(1, ds.n_rows + 1)
-    return [d if d is not None else str(line + line_offset) for d, line in zip(ds.docids(), lines)]
-
-
-def dataset_tiebreak(ds, convention: str):
-    """The tiebreak `rankkit eval` uses on a data file: trec_eval's (docid descending) under the
-    trec convention, file order otherwise (None)."""
-    return lexicographic_rank(dataset_docids(ds)) if getattr(convention, "name", convention) == "trec" else None
 
 
 def dataset_table(names: Sequence[str], ds, scores, convention: str = DEFAULT_CONVENTION, *, tiebreak=None,

@@ -79,7 +79,7 @@ from rankkit.paths.grid import (DEFAULT_N_POINTS, DEFAULT_RATIO, PathPoint, can_
                                 select_point)
 from rankkit.scoring import model_scores
 from rankkit.solvers import SOLVERS
-from rankkit.solvers.options import CLI_NAMES, stop_message
+from rankkit.solvers.options import NAMES, Words, stop_message
 from rankkit.solvers.sgd import DEFAULT_ITERATIONS as SGD_ITERATIONS
 
 __all__ = ["experiment", "Fold", "letor_folds", "default_grid", "GRID_PARAMETERS", "RESULTS_VERSION"]
@@ -318,7 +318,8 @@ def _fit_grid(solver, points, train, valid, names, convention, select, kernel, i
         p = training.plan(solver, params, stochastic, kmap)
         said: list = []
         model, result = training.fit_dataset(p, train, warn=said.append, maps=maps)
-        warning = stop_message(result.stop, result.detail, style, _option_names(solver, style)) if said else None
+        warning = stop_message(result.stop, result.detail, _option_words(style), _option_names(solver, style)) \
+            if said else None
         where = "extended" if extended else f"{k + 1:3d}/{n}"
         if warning and log:
             log(f"point {where}  {_label(pt)}: {warning}")
@@ -427,18 +428,34 @@ def _option_names(solver: str, style: str) -> dict:
     grid's C, lambda, K or gamma; --iterations; the kernel's options), everything else in plain
     words (no --max-iter, --tol, --eta or --eta0: the experiment has none; a remedy through the
     learning rate is left out, None)."""
-    names = {k: k.replace("_", " ") for k in CLI_NAMES}
+    names = {k: k.replace("_", " ") for k in NAMES}
     names["max_iter"] = "the solver's iteration limit"
     if style == "cli":
         for k in ("C", "lambda", "K", "gamma"):
             names[GRID_PARAMETERS[k]] = f"{k} (--grid {solver}:{k}=...)"
-        names.update({k: CLI_NAMES[k] for k in ("iterations", "kernel", "landmarks", "degree", "coef0")})
+        names.update({k: NAMES[k] for k in ("iterations", "kernel", "landmarks", "degree", "coef0")})
     else:
         for k in ("C", "lambda", "K", "gamma"):
             names[GRID_PARAMETERS[k]] = f"{k} (grids={{'{solver}': {{'{k}': [...]}}}})"
         names.update({"iterations": "iterations", "kernel": "kernel"})
     names.update({"eta": None, "eta0": None})
     return names
+
+
+class _PythonRemedies(Words):
+    """rankkit.experiment(style='python')'s remedies of a divergence, in the words of Python (the
+    options' names come from _option_names)."""
+
+    remedies = {
+        "eta0": "the fixed learning rate is too large for this data: lower eta0, or use optimizer='backtracking'",
+        "separable": "aggressive ROMMA assumes pairs a hyperplane can separate: try learner='pa' or 'pegasos'",
+    }
+
+
+def _option_words(style: str) -> Words:
+    """The Words of a stop message of the experiment: the command line's remedies (style 'cli'),
+    or Python's (style 'python'); the option names are _option_names'."""
+    return Words() if style == "cli" else _PythonRemedies()
 
 
 def _sha256(path: str, regular: bool = False) -> str:

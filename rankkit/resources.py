@@ -19,19 +19,10 @@ import os
 
 from rankkit.errors import UsageError
 from rankkit.limits import address_limit, available
+from rankkit.solvers.options import WORDS, Words
 
 __all__ = ["available_memory", "check_memory", "fit_bytes", "check_fit", "format_bytes"]
 
-# names of the size parameters not in rankkit.solvers.options' tables
-_NAMES = {"cli": {"n_points": "--n-points", "landmarks": "--landmarks"},
-          "python": {"n_points": "n_points", "landmarks": "landmarks"}}
-
-
-def _option_name(key: str, style: str) -> str:
-    from rankkit.solvers.options import CLI_NAMES, PYTHON_NAMES
-
-    table = CLI_NAMES if style == "cli" else PYTHON_NAMES
-    return _NAMES["cli" if style == "cli" else "python"].get(key) or table.get(key, key)
 
 
 def _cgroup_limit() -> int | None:
@@ -95,14 +86,17 @@ def format_bytes(n: float) -> str:
 ABSOLUTE_LIMIT = 1 << 50
 
 
-def check_memory(key: str, value, nbytes: float, what: str, style: str = "cli", fix: str | None = None) -> None:
-    """Raise a UsageError naming parameter `key` (worded for `style`: "cli" or "python") when
-    `nbytes` (what it makes the code allocate: `what`) exceed the memory available."""
+def check_memory(key: str, value, nbytes: float, what: str, words: Words | None = None,
+                 fix: str | None = None) -> None:
+    """Raise a UsageError naming parameter `key` (through `words`, rankkit.solvers.options.Words;
+    the command line's names by default) when `nbytes` (what it makes the code allocate: `what`)
+    exceed the memory available."""
     limit = available_memory()
     if nbytes <= (limit if limit is not None else ABSOLUTE_LIMIT) and nbytes <= ABSOLUTE_LIMIT:
         return
-    name = _option_name(key, style)
-    shown = f"{name} {value}" if style == "cli" else f"{name}={value!r}"
+    words = words or WORDS
+    name = words.names.get(key, key)
+    shown = words.given(key, value)
     have = (f"more than the {format_bytes(limit)} of memory available" if limit is not None
             else "more than any machine has")
     raise UsageError(f"{shown} is too large: {what} would need {format_bytes(nbytes)}, {have}"
@@ -123,14 +117,15 @@ def fit_bytes(spec, kwargs: dict, n_rows: int, n_features: int) -> list[tuple[st
     return out
 
 
-def check_fit(spec, kwargs: dict, n_rows: int, n_features: int, kernel: dict | None, style: str = "cli") -> None:
+def check_fit(spec, kwargs: dict, n_rows: int, n_features: int, kernel: dict | None,
+              words: Words | None = None) -> None:
     """Refuse the size parameters of a fit that cannot fit in memory (rankkit.training.fit_dataset
     calls it before the solver allocates anything)."""
     for key, value, nbytes, what in fit_bytes(spec, kwargs, n_rows, n_features):
-        check_memory(key, value, nbytes, what, style)
+        check_memory(key, value, nbytes, what, words)
     if kernel is not None:
         m = kernel.get("landmarks")
         m = n_rows if m is None else min(int(m), n_rows)
         # the landmark kernel matrix (m x m, and its eigenvectors) and the mapped data (n x m)
         check_memory("landmarks", kernel.get("landmarks", m), 8.0 * (2.0 * m * m + float(n_rows) * m),
-                     f"the kernel map ({m} landmarks, {n_rows} documents)", style)
+                     f"the kernel map ({m} landmarks, {n_rows} documents)", words)

@@ -8,10 +8,11 @@
                        driver on per-part sums, the same bytes either way), whose header is made here
     fit_stream(...)    --sampler stream: two passes over a file -> (Model, FitResult)
     model_header(...)  the header of every model rankkit writes (train, fit, fit_parts, path, --dask)
-    stop_words(...)    why a fit stopped, worded for the command line or for Python
+    stop_words(...)    why a fit stopped, in the caller's words (the command line's by default)
 
-The faces (rankkit.commands, rankkit.estimators, rankkit.distributed.commands, rankkit.paths.select)
-read and check their own inputs, then come here; this module imports none of them.
+The faces (rankkit.app, rankkit.estimators and rankkit.regularization, rankkit.distributed.commands)
+and the use cases beside this one (rankkit.experiments, rankkit.paths.select) read and check their
+own inputs, then come here; this module imports none of them (a use case: tests/test_architecture.py).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from rankkit.resources import check_fit
 from rankkit.scoring import model_scores
 from rankkit.solvers import SolverSpec
 from rankkit.solvers.base import FitResult, Log
-from rankkit.solvers.options import resolve_solver, solver_kwargs, stop_message
+from rankkit.solvers.options import Words, resolve_solver, solver_kwargs, stop_message
 from rankkit.solvers.stream import train_stream
 
 __all__ = ["Plan", "plan", "fit_dataset", "fit_stream", "model_header", "fit_outcome", "data_counts", "cluster_facts",
@@ -42,13 +43,14 @@ __all__ = ["Plan", "plan", "fit_dataset", "fit_stream", "model_header", "fit_out
 
 
 # -- why a fit stopped ----------------------------------------------------------------------------
-def stop_words(result: FitResult, face: str = "cli") -> str:
-    """Why the fit stopped, naming the options as `face` knows them: "cli" (--max-iter; the words
-    model files record as stop_reason) or "python" (max_iter). Every solver sets a stop code,
-    worded by rankkit.solvers.options.stop_message; a result without one (the chosen point of a
-    path, which stopped by being chosen) is given in its own words."""
+def stop_words(result: FitResult, words: Words | None = None) -> str:
+    """Why the fit stopped, naming the options through `words` (rankkit.solvers.options.Words; by
+    default the command line's, --max-iter, the words model files record as stop_reason; the
+    Python face passes its own, max_iter). Every solver sets a stop code and its figures, worded
+    by rankkit.solvers.options.stop_message; a result without one (the chosen point of a path,
+    which stopped by being chosen) is given in its own words."""
     if result.stop:
-        return stop_message(result.stop, result.detail, face)
+        return stop_message(result.stop, result.detail, words)
     return result.message
 
 
@@ -80,7 +82,7 @@ def model_header(solver: str, loss: str, settings: dict, data: dict, outcome: di
 def fit_outcome(result: FitResult) -> dict:
     """The figures of a fit a model records (stop_reason in the command line's words)."""
     out = {"objective": float(result.objective), "iterations": result.iterations,
-           "converged": bool(result.converged), "stop_reason": stop_words(result, "cli"),
+           "converged": bool(result.converged), "stop_reason": stop_words(result),
            "violated_pairs": result.n_active, **result.extra}
     if result.n_active is None:  # a stochastic run that skipped the exact figures: nothing untrue recorded
         del out["violated_pairs"]
@@ -102,12 +104,12 @@ def data_counts(n_features: int, n_queries: int, n_documents: int, n_pairs: int)
 @dataclass(frozen=True)
 class Plan:
     """A solver and the keyword arguments of its class, checked; the kernel map to train on (None:
-    linear); `style`: how messages name the options ("cli" or "python")."""
+    linear); `words`: how messages name the options (None: the command line's names)."""
 
     spec: SolverSpec
     kwargs: dict
     kernel: dict | None = None
-    style: str = "cli"
+    words: Words | None = None
 
     @property
     def narrow_indices(self) -> bool:
@@ -125,15 +127,15 @@ class Plan:
 
 
 def plan(solver: str | None, params: dict, stochastic: dict | None = None, kernel: dict | None = None,
-         query_weights: bool = False, valid: bool = False, style: str = "cli") -> Plan:
-    """The Plan of these options: every option the solver does not take is a UsageError worded for
-    `style`, raised before any data is read. valid: a validation set is given (eval_set, --valid)."""
+         query_weights: bool = False, valid: bool = False, words: Words | None = None) -> Plan:
+    """The Plan of these options: every option the solver does not take is a UsageError worded by
+    `words`, raised before any data is read. valid: a validation set is given (eval_set, --valid)."""
     stochastic = dict(stochastic or {})
     if valid:
         stochastic.setdefault("valid_file", "eval_set")
-    spec, loss = resolve_solver(solver, params.get("loss"), style)
-    kwargs = solver_kwargs(spec, dict(params, loss=loss), stochastic, query_weights, style)
-    return Plan(spec, kwargs, kernel, style)
+    spec, loss = resolve_solver(solver, params.get("loss"), words)
+    kwargs = solver_kwargs(spec, dict(params, loss=loss), stochastic, query_weights, words)
+    return Plan(spec, kwargs, kernel, words)
 
 
 # -- fitting ----------------------------------------------------------------------------------------
@@ -146,7 +148,7 @@ def fit_dataset(p: Plan, ds: Dataset, *, valid: Dataset | None = None, query_wei
 
     valid: validation data (stochastic and factorized solvers). query_weights: one per query.
     progress(total, label): a progress display for the stochastic solvers. warn(words): called
-    when the fit stops before its stopping rule, with the words of the plan's style. facts: what
+    when the fit stops before its stopping rule, in the plan's words. facts: what
     the face knows of the training files (names, checksums, index base), recorded before the
     counts; run_facts: recorded last (the reading time). The Python estimators' extras: w0, the
     starting weights (warm_start; linear models); monitor(step, w) -> float, called with the
@@ -177,7 +179,7 @@ def fit_dataset(p: Plan, ds: Dataset, *, valid: Dataset | None = None, query_wei
             kwargs["valid"] = kwargs["valid"].take_columns(used)
         if used is not None and log:
             log(f"training on the {used.shape[0]} feature indices that occur (of {ds.n_features}); sparse model")
-    check_fit(spec, kwargs, ds.n_rows, ds.n_features, p.kernel, p.style)
+    check_fit(spec, kwargs, ds.n_rows, ds.n_features, p.kernel, p.words)
     if monitor is not None and used is not None:  # the caller scores with weights over ds's columns
         inner, n_total = monitor, ds.n_features
 
@@ -223,7 +225,7 @@ def fit_dataset(p: Plan, ds: Dataset, *, valid: Dataset | None = None, query_wei
         if log:
             log(f"compiling kernels took {compiled:.3f}s of the fit (not counted as training time)")
     if needs_warning(result) and warn is not None:
-        warn(stop_words(result, p.style))
+        warn(stop_words(result, p.words))
     settings = dict(model_solver.hyperparameters())
     if kmap is not None:
         settings.update(kmap.kernel.params())
@@ -269,14 +271,14 @@ def fit_stream(p: Plan, path: str, *, index_base: int, train_file: str, log: Log
     """--sampler stream: the plan's stochastic solver over `path` in two streaming passes, never
     holding the file (rankkit.solvers.stream); the model, and a FitResult with no objective (it
     would need a third pass)."""
-    check_fit(p.spec, p.kwargs, 0, 0, None, p.style)  # --batch-size: before the two passes allocate
+    check_fit(p.spec, p.kwargs, 0, 0, None, p.words)  # --batch-size: before the two passes allocate
     model_solver = p.solver()
     w, facts = train_stream(path, model_solver, zero_based=index_base == 0, log=log, groups=groups)
     result = FitResult(w=w, objective=float("nan"), iterations=model_solver.iterations, converged=False, message="",
                        train_time=facts["train_time"], fixed_budget=True, stop="stream_budget",
                        detail={"iterations": model_solver.iterations},
                        extra={"sampled_pair_hinge": facts["sampled_hinge"]})
-    result.message = stop_words(result, "cli")
+    result.message = stop_words(result)
     data = {"index_base": index_base, "n_features": facts["n_features"], "train_file": train_file,
             "train_file_sha256": facts["sha256"], **({"group_file": groups.source} if groups is not None else {}),
             "n_queries": facts["n_queries"], "n_documents": facts["n_rows"], "n_pairs": facts["n_pairs"]}

@@ -38,6 +38,7 @@ import analyze_multipliers as am  # noqa: E402
 from _reproduce import paper_args  # noqa: E402
 
 from rankkit import training  # noqa: E402
+from rankkit.estimators import PYTHON_WORDS  # noqa: E402
 from rankkit.io.svmlight import read_svmlight  # noqa: E402
 from rankkit.metrics import evaluate, per_query  # noqa: E402
 from rankkit.sparse import csr_matvec  # noqa: E402
@@ -87,7 +88,7 @@ class Fac:
 
         p = training.plan("factorized", {"C": C, "loss": "hinge"},
                           {"K": K, "iterations": iterations, "eta0": eta, "optimizer": optimizer, "seed": seed,
-                           "init_scale": init_scale}, style="python")
+                           "init_scale": init_scale}, words=PYTHON_WORDS)
         t0 = time.perf_counter()
         res = p.solver(monitor=monitor).fit(train)
         self.seconds = time.perf_counter() - t0
@@ -108,7 +109,7 @@ class Fac:
 
 
 def rsvm(train, C):
-    p = training.plan("bundle", {"C": C, "loss": "hinge"}, style="python")
+    p = training.plan("bundle", {"C": C, "loss": "hinge"}, words=PYTHON_WORDS)
     return p.solver().fit(train)
 
 
@@ -363,7 +364,7 @@ def main(argv=None) -> int:
     if cfg["long"]:
         b = f1["paper"]["seeds"][0]["last"]["fit"].point
         C = b["C"]
-        ref = training.plan("bundle", {"C": C, "loss": "hinge", "tol": 1e-8, "max_iter": 2000}, style="python")
+        ref = training.plan("bundle", {"C": C, "loss": "hinge", "tol": 1e-8, "max_iter": 2000}, words=PYTHON_WORDS)
         ref = ref.solver().fit(train)
         ck = tuple(c for c in (100, 300, 1000, 2000, cfg["long"]) if c <= cfg["long"])
         g = Fac(train, vali, test, "paper", C, b["eta0"], b["K"], cfg["long"], ck, 0)
@@ -376,7 +377,7 @@ def main(argv=None) -> int:
                + "/".join(f"{metrics(test, ref.w)[m]:.4f}" for m in METRICS[1:]) + ".", "",
                "| iterations | J / J* | \\|w - w*\\| / \\|w*\\| | vali MAP | test MAP | NDCG@1 | NDCG@3 | NDCG@5 |",
                "|---:|---:|---:|---:|---:|---:|---:|---:|"]
-        state_obj = training.plan("bundle", {"C": C, "loss": "hinge"}, style="python").solver().objective(train)
+        state_obj = training.plan("bundle", {"C": C, "loss": "hinge"}, words=PYTHON_WORDS).solver().objective(train)
         for c in ck:
             w = g.at[c][1]
             J = state_obj.evaluate(w, state_obj.scores(w))

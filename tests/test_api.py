@@ -552,7 +552,7 @@ def test_import_rankkit_is_light():
 
 
 @pytest.mark.parametrize("module", ["rankkit.datasets", "rankkit.estimators", "rankkit.evaluation", "rankkit.scoring",
-                                    "rankkit.paths.select", "rankkit.experiments"])
+                                    "rankkit.regularization", "rankkit.experiments"])
 def test_docstring_examples_run(module, monkeypatch):
     import importlib
 

@@ -1,6 +1,9 @@
-"""The shape of the house, read from the source with `ast` (issue 21): imports go one way (no
-circle among rankkit's modules, counting imports inside functions too), no module imports
-another module's private name, and the README's layout section names the tree as it is."""
+"""The shape of the house, read from the source with `ast` (issues 21, 36): imports go one way (no
+circle among rankkit's modules, counting imports inside functions too), down the layer table
+(LAYERS: no module imports one in a layer above its own, and the faces import no other face but
+Dask the Python face), no module imports another module's private name, and the README's layout
+section names the tree as it is. Imports under `if TYPE_CHECKING:` are for the type checker only
+and do not count."""
 
 from __future__ import annotations
 
@@ -30,11 +33,17 @@ def _imports(name: str, path: Path):
     tree = ast.parse(path.read_text(encoding="utf-8"))
     package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
     inside = set()
+    typing_only = set()
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             for sub in ast.walk(node):
                 inside.add(id(sub))
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            for sub in node.body:
+                typing_only.update(id(n) for n in ast.walk(sub))
     for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
         if isinstance(node, ast.ImportFrom):
             if node.level:
                 base = package.split(".")[: len(package.split(".")) - node.level + 1]
@@ -120,6 +129,89 @@ def test_no_module_imports_another_modules_private_name():
                     continue
             found.append(f"{m}: from {target} import {name}")
     assert found == []
+
+
+# -- layers (issue 36) -------------------------------------------------------------------------------
+# Bottom to top; a module may import its own layer and those below, never one above. A module is
+# placed by the longest entry that names it or a package holding it ("" is the package itself).
+LAYERS = [
+    ("base", ["errors", "config", "console", "threads", "limits", "interrupts", "processes", "text"]),
+    ("kernels and data", ["data", "sparse", "sorting", "vectors", "metrics", "stats", "compiler", "feature_maps"]),
+    ("io and objectives", ["io", "datasets", "objectives"]),
+    ("algorithms", ["solvers", "paths", "resources"]),
+    # paths/select.py: choosing C on a path (the model header, the plot); distributed/newton.py,
+    # worker.py, cluster.py: training on parts, in one process or on a Dask cluster, for every face
+    ("use cases", ["training", "experiments", "evaluation", "scoring", "report", "plot", "paths.select",
+                   "distributed.newton", "distributed.worker", "distributed.cluster"]),
+    ("faces", ["cli", "__main__", "commands", "app", "estimators", "regularization", "distributed"]),
+    ("package", ["", "warmup"]),  # rankkit/__init__ (the public names, lazily) and the kernel warm-up tool
+]
+# the faces, by the modules of each; Dask may import the Python face, no face any other
+FACES = {"cli": "CLI", "__main__": "CLI", "commands": "CLI", "app": "CLI",
+         "estimators": "Python", "regularization": "Python", "distributed": "Dask"}
+FACE_MAY_IMPORT = {("Dask", "Python")}
+
+
+def _place(module: str, table=None) -> tuple[int, str]:
+    """(layer index, the table entry that placed it) of a module."""
+    rest = module.split(".", 1)[1] if "." in module else ""
+    best = None
+    for i, (_, entries) in enumerate(table or LAYERS):
+        for e in entries:
+            if rest == e or (e and rest.startswith(e + ".")) or (not e and not rest):
+                if best is None or len(e) > len(best[1]):
+                    best = (i, e)
+    if best is None:
+        raise AssertionError(f"{module} is in no layer of tests/test_architecture.py's LAYERS")
+    return best
+
+
+def _face(entry: str) -> str | None:
+    """The face of a module placed by `entry` (None below the faces)."""
+    return FACES.get(entry)
+
+
+def _layer_breaches(edges: dict[str, set[str]], table=None) -> list[str]:
+    found = []
+    for m in sorted(edges):
+        lm, em = _place(m, table)
+        for dep in sorted(edges[m]):
+            ld, ed = _place(dep, table)
+            names = [n for n, _ in (table or LAYERS)]
+            if ld > lm:
+                found.append(f"{m} ({names[lm]}) imports {dep} ({names[ld]}): upward")
+            fm, fd = _face(em), _face(ed)
+            if fm and fd and fm != fd and (fm, fd) not in FACE_MAY_IMPORT:
+                found.append(f"{m} (the {fm} face) imports {dep} (the {fd} face)")
+    return found
+
+
+def test_every_module_has_a_layer():
+    for m in MODULES:
+        _place(m)
+
+
+def test_imports_go_down_the_layers_and_no_face_imports_another():
+    """In-function imports count (a late import is still an import); TYPE_CHECKING blocks do not."""
+    assert _layer_breaches(_graph()) == []
+
+
+def test_the_layer_check_finds_an_upward_import_and_a_face_importing_a_face():
+    table = [("low", ["data"]), ("high", ["training"]), ("faces", ["estimators", "distributed", "app"])]
+    assert _layer_breaches({"rankkit.data": {"rankkit.training"}, "rankkit.training": set()}, table) == [
+        "rankkit.data (low) imports rankkit.training (high): upward"]
+    assert _layer_breaches({"rankkit.estimators": {"rankkit.distributed"}, "rankkit.distributed": {"rankkit.estimators"},
+                            "rankkit.app.path": {"rankkit.distributed.path"}, "rankkit.distributed.path": set()},
+                           table) == [
+        "rankkit.app.path (the CLI face) imports rankkit.distributed.path (the Dask face)",
+        "rankkit.estimators (the Python face) imports rankkit.distributed (the Dask face)"]
+
+
+def test_type_checking_imports_do_not_count(tmp_path):
+    f = tmp_path / "m.py"
+    f.write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from rankkit.cli import cli\n"
+                 "def g():\n    from rankkit.app import train\n")
+    assert list(_imports("rankkit.data", f)) == [("rankkit.app", "train", True)]
 
 
 def _layout_section() -> str:

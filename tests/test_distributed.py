@@ -25,7 +25,7 @@ distributed = pytest.importorskip("distributed")  # the test extra installs it: 
 
 from rankkit.distributed import fit_newton  # noqa: E402
 from rankkit.distributed.newton import Problem  # noqa: E402
-from rankkit.distributed.parts import concatenate  # noqa: E402
+from rankkit.io.parts import concatenate  # noqa: E402
 from rankkit.errors import DataError  # noqa: E402
 from rankkit.io.model import read_model  # noqa: E402
 from rankkit.io.svmlight import read_svmlight  # noqa: E402

@@ -25,6 +25,7 @@ import pytest
 distributed = pytest.importorskip("distributed")  # the test extra installs it: a skip only outside `make test`
 
 from rankkit import threads, training  # noqa: E402
+from rankkit.estimators import PYTHON_WORDS  # noqa: E402
 from rankkit.distributed import worker as W  # noqa: E402
 from rankkit.distributed.newton import LocalProblem, Problem, fit_parts  # noqa: E402
 from rankkit.io.model import read_model  # noqa: E402
@@ -91,7 +92,7 @@ def cluster(tmp_path_factory):
 
 
 def _plan(**params):
-    return training.plan("newton", {"C": 0.01, **params}, style="python")
+    return training.plan("newton", {"C": 0.01, **params}, words=PYTHON_WORDS)
 
 
 def _fit(paths, client, qw=None, zero_based=False, **params):

@@ -355,7 +355,7 @@ def test_1se_on_mq2008_is_not_the_nearly_zero_model():
 
 def test_path_table_keeps_columns_apart():
     """Before: fixed widths ({p.iterations:12d}) ran 12-digit counts into the next column."""
-    from rankkit.app.report import aligned
+    from rankkit.report import aligned
 
     lines = aligned([["C", "iterations", "violated", "valid map", ""],
                       ["0.001", "123456789012", "987654321098", "0.5000", ""],

@@ -16,6 +16,7 @@ from rankkit import training
 from rankkit.errors import UsageError
 from rankkit.io.model import read_model
 from rankkit.solvers.base import FitResult
+from rankkit.estimators import PYTHON_WORDS
 from rankkit.solvers.options import stop_message
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -121,8 +122,8 @@ def test_model_header_order():
      "lower C)"),
 ])
 def test_stop_codes_are_worded_for_each_face(stop, detail, cli, python):
-    assert stop_message(stop, detail, "cli") == cli
-    assert stop_message(stop, detail, "python") == (python or cli)
+    assert stop_message(stop, detail) == cli
+    assert stop_message(stop, detail, PYTHON_WORDS) == (python or cli)
 
 
 def test_every_owned_solver_sets_a_stop_code_that_words_its_message():
@@ -136,7 +137,7 @@ def test_every_owned_solver_sets_a_stop_code_that_words_its_message():
                    PegasosRankSVM(iterations=100), QuerySgdRankSVM(C=0.01, iterations=50)):
         result = solver.fit(ds)
         assert result.stop, type(solver).__name__
-        assert result.message == stop_message(result.stop, result.detail, "cli")
+        assert result.message == stop_message(result.stop, result.detail)
 
 
 def test_python_warning_names_python_parameters_and_points_at_the_caller():
@@ -154,7 +155,7 @@ def test_python_warning_names_python_parameters_and_points_at_the_caller():
 
 # -- imports ----------------------------------------------------------------------------------------
 MINE = ["rankkit/commands.py", "rankkit/distributed/commands.py", "rankkit/estimators.py", "rankkit/training.py",
-        "rankkit/paths/select.py", "rankkit/app/report.py", "rankkit/solvers/options.py", "rankkit/solvers/base.py"]
+        "rankkit/paths/select.py", "rankkit/report.py", "rankkit/solvers/options.py", "rankkit/solvers/base.py"]
 
 
 @pytest.mark.parametrize("path", MINE)

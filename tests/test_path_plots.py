@@ -11,6 +11,7 @@ import pytest
 
 from conftest import make_dataset
 from rankkit.errors import UsageError
+from rankkit.estimators import PYTHON_WORDS
 from rankkit.paths.exact import PathWarning
 from rankkit.paths.select import check_plot_options, path_curves, path_on_datasets, plot_path
 from rankkit.plot import plane_svg
@@ -87,7 +88,7 @@ def test_plot_options_follow_the_one_rule():
     with pytest.raises(UsageError, match="--plot-query applies only with --plot-kind decision, not --plot-kind coef"):
         check_plot_options("p.svg", "coef", 3)
     with pytest.raises(UsageError, match="plot_query applies only with plot_kind='decision'"):
-        check_plot_options("p.svg", "metric", 3, style="python")
+        check_plot_options("p.svg", "metric", 3, words=PYTHON_WORDS)
     with pytest.raises(UsageError, match=r"\.svg or \.png"):
         check_plot_options("p.pdf", "coef", None)
 

@@ -139,7 +139,7 @@ def test_dask_objective_preconditions_to_the_same_optimum(tmp_path):
         paths.append(str(p))
     whole = read_svmlight(paths[0]).n_rows + read_svmlight(paths[1]).n_rows
     assert whole == ds.n_rows
-    from rankkit.distributed.parts import concatenate
+    from rankkit.io.parts import concatenate
 
     one = concatenate([read_svmlight(p) for p in paths])
     ref = truncated_newton(LocalObjective(PairwiseObjective(one, 1.0), one), tol=1e-14, max_iter=200,

@@ -18,7 +18,7 @@ from rankkit.io import svmlight as S
 from rankkit.io.output import read_scores
 from rankkit.io.svmlight import parse_bytes, read_bytes, read_svmlight
 from rankkit.io.trec import read_qrels, read_trec_run
-from rankkit.solvers.stream import _chunks, _query_blocks
+from rankkit.io.blocks import line_chunks, stream_queries
 from tests.test_cli import SAMPLE_TRAIN, _env, assert_one_line_error, rankkit
 
 SAMPLE = b"".join(SAMPLE_TRAIN.read_bytes().splitlines(keepends=True)[:100])
@@ -141,7 +141,7 @@ def test_damaged_archive_is_a_data_error_naming_file_and_reason(tmp_path, ext, h
         read_svmlight(str(path))
     assert str(info.value).startswith(f"{path}: {expected}") and "\n" not in str(info.value)
     with pytest.raises(DataError, match=expected):  # the streaming reader says the same
-        list(_chunks(str(path), 256))
+        list(line_chunks(str(path), 256))
     with pytest.raises(DataError, match=expected):  # and the score and TREC readers
         read_scores(str(path))
     with pytest.raises(DataError, match=expected):
@@ -155,7 +155,7 @@ def test_intact_archives_still_read(tmp_path):
         path.write_bytes(pack(SAMPLE))
         ds = read_svmlight(str(path))
         assert np.array_equal(ds.data, plain.data) and np.array_equal(ds.y, plain.y)
-        assert b"".join(t for t, _ in _chunks(str(path), 300)) == SAMPLE
+        assert b"".join(t for t, _ in line_chunks(str(path), 300)) == SAMPLE
 
 
 @pytest.mark.parametrize(
@@ -222,7 +222,7 @@ def test_stream_reader_cuts_at_cr_and_counts_lines(tmp_path):
     path = tmp_path / "t.txt"
     path.write_bytes(text)
     for size in (7, 100, 1000):
-        pieces = list(_chunks(str(path), size))
+        pieces = list(line_chunks(str(path), size))
         assert b"".join(p for p, _ in pieces) == text
         lines = 0
         for piece, before in pieces:
@@ -232,7 +232,7 @@ def test_stream_reader_cuts_at_cr_and_counts_lines(tmp_path):
     first_line = SAMPLE.split(b"\n").index(next(ln for ln in SAMPLE.split(b"\n") if b"qid:3 " in ln)) + 1
     path.write_bytes(bad)
     with pytest.raises(DataError, match=rf"t\.txt:{first_line}: "):
-        list(_query_blocks(str(path), False, 500))
+        list(stream_queries(str(path), False, 500))
 
 
 def test_scores_and_trec_readers_take_cr_line_ends(tmp_path):
@@ -275,7 +275,7 @@ def test_feature_index_beyond_int32_is_a_data_error(tmp_path, text, zero_based, 
     path = tmp_path / "t.txt"  # the streaming reader: the same check, the same line
     path.write_bytes(body)
     with pytest.raises(DataError, match=rf"t\.txt:2: feature index '{token}' is too large \(at most {limit}"):
-        list(_query_blocks(str(path), zero_based, 1 << 20))
+        list(stream_queries(str(path), zero_based, 1 << 20))
 
 
 # -- 6. `rankkit eval` given the wrong files ---------------------------------------------------------
@@ -363,7 +363,7 @@ def test_streamed_file_changed_while_read_is_a_data_error(tmp_path):
     for name, content, more in (("t.txt", SAMPLE, b"\n"), ("t.txt.gz", gzip.compress(SAMPLE), gzip.compress(b"\n"))):
         path = tmp_path / name
         path.write_bytes(content)
-        blocks = _chunks(str(path), 64)
+        blocks = line_chunks(str(path), 64)
         next(blocks)
         with open(path, "ab") as fh:
             fh.write(more)

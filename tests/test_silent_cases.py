@@ -84,7 +84,7 @@ def test_eval_set_refuses_a_dense_matrix_of_another_width(small, narrow):
 # -- (b) evaluate and evaluate_parts break ties the same way ---------------------------------------------
 def test_row_number_rank_is_the_lexicographic_rank_of_the_row_numbers():
     from rankkit.evaluation import row_number_rank
-    from rankkit.io.trec import lexicographic_rank
+    from rankkit.metrics.ties import lexicographic_rank
 
     for n in (0, 1, 9, 10, 11, 99, 100, 101, 1234):
         assert np.array_equal(row_number_rank(n), lexicographic_rank([str(i) for i in range(1, n + 1)])), n
@@ -143,7 +143,7 @@ def grouped(tmp_path):
 
 
 def test_a_glob_that_picks_up_a_group_file_names_it(grouped, monkeypatch):
-    from rankkit.distributed.parts import expand_parts
+    from rankkit.io.parts import expand_parts
     from rankkit.errors import DataError
 
     monkeypatch.chdir(grouped)

@@ -8,7 +8,8 @@ from scipy.stats import chisquare
 
 from rankkit.errors import DataError, UsageError
 from rankkit.solvers.sgd import PegasosRankSVM
-from rankkit.solvers.stream import _query_blocks, _stream_query, train_stream
+from rankkit.io.blocks import stream_queries
+from rankkit.solvers.stream import _stream_query, train_stream
 from rankkit.solvers import _sgd_kernels as K
 from tests.test_cli import SAMPLE_TRAIN, rankkit
 
@@ -29,22 +30,22 @@ def test_queries_are_joined_across_chunks_and_errors_keep_their_line(tmp_path):
     text = "".join(f"{i % 3} qid:{1 + i // 40} 1:{i}.5 2:1\n" for i in range(400))
     path = tmp_path / "t.txt"
     path.write_text(text)
-    blocks = list(_query_blocks(str(path), False, 300))
+    blocks = list(stream_queries(str(path), False, 300))
     assert [b[0] for b in blocks] == list(range(1, 11)) and all(b[1].shape[0] == 40 for b in blocks)
     lines = text.splitlines()
     lines[333] = "1 qid:9 1:oops"
     path.write_text("\n".join(lines) + "\n")
     with pytest.raises(DataError, match=r"t.txt:334: feature value 'oops'"):
-        list(_query_blocks(str(path), False, 300))
+        list(stream_queries(str(path), False, 300))
     lines[333] = "1 qid:2 1:0.5"  # qid 2 again, inside qid 9's documents (lines 321-360)
     path.write_text("\n".join(lines) + "\n")
     with pytest.raises(DataError, match=r"t.txt:335: qid 9 appears again .*first seen at line 321"):
-        list(_query_blocks(str(path), False, 300))
+        list(stream_queries(str(path), False, 300))
     lines[333] = "1 qid:9 1:0.5"
     lines[380] = "1 qid:2 1:0.5"  # qid 2 inside qid 10's block, in another chunk than qid 2's own
     path.write_text("\n".join(lines) + "\n")
     with pytest.raises(DataError, match=r"qid (2|10) appears again"):
-        list(_query_blocks(str(path), False, 300))
+        list(stream_queries(str(path), False, 300))
 
 
 def test_steps_are_shared_in_proportion_to_pairs_and_pairs_are_uniform_in_a_query():
@@ -119,7 +120,7 @@ def test_a_file_changed_between_the_two_passes_is_a_data_error(tmp_path, monkeyp
     original = SAMPLE_TRAIN.read_bytes()
     path.write_bytes(original)
     calls = []
-    real = stream._query_blocks
+    real = stream.stream_queries
 
     def blocks(*args, **kwargs):
         calls.append(1)
@@ -133,7 +134,7 @@ def test_a_file_changed_between_the_two_passes_is_a_data_error(tmp_path, monkeyp
                 path.write_bytes(original[:i] + (b"9" if original[i:i + 1] != b"9" else b"8") + original[i + 1:])
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(stream, "_query_blocks", blocks)
+    monkeypatch.setattr(stream, "stream_queries", blocks)
     with pytest.raises(DataError, match="changed between the two passes"):
         train_stream(str(path), PegasosRankSVM(iterations=2000, lam=0.01))
 

@@ -9,10 +9,8 @@ import numpy as np
 import pytest
 
 from rankkit.errors import DataError, UsageError
+from rankkit.metrics.ties import _RADIX_MIN, _radix_argsort, lexicographic_rank
 from rankkit.io.trec import (
-    _RADIX_MIN,
-    _radix_argsort,
-    lexicographic_rank,
     read_qrels,
     read_trec_run,
     run_against_qrels,

@@ -33,7 +33,7 @@ import pytest
 import pytrec_eval
 
 from rankkit import metrics as M
-from rankkit.io.trec import lexicographic_rank
+from rankkit.metrics.ties import lexicographic_rank
 from tests.test_cli import rankkit
 
 TOL = 1e-12
@@ -240,7 +240,7 @@ def test_runs_and_qrels_through_the_cli(tmp_path):
 def mq2008():
     if not (MQ2008 / "test.txt").exists():
         pytest.skip(f"{MQ2008} is absent")
-    from rankkit.app.report import docids
+    from rankkit.report import docids
     from rankkit.io.svmlight import read_svmlight
 
     test = read_svmlight(str(MQ2008 / "test.txt"))

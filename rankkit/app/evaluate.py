@@ -1,5 +1,5 @@
 """`rankkit eval`: metrics of score files against a data file, or of TREC runs against qrels,
-with significance tests; shown by rankkit.app.report."""
+with significance tests; shown by rankkit.report."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Callable
 import numpy as np
 
 from rankkit import metrics as M
-from rankkit.app.report import format_label, print_evaluation, short_query_notes
+from rankkit.report import format_label, print_evaluation, short_query_notes
 from rankkit.config import DEFAULT_CONVENTION
 from rankkit.errors import DataError, UsageError
 from rankkit.evaluation import dataset_table, dataset_tiebreak, summarize

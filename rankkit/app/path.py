@@ -13,16 +13,15 @@ from typing import Callable
 
 import numpy as np
 
-from rankkit import console, interrupts, processes, threads
-from rankkit.app.report import aligned
+from rankkit import commands, console, interrupts, processes, threads
+from rankkit.report import aligned
 from rankkit.app.train import train
-from rankkit.distributed.path import path_one
 from rankkit.errors import UsageError
 from rankkit.io.atomic import check_output
 from rankkit.io.model import write_model
 from rankkit.io.svmlight import display_name, read_svmlight
 from rankkit.config import DEFAULT_CONVENTION
-from rankkit.evaluation import dataset_tiebreak
+from rankkit.metrics.ties import dataset_tiebreak
 from rankkit.experiments import check_out_dir, make_out_dirs
 from rankkit.metrics import describe, gradable_labels, parse_metric, per_query_table, ungradable
 from rankkit.paths.grid import (fixed_c_folds, fixed_c_model_name, fold_dirs, mean_se, reported_metrics,
@@ -256,8 +255,8 @@ def path(train_file=None, valid_file=None, out_model=None, table=None, plot=None
             raise UsageError("--dask runs a path with one -m under the default convention")
         if plot_kind != "metric":
             raise UsageError("--dask draws the metric plot only (--plot-kind metric): the parts stay on the workers")
-        result, _, facts = path_one(train_file, valid_file, method, metric, select, n_points, ratio, zero_based,
-                                    group_queries, log, exact, group_file, dask)
+        result, _, facts = commands.path_one(train_file, valid_file, method, metric, select, n_points, ratio,
+                                             zero_based, group_queries, log, exact, group_file, dask)
     else:
         result, _, facts = _path_one(train_file, valid_file, None, method, metric, select, n_points, ratio, zero_based,
                                      group_queries, log=log, exact=exact, group_file=group_file, progress=progress,

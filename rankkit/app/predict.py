@@ -8,7 +8,7 @@ from typing import Callable
 import numpy as np
 
 from rankkit import console
-from rankkit.app.report import docids, format_label, query_names
+from rankkit.report import docids, format_label, query_names
 from rankkit.errors import DataError, UsageError
 from rankkit.io.atomic import atomic_open, check_output
 from rankkit.io.foreign_models import ForeignModel, load_model

@@ -6,12 +6,18 @@ training). Dask is imported only when a function here runs (`pip install 'rankki
     rankkit/distributed/newton.py    the truncated Newton driver over per-part partial sums, on a cluster
                                      or in this process (fit_parts: the one fit on parts of every face)
     rankkit/distributed/path.py      the warm-started grid of C on a cluster
-    rankkit/distributed/parts.py     PARTS as paths; joined as if concatenated for the solvers other than newton
+    rankkit/io/parts.py              PARTS as paths; joined as if concatenated for the solvers other than newton
     rankkit/distributed/commands.py  the CLI's use cases over parts (train, predict, eval)
 
 Python: fit_newton (and RankSVM.fit_parts), predict_parts and evaluate_parts (also rankkit.predict_parts,
 rankkit.evaluate_parts); every cluster failure is a rankkit.ClusterError (exit status 2 on the CLI).
 SGDRanker has no fit on a cluster: see README, Distributed training, "Not supported".
+
+Layers (tests/test_architecture.py's LAYERS): this package, path.py and commands.py are the Dask
+face, over the Python face: they may import rankkit.estimators and every layer below, never the
+CLI (rankkit.app, rankkit.cli). newton.py, worker.py and cluster.py are the use case "training on
+parts" that every face uses (RankSVM.fit_parts, `rankkit train PARTS`): they import only the use
+cases, algorithms, io and kernels below them, never a face.
 """
 
 from __future__ import annotations

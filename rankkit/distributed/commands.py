@@ -1,7 +1,7 @@
 """The CLI's use cases over PARTS: `rankkit train PARTS... MODEL [--dask ADDRESS]`,
 `rankkit predict PARTS... MODEL OUT --dask ADDRESS` (or `--out-dir DIR`) and
 `rankkit eval PARTS... SCORES --dask ADDRESS`. commands.py only dispatches here; the models are
-fitted and described by rankkit.training, the tables shown by rankkit.app.report."""
+fitted and described by rankkit.training, the tables shown by rankkit.report."""
 
 from __future__ import annotations
 
@@ -14,10 +14,10 @@ import numpy as np
 from rankkit import metrics as M
 from rankkit import training
 from rankkit.config import DEFAULT_CONVENTION
-from rankkit.app.report import docids, format_label, print_evaluation, short_query_notes
+from rankkit.report import docids, format_label, print_evaluation, short_query_notes
 from rankkit.distributed.cluster import cluster_failures, connect, watch
 from rankkit.distributed.newton import fit_parts, parts_sha
-from rankkit.distributed.parts import concatenate, expand_parts, joined_name
+from rankkit.io.parts import concatenate, expand_parts, joined_name
 from rankkit.distributed.worker import apply_threads, read_part
 from rankkit.errors import DataError, UsageError
 from rankkit.io.atomic import atomic_open, check_output
@@ -26,9 +26,9 @@ from rankkit.io.model import Model, write_model
 from rankkit.io.output import read_scores
 from rankkit.io.query_weights import read_query_weights, weights_for
 from rankkit.io.svmlight import FileDigest, display_name, read_svmlight
-from rankkit.io.trec import lexicographic_rank
+from rankkit.metrics.ties import lexicographic_rank
 from rankkit.scoring import model_scores
-from rankkit.solvers.options import CLI_NAMES, check_dask
+from rankkit.solvers.options import NAMES, check_dask
 from rankkit.evaluation import summarize
 from rankkit.io.files import iter_blocks
 
@@ -60,7 +60,7 @@ def train_parts(patterns, model_file, dask=None, solver=None, params=None, query
         _no_stdin(parts)
         for key in STOCHASTIC_KEYS:
             if key in stochastic:
-                raise UsageError(f"{CLI_NAMES[key]} is not offered with --dask (it trains --solver newton)")
+                raise UsageError(f"{NAMES[key]} is not offered with --dask (it trains --solver newton)")
         loss = check_dask(solver, params.get("loss"))
         plan = training.plan("newton", dict(params, loss=loss))
     model, result, facts = fit_parts(plan, parts, dask, query_weights=query_weights_file, zero_based=zero_based,

@@ -46,7 +46,7 @@ import numpy as np
 
 from rankkit.distributed import worker as W
 from rankkit.distributed.cluster import ClusterError, cluster_failures, connect, watch, workers
-from rankkit.distributed.parts import expand_parts, joined_name
+from rankkit.io.parts import expand_parts, joined_name
 from rankkit.data import COMPACT_MIN_FEATURES
 from rankkit.errors import DataError, UsageError
 from rankkit.io.model import Model
@@ -623,7 +623,7 @@ def fit_parts(p: Plan, parts, client=None, *, query_weights=None, zero_based: bo
     address) or without (client None: a LocalProblem, the same task functions run here). p: the
     plan of solver newton (rankkit.training.plan; a linear model). query_weights: a `qid weight`
     file or {qid: weight}. warn(words): called when the fit stops before its stopping rule, in the
-    words of the plan's style. Returns (the model, with the header `rankkit train` writes; the
+    plan's words. Returns (the model, with the header `rankkit train` writes; the
     FitResult; the facts of fit_newton)."""
     if p.spec.name != "newton" or p.kernel is not None:
         raise UsageError(f"training on parts trains solver newton, linear models, not {p.spec.name}")
@@ -642,7 +642,7 @@ def fit_parts(p: Plan, parts, client=None, *, query_weights=None, zero_based: bo
                                rescale=settings.get("rescale"), delta=settings.get("delta", "gain"), query_weights=qw,
                                zero_based=zero_based, log=log, full=False)
     if warn is not None and needs_warning(result):
-        warn(stop_words(result, p.style))
+        warn(stop_words(result, p.words))
     files = facts["part_files"]
     group_files = [f["group_file"] for f in files if f["group_file"] is not None]
     if group_files:  # the group files that numbered the parts' queries, as one process records its own

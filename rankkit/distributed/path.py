@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from rankkit.distributed.cluster import cluster_failures, connect
 from rankkit.distributed.newton import Problem, prob_facts
-from rankkit.distributed.parts import expand_parts
+from rankkit.io.parts import expand_parts
 from rankkit.errors import UsageError
 from rankkit.io.svmlight import read_svmlight
 from rankkit.metrics import parse_metric

@@ -5,7 +5,7 @@ dies with its worker and its calls are never re-run elsewhere, whereas a plain t
 state for its part simply rebuilds it (reads the part again) wherever the scheduler ran it. A part
 is opened exactly as one process opens a file (rankkit.io.svmlight.read_svmlight: its group file
 `part.query` / `part.group`, its compression, a URL through fsspec); its path is absolute (made so
-on the client by rankkit.distributed.parts.expand_parts), since a worker has its own working
+on the client by rankkit.io.parts.expand_parts), since a worker has its own working
 directory. Every task therefore carries everything needed to rebuild its state: the part's
 spec (path, options, the fit's settings) and the point (w, and the direction d in a line search)
 at which it computes. The state is only a cache; a task's result is a deterministic function of
@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from rankkit import threads
-from rankkit.distributed.parts import shareable_qids
+from rankkit.io.parts import shareable_qids
 from rankkit.errors import DataError, UsageError
 from rankkit.io.files import display_name, is_url
 from rankkit.io.query_weights import read_query_weights
@@ -228,7 +228,7 @@ def columns(st: _Part, spec: PartSpec) -> np.ndarray:
 
 def part_qids(spec: PartSpec):
     """(sorted distinct qids, the part number of each): the leaf of the query-split check; none
-    for a part whose queries a group file numbered (rankkit.distributed.parts.shareable_qids)."""
+    for a part whose queries a group file numbered (rankkit.io.parts.shareable_qids)."""
     with _part_lock((spec.fit_id, spec.index)):
         st, _ = _state(spec)
         q = shareable_qids(st.ds)
@@ -347,9 +347,7 @@ def hv(st: _Part, spec: PartSpec, key, how, s, lineage=None) -> np.ndarray:
     """X' H_k X s at the point `key`."""
     if not _ensure_at(st, key, how, lineage):
         return NEED_LINEAGE
-    obj = st.obj
-    csr_matvec(obj.data, obj.indices, obj.indptr, s, obj._delta, obj.vscale)
-    return obj._rmatvec(obj.hess_vec_y(obj._delta))
+    return st.obj.hess_vec_loss(s)
 
 
 @_timed

@@ -32,7 +32,7 @@ import numpy as np
 
 from rankkit.errors import DataError
 from rankkit.io.files import COMPRESSED, display_name, exists, is_url, read_bytes
-from rankkit.io.text import printable
+from rankkit.text import printable
 
 SUFFIXES = (".query", ".group")
 NO_GROUPS = "none"  # --group none: ignore any group file next to the data

@@ -64,7 +64,7 @@ from rankkit.config import MODEL_FORMAT_VERSION, OLDEST_MODEL_FORMAT
 from rankkit.errors import ModelError
 from rankkit.io.files import stdin_buffer
 from rankkit.io.atomic import atomic_open
-from rankkit.io.text import printable
+from rankkit.text import printable
 
 MAGIC = "rankkit-model"
 NAMES_KEY = "feature_names"  # the optional header line of the feature names

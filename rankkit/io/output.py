@@ -10,7 +10,7 @@ import numpy as np
 from rankkit.errors import DataError
 from rankkit.io.atomic import atomic_open
 from rankkit.io.files import display_name, read_bytes
-from rankkit.io.text import printable
+from rankkit.text import printable
 
 _CHUNK = 1 << 16
 

@@ -47,7 +47,7 @@ OVER_CAPACITY = 13  # more rows or non-zeros than counted: the input changed bet
 FLAG_QID = 1
 FLAG_LABEL = 2
 
-# results of _parse_number
+# results of parse_number
 _NUM_OK = 0
 _NUM_BAD = 1
 _NUM_NONFINITE = 2
@@ -61,7 +61,7 @@ _POW10 = np.array([10.0**i for i in range(23)], dtype=np.float64)
 
 
 @njit
-def _is_space(c):
+def is_space(c):
     return c == _SPACE or c == _TAB or c == _CR or c == 11 or c == 12
 
 
@@ -89,7 +89,7 @@ _DOCID = np.frombuffer(b"docid", dtype=np.uint8).copy()
 
 
 @njit
-def _parse_number(buf, s, e, pow10):
+def parse_number(buf, s, e, pow10):
     """Parse buf[s:e] as a decimal float. Returns (status, value, slow)."""
     i = s
     neg = False
@@ -216,7 +216,7 @@ def _line_bounds(buf, pos, n):
     if nxt < n and buf[end] == _CR and buf[nxt] == _LF:
         nxt += 1
     i = pos
-    while i < cend and _is_space(buf[i]):
+    while i < cend and is_space(buf[i]):
         i += 1
     return end, nxt, cend, i
 
@@ -235,7 +235,7 @@ def _token_end(buf, i, cend):
     """(end of the token starting at i, position of its first ':' or -1)."""
     j = i
     colon = -1
-    while j < cend and not _is_space(buf[j]):
+    while j < cend and not is_space(buf[j]):
         if buf[j] == _COLON and colon < 0:
             colon = j
         j += 1
@@ -257,7 +257,7 @@ def _fast_entry(buf, i, cend, pow10):
     """The usual feature token, `<index>:<value>` with an index of at most 9 digits and a plain
     decimal value (optional sign, digits, optional '.' and digits; no exponent, at most 18 digits
     in all) ending at white space or `cend`, in one scan.
-    Returns (ok, end, index as written, value); the value is the one _parse_number gives.
+    Returns (ok, end, index as written, value); the value is the one parse_number gives.
     ok False: anything else, which the general path parses (and reports, if it is an error).
     Its own digit loops, not a call of _plain_decimal: a numba call per token (a tuple returned
     through memory) costs the general path a fifth of its speed."""
@@ -277,7 +277,7 @@ def _fast_entry(buf, i, cend, pow10):
         neg = buf[p] == 45
         p += 1
     # at most 18 digits in all (leading zeros included): m < 10^18 never overflows, and no digit
-    # is dropped, so m and the decimal exponent are those of _parse_number
+    # is dropped, so m and the decimal exponent are those of parse_number
     m = 0
     s0 = p
     while p < cend:
@@ -299,7 +299,7 @@ def _fast_entry(buf, i, cend, pow10):
             p += 1
         n_frac = p - s1
     # (at most 18 digits: at most 18 decimals, within pow10's 22, Clinger's exact range)
-    if n_int + n_frac == 0 or n_int + n_frac > 18 or (p < cend and not _is_space(buf[p])) or m > _MAX_EXACT:
+    if n_int + n_frac == 0 or n_int + n_frac > 18 or (p < cend and not is_space(buf[p])) or m > _MAX_EXACT:
         return False, p, 0, 0.0
     v = 0.0 if m == 0 else m / pow10[n_frac]
     return True, p, idx, -v if neg else v
@@ -315,14 +315,14 @@ def _docid_span(buf, cend, end):
         while c + 5 <= end:
             if _match_word(buf, c, c + 5, _DOCID):
                 d = c + 5
-                while d < end and _is_space(buf[d]):
+                while d < end and is_space(buf[d]):
                     d += 1
                 if d < end and (buf[d] == 61 or buf[d] == _COLON):
                     d += 1
-                    while d < end and _is_space(buf[d]):
+                    while d < end and is_space(buf[d]):
                         d += 1
                     t = d
-                    while t < end and not _is_space(buf[t]):
+                    while t < end and not is_space(buf[t]):
                         t += 1
                     if t > d:
                         return d, t
@@ -335,7 +335,7 @@ def _docid_span(buf, cend, end):
 def _plain_decimal(buf, i, n, pow10):
     """A plain decimal at buf[i:]: optional sign, digits, optional '.' and digits, at most 18
     digits in all (leading zeros included) and a significand of at most 2^53, so that the value is
-    the one correctly rounded division _parse_number makes. Returns (ok, end, value); ok False for
+    the one correctly rounded division parse_number makes. Returns (ok, end, value); ok False for
     anything else (the general path then parses the token, and reports it if it is an error)."""
     neg = False
     if i < n and (buf[i] == 45 or buf[i] == 43):  # - +
@@ -554,7 +554,7 @@ def parse_svmlight(
         j, first_colon = _token_end(buf, i, cend)
         labelled = not (labels_optional and first_colon >= 0)
         if labelled:
-            st, v, sl = _parse_number(buf, i, j, pow10)
+            st, v, sl = parse_number(buf, i, j, pow10)
         else:
             st, v, sl = _NUM_OK, 0.0, False
             j = i
@@ -587,7 +587,7 @@ def parse_svmlight(
         first = True
         i = j
         while True:
-            while i < cend and _is_space(buf[i]):
+            while i < cend and is_space(buf[i]):
                 i += 1
             if i >= cend:
                 break
@@ -651,7 +651,7 @@ def parse_svmlight(
                 status[4] = prev if zero_based else prev + 1
                 return row, k, ns
             prev = idx
-            st, v, sl = _parse_number(buf, colon + 1, j, pow10)
+            st, v, sl = parse_number(buf, colon + 1, j, pow10)
             if st != _NUM_OK:
                 if st == _NUM_NONFINITE:
                     status[0] = NONFINITE_VALUE

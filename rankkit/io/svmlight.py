@@ -35,7 +35,7 @@ from rankkit.io import parse as K
 from rankkit.io import files as F
 from rankkit.io import groups as G
 from rankkit.io.files import display_name, is_url, iter_blocks, read_bytes  # (the last two: also for callers)
-from rankkit.io.text import printable, utf8
+from rankkit.text import printable, utf8
 
 _MESSAGES = {
     K.BAD_LABEL: "label '{tok}' is not a number",

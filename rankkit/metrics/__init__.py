@@ -78,6 +78,11 @@ uncacheable). The queries are split into contiguous ranges over `rankkit.threads
 each query is computed on its own, so the results are the same for any number of threads. A new
 convention is a new `Convention` entry (plus a new mode code if no existing one fits); a new
 metric is a code, a helper and a branch in `kernels.metrics_range`, and a `METRICS` entry.
+ties.py holds the order of tied scores (trec_eval's docid tiebreak), a convention of grading.
+
+Layer: kernels and data (tests/test_architecture.py's LAYERS): the package imports only the
+compiler, sorting, text and the base (errors, config, threads); io/, the evaluation use case and
+the faces import it.
 """
 
 from __future__ import annotations

@@ -314,8 +314,13 @@ class PairwiseObjective:
         return self._rmatvec(self.gy)
 
     def hess_vec(self, s: np.ndarray) -> np.ndarray:
+        return s + self.C * self.hess_vec_loss(s)
+
+    def hess_vec_loss(self, s: np.ndarray) -> np.ndarray:
+        """X' H_L X s: the Hessian-vector product of the loss term alone at the last evaluated point
+        (what a worker of rankkit.distributed sums over its part)."""
         csr_matvec(self.data, self.indices, self.indptr, s, self._delta, self.vscale)
-        return s + self.C * self._rmatvec(self.hess_vec_y(self._delta))
+        return self._rmatvec(self.hess_vec_y(self._delta))
 
     def fun_grad(self, w: np.ndarray) -> tuple[float, np.ndarray]:
         """f(w) and its gradient (convenience for tests and scipy)."""

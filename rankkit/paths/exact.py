@@ -88,7 +88,7 @@ from rankkit.data import Dataset
 from rankkit.errors import UsageError
 from rankkit.feature_maps import make_kernel
 from rankkit.config import DEFAULT_CONVENTION
-from rankkit.evaluation import dataset_tiebreak
+from rankkit.metrics.ties import dataset_tiebreak
 from rankkit.metrics import parse_metric, per_query, per_query_table
 from rankkit.paths._path_kernels import (dense_matvec, dense_rmatvec, hinge_and_quad, kkt_sweep, outside_candidates,
                                          pair_diff, pair_sum)

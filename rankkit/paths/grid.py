@@ -47,7 +47,7 @@ from rankkit.errors import UsageError
 from rankkit.io.atomic import atomic_open
 from rankkit.io.svmlight import read_svmlight
 from rankkit.config import DEFAULT_CONVENTION
-from rankkit.evaluation import dataset_tiebreak
+from rankkit.metrics.ties import dataset_tiebreak
 from rankkit.metrics import parse_metric, per_query, per_query_table
 from rankkit.sparse import csr_matvec
 from rankkit.objectives.pairwise import PairwiseObjective
@@ -133,7 +133,7 @@ def validation_values(valid: Dataset, w: np.ndarray, metric: str, convention: st
 def validation_table(valid: Dataset, w: np.ndarray, metrics, convention: str = DEFAULT_CONVENTION,
                      tiebreak=None) -> dict:
     """{metric: values of every validation query under w}, as `rankkit eval` grades them (tiebreak:
-    rankkit.evaluation.dataset_tiebreak(valid, convention), given when `valid` is scored often)."""
+    rankkit.metrics.ties.dataset_tiebreak(valid, convention), given when `valid` is scored often)."""
     scores = csr_matvec(valid.data, valid.indices, valid.indptr, w, np.empty(valid.n_rows))
     return per_query_table(list(metrics), valid.y, scores, valid.qptr, convention, tiebreak=tiebreak)
 

@@ -3,6 +3,10 @@
 Each entry names the module and class that implement it; the module is imported only when the
 solver is used, so listing the choices (`rankkit train --help`) does not load numba. A new method
 joins by adding one SolverSpec here and one module under rankkit/solvers/.
+
+Layer: algorithms (tests/test_architecture.py's LAYERS). The solvers may import the objectives,
+io, the kernels and data and the base; never paths/select.py, the use cases or a face. A solver
+reports why it stopped as a code and its figures (FitResult.stop, .detail).
 """
 
 from __future__ import annotations

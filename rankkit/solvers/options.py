@@ -2,8 +2,10 @@
 
 One table (SOLVER_OPTIONS) serves the command line and the Python estimators: an option given that
 the chosen solver does not use is an error, never silently ignored and never written into a model.
-Messages name the option as the caller knows it: `-C`, `--lambda` on the command line (CLI_NAMES);
-`C`, `alpha` in Python (PYTHON_NAMES).
+Messages name the options through a `Words`: by default the command line's flags (`-C`,
+`--lambda`), the names a model file records (NAMES; its stop_reason); a face that names them
+otherwise passes its own Words (the Python face: rankkit.estimators.PYTHON_WORDS, `C`, `alpha`).
+The rules and the figures are here; no function here knows which face called it.
 """
 
 from __future__ import annotations
@@ -16,22 +18,15 @@ STOCHASTIC_DEFAULTS = {"lam": None, "iterations": None, "eta": "pegasos", "eta0"
                        "sampler": "uniform", "eta_c": None, "ties": False, "t0": None}
 PA_DEFAULT_C = 1e7  # sofia-ml's --passive_aggressive_c default: PA-I's step cap, in effect unclipped
 
-CLI_NAMES = {"C": "-C", "tol": "--tol", "max_iter": "--max-iter", "query_norm": "--query-norm",
-             "query_weights": "--query-weights", "rescale": "--rescale", "lam": "--lambda",
-             "iterations": "--iterations", "eta": "--eta", "eta0": "--eta0", "batch_size": "--batch-size",
-             "sampler": "--sampler", "valid_file": "--valid", "K": "-K", "init_scale": "--init-scale",
-             "patience": "--patience", "save_factors": "--save-factors", "kernel": "--kernel", "gamma": "--gamma",
-             "degree": "--degree", "coef0": "--coef0", "landmarks": "--landmarks", "delta": "--delta",
-             "eta_c": "--eta-c", "ties": "--ties", "t0": "--t0", "optimizer": "--optimizer",
-             "plot": "--plot", "plot_kind": "--plot-kind", "plot_query": "--plot-query"}
-PYTHON_NAMES = {"C": "C", "tol": "tol", "max_iter": "max_iter", "query_norm": "query_norm",
-                "query_weights": "sample_weight", "rescale": "rescale", "lam": "alpha", "iterations": "iterations",
-                "eta": "eta", "eta0": "eta0", "batch_size": "batch_size", "sampler": "sampler",
-                "valid_file": "eval_set", "K": "K", "init_scale": "init_scale", "patience": "patience",
-                "save_factors": "save_factors", "kernel": "kernel", "gamma": "gamma", "degree": "degree",
-                "coef0": "coef0", "landmarks": "landmarks", "delta": "delta", "eta_c": "eta_c", "ties": "ties",
-                "t0": "t0", "optimizer": "optimizer",
-                "plot": "plot", "plot_kind": "plot_kind", "plot_query": "plot_query"}
+# the options as the command line names them: the words of every model file's stop_reason
+NAMES = {"C": "-C", "tol": "--tol", "max_iter": "--max-iter", "query_norm": "--query-norm",
+         "query_weights": "--query-weights", "rescale": "--rescale", "lam": "--lambda",
+         "iterations": "--iterations", "eta": "--eta", "eta0": "--eta0", "batch_size": "--batch-size",
+         "sampler": "--sampler", "valid_file": "--valid", "K": "-K", "init_scale": "--init-scale",
+         "patience": "--patience", "save_factors": "--save-factors", "kernel": "--kernel", "gamma": "--gamma",
+         "degree": "--degree", "coef0": "--coef0", "landmarks": "--landmarks", "delta": "--delta",
+         "eta_c": "--eta-c", "ties": "--ties", "t0": "--t0", "optimizer": "--optimizer",
+         "plot": "--plot", "plot_kind": "--plot-kind", "plot_query": "--plot-query", "n_points": "--n-points"}
 
 _EXACT = {"C", "tol", "max_iter", "query_norm", "query_weights", "rescale"}
 _SOFIA = {"iterations", "sampler", "valid_file"}
@@ -53,7 +48,48 @@ SOLVER_OPTIONS = {
     "pair-sgd": {"C", "iterations", "valid_file", "t0"},  # Algorithm 2: uniform pairs, step 1/(t + t0)
     "query-sgd": {"C", "iterations", "t0"},  # Algorithm 3: whole queries, step 1/(t + t0)
 }
-_HINTS = {"cli": {"query_norm": " (use --sampler query-norm)"}, "python": {"query_norm": " (use sampler='query-norm')"}}
+
+
+class Words:
+    """How messages name the options and the solvers: the command line's words (NAMES), which are
+    also those a model file records. A face whose names differ subclasses it and overrides what
+    differs (rankkit.estimators.PythonWords); the checks below take one and word every message
+    through it."""
+
+    names = NAMES
+    kind = "an option"  # what an option is called: "not an option of --solver pa"
+    hints = {"query_norm": " (use --sampler query-norm)"}
+    remedies = {
+        "eta0": "the fixed learning rate is too large for this data: lower --eta0, or use --optimizer backtracking",
+        "separable": "aggressive ROMMA assumes pairs a hyperplane can separate: try --solver pa or pegasos",
+    }
+
+    def solver(self, name: str) -> str:
+        return f"--solver {name}"
+
+    def given(self, key: str, value) -> str:
+        """An option with its value, as the caller wrote it."""
+        return f"{self.names.get(key, key)} {value}"
+
+    def depends(self, key: str, need: str, allowed, value) -> str:
+        """`key` given without `need` (or with a value of it that `key` does not apply to)."""
+        names = self.names
+        with_ = f"{names[need]} {' or '.join(allowed)}" if allowed else names[need]
+        what = f"{names[key]} applies only with {with_}"
+        return f"{what}" + (f", not {names[need]} {value}" if value not in (None, False) else "")
+
+    def unknown_loss(self, loss) -> str:
+        return f"--loss must be one of {', '.join(LOSSES)}, not {loss!r}"
+
+    def loss_not_offered(self, solver: str, loss: str, offered) -> str:
+        return f"--solver {solver} does not offer --loss {loss} (it offers: {', '.join(offered)})"
+
+    def dask_solver(self, solver) -> str:
+        return f"--dask trains --solver {DASK_SOLVER} only, not --solver {solver} (see README: Distributed training)"
+
+    def dask_loss(self, loss) -> str:
+        return f"--dask trains --loss {', '.join(DASK_LOSSES[:-1])} or {DASK_LOSSES[-1]}, not {loss}"
+
 
 
 # Options that apply only with another: (the option it needs, the values of it it applies to; None:
@@ -73,30 +109,25 @@ DEPENDS = {
 }
 
 
-def check_depends(given, values: dict, style: str = "cli") -> None:
+def check_depends(given, values: dict, words: Words | None = None) -> None:
     """Raise a UsageError for the first option in `given` (names of DEPENDS) whose required option
-    is missing from `values` or has a value it does not apply to; worded for `style`."""
-    names = CLI_NAMES if style == "cli" else PYTHON_NAMES
+    is missing from `values` or has a value it does not apply to; worded by `words`."""
+    words = words or WORDS
     for key in sorted(set(given) & set(DEPENDS), key=list(DEPENDS).index):
         need, allowed = DEPENDS[key]
         value = values.get(need)
         if value is not None and value is not False and (allowed is None or value in allowed):
             continue
-        if style == "cli":
-            with_ = f"{names[need]} {' or '.join(allowed)}" if allowed else names[need]
-            what = f"{names[key]} applies only with {with_}"
-            raise UsageError(f"{what}" + (f", not {names[need]} {value}" if value not in (None, False) else ""))
-        with_ = f"{need if need != 'valid_file' else 'eval_set'}=" + " or ".join(repr(a) for a in allowed) if allowed \
-            else f"{names[need]}"
-        raise UsageError(f"{names[key]} applies only with {with_}" + (f", not {need}={value!r}" if value not in (None, False) else ""))
+        raise UsageError(words.depends(key, need, allowed, value))
 
 
-def solver_kwargs(spec, params: dict, stochastic: dict | None, query_weights_given: bool, style: str = "cli") -> dict:
+def solver_kwargs(spec, params: dict, stochastic: dict | None, query_weights_given: bool,
+                  words: Words | None = None) -> dict:
     """The keyword arguments of the chosen solver's class. Every option given (not None, not False)
-    that the solver does not use is a UsageError, worded for `style` ("cli" or "python"); C not
-    given is DEFAULT_C."""
-    names = CLI_NAMES if style == "cli" else PYTHON_NAMES
-    solver_word = f"--solver {spec.name}" if style == "cli" else f"solver '{spec.name}'"
+    that the solver does not use is a UsageError, worded by `words`; C not given is DEFAULT_C."""
+    words = words or WORDS
+    names = words.names
+    solver_word = words.solver(spec.name)
     stochastic = dict(stochastic or {})
     given = {k for k, v in params.items() if k not in ("loss", "delta") and v not in (None, False)}
     given |= {k for k, v in stochastic.items() if k != "seed" and v is not None and v is not False}
@@ -105,11 +136,10 @@ def solver_kwargs(spec, params: dict, stochastic: dict | None, query_weights_giv
     takes = SOLVER_OPTIONS.get(spec.name)
     if takes is None:  # a solver added to the registry without a row here: be strict by kind
         takes = SOLVER_OPTIONS["factorized" if spec.factorized else "sgd" if spec.stochastic else "newton"]
-    for key in sorted(given - takes, key=list(CLI_NAMES).index):
+    for key in sorted(given - takes, key=list(NAMES).index):
         users = [name for name, opts in SOLVER_OPTIONS.items() if key in opts]
-        what = "an option" if style == "cli" else "a parameter"
-        raise UsageError(f"{names[key]} is not {what} of {solver_word} (it is for: {', '.join(users)})"
-                         f"{_HINTS[style].get(key, '')}")
+        raise UsageError(f"{names[key]} is not {words.kind} of {solver_word} (it is for: {', '.join(users)})"
+                         f"{words.hints.get(key, '')}")
     eta = stochastic.get("eta")
     if stochastic.get("eta0") is not None and "eta0" in takes and (eta or "pegasos") == "pegasos" and not spec.factorized:
         raise UsageError(f"{names['eta0']} is the scale of {names['eta']} basic or constant; "
@@ -142,12 +172,12 @@ def solver_kwargs(spec, params: dict, stochastic: dict | None, query_weights_giv
     return out
 
 
-def resolve_solver(solver: str | None, loss: str | None, style: str = "cli"):
+def resolve_solver(solver: str | None, loss: str | None, words: Words | None = None):
     """(spec, loss): the solver named, or the default one of the loss; the loss given, or the
-    solver's first. A loss the solver does not offer is a UsageError."""
+    solver's first. A loss the solver does not offer is a UsageError, worded by `words`."""
+    words = words or WORDS
     if loss is not None and loss not in LOSSES:
-        what = "--loss" if style == "cli" else "loss"
-        raise UsageError(f"{what} must be one of {', '.join(LOSSES)}, not {loss!r}")
+        raise UsageError(words.unknown_loss(loss))
     if solver is None:
         solver = solver_for(loss or "squared-hinge")
     if solver not in SOLVERS:
@@ -156,9 +186,7 @@ def resolve_solver(solver: str | None, loss: str | None, style: str = "cli"):
     if loss is None:
         loss = spec.losses[0]
     if loss not in spec.losses:
-        if style == "cli":
-            raise UsageError(f"--solver {solver} does not offer --loss {loss} (it offers: {', '.join(spec.losses)})")
-        raise UsageError(f"solver '{solver}' does not offer loss '{loss}' (it offers: {', '.join(spec.losses)})")
+        raise UsageError(words.loss_not_offered(solver, loss, spec.losses))
     return spec, loss
 
 
@@ -167,41 +195,33 @@ DASK_SOLVER = "newton"
 DASK_LOSSES = SOLVERS[DASK_SOLVER].losses
 
 
-def check_dask(solver: str | None, loss: str | None, kernel: bool = False, style: str = "cli") -> str:
+def check_dask(solver: str | None, loss: str | None, kernel: bool = False, words: Words | None = None) -> str:
     """The loss a fit on a Dask cluster trains (the solver's first when not given). A solver, loss
-    or kernel it does not offer is a UsageError, worded for `style` ("cli" or "python")."""
+    or kernel it does not offer is a UsageError, worded by `words`."""
+    words = words or WORDS
     if solver not in (None, DASK_SOLVER) or kernel:
-        if style == "cli":
-            raise UsageError(f"--dask trains --solver {DASK_SOLVER} only, not --solver {solver} "
-                             "(see README: Distributed training)")
-        raise UsageError(f"on a Dask cluster RankSVM trains solver '{DASK_SOLVER}', linear models (kernel=None)")
+        raise UsageError(words.dask_solver(solver))
     loss = loss or DASK_LOSSES[0]
     if loss not in DASK_LOSSES:
-        if style == "cli":
-            raise UsageError(f"--dask trains --loss {', '.join(DASK_LOSSES[:-1])} or {DASK_LOSSES[-1]}, not {loss}")
-        raise UsageError(f"on a Dask cluster the loss is {', '.join(DASK_LOSSES[:-1])} or {DASK_LOSSES[-1]}, "
-                         f"not {loss!r}")
+        raise UsageError(words.dask_loss(loss))
     return loss
 
 
+WORDS = Words()
+
+
 # -- why a solver stopped: the solvers return a code and its numbers (FitResult.stop, .detail); the
-# words are made here, once, naming the options as the caller knows them
-_REMEDIES = {
-    "eta0": {"cli": "the fixed learning rate is too large for this data: lower --eta0, or use --optimizer backtracking",
-             "python": "the fixed learning rate is too large for this data: lower eta0, or use "
-                       "optimizer='backtracking'"},
-    "separable": {"cli": "aggressive ROMMA assumes pairs a hyperplane can separate: try --solver pa or pegasos",
-                  "python": "aggressive ROMMA assumes pairs a hyperplane can separate: try learner='pa' or 'pegasos'"},
-}
+# words are made here, once, naming the options through the caller's Words
 
 
-def stop_message(stop: str, detail: dict, style: str = "cli", names: dict | None = None) -> str:
-    """Why a solver stopped, in words: the option names of the command line (style "cli": the
-    words model files record as stop_reason) or of the Python estimators (style "python"); `names`
-    replaces that table (a face with other options: `rankkit experiment` sets lambda by --grid and
-    has no learning-rate options, None there)."""
+def stop_message(stop: str, detail: dict, words: Words | None = None, names: dict | None = None) -> str:
+    """Why a solver stopped, in words: the option names of `words` (by default the command line's,
+    the words model files record as stop_reason; the Python face passes its own); `names` replaces
+    its table (a face with other options: `rankkit experiment` sets lambda by --grid and has no
+    learning-rate options, None there)."""
+    words = words or WORDS
     if names is None:
-        names = CLI_NAMES if style == "cli" else PYTHON_NAMES
+        names = words.names
     d = detail
     if stop == "converged":  # the Newton driver's rule
         rel = "<=" if d.get("bound") else "="  # bound: CG's iterate proved it below this figure (H >= I)
@@ -251,7 +271,7 @@ def stop_message(stop: str, detail: dict, style: str = "cli", names: dict | None
             hint = (f"the step size is too large for this data: use a larger {names['lam']}, or {names['eta']} basic "
                     f"with a smaller {names['eta0']}")
         else:
-            hint = _REMEDIES[remedy][style]
+            hint = words.remedies[remedy]
         text = (f"diverged: objective {d['objective']:.6g} after {d['iterations']} steps is above {d['start']:.6g} at "
                 f"the start ({hint})")
     else:

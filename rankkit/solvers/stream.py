@@ -26,116 +26,17 @@ cannot give: the paper's method needs the data in memory or a reservoir).
 from __future__ import annotations
 
 import hashlib
-import re
 import time
 
 import numpy as np
 
 from rankkit.data import COMPACT_MIN_FEATURES
 from rankkit.errors import DataError, UsageError
-from rankkit.io import parse as P
-from rankkit.io import groups as G
-from rankkit.io.svmlight import count_line_ends, iter_blocks, last_line_end, parse_bytes
+from rankkit.io.blocks import stream_queries
 from rankkit.compiler.dispatch import njit
 from rankkit.solvers import _sgd_kernels as K
 
 CHUNK_BYTES = 64 << 20
-
-
-def _chunks(path: str, chunk_bytes: int, hasher=None):
-    """(bytes of whole lines, number of lines before them) for the file, chunk by chunk; the raw
-    bytes also go through `hasher` (e.g. hashlib.sha256()) when given. Reading and decompression
-    errors are DataErrors (rankkit.io.svmlight.iter_blocks); a line ends at LF, CR LF or a lone CR."""
-    if path == "-":
-        raise UsageError("--sampler stream reads the training file twice: give a file, not standard input")
-    lines_before = 0
-    rest = b""
-    for block in iter_blocks(path, chunk_bytes):
-        if hasher is not None:
-            hasher.update(block)
-        block = rest + block
-        cut = last_line_end(block)
-        if cut == 0:
-            rest = block
-            continue
-        yield block[:cut], lines_before
-        lines_before += count_line_ends(block, cut)
-        rest = block[cut:]
-    if rest:
-        yield rest, lines_before
-
-
-def _parse(text: bytes, lines_before: int, path: str, zero_based: bool):
-    try:
-        return parse_bytes(np.frombuffer(text, dtype=np.uint8), path, zero_based)
-    except DataError as exc:
-        if exc.line is None:
-            if "no data lines" in exc.message:
-                return None
-            raise
-        message = re.sub(r"(first seen at line )(\d+)", lambda m: m.group(1) + str(int(m.group(2)) + lines_before),
-                         exc.message)
-        raise DataError(path, message, exc.line + lines_before) from None
-
-
-def _query_blocks(path: str, zero_based: bool, chunk_bytes: int, hasher=None, groups=None):
-    """Every query of the file as (qid, labels, data, indices, indptr, first line), in file order;
-    a query split across two chunks is joined. A qid that comes back later is an error. With
-    `groups` (rankkit.io.groups.Groups) the queries are the groups, checked as the in-memory
-    reader checks them (the sizes add up to the data lines; qids in the file agree)."""
-    seen: set[int] = set()
-    pending = None
-    rows = 0
-    prev = None  # (file qid, group number) of the last row of the previous chunk
-    for text, lines_before in _chunks(path, chunk_bytes, hasher):
-        ds = _parse(text, lines_before, path, zero_based)
-        if ds is None:
-            continue
-        if groups is not None:
-            prev = _use_groups(ds, groups, rows, prev, path, lines_before)
-            rows += ds.n_rows
-        for q in range(ds.n_queries):
-            s, e = int(ds.qptr[q]), int(ds.qptr[q + 1])
-            a, b = int(ds.indptr[s]), int(ds.indptr[e])
-            block = (int(ds.qid[s]), ds.y[s:e], ds.data[a:b], ds.indices[a:b], ds.indptr[s : e + 1] - a,
-                     int(ds.line[s]) + lines_before)
-            if pending is not None and pending[0] == block[0]:  # the same query continues
-                pending = (pending[0], np.concatenate([pending[1], block[1]]), np.concatenate([pending[2], block[2]]),
-                           np.concatenate([pending[3], block[3]]),
-                           np.concatenate([pending[4], block[4][1:] + pending[4][-1]]), pending[5])
-                continue
-            if pending is not None:
-                yield pending
-            if block[0] in seen:
-                raise DataError(path, f"qid {block[0]} appears again after other queries "
-                                      "(--sampler stream needs each query's documents contiguous)", block[5])
-            seen.add(block[0])
-            pending = block
-    if groups is not None:
-        G.check_total(groups, rows, path)
-    if pending is not None:
-        yield pending
-
-
-def _use_groups(ds, groups, first_row: int, prev, path: str, lines_before: int):
-    """Give the rows of chunk `ds` (rows first_row.. of the file) the queries of the group file,
-    in place. Returns the (file qid, group) of its last row, for the next chunk."""
-    group_no = G.row_groups(groups.sizes, first_row, ds.n_rows)  # G + 1 past the last group: refused at the end
-    file_qid = ds.qid
-    if ds.has_qid:
-        i = G.disagreement(file_qid, group_no, prev)
-        if i >= 0:
-            qs = file_qid if prev is None else np.concatenate([[prev[0]], file_qid])
-            gs = group_no if prev is None else np.concatenate([[prev[1]], group_no])
-            k = i if prev is None else i + 1
-            raise G.disagreement_error(groups, path, qs, gs, k, int(ds.line[i]) + lines_before)
-        out = (int(file_qid[-1]), int(group_no[-1]))
-    else:
-        out = (0, int(group_no[-1]))
-        ds.qid = group_no
-        ds.qptr = P.query_blocks(group_no)
-        ds.has_qid = True
-    return out
 
 
 def _pairs(labels: np.ndarray) -> int:
@@ -190,7 +91,7 @@ def train_stream(path: str, solver, zero_based: bool = False, log=None, chunk_by
     if solver.ties:
         raise UsageError("--ties does not work with --sampler stream (it draws pairs of one query at a time)")
     pairs, n_rows, n_features, seen = [], 0, 0, []
-    for _, labels, _, indices, _, _ in _query_blocks(path, zero_based, chunk_bytes, hasher, groups):
+    for _, labels, _, indices, _, _ in stream_queries(path, zero_based, chunk_bytes, hasher, groups):
         pairs.append(_pairs(labels))
         n_rows += labels.shape[0]
         if indices.shape[0]:
@@ -215,7 +116,7 @@ def train_stream(path: str, solver, zero_based: bool = False, log=None, chunk_by
     codes = (K.LEARNERS[solver.learner], K.ETA[solver.eta], solver.eta0, solver.lam, solver.C)
     second = hashlib.sha256()
     changed = DataError(path, "changed between the two passes of --sampler stream; train again once it is complete")
-    for q, (_, labels, data, indices, indptr, line) in enumerate(_query_blocks(path, zero_based, chunk_bytes, second, groups)):
+    for q, (_, labels, data, indices, indptr, line) in enumerate(stream_queries(path, zero_based, chunk_bytes, second, groups)):
         if q >= len(pairs) or _pairs(labels) != pairs[q] or (indices.shape[0] and int(indices.max()) >= n_features):
             raise changed
         cum += pairs[q]

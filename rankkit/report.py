@@ -1,6 +1,7 @@
 """How the command line shows its results: evaluation tables (text, TSV, JSON), aligned columns,
-the labels and docids of a Dataset as text. Used by rankkit.commands and rankkit.distributed.commands
-(the same tables whether the metrics were computed in one process or on a cluster)."""
+the labels and docids of a Dataset as text. Used by the CLI (rankkit.app) and by the Dask face
+(rankkit.distributed.commands), both above it: the same tables whether the metrics were computed
+in one process or on a cluster."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import json
 
 import numpy as np
 
-from rankkit.evaluation import dataset_docids
+from rankkit.metrics.ties import dataset_docids
 from rankkit.metrics import parse_metric
 
 
