@@ -501,7 +501,8 @@ def test_warmup_that_cannot_cache_exits_2_in_one_line(monkeypatch, capsys, where
     import signal
 
     monkeypatch.setattr(signal, "signal", lambda *a: None)  # main's SIGTERM handler: not in the test process
-    argv = ["-q"] if where == "ahead-of-time" else ["-q", "--jit"]
+    # --force: a complete build already in this run's cache would make warmup a no-op (exit 0, rightly)
+    argv = ["-q", "--force"] if where == "ahead-of-time" else ["-q", "--jit"]
     assert warmup.main(argv) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("rankkit: error: cannot write the kernel cache in /cache/"), err

@@ -601,7 +601,17 @@ def fixed_c_folds(folds_dir: str, Cs, out_dir: str, train_one, metric: str = DEF
     rows = []
     pool = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="rankkit-fold")
     try:
-        for fold_rows, lines in pool.map(one_fold, folds):  # in fold order
+        futures = [pool.submit(one_fold, fold) for fold in folds]
+        for future in futures:  # in fold order
+            # waited for in short steps: a signal the kernel gave to a fold's thread only sets a flag,
+            # which this (the main) thread acts on when it next runs; a wait without a timeout let
+            # every fold finish first (and write its models) before the run ended with 128 + N
+            while True:
+                try:
+                    fold_rows, lines = future.result(timeout=0.05)
+                    break
+                except TimeoutError:
+                    continue
             for line in lines:
                 log(line)
             rows += fold_rows
