@@ -1000,7 +1000,8 @@ def aligned(rows: list[list[str]]) -> list[str]:
 def results_text(results: dict) -> list[str]:
     """The results as aligned text: a line per fold and solver, the means, the p-values."""
     names = results["metrics"]
-    lines = [f"# rankkit experiment: {len(results['folds'])} folds, chosen on vali by {results['selected_by']} "
+    n_fold_dirs = len(results['folds'])
+    lines = [f"# rankkit experiment: {n_fold_dirs} fold{'' if n_fold_dirs == 1 else 's'}, chosen on vali by {results['selected_by']} "
              f"({results['select']})", f"# convention {results['convention']}: {results['convention_description']}"]
     sig = results["significance"]
     if len(results["solvers"]) > 1:

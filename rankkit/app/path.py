@@ -230,6 +230,9 @@ def path(train_file=None, valid_file=None, out_model=None, table=None, plot=None
             raise UsageError("--dask runs a single TRAIN VALID path, not -C values with --folds")
         return _path_fixed_c(folds, Cs, out_dir, table, names, zero_based, group_queries, log, echo,
                              others=(train_file, valid_file, out_model, plot, method), jobs=jobs, convention=convention)
+    if out_dir is not None:  # where the models of --folds DIR -C go; nothing else writes there
+        raise UsageError("--out-dir goes with --folds DIR -C C ... (where those models go); "
+                         "a path writes --out-model, --table and --plot")
     inputs = (train_file, valid_file)
     check_output(out_model, inputs, kind="model")
     check_output(table, inputs, outputs=(out_model,))

@@ -166,7 +166,7 @@ def _note_compiling() -> None:
     if _cache_problem is not None:
         console.note(f"compiling kernels ({_cache_problem})")
     else:  # terminal or not: a cron job's log must say why this run was slow
-        console.note("compiling kernels on first use, about 10-30 s once (later runs load them from the cache; "
+        console.note("compiling kernels on first use, once (up to about 30 s; later runs load them from the cache; "
                      "`rankkit warmup` compiles them all ahead of time)")
 
 

@@ -187,12 +187,14 @@ def linear_scale(valid: Dataset, w: np.ndarray, abs_data: np.ndarray | None = No
 
 
 def can_tell_apart(points: list, valid: Dataset | None) -> bool:
-    """The validation set tells some of the points apart: a query with two labels, and two usable
-    points with different metrics (else the choice is the first by convention, and no edge rule)."""
+    """The validation set can tell points apart: a query with two labels, and two usable points
+    (else the choice is the first by convention, and no edge rule). Points that all score the same
+    are not told apart yet: the choice, the first by convention, sits at an end, and the edge rule
+    looks past it (two close values of C can rank alike where smaller ones rank better)."""
     if valid is not None and not np.any(valid.levels_per_query >= 2):
         return False
     m = [p.metric for p in points if not (p.constant or p.excluded) and p.metric == p.metric]
-    return len(m) >= 2 and max(m) != min(m)
+    return len(m) >= 2
 
 
 def edge_of(points: list, chosen: int) -> str | None:
