@@ -155,7 +155,13 @@ def test_grid_path_is_the_one_loop(monkeypatch):
         return newton.FitResult(w=np.full(valid.n_features, C), objective=1.0, iterations=1, converged=True,
                                 message="", stop="converged")
 
-    res = grid_mod.path_over(fit, [0.1, 1.0, 10.0], valid, metric="map")
+    res = grid_mod.path_over(fit, [0.1, 1.0, 10.0], valid, metric="map", extend=False)
     assert [c for c, _ in seen] == [0.1, 1.0, 10.0]
     assert seen[0][1] is None and np.all(seen[1][1] == 0.1) and np.all(seen[2][1] == 1.0)  # warm starts
     assert [p.C for p in res.points] == [0.1, 1.0, 10.0] and res.method == "grid"
+    # the edge rule (on by default) goes through the same fit: every point here ranks alike, so the
+    # conventional choice (the smallest C) is looked past once, where w's direction does not change
+    seen.clear()
+    res = grid_mod.path_over(fit, [0.1, 1.0, 10.0], valid, metric="map")
+    assert [c for c, _ in seen] == [0.1, 1.0, 10.0, 0.01] and np.all(seen[3][1] == 0.1)
+    assert [p.C for p in res.points] == [0.01, 0.1, 1.0, 10.0] and res.at_edge is None
