@@ -74,9 +74,9 @@ from rankkit.io.model import Model, write_model
 from rankkit.io.output import write_scores
 from rankkit.io.svmlight import read_svmlight
 from rankkit.metrics import describe, gradable_labels, parse_metric, per_query_table, ungradable
-from rankkit.paths.grid import (DEFAULT_N_POINTS, DEFAULT_RATIO, PathPoint, can_tell_apart, constant_scores, edge_of,
-                                extend_grid, fold_dirs, grid, linear_scale, mean_se, path_over, reported_metrics,
-                                select_point)
+from rankkit.paths.grid import (DEFAULT_N_POINTS, DEFAULT_RATIO, PathPoint, constant_scores, edge_of, extend_grid,
+                                fold_dirs, grid, linear_scale, mean_se, path_over, reported_metrics, select_point,
+                                validation_can_judge)
 from rankkit.scoring import model_scores
 from rankkit.solvers import SOLVERS
 from rankkit.solvers.options import NAMES, Words, stop_message
@@ -353,7 +353,7 @@ def _fit_grid(solver, points, train, valid, names, convention, select, kernel, i
     at_edge = None
     one = param[0] if len(param) == 1 and n >= 2 and param[0] in ("C", "lambda") else None
     if one is not None:
-        side = edge_of(path_points, chosen) if can_tell_apart(path_points, valid) else None  # else: by convention
+        side = edge_of(path_points, chosen) if validation_can_judge(path_points, valid) else None  # else: by convention
         if side:
             notes = []
             ends = ("largest", "smallest") if one == "lambda" else ("smallest", "largest")
@@ -529,9 +529,7 @@ def make_out_dirs(out_dir: str, subdirs=()) -> None:
     for d in (out_dir, *(os.path.join(out_dir, n) for n in subdirs)):
         try:
             output_directory(d)  # the shared-directory rules again, at the moment of creating it
-        except UsageError:
-            raise
-        except OSError as exc:
+        except OSError as exc:  # from resolving the path (output_directory words its own makedirs failures)
             raise UsageError(f"cannot create directory '{d}': {exc.strerror or exc}") from None
 
 

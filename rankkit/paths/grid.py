@@ -186,7 +186,7 @@ def linear_scale(valid: Dataset, w: np.ndarray, abs_data: np.ndarray | None = No
                       getattr(valid, "value_scale", 1.0))
 
 
-def can_tell_apart(points: list, valid: Dataset | None) -> bool:
+def validation_can_judge(points: list, valid: Dataset | None) -> bool:
     """The validation set can tell points apart: a query with two labels, and two usable points
     (else the choice is the first by convention, and no edge rule). Points that all score the same
     are not told apart yet: the choice, the first by convention, sits at an end, and the edge rule
@@ -341,7 +341,7 @@ def _path_over(fit, Cs, valid, metric, select, warm_start, log, warn, convention
             progress(k + 1, total[0])
     notes: list = []
     chosen = select_point(points, select, valid=valid, notes=notes, metric=metric)
-    at_edge = edge_of(points, chosen) if can_tell_apart(points, valid) else None  # else: chosen by convention
+    at_edge = edge_of(points, chosen) if validation_can_judge(points, valid) else None  # else: chosen by convention
     if extend and at_edge:
         notes = []
         chosen, at_edge = extend_grid(points, chosen, at_edge, point, select, valid, metric, notes, label,
