@@ -12,7 +12,7 @@ import sys
 
 import click
 
-from rankkit import threads
+from rankkit import processes, threads
 
 threads.configure_runtime()  # idle OpenMP and OpenBLAS threads sleep: set before numpy or numba load
 from rankkit.config import (
@@ -979,6 +979,7 @@ def main(argv=None) -> None:
         sys.exit(EXIT_USAGE)
     try:
         _install_signal_handlers()
+        processes.workers_in_their_own_session()
         cli.main(args=argv, prog_name="rankkit", standalone_mode=False)
     except click.exceptions.Exit as exc:  # --help, --version: their text must have reached stdout
         ignore_signals()

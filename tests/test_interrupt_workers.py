@@ -86,3 +86,48 @@ def _model(tmp_path) -> Path:
     subprocess.run([sys.executable, "-m", "rankkit", "train", str(SAMPLE_TRAIN), str(m), "-C", "0.01"], env=_env(),
                    check=True, capture_output=True, timeout=300)
     return m
+
+
+def _group(pid: int) -> int:
+    return int((Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[2])
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="finds the worker processes in /proc")
+def test_dask_local_workers_are_out_of_the_commands_group(tmp_path):
+    """The command line's workers start in a session of their own: a signal sent to the command's
+    group (a Ctrl-C, `timeout`, `kill -- -PGID`) reaches the command line alone, which stops them.
+    Before, a worker that got it in its first tenth of a second (before it had imported rankkit)
+    printed a KeyboardInterrupt traceback (the operator trial: 1 run of 14)."""
+    pytest.importorskip("distributed")
+    proc = subprocess.Popen([*_RANKKIT, "predict", SAMPLE_TEST, str(_model(tmp_path)), "s.txt", "--dask", "local:2"],
+                            cwd=tmp_path, env=_env(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, start_new_session=True)
+    seen = set()
+    deadline = time.monotonic() + 120
+    while proc.poll() is None and time.monotonic() < deadline and len(seen) < 2:
+        for child in _children(proc.pid):
+            try:
+                if "--multiprocessing-fork" in (Path("/proc") / str(child) / "cmdline").read_bytes().decode():
+                    seen.add((child, _group(child)))
+            except (OSError, IndexError):
+                pass
+        time.sleep(0.01)
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert seen, "no worker process was seen"
+    assert all(group != proc.pid for _, group in seen), seen  # the command's group is its pid
+    assert proc.returncode in (0, 130), err
+    assert "Traceback" not in err.decode() and "KeyboardInterrupt" not in err.decode(), err
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="finds the worker processes in /proc")
+@pytest.mark.parametrize("after", [0.0, 0.05])
+def test_dask_local_interrupted_as_workers_start(tmp_path, after):
+    """The signal the moment the worker processes exist (before they import anything)."""
+    pytest.importorskip("distributed")
+    code, err = _interrupt_when_workers_start(["predict", SAMPLE_TEST, _model(tmp_path), "s.txt", "--dask", "local:2"],
+                                              tmp_path, signal.SIGINT, after, workers=1)
+    if code == 0:
+        pytest.skip("the run finished before the signal")
+    assert code == 130 and err == "rankkit: interrupted by SIGINT\n", err
+    assert not (tmp_path / "s.txt").exists()

@@ -124,6 +124,7 @@ def _run_folds_in_processes(args: list, jobs: int) -> list:
     # perf: jobs x threads never above the usable cores
     jobs = min(jobs, len(args), threads.usable_cores())
     per_job = max(1, threads.count() // jobs)
+    processes.before_spawning()
     pool = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"),
                                initializer=_worker_init, initargs=(per_job,))
     _quiet_broken_pool_manager(pool)

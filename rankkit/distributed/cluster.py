@@ -32,6 +32,7 @@ import sys
 import time
 import warnings
 
+from rankkit import processes
 from rankkit.errors import DataError, RankkitError, UsageError
 
 # seconds to reach a scheduler, to wait for a worker (the first one, or a new one once the last is
@@ -192,6 +193,7 @@ def connect(address, log=None):
                 # one worker per core: each worker's kernels on cores / N threads, not all of them (the
                 # environment also reaches a worker that its nanny restarts after a crash)
                 threads = max(1, (os.cpu_count() or 1) // n)
+                processes.before_spawning()  # the command line's workers: in a session of their own
                 try:
                     # no dashboard, and the scheduler's HTTP server on a free loopback port (by default it
                     # takes 8787 and warns when another cluster holds it)
