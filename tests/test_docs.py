@@ -156,3 +156,83 @@ def test_slug_and_link_helpers():
     assert _named("--eta", "`--eta basic`") is True
     assert _named("-C", "`-C 1`") is True and _named("-C", "--coef0") is False
     assert LINK.findall("see [a](b.md#c) and ![img](x.png)") == ["b.md#c"]
+    assert _figures(["# convention ...", "read f: 3 documents in 0.036s (and 2.100s compiling kernels)",
+                     "compiling kernels took 1.000s of the fit", "ndcg@1   0.375000"]) == [
+        "read f: 3 documents in <time>", "ndcg@1 0.375000"]
+
+
+# -- the figures the README prints, reproduced ---------------------------------------------------
+SHARED_MQ2008 = ROOT.parent / "shared" / "data" / "MQ2008"
+
+
+def _sessions(text: str) -> list[tuple[list[str], list[str]]]:
+    """The transcripts of a page: each indented `$ rankkit ...` line with the indented output lines
+    under it (up to a blank line or the next `$`)."""
+    import shlex
+
+    sessions, current = [], None
+    for line in text.splitlines():
+        if line.startswith("    $ "):
+            current = (shlex.split(line[6:], comments=True), [])
+            sessions.append(current)
+        elif current is not None and line.startswith("    ") and line.strip():
+            current[1].append(line[4:])
+        else:
+            current = None
+    return [s for s in sessions if s[0] and s[0][0] == "rankkit"]
+
+
+def _figures(lines) -> list[str]:
+    """The lines that carry figures: not the `#` header lines (cut with `...` on the page), not
+    `rankkit:` notes, with timings (`0.036s`) and what compiling took (a kernel one run compiles
+    and another finds cached) left out; columns compared as words."""
+    out = []
+    for line in lines:
+        if line.startswith(("#", "rankkit: ", "compiling kernels took")) or "..." in line:
+            continue
+        line = re.sub(r"\b\d+(?:\.\d+)?s\b", "<time>", line)
+        line = re.sub(r" \(and <time> compiling kernels\)|, <time> of it compiling kernels", "", line)
+        out.append(" ".join(line.split()))
+    return out
+
+
+def _replay(page: Path, tmp_path: Path, keep) -> int:
+    """Run the page's transcripts in order in tmp_path (MQ2008 linked there, as the README says),
+    those `keep` accepts, and compare their figures with the page's."""
+    import subprocess
+    import sys
+
+    if not (tmp_path / "MQ2008").exists():
+        (tmp_path / "MQ2008").symlink_to(SHARED_MQ2008)
+    env = dict(__import__("os").environ)
+    env["PYTHONPATH"] = str(ROOT)
+    env.pop("RANKKIT_DEBUG", None)
+    ran = 0
+    for argv, expected in _sessions(page.read_text(encoding="utf-8")):
+        if not keep(argv) or any(a in ("|", ">") for a in argv):
+            continue
+        inputs = [a for a in argv if a.startswith("MQ2008/")]
+        if not all((tmp_path / a).exists() for a in inputs) or "bad.txt" in argv:
+            continue
+        proc = subprocess.run([sys.executable, "-m", "rankkit", *argv[1:]], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=600)
+        assert proc.returncode == 0, f"{page.name}: {' '.join(argv)}: {proc.stderr}"
+        shown = proc.stdout.splitlines() + proc.stderr.splitlines()
+        assert _figures(shown) == _figures(expected), f"{page.name}: {' '.join(argv)} printed other figures"
+        ran += 1
+    return ran
+
+
+@pytest.mark.skipif(not SHARED_MQ2008.is_dir(), reason="../shared/data/MQ2008 absent")
+def test_the_worked_example_prints_the_readme_figures(tmp_path):
+    """train -v, predict and eval of the README's worked example, then docs/eval.md's (which use
+    its files): every figure as printed on the page (timings aside)."""
+    ran = _replay(README, tmp_path, keep=lambda argv: argv[1] != "experiment")
+    ran += _replay(DOCS / "eval.md", tmp_path, keep=lambda argv: argv[1] != "experiment")
+    assert ran >= 10
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not SHARED_MQ2008.is_dir(), reason="../shared/data/MQ2008 absent")
+def test_the_five_fold_experiment_prints_the_readme_table(tmp_path):
+    assert _replay(README, tmp_path, keep=lambda argv: argv[1] == "experiment") == 1
