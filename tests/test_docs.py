@@ -27,12 +27,15 @@ def _pages() -> list[Path]:
     return [README, *sorted(DOCS.glob("*.md"))]
 
 
-def _without_code(text: str) -> str:
-    """The text without fenced or indented code blocks and inline code: links and headings there
-    are examples, not links."""
+def _without_blocks(text: str) -> str:
+    """The text without fenced or indented code blocks: `# comments` there are not headings."""
     text = re.sub(r"^```.*?^```", "", text, flags=re.S | re.M)
-    text = "\n".join(line for line in text.splitlines() if not line.startswith("    "))
-    return re.sub(r"`[^`\n]*`", "", text)
+    return "\n".join(line for line in text.splitlines() if not line.startswith("    "))
+
+
+def _without_code(text: str) -> str:
+    """The text without code blocks and inline code: links written there are examples, not links."""
+    return re.sub(r"`[^`\n]*`", "", _without_blocks(text))
 
 
 def _links(page: Path) -> list[str]:
@@ -50,7 +53,7 @@ def _slug(heading: str) -> str:
 def _anchors(page: Path) -> set[str]:
     seen: dict[str, int] = {}
     out = set()
-    for line in _without_code(page.read_text(encoding="utf-8")).splitlines():
+    for line in _without_blocks(page.read_text(encoding="utf-8")).splitlines():
         m = re.match(r"#{1,6} (.+)", line)
         if m is None:
             continue
@@ -152,6 +155,7 @@ def test_slug_and_link_helpers():
     assert _slug("`rankkit train`: fit a ranker") == "rankkit-train-fit-a-ranker"
     assert _slug("Group files (LightGBM, XGBoost)") == "group-files-lightgbm-xgboost"
     assert _slug("svm_rank") == "svm_rank"
+    assert _slug("`--solver`: the exact solvers") == "--solver-the-exact-solvers"
     assert _named("--eta", "`--eta0` and `--eta-c`") is False
     assert _named("--eta", "`--eta basic`") is True
     assert _named("-C", "`-C 1`") is True and _named("-C", "--coef0") is False
