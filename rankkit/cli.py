@@ -113,7 +113,7 @@ def _version_text() -> str:
 @click.version_option(__version__, prog_name="rankkit", message=_version_text())
 def cli():
     """Learning to rank on SVMlight/LETOR files. `rankkit COMMAND --help` gives each command's
-    options; the README has worked examples. After `pip install`, run `rankkit warmup` once: it
+    options; the README has worked examples, docs/ the reference. After `pip install`, run `rankkit warmup` once: it
     compiles the kernels ahead of time, so that no later command pauses to compile."""
 
 
@@ -234,7 +234,7 @@ def _dask_option(f):
         default=None,
         help="Run on a Dask cluster: a scheduler address (tcp://host:8786) or local[:N] (a local cluster of N "
         "worker processes). The files are parts, each holding whole queries, read by the workers (pip install "
-        "'rankkit[dask]'; README: Distributed training).",
+        "'rankkit[dask]'; docs/dask.md).",
     )(f)
 
 
@@ -590,7 +590,7 @@ def convert(in_file, out_file, to, model_format, verbose):
     default=DEFAULT_CONVENTION,
     show_default=True,
     help="Whose numbers to reproduce: trec (trec_eval, pytrec_eval, ranx, scikit-learn), letor4 / letor3 "
-    "(official LETOR scripts), mslr, exp (RankLib / LightGBM / XGBoost). See the README.",
+    "(official LETOR scripts), mslr, exp (RankLib / LightGBM / XGBoost). See docs/conventions.md.",
 )
 @click.option(
     "--empty-query",
@@ -704,7 +704,7 @@ def eval_(files, dask, metrics, convention, empty_query, fmt, per_query, test_na
               "grid: the Newton solver over a log-spaced C grid, warm-started. [default: exact when the training data "
               "has at most 10,000 pairs and 2,000 documents, grid otherwise; the output says which]")
 @click.option("--graph", type=click.Choice(["full", "reduced"]), default="full", show_default=True,
-              help="--method exact: all pairs, or the paper's reduced O(n) chain per query (a different problem, see README).")
+              help="--method exact: all pairs, or the paper's reduced O(n) chain per query (a different problem, see docs/path.md).")
 @click.option("--kernel", type=click.Choice(["linear", "rbf", "poly"]), default="linear", show_default=True,
               help="--method exact: kernel of the path (the model stores the training documents for rbf/poly).")
 @click.option("--gamma", type=_Finite(min=0, min_open=True), default=None, help="Kernel gamma. [default: 1/features]")
@@ -795,7 +795,7 @@ def path_(dask, train_file, valid_file, out_model, table, plot, plot_kind, plot_
 @click.option("--ratio", type=_Finite(min=1, min_open=True), default=1e7, show_default=True,
               help="C_max / C_min of the default C path.")
 @click.option("--kernel", type=click.Choice(["rbf", "poly"]), default=None,
-              help="Kernel RankSVM for the exact solvers: the grid is gamma x C (see README).")
+              help="Kernel RankSVM for the exact solvers: the grid is gamma x C (see docs/experiment.md).")
 @click.option("--landmarks", type=click.IntRange(min=1), default=None,
               help="--kernel: Nystrom landmarks (drawn with --seed). [default: every training document, up to 4000]")
 @click.option("--degree", type=click.IntRange(min=1), default=3, show_default=True, help="--kernel poly: degree.")

@@ -587,20 +587,24 @@ def test_notebook_script_runs(tmp_path, monkeypatch, capsys):
     assert "chosen C" in out and "GridSearchCV" in out and (tmp_path / "tour.model").is_file()
 
 
-def test_readme_python_example_runs(tmp_path, monkeypatch, capsys):
-    """The README's Python section, run as a new user would (in a directory holding data/)."""
+@pytest.mark.parametrize("page, section, writes", [("docs/python.md", "# The Python API\n", "best.model"),
+                                                    ("README.md", "## Python\n", "sample.model")])
+def test_readme_python_example_runs(tmp_path, monkeypatch, capsys, page, section, writes):
+    """The Python example of docs/python.md and the README's Python section, run as a new user would
+    (in a directory holding data/)."""
     import re
 
     from sklearn import set_config
 
-    text = (ROOT / "README.md").read_text()
-    section = text[text.index("## Python\n"):text.index("## Operating rankkit")]
-    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    text = (ROOT / page).read_text()
+    start = text.index(section)
+    end = text.find("\n## ", start + len(section))
+    code = re.search(r"```python\n(.*?)```", text[start:end if end >= 0 else None], re.S).group(1)
     (tmp_path / "data").symlink_to(ROOT / "data")
     monkeypatch.chdir(tmp_path)
     try:
-        exec(compile(code, "README.md", "exec"), {"__name__": "__readme__"})
+        exec(compile(code, page, "exec"), {"__name__": "__readme__"})
     finally:
         set_config(enable_metadata_routing=False)
-    assert (tmp_path / "best.model").is_file()
+    assert (tmp_path / writes).is_file()
     assert "ndcg@10" in capsys.readouterr().out

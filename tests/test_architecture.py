@@ -2,7 +2,7 @@
 circle among rankkit's modules, counting imports inside functions too), down the layer table
 (LAYERS: no module imports one in a layer above its own, and the faces import no other face but
 Dask the Python face), no module imports another module's private name, and the README's layout
-section names the tree as it is. Imports under `if TYPE_CHECKING:` are for the type checker only
+section (with docs/layout.md, module by module) names the tree as it is. Imports under `if TYPE_CHECKING:` are for the type checker only
 and do not count."""
 
 from __future__ import annotations
@@ -215,10 +215,11 @@ def test_type_checking_imports_do_not_count(tmp_path):
 
 
 def _layout_section() -> str:
+    """The README's Layout section (the layers in a picture) and docs/layout.md (module by module)."""
     text = (ROOT / "README.md").read_text(encoding="utf-8")
     start = text.index("## Layout")
-    end = text.index("\n## ", start + 1)
-    return text[start:end]
+    end = text.find("\n## ", start + 1)
+    return text[start:end if end >= 0 else None] + "\n" + (ROOT / "docs" / "layout.md").read_text(encoding="utf-8")
 
 
 def test_readme_layout_names_the_tree_as_it_is():
@@ -227,7 +228,7 @@ def test_readme_layout_names_the_tree_as_it_is():
     section = _layout_section()
     named = set(re.findall(r"rankkit/[\w/]*(?:\.py|/)", section))
     for path in named:
-        assert (ROOT / path).exists(), f"README layout names {path}, which is not in the tree"
+        assert (ROOT / path).exists(), f"README/docs layout names {path}, which is not in the tree"
     # modules named by their bare file name after a folder line (e.g. "dispatch.py" under rankkit/compiler/)
     bare = set(re.findall(r"\b([\w]+\.py)\b", section))
     missing = []
@@ -237,4 +238,4 @@ def test_readme_layout_names_the_tree_as_it_is():
         if rel in named or (folder in named and folder != "rankkit/") or p.name in bare:
             continue
         missing.append(rel)
-    assert missing == [], f"not in the README's layout section: {missing}"
+    assert missing == [], f"not in the README's layout section nor docs/layout.md: {missing}"

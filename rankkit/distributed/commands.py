@@ -49,7 +49,7 @@ def train_parts(patterns, model_file, dask=None, solver=None, params=None, query
     parts = expand_parts(patterns)
     if unsupported:
         where = "--dask" if dask is not None else "several training files"
-        raise UsageError(f"{unsupported[0]} is not offered with {where} (see README: Distributed training)")
+        raise UsageError(f"{unsupported[0]} is not offered with {where} (see docs/dask.md)")
     check_output(model_file, (*parts, query_weights_file), kind="model")
     stochastic = {k: v for k, v in (stochastic or {}).items() if v is not None}
     if dask is None:

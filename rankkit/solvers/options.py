@@ -85,7 +85,7 @@ class Words:
         return f"--solver {solver} does not offer --loss {loss} (it offers: {', '.join(offered)})"
 
     def dask_solver(self, solver) -> str:
-        return f"--dask trains --solver {DASK_SOLVER} only, not --solver {solver} (see README: Distributed training)"
+        return f"--dask trains --solver {DASK_SOLVER} only, not --solver {solver} (see docs/dask.md)"
 
     def dask_loss(self, loss) -> str:
         return f"--dask trains --loss {', '.join(DASK_LOSSES[:-1])} or {DASK_LOSSES[-1]}, not {loss}"
