@@ -109,7 +109,76 @@ def _version_text() -> str:
             f"reads and writes svm_rank, liblinear and sofia-ml models (rankkit convert)")
 
 
-@click.group(context_settings=CONTEXT)
+class ForeignFlag(click.UsageError):
+    """Another tool's flag (svm_rank's -c, sofia-ml's --learner_type, RankLib's -train, ...): one line
+    naming what rankkit takes instead (rankkit.app.habits)."""
+
+
+def _foreign_flags(command, ctx, args) -> None:
+    """Raise ForeignFlag for the first word of `args` that is another tool's flag and not one of
+    `command`'s own options (values of its options are skipped: `--tag -train` is a tag). Whole
+    words: RankLib's -metric2T would otherwise parse as -m etric2T."""
+    from rankkit.app import habits
+
+    if ctx.ignore_unknown_options:  # warmup: its options are rankkit.warmup's
+        return
+    group = isinstance(command, click.Group)  # the words after the command's name are the command's
+    takes = {}
+    for param in command.params:
+        if isinstance(param, click.Option):
+            for opt in (*param.opts, *param.secondary_opts):
+                takes[opt] = 0 if param.is_flag or param.count else param.nargs
+    skip = 0
+    for word in args:
+        if skip:
+            skip -= 1
+            continue
+        if word == "--":
+            return
+        if not word.startswith("-") or word == "-":
+            if group:
+                return
+            continue
+        flag = word.split("=", 1)[0] if word.startswith("--") else word
+        if flag in takes:
+            skip = takes[flag] if flag == word else 0
+            continue
+        _refuse_foreign(command, ctx, flag, habits.advice(_name(command, ctx), flag))
+
+
+def _name(command, ctx) -> str | None:
+    return command.name if ctx.parent is not None else None
+
+
+def _refuse_foreign(command, ctx, flag: str, advice: str | None) -> None:
+    if advice is not None:
+        where = f"{command.name} has" if ctx.parent is not None else "rankkit has"
+        raise ForeignFlag(f"{where} no option '{flag}': {advice} (see docs/migrating.md)", ctx=ctx)
+
+
+class _Habits:
+    """The parse hook of every command: another tool's flag gets rankkit's name for it (habits)."""
+
+    def parse_args(self, ctx, args):
+        _foreign_flags(self, ctx, args)
+        try:
+            return super().parse_args(ctx, args)
+        except click.NoSuchOption as exc:  # `-c3`: Click names the flag it could not match
+            from rankkit.app import habits
+
+            _refuse_foreign(self, ctx, exc.option_name, habits.advice(_name(self, ctx), exc.option_name))
+            raise
+
+
+class _Command(_Habits, click.Command):
+    pass
+
+
+class _Group(_Habits, click.Group):
+    command_class = _Command
+
+
+@click.group(cls=_Group, context_settings=CONTEXT)
 @click.version_option(__version__, prog_name="rankkit", message=_version_text())
 def cli():
     """Learning to rank on SVMlight/LETOR files. `rankkit COMMAND --help` gives each command's
@@ -1036,6 +1105,9 @@ def _fail(exc: BaseException) -> None:
 
     if isinstance(exc, SystemExit):
         raise exc
+    if isinstance(exc, ForeignFlag):  # the message names its own page
+        console.say(f"rankkit: error: {exc.format_message()}")
+        sys.exit(EXIT_USAGE)
     if isinstance(exc, click.ClickException):  # usage errors: click's message, one line, exit 2
         console.say(f"rankkit: error: {' '.join(exc.format_message().split())} (see rankkit {_command(exc)}--help)")
         sys.exit(EXIT_USAGE)
