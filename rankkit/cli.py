@@ -263,6 +263,13 @@ def _given(param: str) -> bool:
     return click.get_current_context().get_parameter_source(param) is not ParameterSource.DEFAULT
 
 
+def _metric_names(metrics: tuple) -> tuple:
+    """-m as typed, trec_eval's lists spelled out: `-m P.5,10` is P.5 and P.10, `-m P` trec_eval's cutoffs."""
+    from rankkit.metrics import expand_metric_names
+
+    return expand_metric_names(metrics)
+
+
 def _check_depends(options, values: dict) -> None:
     """The one rule of options that apply only with another (rankkit.solvers.options.DEPENDS): one
     given on the command line without what it needs is an error, never silently ignored."""
@@ -718,6 +725,7 @@ def eval_(files, dask, metrics, convention, empty_query, fmt, per_query, test_na
     """
     from rankkit import commands
 
+    metrics = _metric_names(metrics)
     if qrels is None and len(files) < 2:
         raise click.UsageError("eval needs DATA and at least one SCORES file (or --qrels QRELS RUN ...)")
     systems = 1 if dask is not None else len(files) if qrels is not None else len(files) - 1
@@ -829,7 +837,7 @@ def path_(dask, train_file, valid_file, out_model, table, plot, plot_kind, plot_
     from rankkit import commands
 
     _use_threads(threads)
-    metric = tuple(metrics) if metrics else ("ndcg@10",)
+    metric = _metric_names(metrics) if metrics else ("ndcg@10",)
     commands.path(train_file, valid_file, out_model=out_model, table=table, plot=plot, method=method, metric=metric,
                   convention=convention,
                   select=select, n_points=n_points, ratio=ratio, folds=folds, jobs=jobs, zero_based=zero_based,
@@ -924,7 +932,7 @@ def experiment_(directory, fold_triples, solvers, metrics, convention, select, g
     kernel_opts = None
     if kernel is not None:
         kernel_opts = {"name": kernel, "degree": degree, "coef0": coef0, "landmarks": landmarks}
-    commands.experiment(directory, fold_triples, solvers=solvers or ("newton",), metrics=metrics,
+    commands.experiment(directory, fold_triples, solvers=solvers or ("newton",), metrics=_metric_names(metrics),
                         convention=convention, select=select, grid_specs=grid_specs, n_points=n_points, ratio=ratio,
                         kernel=kernel_opts, iterations=iterations, seed=seed, out_dir=out_dir, jobs=jobs,
                         test=test_name, permutations=permutations, zero_based=zero_based,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -726,12 +727,24 @@ KNOWN = "ndcg, ndcg@k, dcg@k, map, map@k, p@k, mrr, rr@k, err@k, auc, pairwise-a
 
 @pytest.mark.parametrize(
     "name",
-    ["xyz", "dcg", "ndcg@0", "ndcg@-1", "ndcg@1.5", "ndcg@", "ndcg@abc", "ndcg@+3", "map@", "map@x",
-     "p", "ndcg@10x", "", "@5", "ndcg@99999999999", "mrr@3", "rr", "err", "auc@5", "kendall-tau@2",
-     "pairwise", "kendall--tau", "-auc", "auc-", "pairwise_accuracy"],
+    ["xyz", "ndcg@-1", "ndcg@1.5", "ndcg@", "ndcg@abc", "ndcg@+3", "map@", "map@x",
+     "ndcg@10x", "", "@5", "pairwise", "kendall--tau", "-auc", "auc-", "pairwise_accuracy"],
 )  # fmt: skip
 def test_parse_metric_rejects(name):
-    with pytest.raises(UsageError, match=rf"^unknown metric .* \(known: {KNOWN}\)$"):
+    with pytest.raises(UsageError, match=rf"^unknown metric .* \(known: {KNOWN}; trec_eval's ndcg_cut.K, P.K, "
+                       r"map_cut.K, map, ndcg, recip_rank\)$"):
+        parse_metric(name)
+
+
+@pytest.mark.parametrize("name, message", [
+    ("ndcg@0", "metric 'ndcg@0': k must be >= 1"), ("ndcg@99999999999", "k must be at most 2147483647"),
+    ("dcg", "needs a cutoff k: dcg@10"), ("p", "needs a cutoff k: p@10"), ("rr", "needs a cutoff k: rr@10"),
+    ("err", "needs a cutoff k: err@10"), ("mrr@3", "takes no cutoff k: mrr"), ("auc@5", "takes no cutoff k: auc"),
+    ("kendall-tau@2", "takes no cutoff k: kendall-tau"),
+])
+def test_parse_metric_says_what_is_wrong_with_a_known_name(name, message):
+    """A known metric with a wrong cutoff is not an 'unknown metric' (issue 37)."""
+    with pytest.raises(UsageError, match=re.escape(message)):
         parse_metric(name)
 
 
