@@ -4,6 +4,7 @@ trec_eval's measure names and argument order, LETOR 3.0's fold layout."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import click
 import numpy as np
@@ -11,7 +12,7 @@ import pytest
 
 from rankkit import cli
 from rankkit.app import habits
-from tests.test_cli import assert_one_line_error, rankkit
+from tests.test_cli import SAMPLE_TEST, SAMPLE_TRAIN, assert_one_line_error, rankkit
 
 
 @pytest.mark.parametrize("args, fragments", [
@@ -26,7 +27,8 @@ from tests.test_cli import assert_one_line_error, rankkit
     (["train", "--loop_type", "rank", "a", "b"], ["--loop_type", "--sampler", "rank -> sofia"]),
     (["train", "--training_file", "a", "--model_out", "b"], ["--training_file", "rankkit train TRAIN MODEL"]),
     (["train", "--model_out=b", "a"], ["no option '--model_out'", "train's last argument"]),
-    (["predict", "--model_in", "m", "--test_file", "t", "--results_file", "r"], ["--model_in", "rankkit predict"]),
+    (['predict', '--model_in', 'm', '--test_file', 't', '--results_file', 'r'],
+     ['--model_in', "sofia-ml's --model_in is predict's MODEL"]),
     (["predict", "--lambda", "0.1", "a", "b"], ["predict has no option '--lambda'", "rankkit train's --lambda"]),
     (["eval", "--iterations", "5", "a", "b"], ["--iterations", "rankkit train's --iterations"]),
     (["train", "-train", "tr.txt", "-save", "m"], ["no option '-train'", "rankkit train FILE MODEL"]),
@@ -133,3 +135,106 @@ def test_trec_eval_lists_are_spelled_out(tmp_path):
 def test_metric_name_errors_say_what_is_wrong(tmp_path, metric, fragment):
     _qrels_and_run(tmp_path)
     assert_one_line_error(rankkit("eval", "--qrels", "qrels", "run", "-m", metric, cwd=tmp_path), fragment)
+
+
+# -- files in another tool's order ------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def trec_files(tmp_path_factory):
+    """qrels, a run and a scores file of the sample's test file, and a model."""
+    d = tmp_path_factory.mktemp("order")
+    (d / "test.txt").write_bytes(SAMPLE_TEST.read_bytes())
+    assert rankkit("train", SAMPLE_TRAIN, "m.model", cwd=d).returncode == 0
+    assert rankkit("predict", "test.txt", "m.model", "s.scores", cwd=d).returncode == 0
+    assert rankkit("predict", "test.txt", "m.model", "r.run", "--format", "trec", cwd=d).returncode == 0
+    qrels = []
+    for line in SAMPLE_TEST.read_text().splitlines():
+        label, qid = line.split()[:2]
+        qrels.append(f"{qid.split(':')[1]} 0 {line.split('docid = ')[1].split()[0]} {label}")
+    (d / "q.qrels").write_text("\n".join(qrels) + "\n")
+    return d
+
+
+@pytest.mark.parametrize("args, fragments", [
+    (["eval", "q.qrels", "r.run"], ["q.qrels: looks like a TREC qrels file", "`rankkit eval --qrels q.qrels r.run`"]),
+    (["eval", "r.run", "q.qrels"], ["r.run: looks like a TREC run", "`rankkit eval --qrels q.qrels r.run`"]),
+    (["eval", "--qrels", "r.run", "q.qrels"], ["looks like a TREC run", "`rankkit eval --qrels q.qrels r.run`"]),
+    (["eval", "q.qrels", "s.scores"], ["q.qrels: looks like a TREC qrels file", "`rankkit eval --qrels q.qrels RUN"]),
+    (["eval", "s.scores", "test.txt"], ["s.scores:1: looks like a scores file", "`rankkit eval test.txt s.scores`"]),
+    (["eval", "--qrels", "q.qrels", "s.scores"], ["s.scores: looks like a scores file", "without --qrels"]),
+    (["eval", "--qrels", "q.qrels", "test.txt"], ["test.txt: looks like a LETOR data file",
+                                                  "`rankkit eval test.txt SCORES`"]),
+    (["predict", "m.model", "test.txt", "out"], ["m.model: is a model file and test.txt a data file",
+                                                 "`rankkit predict test.txt m.model out`"]),
+])
+def test_files_in_another_order_get_the_command_in_rankkits(trec_files, args, fragments):
+    assert_one_line_error(rankkit(*args, cwd=trec_files), *fragments)
+    assert not (trec_files / "out").exists()
+
+
+def test_trec_eval_order_still_reads_rankkits(trec_files):
+    proc = rankkit("eval", "--qrels", "q.qrels", "r.run", "-m", "ndcg_cut.10", "--format", "json", cwd=trec_files)
+    assert proc.returncode == 0 and "ndcg_cut.10" in json.loads(proc.stdout)
+
+
+# -- LETOR 3.0's fold layout -------------------------------------------------------------------------
+def _letor3(root, compress=("gz", "", "bz2")):
+    """OHSUMED's layout: Feature-min/FoldK/{trainingset,validationset,testset}.txt(.gz/.bz2/.xz)."""
+    import bz2
+    import gzip
+    import lzma
+
+    openers = {"gz": gzip.compress, "bz2": bz2.compress, "xz": lzma.compress, "": lambda b: b}
+    lines = SAMPLE_TEST.read_bytes().splitlines(keepends=True)
+    parts = {"trainingset": SAMPLE_TRAIN.read_bytes(), "validationset": b"".join(lines[:300]),
+             "testset": b"".join(lines[300:])}
+    for k in (1, 2):
+        fold = root / "Feature-min" / f"Fold{k}"
+        fold.mkdir(parents=True)
+        for (stem, data), ext in zip(parts.items(), compress):
+            (fold / (f"{stem}.txt" + (f".{ext}" if ext else ""))).write_bytes(openers[ext](data))
+    return root / "Feature-min"
+
+
+def test_letor3_folds_are_found(tmp_path):
+    from rankkit.experiments import letor_folds
+
+    folds = letor_folds(str(_letor3(tmp_path, ("xz", "gz", ""))))
+    assert [f.name for f in folds] == ["Fold1", "Fold2"]
+    assert [Path(p).name for p in (folds[1].train, folds[1].valid, folds[1].test)] == [
+        "trainingset.txt.xz", "validationset.txt.gz", "testset.txt"]
+
+
+def test_experiment_and_path_folds_run_on_letor3_layout(tmp_path):
+    data = _letor3(tmp_path)
+    proc = rankkit("experiment", data, "--n-points", "3", "--format", "json", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr.decode()
+    folds = json.loads(proc.stdout)["folds"]
+    assert [(f["name"], Path(f["train"]).name) for f in folds] == [("Fold1", "trainingset.txt.gz"), ("Fold2", "trainingset.txt.gz")]
+    proc = rankkit("path", "--folds", data, "-C", "1", "--out-dir", "models", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert sorted(p.name for p in (tmp_path / "models").iterdir()) == ["Fold1.C1.model", "Fold2.C1.model"]
+
+
+def test_an_unrecognised_fold_says_what_was_looked_for(tmp_path):
+    (tmp_path / "d" / "Fold1").mkdir(parents=True)
+    (tmp_path / "d" / "Fold1" / "training.txt").write_bytes(SAMPLE_TRAIN.read_bytes())
+    for args in (["experiment", "d"], ["path", "--folds", "d"]):
+        assert_one_line_error(rankkit(*args, cwd=tmp_path), "Fold1: no train file: looked for train.txt and "
+                              "trainingset.txt (each also .gz, .bz2, .xz)", "--fold TRAIN VALID TEST")
+    proc = rankkit("experiment", ".", cwd=tmp_path)  # folds one level down; no '--folds' under experiment
+    err = assert_one_line_error(proc, ".: no Fold1, Fold2, ... directories (d holds folds: give ./d)")
+    assert "--folds" not in err
+
+
+@pytest.mark.parametrize("solver, grid, fragment", [
+    ("pegasos", "pegasos:C=1,2", "--grid pegasos:C: pegasos has no C; its grid parameter is lambda "
+                                 "(--grid pegasos:lambda=V1,V2,...)"),
+    ("newton", "newton:lambda=1,2", "--grid newton:lambda: newton has no lambda; its grid parameter is C"),
+    ("romma", "romma:C=1", "romma has no hyperparameter to grid over"),
+])
+def test_a_grid_names_the_parameter_its_solver_has(tmp_path, solver, grid, fragment):
+    """Before: pegasos:C was refused as '-C is not an option of --solver pegasos' and newton:lambda
+    was run with the lambda ignored, the table printing 'lambda=2' beside the chosen C."""
+    t = str(SAMPLE_TEST)
+    assert_one_line_error(rankkit("experiment", "--fold", t, t, t, "--solver", solver, "--grid", grid, cwd=tmp_path),
+                          fragment)
