@@ -933,6 +933,12 @@ def experiment(folds, solvers=DEFAULT_SOLVERS, metrics=DEFAULT_METRICS, *, conve
     return results
 
 
+def _grid_values(points) -> dict:
+    """{parameter: its values along the grid, ascending} of a fold's grid points."""
+    keys = list(dict.fromkeys(k for p in points for k in p))
+    return {k: sorted({p[k] for p in points if k in p}) for k in keys}
+
+
 def _results(folds, solvers, names, convention, select, per_fold, test, permutations, seed, settings) -> dict:
     systems = []
     for s in solvers:
@@ -970,7 +976,11 @@ def _results(folds, solvers, names, convention, select, per_fold, test, permutat
         "significance": {"test": test, "permutations": permutations if test == "randomization" else None,
                          "seed": seed, "against": solvers[0], "queries": len(systems[0][1]),
                          "over": "the test queries of all folds, in fold order"},
-        "settings": {k: settings[k] for k in ("grids", "kernel", "iterations", "seed")},
+        # the grid each fold ran (the default grid depends on the fold's training data; the edge rule
+        # adds points past an end), and what --grid / grids= asked for ({} for the defaults)
+        "settings": {"grids": {s: {f.name: _grid_values(recs[s]["grid"]) for f, recs in zip(folds, per_fold)}
+                               for s in solvers},
+                     "grids_given": settings["grids"], **{k: settings[k] for k in ("kernel", "iterations", "seed")}},
         "solvers": out_solvers,
     })
 
@@ -1000,7 +1010,7 @@ def results_text(results: dict) -> list[str]:
     names = results["metrics"]
     n_fold_dirs = len(results['folds'])
     lines = [f"# rankkit experiment: {n_fold_dirs} fold{'' if n_fold_dirs == 1 else 's'}, chosen on vali by {results['selected_by']} "
-             f"({results['select']})", f"# convention {results['convention']}: {results['convention_description']}"]
+             f"({results['select']})", f"# convention {results['convention']}: {describe(results['convention'], short=True)}"]
     sig = results["significance"]
     if len(results["solvers"]) > 1:
         what = f"{sig['permutations']} permutations, seed {sig['seed']}" if sig["test"] == "randomization" else \

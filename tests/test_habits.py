@@ -238,3 +238,56 @@ def test_a_grid_names_the_parameter_its_solver_has(tmp_path, solver, grid, fragm
     t = str(SAMPLE_TEST)
     assert_one_line_error(rankkit("experiment", "--fold", t, t, t, "--solver", solver, "--grid", grid, cwd=tmp_path),
                           fragment)
+
+
+# -- output a person reads ----------------------------------------------------------------------------
+def test_eval_names_its_convention_in_one_short_line_and_in_full_under_v_and_json(trec_files):
+    from rankkit.metrics import describe
+
+    proc = rankkit("eval", "test.txt", "s.scores", cwd=trec_files)
+    first = proc.stdout.decode().splitlines()[0]
+    assert first == ("# convention trec: trec_eval: gain = label, rank r divided by log2(r + 1), a query without "
+                     "relevant documents scores 0"), first  # was the 457-character full text
+    proc = rankkit("eval", "test.txt", "s.scores", "-v", "--convention", "letor3", cwd=trec_files)
+    assert f"convention letor3: {describe('letor3')}" in proc.stderr.decode()
+    assert len(proc.stdout.decode().splitlines()[0]) < 160
+    proc = rankkit("eval", "test.txt", "s.scores", "s.scores", "--format", "json", cwd=trec_files)
+    assert json.loads(proc.stdout)["convention_description"] == describe("trec")
+
+
+def test_results_json_records_the_grid_each_fold_ran(tmp_path):
+    """Fold2 trains on a third of the data: its default C grid differs from Fold1's. settings.grids was
+    {} with the default grids; now each fold's C values, as its vali table lists them."""
+    lines = SAMPLE_TRAIN.read_text().splitlines(keepends=True)
+    (tmp_path / "small.txt").write_text("".join(lines[: len(lines) // 3]))
+    t = str(SAMPLE_TEST)
+    proc = rankkit("experiment", "--fold", SAMPLE_TRAIN, t, t, "--fold", "small.txt", t, t, "--n-points", "4",
+                   "--format", "json", "--out-dir", "out", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr.decode()
+    results = json.loads(proc.stdout)
+    assert results == json.loads((tmp_path / "out" / "results.json").read_text())
+    grids = results["settings"]["grids"]["newton"]
+    assert results["settings"]["grids_given"] == {}
+    assert grids["Fold1"]["C"] != grids["Fold2"]["C"]
+    for fold in ("Fold1", "Fold2"):
+        rows = (tmp_path / "out" / fold / "newton.vali.tsv").read_text().splitlines()
+        col = rows[0].split("\t").index("C")
+        assert grids[fold]["C"] == sorted(float(r.split("\t")[col]) for r in rows[1:])
+
+
+def test_the_grid_plot_puts_each_fold_at_its_own_values():
+    """Fold A's grid C = 0.01, 0.1, 1 and fold B's C = 1, 10, 100, each chosen at C = 1 (A's last
+    point, B's first): drawn at the same x (before: at index 2 and 0, the x axis labelled by one fold)."""
+    import re
+
+    from rankkit.plot import grid_svg
+
+    series = [("A", [{"C": 0.01}, {"C": 0.1}, {"C": 1.0}], [0.1, 0.2, 0.3], 2),
+              ("B", [{"C": 1.0}, {"C": 10.0}, {"C": 100.0}], [0.3, 0.2, 0.1], 0)]
+    svg = grid_svg("newton", "ndcg@10", "trec", series)
+    circles = re.findall(r'<circle cx="([0-9.]+)"', svg)
+    assert len(circles) == 2 and circles[0] == circles[1]
+    assert ">C 0.01<" in svg and ">C 100<" in svg  # both ends of the axis: the decades of both folds
+    # lambda: the largest (most regularised) on the left, as along the grid
+    lam = grid_svg("pegasos", "map", "trec", [("A", [{"lambda": 0.01}, {"lambda": 1.0}], [0.1, 0.2], 1)])
+    assert re.findall(r'<circle cx="([0-9.]+)"', lam) == ["80.0"]

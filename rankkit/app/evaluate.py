@@ -48,7 +48,9 @@ def evaluate(files, qrels=None, metrics=None, convention=DEFAULT_CONVENTION, emp
         systems, described = _against_data(files, names, convention, empty_query, zero_based, group_queries,
                                            group_file, log, say, convention_named, warn)
     means, pvalues = summarize(systems, names, test, permutations, seed)
-    header = f"convention {convention}: {M.describe(convention)}"
+    header = f"convention {convention}: {M.describe(convention, short=True)}"
+    if log:
+        log(f"convention {convention}: {M.describe(convention)}")
     if len(systems) > 1:
         what = f"{permutations} permutations, seed {seed}" if test == "randomization" else "two-sided"
         header += f"\nsignificance: paired {test} test ({what}) of each system against {systems[0][0]}"

@@ -190,7 +190,7 @@ def _path_fixed_c(folds, Cs, out_dir, table, names, zero_based, group_queries, l
     rows = fixed_c_folds(folds, Cs, out_dir, train_one, metric, zero_based, group_queries, log, jobs=jobs,
                          convention=convention, metrics=names)
     echo(f"# rankkit path, fixed C, newton; models in {out_dir}")
-    echo(f"# convention {convention}: {describe(convention)}")
+    echo(f"# convention {convention}: {describe(convention, short=True)}")
     lines = [["fold", "C", *(f"valid {m}" for m in names), *(f"test {m}" for m in names), "iterations"]]
     lines += [[r["fold"], f"{r['C']:g}", *(f"{r['valid_metrics'][m]:.4f}" for m in names),
                *(f"{r['test_metrics'][m]:.4f}" for m in names), str(r["iterations"])] for r in rows]
@@ -306,7 +306,7 @@ def _path_folds(folds, method, names, select, n_points, ratio, zero_based, group
         outs = [_path_one(*a[:10], log=log, exact=exact, convention=convention, metrics=names) for a in args]
     methods = sorted({f["method"] for _, _, f in outs})
     echo(f"# rankkit path, method {'/'.join(methods)}, selection {select} by validation {metric}")
-    echo(f"# convention {convention}: {describe(convention)}")
+    echo(f"# convention {convention}: {describe(convention, short=True)}")
     rows = [["fold", "chosen C", *(f"valid {m}" for m in names), *(f"test {m}" for m in names)]]
     for d, (result, test_value, _) in zip(names_dirs, outs):
         edge = getattr(result, "at_edge", None)
@@ -328,7 +328,7 @@ def _show_path(result, facts, method, names, select, echo, convention=DEFAULT_CO
     metric = names[0]
     echo(f"# rankkit path, method {method}: {len(result.points)} "
          f"{'breakpoints' if method == 'exact' else 'values of C'}, selection {select} by validation {metric}")
-    echo(f"# convention {convention}: {describe(convention)}")
+    echo(f"# convention {convention}: {describe(convention, short=True)}")
     for note in facts["notes"] or []:
         console.warn(note)
     shown = result.points

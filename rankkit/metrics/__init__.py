@@ -247,9 +247,28 @@ CONVENTIONS: dict[str, Convention] = {
 _EMPTY_CODES = {"0": EMPTY_ZERO, "1": EMPTY_ONE, "skip": EMPTY_SKIP}
 
 
-def describe(convention: str | Convention) -> str:
-    """The human description of a convention, as printed with evaluation results."""
+# one line each: whose numbers, and the three rules that set a convention apart (gains, discount,
+# and the short or empty query); describe(name) is the whole text
+_SUMMARIES = {
+    "letor4": "LETOR 4.0 script: gains 0/1/3 for labels 0/1/2, positions 1-2 undiscounted, "
+              "NDCG@k = 0 for a query shorter than k",
+    "letor3": "LETOR 3.0 script: gains 0/1/3 for labels 0/1/2, positions 1-2 undiscounted, "
+              "NDCG@k and P@k = 0 for a query shorter than k",
+    "mslr": "MSLR-WEB script: gains 0/1/3/7/15 for labels 0..4, positions 1-2 undiscounted, "
+            "NDCG@k = 0 for a query shorter than k",
+    "trec": "trec_eval: gain = label, rank r divided by log2(r + 1), "
+            "a query without relevant documents scores 0",
+    "exp": "RankLib/LightGBM: gain 2^label - 1, rank r divided by log2(r + 1), "
+           "a query without relevant documents scores 1",
+}
+
+
+def describe(convention: str | Convention, short: bool = False) -> str:
+    """The human description of a convention: every rule (results.json, -v, JSON output), or with
+    `short` one line of its three defining rules (the first line of a table a person reads)."""
     conv = _convention(convention)
+    if short and conv.name in _SUMMARIES and _convention(conv.name) == conv:
+        return _SUMMARIES[conv.name]
     return conv.description or conv.name
 
 
