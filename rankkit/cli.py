@@ -658,8 +658,8 @@ def convert(in_file, out_file, to, model_format, verbose):
     "metrics",
     multiple=True,
     help="Metric to report, repeatable: ndcg (whole list), ndcg@K, dcg@K, map, map@K, p@K, mrr, rr@K, err@K, "
-    "auc, pairwise-accuracy, kendall-tau; or trec_eval's name, printed as typed: ndcg_cut.K, P.K, map_cut.K, "
-    "recip_rank (and its lists: -m P.5,10). [default: ndcg@1 ndcg@3 ndcg@5 ndcg@10 map]",
+    "auc, pairwise-accuracy, kendall-tau, rprec (R-precision); or trec_eval's name, printed as typed: ndcg_cut.K, "
+    "P.K, map_cut.K, recip_rank, Rprec (and its lists: -m P.5,10). [default: ndcg@1 ndcg@3 ndcg@5 ndcg@10 map]",
 )
 @click.option(
     "--convention",

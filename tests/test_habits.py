@@ -67,7 +67,7 @@ def test_option_values_and_rankkits_own_flags_are_not_foreign():
 
 # -- trec_eval's measure names ------------------------------------------------------------------
 TREC_NAMES = {"ndcg_cut.10": "ndcg@10", "P.10": "p@10", "map": "map", "recip_rank": "mrr", "ndcg": "ndcg",
-              "map_cut.5": "map@5", "ndcg_cut_3": "ndcg@3", "P_5": "p@5"}
+              "map_cut.5": "map@5", "ndcg_cut_3": "ndcg@3", "P_5": "p@5", "Rprec": "rprec"}
 
 
 def _qrels_and_run(d):
@@ -108,7 +108,7 @@ def test_trec_eval_measure_names_give_rankkits_values(tmp_path):
     for line in (tmp_path / "run").read_text().split("\n")[:-1]:
         q, _, doc, _, score, _ = line.split()
         run.setdefault(q, {})[doc] = float(score)
-    measures = {"ndcg_cut.3,10", "P.5,10", "map", "recip_rank", "ndcg", "map_cut.5"}
+    measures = {"ndcg_cut.3,10", "P.5,10", "map", "recip_rank", "ndcg", "map_cut.5", "Rprec"}
     per_query = pytrec_eval.RelevanceEvaluator(qrels, measures).evaluate(run)
     for trec_name in TREC_NAMES:
         key = trec_name.replace(".", "_")
@@ -126,7 +126,7 @@ def test_trec_eval_lists_are_spelled_out(tmp_path):
 @pytest.mark.parametrize("metric, fragment", [
     ("ndcg@0", "metric 'ndcg@0': k must be >= 1"),
     ("P.0", "metric 'P.0': k must be >= 1"),
-    ("Rprec", "trec_eval's measure 'Rprec' has no counterpart in rankkit"),
+    ("recall.10", "trec_eval's measure 'recall.10' has no counterpart in rankkit"),
     ("bpref", "trec_eval's measure 'bpref' has no counterpart"),
     ("mrr@3", "metric 'mrr@3' takes no cutoff k: mrr"),
     ("dcg", "metric 'dcg' needs a cutoff k: dcg@10"),

@@ -48,7 +48,7 @@ CUTOFF_METRICS = [f"{m}@{k}" for m in ("ndcg", "dcg", "p") for k in (1, 3, 5, 10
 ALL_METRICS = CUTOFF_METRICS + ["map"]  # the metrics of the first issue
 EVERY_METRIC = [
     "ndcg@1", "ndcg@3", "ndcg@10", "ndcg", "dcg@1", "dcg@3", "dcg@10", "p@1", "p@3", "p@10",
-    "map", "map@1", "map@3", "map@10", "mrr", "rr@1", "rr@3", "err@1", "err@3", "err@10",
+    "map", "map@1", "map@3", "map@10", "mrr", "rr@1", "rr@3", "err@1", "err@3", "err@10", "rprec",
     "auc", "pairwise-accuracy", "kendall-tau",
 ]  # fmt: skip
 CONVENTION_NAMES = ["letor4", "letor3", "mslr", "trec", "exp"]
@@ -722,7 +722,7 @@ def test_parse_metric(name, expected):
     assert parse_metric(name) == expected
 
 
-KNOWN = "ndcg, ndcg@k, dcg@k, map, map@k, p@k, mrr, rr@k, err@k, auc, pairwise-accuracy, kendall-tau"
+KNOWN = "ndcg, ndcg@k, dcg@k, map, map@k, p@k, mrr, rr@k, err@k, rprec, auc, pairwise-accuracy, kendall-tau"
 
 
 @pytest.mark.parametrize(
@@ -732,7 +732,7 @@ KNOWN = "ndcg, ndcg@k, dcg@k, map, map@k, p@k, mrr, rr@k, err@k, auc, pairwise-a
 )  # fmt: skip
 def test_parse_metric_rejects(name):
     with pytest.raises(UsageError, match=rf"^unknown metric .* \(known: {KNOWN}; trec_eval's ndcg_cut.K, P.K, "
-                       r"map_cut.K, map, ndcg, recip_rank\)$"):
+                       r"map_cut.K, map, ndcg, recip_rank, Rprec\)$"):
         parse_metric(name)
 
 

@@ -115,6 +115,7 @@ from rankkit.metrics.kernels import (
     M_NDCG,
     M_PAIRWISE,
     M_PRECISION,
+    M_RPREC,
     M_RR,
     M_TAU,
     MAPCUT_MIN_RK,
@@ -290,6 +291,8 @@ METRICS: dict[str, Metric] = {
     "mrr": Metric(M_RR, False, True, "(mean) reciprocal rank of the first relevant document"),
     "rr": Metric(M_RR, True, False, "reciprocal rank of the first relevant document in the top k, else 0"),
     "err": Metric(M_ERR, True, False, "expected reciprocal rank at k (Chapelle et al. 2009)"),
+    "rprec": Metric(M_RPREC, False, True, "R-precision: precision at R, the query's number of relevant documents "
+                    "(trec_eval's Rprec)"),
     "auc": Metric(M_AUC, False, True, "per-query AUC of relevant vs non-relevant, score ties 1/2"),
     "pairwise-accuracy": Metric(
         M_PAIRWISE, False, True, "fraction of pairs with different labels ordered correctly, score ties 1/2"
@@ -321,7 +324,7 @@ _METRIC_RE = re.compile(r"([a-z]+(?:-[a-z]+)*)(?:@([0-9]+))?")
 TREC_EVAL_NAMES = {"ndcg_cut": "ndcg", "p": "p", "map_cut": "map", "ndcg": "ndcg", "map": "map",
                    "recip_rank": "mrr"}
 TREC_EVAL_CUTOFFS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)  # `-m P` alone: trec_eval's default cutoffs
-TREC_EVAL_MISSING = ("rprec", "bpref", "recall", "success", "num_rel", "num_ret", "num_rel_ret", "num_q",
+TREC_EVAL_MISSING = ("bpref", "recall", "success", "num_rel", "num_ret", "num_rel_ret", "num_q",
                      "iprec_at_recall", "infap", "gm_map", "set_p", "set_f", "set_recall", "set_map", "rndcg",
                      "utility", "11pt_avg", "all_trec", "official")
 _TREC_RE = re.compile(r"([a-z_]+?)(?:[._]([0-9]+))?")
@@ -374,9 +377,9 @@ def parse_metric(name: str) -> tuple[str, int | None]:
     head = re.sub(r"[._][0-9]+$", "", text)
     if head in TREC_EVAL_MISSING:
         raise UsageError(f"trec_eval's measure {name!r} has no counterpart in rankkit (known: {', '.join(METRIC_NAMES)}; "
-                         "trec_eval's ndcg_cut.K, P.K, map_cut.K, map, ndcg, recip_rank)")
+                         "trec_eval's ndcg_cut.K, P.K, map_cut.K, map, ndcg, recip_rank, Rprec)")
     raise UsageError(f"unknown metric {name!r} (known: {', '.join(METRIC_NAMES)}; trec_eval's ndcg_cut.K, P.K, "
-                     "map_cut.K, map, ndcg, recip_rank)")
+                     "map_cut.K, map, ndcg, recip_rank, Rprec)")
 
 
 # -- boundary checks --------------------------------------------------------------------------------
