@@ -163,6 +163,8 @@ def trec_files(tmp_path_factory):
     (["eval", "--qrels", "q.qrels", "s.scores"], ["s.scores: looks like a scores file", "without --qrels"]),
     (["eval", "--qrels", "q.qrels", "test.txt"], ["test.txt: looks like a LETOR data file",
                                                   "`rankkit eval test.txt SCORES`"]),
+    (["train", "m.model", "test.txt"], ["m.model: is a model file and test.txt a data file",
+                                        "`rankkit train test.txt m.model`"]),
     (["predict", "m.model", "test.txt", "out"], ["m.model: is a model file and test.txt a data file",
                                                  "`rankkit predict test.txt m.model out`"]),
 ])

@@ -247,8 +247,8 @@ def looks_like(path) -> str | None:
     """What the first non-blank line of `path` looks like, to word an error when files were given
     in another tool's order: "qrels" (qid iter docid rel), "run" (qid Q0 docid rank score tag),
     "scores" (one number), "model" (a model file's header), "svmlight" (label qid:... index:value) or
-    None (unreadable, standard input, or none of these). Reads at most the first block."""
-    if path == "-" or is_url(path):
+    None (unreadable, not a regular file, or none of these). Reads at most the first block."""
+    if path == "-" or is_url(path) or not os.path.isfile(path):  # never wait on a pipe or a terminal
         return None
     blocks = iter_blocks(path, 1 << 16)
     try:
