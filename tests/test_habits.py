@@ -36,6 +36,7 @@ from tests.test_cli import SAMPLE_TEST, SAMPLE_TRAIN, assert_one_line_error, ran
     (["eval", "-metric2T", "NDCG@10", "a", "b"], ["no option '-metric2T'", "-m of rankkit eval"]),  # not -m etric2T
     (["eval", "-q", "a", "b"], ["eval has no option '-q'", "--per-query"]),  # trec_eval's, not liblinear's
     (["train", "-q", "a", "b"], ["-q", "drop -q"]),
+    (["eval", "-l2", "a", "b"], ["eval has no option '-l'", "trec_eval's -l N", "--convention"]),  # not svm_rank's
     (["--learner_type", "pegasos"], ["rankkit has no option '--learner_type'", "--solver"]),
 ])
 def test_a_foreign_flag_is_answered_with_rankkits_option(tmp_path, args, fragments):

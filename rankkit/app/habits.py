@@ -81,6 +81,8 @@ FOREIGN_BY_COMMAND = {
         "-c": "trec_eval's -c (queries of the qrels missing from the run count 0) has no counterpart: "
               "rankkit eval averages over the queries the run and the qrels share, as trec_eval does without -c",
         "-M": "trec_eval's -M (documents per query) has no counterpart: each metric's @K cuts the ranking",
+        "-l": "trec_eval's -l N (the lowest relevant label) is set by --convention (trec: label >= 1; mslr: "
+              "label >= 2)",
     },
 }
 
