@@ -109,7 +109,76 @@ def _version_text() -> str:
             f"reads and writes svm_rank, liblinear and sofia-ml models (rankkit convert)")
 
 
-@click.group(context_settings=CONTEXT)
+class ForeignFlag(click.UsageError):
+    """Another tool's flag (svm_rank's -c, sofia-ml's --learner_type, RankLib's -train, ...): one line
+    naming what rankkit takes instead (rankkit.app.habits)."""
+
+
+def _foreign_flags(command, ctx, args) -> None:
+    """Raise ForeignFlag for the first word of `args` that is another tool's flag and not one of
+    `command`'s own options (values of its options are skipped: `--tag -train` is a tag). Whole
+    words: RankLib's -metric2T would otherwise parse as -m etric2T."""
+    from rankkit.app import habits
+
+    if ctx.ignore_unknown_options:  # warmup: its options are rankkit.warmup's
+        return
+    group = isinstance(command, click.Group)  # the words after the command's name are the command's
+    takes = {}
+    for param in command.params:
+        if isinstance(param, click.Option):
+            for opt in (*param.opts, *param.secondary_opts):
+                takes[opt] = 0 if param.is_flag or param.count else param.nargs
+    skip = 0
+    for word in args:
+        if skip:
+            skip -= 1
+            continue
+        if word == "--":
+            return
+        if not word.startswith("-") or word == "-":
+            if group:
+                return
+            continue
+        flag = word.split("=", 1)[0] if word.startswith("--") else word
+        if flag in takes:
+            skip = takes[flag] if flag == word else 0
+            continue
+        _refuse_foreign(command, ctx, flag, habits.advice(_name(command, ctx), flag))
+
+
+def _name(command, ctx) -> str | None:
+    return command.name if ctx.parent is not None else None
+
+
+def _refuse_foreign(command, ctx, flag: str, advice: str | None) -> None:
+    if advice is not None:
+        where = f"{command.name} has" if ctx.parent is not None else "rankkit has"
+        raise ForeignFlag(f"{where} no option '{flag}': {advice} (see docs/migrating.md)", ctx=ctx)
+
+
+class _Habits:
+    """The parse hook of every command: another tool's flag gets rankkit's name for it (habits)."""
+
+    def parse_args(self, ctx, args):
+        _foreign_flags(self, ctx, args)
+        try:
+            return super().parse_args(ctx, args)
+        except click.NoSuchOption as exc:  # `-c3`: Click names the flag it could not match
+            from rankkit.app import habits
+
+            _refuse_foreign(self, ctx, exc.option_name, habits.advice(_name(self, ctx), exc.option_name))
+            raise
+
+
+class _Command(_Habits, click.Command):
+    pass
+
+
+class _Group(_Habits, click.Group):
+    command_class = _Command
+
+
+@click.group(cls=_Group, context_settings=CONTEXT)
 @click.version_option(__version__, prog_name="rankkit", message=_version_text())
 def cli():
     """Learning to rank on SVMlight/LETOR files. `rankkit COMMAND --help` gives each command's
@@ -192,6 +261,13 @@ def _given(param: str) -> bool:
     from click.core import ParameterSource
 
     return click.get_current_context().get_parameter_source(param) is not ParameterSource.DEFAULT
+
+
+def _metric_names(metrics: tuple) -> tuple:
+    """-m as typed, trec_eval's lists spelled out: `-m P.5,10` is P.5 and P.10, `-m P` trec_eval's cutoffs."""
+    from rankkit.metrics import expand_metric_names
+
+    return expand_metric_names(metrics)
 
 
 def _check_depends(options, values: dict) -> None:
@@ -582,7 +658,8 @@ def convert(in_file, out_file, to, model_format, verbose):
     "metrics",
     multiple=True,
     help="Metric to report, repeatable: ndcg (whole list), ndcg@K, dcg@K, map, map@K, p@K, mrr, rr@K, err@K, "
-    "auc, pairwise-accuracy, kendall-tau. [default: ndcg@1 ndcg@3 ndcg@5 ndcg@10 map]",
+    "auc, pairwise-accuracy, kendall-tau, rprec (R-precision); or trec_eval's name, printed as typed: ndcg_cut.K, "
+    "P.K, map_cut.K, recip_rank, Rprec (and its lists: -m P.5,10). [default: ndcg@1 ndcg@3 ndcg@5 ndcg@10 map]",
 )
 @click.option(
     "--convention",
@@ -649,6 +726,7 @@ def eval_(files, dask, metrics, convention, empty_query, fmt, per_query, test_na
     """
     from rankkit import commands
 
+    metrics = _metric_names(metrics)
     if qrels is None and len(files) < 2:
         raise click.UsageError("eval needs DATA and at least one SCORES file (or --qrels QRELS RUN ...)")
     systems = 1 if dask is not None else len(files) if qrels is not None else len(files) - 1
@@ -760,7 +838,7 @@ def path_(dask, train_file, valid_file, out_model, table, plot, plot_kind, plot_
     from rankkit import commands
 
     _use_threads(threads)
-    metric = tuple(metrics) if metrics else ("ndcg@10",)
+    metric = _metric_names(metrics) if metrics else ("ndcg@10",)
     commands.path(train_file, valid_file, out_model=out_model, table=table, plot=plot, method=method, metric=metric,
                   convention=convention,
                   select=select, n_points=n_points, ratio=ratio, folds=folds, jobs=jobs, zero_based=zero_based,
@@ -855,7 +933,7 @@ def experiment_(directory, fold_triples, solvers, metrics, convention, select, g
     kernel_opts = None
     if kernel is not None:
         kernel_opts = {"name": kernel, "degree": degree, "coef0": coef0, "landmarks": landmarks}
-    commands.experiment(directory, fold_triples, solvers=solvers or ("newton",), metrics=metrics,
+    commands.experiment(directory, fold_triples, solvers=solvers or ("newton",), metrics=_metric_names(metrics),
                         convention=convention, select=select, grid_specs=grid_specs, n_points=n_points, ratio=ratio,
                         kernel=kernel_opts, iterations=iterations, seed=seed, out_dir=out_dir, jobs=jobs,
                         test=test_name, permutations=permutations, zero_based=zero_based,
@@ -1037,6 +1115,9 @@ def _fail(exc: BaseException) -> None:
 
     if isinstance(exc, SystemExit):
         raise exc
+    if isinstance(exc, ForeignFlag):  # the message names its own page
+        console.say(f"rankkit: error: {exc.format_message()}")
+        sys.exit(EXIT_USAGE)
     if isinstance(exc, click.ClickException):  # usage errors: click's message, one line, exit 2
         console.say(f"rankkit: error: {' '.join(exc.format_message().split())} (see rankkit {_command(exc)}--help)")
         sys.exit(EXIT_USAGE)

@@ -75,7 +75,7 @@ from rankkit.io.output import write_scores
 from rankkit.io.svmlight import read_svmlight
 from rankkit.metrics import describe, gradable_labels, parse_metric, per_query_table, ungradable
 from rankkit.paths.grid import (DEFAULT_N_POINTS, DEFAULT_RATIO, PathPoint, constant_scores, edge_of, extend_grid,
-                                fold_dirs, grid, linear_scale, mean_se, path_over, reported_metrics, select_point,
+                                fold_dirs, fold_file, grid, linear_scale, mean_se, path_over, reported_metrics, select_point,
                                 validation_can_judge)
 from rankkit.scoring import model_scores
 from rankkit.solvers import SOLVERS
@@ -100,8 +100,10 @@ KERNEL_C = (0.001, 0.01, 0.1, 1.0)
 PA_C = (1e-3, 10.0)
 # the hyperparameters a grid may name (command-line spelling) -> the training option they set
 GRID_PARAMETERS = {"C": "C", "lambda": "lam", "K": "K", "gamma": "gamma"}
-_EXTS = ("", ".gz", ".bz2", ".xz")
 _EXACT = ("newton", "newton-pairs", "nlcg", "bundle")
+# the parameters a grid of each kind of solver (_kind) may name: those default_grid varies
+_GRID_TAKES = {"C-path": ("C",), "C": ("C",), "pa": ("C",), "lambda": ("lambda",), "factorized": ("C", "K"),
+               "kernel": ("C", "gamma"), "none": ()}
 
 
 @dataclass(frozen=True)
@@ -112,23 +114,14 @@ class Fold:
     test: str
 
 
-def _part(directory: str, part: str) -> str:
-    found = [os.path.join(directory, part + ".txt" + ext) for ext in _EXTS
-             if os.path.isfile(os.path.join(directory, part + ".txt" + ext))]
-    if not found:
-        raise UsageError(f"{directory}: no {part}.txt (nor {part}.txt.gz, .bz2, .xz)")
-    if len(found) > 1:
-        raise UsageError(f"{directory}: both {os.path.basename(found[0])} and {os.path.basename(found[1])}: "
-                         "keep one")
-    return found[0]
-
-
 def letor_folds(directory: str) -> list[Fold]:
-    """Fold1..FoldK of a LETOR directory, each with train, vali and test (.txt, or .txt.gz/.bz2/.xz)."""
+    """Fold1..FoldK of a LETOR directory, each with train, vali and test: LETOR 4.0's train.txt,
+    vali.txt, test.txt or LETOR 3.0's trainingset.txt, validationset.txt, testset.txt (each plain or
+    .gz/.bz2/.xz: rankkit.paths.grid.fold_file)."""
     if not os.path.isdir(directory):
         raise UsageError(f"{directory}: not a directory")
-    return [Fold(d, _part(os.path.join(directory, d), "train"), _part(os.path.join(directory, d), "vali"),
-                 _part(os.path.join(directory, d), "test")) for d in fold_dirs(directory)]
+    return [Fold(d, *(fold_file(os.path.join(directory, d), part) for part in ("train", "vali", "test")))
+            for d in fold_dirs(directory)]
 
 
 def as_folds(folds) -> list[Fold]:
@@ -869,6 +862,13 @@ def experiment(folds, solvers=DEFAULT_SOLVERS, metrics=DEFAULT_METRICS, *, conve
         if s not in solvers:
             raise UsageError(f"a grid for {s}, which is not among the solvers ({', '.join(solvers)})")
         _points(s, g)  # checked before any reading
+        takes = _GRID_TAKES[_kind(s, kernel and kernel.get("name"))]
+        for k in g:
+            if k not in takes and not (k == "gamma" and kernel is None):  # gamma without a kernel: below
+                raise UsageError(f"--grid {s}:{k}: {s} has no hyperparameter to grid over" if not takes else
+                                 f"--grid {s}:{k}: {s} has no {k}; its grid parameter"
+                                 f"{'s are' if len(takes) > 1 else ' is'} {' and '.join(takes)} "
+                                 f"(--grid {s}:{takes[0]}=V1,V2,...)")
     for s in solvers:
         _kind(s, kernel and kernel.get("name"))
         probe = _points(s, grids[s])[0] if s in grids else {}
@@ -933,6 +933,12 @@ def experiment(folds, solvers=DEFAULT_SOLVERS, metrics=DEFAULT_METRICS, *, conve
     return results
 
 
+def _grid_values(points) -> dict:
+    """{parameter: its values along the grid, ascending} of a fold's grid points."""
+    keys = list(dict.fromkeys(k for p in points for k in p))
+    return {k: sorted({p[k] for p in points if k in p}) for k in keys}
+
+
 def _results(folds, solvers, names, convention, select, per_fold, test, permutations, seed, settings) -> dict:
     systems = []
     for s in solvers:
@@ -970,7 +976,11 @@ def _results(folds, solvers, names, convention, select, per_fold, test, permutat
         "significance": {"test": test, "permutations": permutations if test == "randomization" else None,
                          "seed": seed, "against": solvers[0], "queries": len(systems[0][1]),
                          "over": "the test queries of all folds, in fold order"},
-        "settings": {k: settings[k] for k in ("grids", "kernel", "iterations", "seed")},
+        # the grid each fold ran (the default grid depends on the fold's training data; the edge rule
+        # adds points past an end), and what --grid / grids= asked for ({} for the defaults)
+        "settings": {"grids": {s: {f.name: _grid_values(recs[s]["grid"]) for f, recs in zip(folds, per_fold)}
+                               for s in solvers},
+                     "grids_given": settings["grids"], **{k: settings[k] for k in ("kernel", "iterations", "seed")}},
         "solvers": out_solvers,
     })
 
@@ -1000,7 +1010,7 @@ def results_text(results: dict) -> list[str]:
     names = results["metrics"]
     n_fold_dirs = len(results['folds'])
     lines = [f"# rankkit experiment: {n_fold_dirs} fold{'' if n_fold_dirs == 1 else 's'}, chosen on vali by {results['selected_by']} "
-             f"({results['select']})", f"# convention {results['convention']}: {results['convention_description']}"]
+             f"({results['select']})", f"# convention {results['convention']}: {describe(results['convention'], short=True)}"]
     sig = results["significance"]
     if len(results["solvers"]) > 1:
         what = f"{sig['permutations']} permutations, seed {sig['seed']}" if sig["test"] == "randomization" else \

@@ -304,17 +304,37 @@ def _escape(text: str) -> str:
 
 def grid_svg(solver: str, metric: str, convention: str, series, width=760, height=420) -> str:
     """The validation metric along a grid, one line per fold: series = [(fold, grid points (dicts
-    of hyperparameters), values, chosen index)]. The x axis is the point's index along the grid
-    (most regularised first), labelled with its hyperparameters; the chosen point is circled."""
+    of hyperparameters), values, chosen index)]; the chosen point is circled. A grid of one
+    parameter (C or lambda) is drawn against its value, log scale, most regularised on the left:
+    each fold at its own values (folds' default grids differ, and the edge rule extends each fold's
+    own). Other grids (K x C, gamma x C) against the point's index along the grid, labelled with
+    its hyperparameters."""
+    import math
+
     L, R, T, B = 80, 130, 40, 70
     n = max((len(p) for _, p, _, _ in series), default=1)
     finite = [v for _, _, vs, _ in series for v in vs if v is not None and v == v]
     y_lo, y_hi = (min(finite), max(finite)) if finite else (0.0, 1.0)
     if y_hi == y_lo:
         y_hi = y_lo + 1e-9
+    keys = {tuple(pt) for _, pts, _, _ in series for pt in pts}
+    key = next(iter(keys))[0] if len(keys) == 1 and len(next(iter(keys))) == 1 else None
+    if key is not None and all(pt[key] > 0 for _, pts, _, _ in series for pt in pts):
+        logs = [math.log10(pt[key]) for _, pts, _, _ in series for pt in pts]
+        x_lo, x_hi = min(logs), max(logs)
+        if x_hi == x_lo:
+            x_lo, x_hi = x_lo - 0.5, x_hi + 0.5
+    else:
+        key = None
 
-    def px(i):
-        return L + (i / max(n - 1, 1)) * (width - L - R)
+    def where(i, pt):  # 0..1 along the x axis
+        if key is None:
+            return i / max(n - 1, 1)
+        t = (math.log10(pt[key]) - x_lo) / (x_hi - x_lo)
+        return 1 - t if key == "lambda" else t  # most regularised first: lambda decreasing
+
+    def px(t):
+        return L + t * (width - L - R)
 
     def py(y):
         return T + (1 - (y - y_lo) / (y_hi - y_lo)) * (height - T - B)
@@ -324,26 +344,32 @@ def grid_svg(solver: str, metric: str, convention: str, series, width=760, heigh
         f'<line x1="{L}" y1="{height - B}" x2="{width - R}" y2="{height - B}" stroke="black"/>',
         f'<line x1="{L}" y1="{T}" x2="{L}" y2="{height - B}" stroke="black"/>',
     ]
-    points = max((p for _, p, _, _ in series), key=len, default=[])
-    step = max(1, n // 10)
-    for i, pt in enumerate(points):
-        if i % step == 0 or i == n - 1:
-            label = " ".join(f"{k} {v:.3g}" for k, v in pt.items()) or "-"
-            out.append(f'<text x="{px(i):.1f}" y="{height - B + 14}" text-anchor="end" '
-                       f'transform="rotate(-30 {px(i):.1f} {height - B + 14})">{_escape(label)}</text>')
+    if key is None:
+        points = max((p for _, p, _, _ in series), key=len, default=[])
+        step = max(1, n // 10)
+        ticks = [(where(i, pt), " ".join(f"{k} {v:.3g}" for k, v in pt.items()) or "-")
+                 for i, pt in enumerate(points) if i % step == 0 or i == n - 1]
+    else:
+        decades = range(math.ceil(x_lo - 1e-9), math.floor(x_hi + 1e-9) + 1)
+        values = [10.0 ** e for e in decades] if len(decades) >= 2 else [10.0 ** x_lo, 10.0 ** x_hi]
+        ticks = [(where(0, {key: v}), f"{key} {v:.3g}") for v in values]
+    for t, label in ticks:
+        out.append(f'<text x="{px(t):.1f}" y="{height - B + 14}" text-anchor="end" '
+                   f'transform="rotate(-30 {px(t):.1f} {height - B + 14})">{_escape(label)}</text>')
     for k in range(5):
         y = y_lo + (y_hi - y_lo) * k / 4
         out.append(f'<text x="{L - 6}" y="{py(y) + 4:.1f}" text-anchor="end">{y:.4g}</text>')
     out.append(f'<text x="18" y="{(T + height - B) / 2}" transform="rotate(-90 18 {(T + height - B) / 2})" '
                f'text-anchor="middle">validation {_escape(metric)}</text>')
-    for j, (fold, _, values, chosen) in enumerate(series):
+    for j, (fold, pts, values, chosen) in enumerate(series):
         colour = _COLOURS[j % len(_COLOURS)]
-        d = " ".join(f"{'M' if i == 0 else 'L'}{px(i):.1f},{py(v):.1f}" for i, v in enumerate(values)
-                     if v is not None and v == v)
+        xs = [where(i, pt) for i, pt in enumerate(pts)]
+        drawn = sorted((x, v) for x, v in zip(xs, values) if v is not None and v == v)
+        d = " ".join(f"{'M' if i == 0 else 'L'}{px(x):.1f},{py(v):.1f}" for i, (x, v) in enumerate(drawn))
         out.append(f'<path d="{d}" fill="none" stroke="{colour}" stroke-width="1.5"/>')
         v = values[chosen] if 0 <= chosen < len(values) else None
         if v is not None and v == v:
-            out.append(f'<circle cx="{px(chosen):.1f}" cy="{py(v):.1f}" r="4" fill="none" stroke="{colour}" '
+            out.append(f'<circle cx="{px(xs[chosen]):.1f}" cy="{py(v):.1f}" r="4" fill="none" stroke="{colour}" '
                        'stroke-width="2"/>')
         out.append(f'<text x="{width - R + 10}" y="{T + 16 * j + 10}" fill="{colour}">{_escape(fold)}</text>')
     out.append(f'<text x="{width - R + 10}" y="{T + 16 * len(series) + 14}">o chosen</text>')

@@ -10,7 +10,7 @@ import json
 import numpy as np
 
 from rankkit.metrics.ties import dataset_docids
-from rankkit.metrics import parse_metric
+from rankkit.metrics import describe, parse_metric
 
 
 def docids(ds, line_offset: int = 0) -> list[str]:
@@ -61,7 +61,7 @@ def print_evaluation(echo, fmt, names, systems, means, pvalues, per_query, heade
         if len(systems) == 1 and not per_query:
             echo(json.dumps({m: _json_number(v) for m, v in means[0].items()}, allow_nan=False))
             return
-        out = {"convention": convention, "systems": []}  # a list: the same file may be given twice
+        out = {"convention": convention, "convention_description": describe(convention), "systems": []}  # a list: the same file may be given twice
         for (name, qids, table), mean, p in zip(systems, means, pvalues):
             entry = {"name": name, "mean": {m: _json_number(v) for m, v in mean.items()}}
             if p is not None:

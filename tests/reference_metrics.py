@@ -217,6 +217,15 @@ def average_precision(labels, scores, k=None, conv=LETOR4, tiebreak=None, judged
     return total / min(r, k)
 
 
+def r_precision(labels, scores, conv=LETOR4, tiebreak=None, judged=None):
+    """Precision at R = the number of relevant documents (trec_eval's Rprec)."""
+    r = n_relevant(labels, conv, judged)
+    if r == 0:
+        return empty_ratio(conv)
+    ranked = ranked_labels(labels, scores, tiebreak)
+    return sum(1 for lab in ranked[:r] if is_relevant(lab, conv)) / r
+
+
 def reciprocal_rank(labels, scores, k=None, conv=LETOR4, tiebreak=None, judged=None):
     if skipping(conv) and n_relevant(labels, conv, judged) == 0:
         return NAN
@@ -324,6 +333,8 @@ def per_query(metric, labels, scores, qptr, conv=LETOR4, tiebreak=None, judged=N
             values.append(reciprocal_rank(lab, sco, k, conv, tb, jud))
         elif name == "err":
             values.append(err(lab, sco, k, conv, tb, jud, g_max))
+        elif name == "rprec":
+            values.append(r_precision(lab, sco, conv, tb, jud))
         elif name == "auc":
             values.append(auc(lab, sco, conv))
         elif name == "pairwise-accuracy":

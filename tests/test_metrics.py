@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -47,7 +48,7 @@ CUTOFF_METRICS = [f"{m}@{k}" for m in ("ndcg", "dcg", "p") for k in (1, 3, 5, 10
 ALL_METRICS = CUTOFF_METRICS + ["map"]  # the metrics of the first issue
 EVERY_METRIC = [
     "ndcg@1", "ndcg@3", "ndcg@10", "ndcg", "dcg@1", "dcg@3", "dcg@10", "p@1", "p@3", "p@10",
-    "map", "map@1", "map@3", "map@10", "mrr", "rr@1", "rr@3", "err@1", "err@3", "err@10",
+    "map", "map@1", "map@3", "map@10", "mrr", "rr@1", "rr@3", "err@1", "err@3", "err@10", "rprec",
     "auc", "pairwise-accuracy", "kendall-tau",
 ]  # fmt: skip
 CONVENTION_NAMES = ["letor4", "letor3", "mslr", "trec", "exp"]
@@ -721,17 +722,29 @@ def test_parse_metric(name, expected):
     assert parse_metric(name) == expected
 
 
-KNOWN = "ndcg, ndcg@k, dcg@k, map, map@k, p@k, mrr, rr@k, err@k, auc, pairwise-accuracy, kendall-tau"
+KNOWN = "ndcg, ndcg@k, dcg@k, map, map@k, p@k, mrr, rr@k, err@k, rprec, auc, pairwise-accuracy, kendall-tau"
 
 
 @pytest.mark.parametrize(
     "name",
-    ["xyz", "dcg", "ndcg@0", "ndcg@-1", "ndcg@1.5", "ndcg@", "ndcg@abc", "ndcg@+3", "map@", "map@x",
-     "p", "ndcg@10x", "", "@5", "ndcg@99999999999", "mrr@3", "rr", "err", "auc@5", "kendall-tau@2",
-     "pairwise", "kendall--tau", "-auc", "auc-", "pairwise_accuracy"],
+    ["xyz", "ndcg@-1", "ndcg@1.5", "ndcg@", "ndcg@abc", "ndcg@+3", "map@", "map@x",
+     "ndcg@10x", "", "@5", "pairwise", "kendall--tau", "-auc", "auc-", "pairwise_accuracy"],
 )  # fmt: skip
 def test_parse_metric_rejects(name):
-    with pytest.raises(UsageError, match=rf"^unknown metric .* \(known: {KNOWN}\)$"):
+    with pytest.raises(UsageError, match=rf"^unknown metric .* \(known: {KNOWN}; trec_eval's ndcg_cut.K, P.K, "
+                       r"map_cut.K, map, ndcg, recip_rank, Rprec\)$"):
+        parse_metric(name)
+
+
+@pytest.mark.parametrize("name, message", [
+    ("ndcg@0", "metric 'ndcg@0': k must be >= 1"), ("ndcg@99999999999", "k must be at most 2147483647"),
+    ("dcg", "needs a cutoff k: dcg@10"), ("p", "needs a cutoff k: p@10"), ("rr", "needs a cutoff k: rr@10"),
+    ("err", "needs a cutoff k: err@10"), ("mrr@3", "takes no cutoff k: mrr"), ("auc@5", "takes no cutoff k: auc"),
+    ("kendall-tau@2", "takes no cutoff k: kendall-tau"),
+])
+def test_parse_metric_says_what_is_wrong_with_a_known_name(name, message):
+    """A known metric with a wrong cutoff is not an 'unknown metric' (issue 37)."""
+    with pytest.raises(UsageError, match=re.escape(message)):
         parse_metric(name)
 
 

@@ -13,6 +13,7 @@ from rankkit.report import format_label, print_evaluation, short_query_notes
 from rankkit.config import DEFAULT_CONVENTION
 from rankkit.errors import DataError, UsageError
 from rankkit.evaluation import dataset_table, dataset_tiebreak, summarize
+from rankkit.io.files import looks_like
 from rankkit.io.output import read_scores
 from rankkit.io.svmlight import display_name, read_svmlight
 from rankkit.io.trec import read_qrels, read_trec_run, run_against_qrels, skipped_queries
@@ -47,7 +48,9 @@ def evaluate(files, qrels=None, metrics=None, convention=DEFAULT_CONVENTION, emp
         systems, described = _against_data(files, names, convention, empty_query, zero_based, group_queries,
                                            group_file, log, say, convention_named, warn)
     means, pvalues = summarize(systems, names, test, permutations, seed)
-    header = f"convention {convention}: {M.describe(convention)}"
+    header = f"convention {convention}: {M.describe(convention, short=True)}"
+    if log:
+        log(f"convention {convention}: {M.describe(convention)}")
     if len(systems) > 1:
         what = f"{permutations} permutations, seed {seed}" if test == "randomization" else "two-sided"
         header += f"\nsignificance: paired {test} test ({what}) of each system against {systems[0][0]}"
@@ -63,11 +66,19 @@ def _against_qrels(files, qrels, names, convention, empty_query, say):
     """(systems, description) of TREC runs against qrels: each system (name, query ids,
     {metric: per-query values}) over its judged queries."""
     systems = []
-    judgements = read_qrels(qrels)
+    try:
+        judgements = read_qrels(qrels)
+    except DataError as exc:
+        _in_another_order(exc, files, qrels)
+        raise
     say(f"read qrels {display_name(qrels)}")
     skipped = []
     for run_path in files:
-        run = read_trec_run(run_path)
+        try:
+            run = read_trec_run(run_path)
+        except DataError as exc:
+            _in_another_order(exc, files, qrels)
+            raise
         say(f"read run {display_name(run_path)}: {len(run[0])} lines")
         labels, scores, qptr, tiebreak, judged, qids = run_against_qrels(run, judgements)[:6]
         if len(qids) == 0:
@@ -99,6 +110,37 @@ def _against_qrels(files, qrels, names, convention, empty_query, say):
     return systems, described
 
 
+def _in_another_order(exc: DataError, files, qrels) -> None:
+    """A file that failed to read may be in the right place for another tool (trec_eval's QRELS RUN,
+    a run or scores file where the other belongs): raise a DataError that gives the command in
+    rankkit's order instead; return (the caller re-raises `exc`) when nothing fits."""
+    given = [qrels, *files] if qrels is not None else list(files)
+    shapes = {f: looks_like(f) for f in given}
+    qrels_files = [f for f in given if shapes[f] == "qrels"]
+    runs = [f for f in given if shapes[f] == "run"]
+    first = given[0]
+    if len(qrels_files) == 1 and runs and len(runs) == len(given) - 1:
+        what = ("a TREC qrels file (qid iter docid rel)" if shapes[first] == "qrels"
+                else "a TREC run (qid Q0 docid rank score tag)")
+        raise DataError(display_name(first), f"looks like {what}: runs are evaluated against qrels with "
+                        f"`rankkit eval --qrels {qrels_files[0]} {' '.join(runs)}`") from None
+    if qrels is None and shapes[first] in ("qrels", "run"):
+        what = "a TREC qrels file (qid iter docid rel)" if shapes[first] == "qrels" else "a TREC run"
+        hint = (f"`rankkit eval --qrels {first} RUN ...`" if shapes[first] == "qrels"
+                else f"`rankkit eval --qrels QRELS {' '.join(files)}`")
+        raise DataError(display_name(first), f"looks like {what}: TREC files are evaluated with {hint}") from None
+    if qrels is not None:
+        data = [f for f in given if shapes[f] == "svmlight"]
+        scores = [f for f in given if shapes[f] == "scores"]
+        hint = f"`rankkit eval {(data or ['DATA'])[0]} {' '.join(scores or ['SCORES'])}`"
+        if scores:
+            raise DataError(display_name(scores[0]), "looks like a scores file: scores are evaluated against "
+                            f"their data file, without --qrels: {hint}") from None
+        if data:
+            raise DataError(display_name(data[0]), "looks like a LETOR data file: its scores are evaluated "
+                            f"against it without --qrels: {hint}") from None
+
+
 def check_grades(ds, data_file, convention, named: bool, warn) -> None:
     """A label the convention cannot grade (letor4 and letor3 grade 0, 1, 2; mslr 0..4): an error
     naming the file, line and label, or, when the convention was asked for by name, one warning."""
@@ -121,12 +163,18 @@ def _against_data(files, names, convention, empty_query, zero_based, group_queri
     """(systems, description) of score files against the labels of a data file (its first name)."""
     systems = []
     data_file, score_files = files[0], files[1:]
-    ds = read_svmlight(data_file, zero_based=zero_based, group_queries=group_queries, groups=group_file, log=log)
+    try:
+        ds = read_svmlight(data_file, zero_based=zero_based, group_queries=group_queries, groups=group_file, log=log)
+    except DataError as exc:
+        _in_another_order(exc, files, None)
+        raise
     say(f"read {display_name(data_file)}: {ds.n_queries} queries, {ds.n_rows} documents"
         + ("" if ds.has_qid else " (no qid: one query)"))
     if not ds.has_qid and ds.nnz == 0 and ds.docid_spans is None:  # one number per line
+        data = next((f for f in score_files if looks_like(f) == "svmlight"), "DATA")
+        order = " ".join([data, data_file, *[f for f in score_files if f != data]])
         raise DataError(display_name(data_file), "looks like a scores file (one number per line: no qid, no "
-                        "features); DATA is the LETOR file: `rankkit eval DATA SCORES`", int(ds.line[0]))
+                        f"features); DATA is the LETOR file, first: `rankkit eval {order}`", int(ds.line[0]))
     check_grades(ds, data_file, convention, convention_named, warn)
     tiebreak = dataset_tiebreak(ds, convention)
     qids = [str(q) for q in ds.qid[ds.qptr[:-1]].tolist()] if ds.has_qid else ["1"]

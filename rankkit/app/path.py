@@ -24,7 +24,7 @@ from rankkit.config import DEFAULT_CONVENTION
 from rankkit.metrics.ties import dataset_tiebreak
 from rankkit.experiments import check_out_dir, make_out_dirs
 from rankkit.metrics import describe, gradable_labels, parse_metric, per_query_table, ungradable
-from rankkit.paths.grid import (fixed_c_folds, fixed_c_model_name, fold_dirs, mean_se, reported_metrics,
+from rankkit.paths.grid import (fixed_c_folds, fixed_c_model_name, fold_dirs, fold_file, mean_se, reported_metrics,
                                 validation_table, write_exact_table, write_fixed_c_table, write_table)
 from rankkit.paths.select import check_plot_options, chosen_model, path_on_datasets, plot_path
 
@@ -171,7 +171,7 @@ def _path_fixed_c(folds, Cs, out_dir, table, names, zero_based, group_queries, l
     metric = names[0]
     out_dir = "." if out_dir is None else out_dir
     check_out_dir(out_dir)  # no empty name, no planted link; nothing created before the inputs are read
-    inputs = tuple(os.path.join(folds, d, f) for d in fold_dirs(folds) for f in ("train.txt", "vali.txt", "test.txt"))
+    inputs = tuple(f for d in fold_dirs(folds) for f in _fold_files(os.path.join(folds, d)) if f is not None)
     models = [os.path.join(out_dir, fixed_c_model_name(d, C)) for d in fold_dirs(folds) for C in Cs]
     if os.path.isdir(out_dir):
         for m in models:
@@ -191,7 +191,7 @@ def _path_fixed_c(folds, Cs, out_dir, table, names, zero_based, group_queries, l
     rows = fixed_c_folds(folds, Cs, out_dir, train_one, metric, zero_based, group_queries, log, jobs=jobs,
                          convention=convention, metrics=names)
     echo(f"# rankkit path, fixed C, newton; models in {out_dir}")
-    echo(f"# convention {convention}: {describe(convention)}")
+    echo(f"# convention {convention}: {describe(convention, short=True)}")
     lines = [["fold", "C", *(f"valid {m}" for m in names), *(f"test {m}" for m in names), "iterations"]]
     lines += [[r["fold"], f"{r['C']:g}", *(f"{r['valid_metrics'][m]:.4f}" for m in names),
                *(f"{r['test_metrics'][m]:.4f}" for m in names), str(r["iterations"])] for r in rows]
@@ -211,8 +211,13 @@ def _check_fold_files(files, zero_based, group_queries) -> None:
     written: bad input in the last fold leaves nothing behind (the fits read them again, one fold
     at a time, so that only one fold's data is held at once)."""
     for f in files:
-        if os.path.basename(f) == "train.txt" or os.path.exists(f):
-            read_svmlight(f, zero_based=zero_based, group_queries=group_queries)
+        read_svmlight(f, zero_based=zero_based, group_queries=group_queries)
+
+
+def _fold_files(fold_dir: str) -> tuple:
+    """(train, vali, test) of a fold directory, LETOR 4.0 or 3.0 names; vali and test may be absent
+    (None) when -C values are trained at (rankkit.paths.grid.fold_file)."""
+    return fold_file(fold_dir, "train"), fold_file(fold_dir, "vali", False), fold_file(fold_dir, "test", False)
 
 
 def path(train_file=None, valid_file=None, out_model=None, table=None, plot=None, method=None, metric="ndcg@10",
@@ -293,7 +298,7 @@ def _path_folds(folds, method, names, select, n_points, ratio, zero_based, group
     and print the same numbers."""
     metric = names[0]
     names_dirs = fold_dirs(folds)
-    args = [(os.path.join(folds, d, "train.txt"), os.path.join(folds, d, "vali.txt"), os.path.join(folds, d, "test.txt"),
+    args = [(*(fold_file(os.path.join(folds, d), part) for part in ("train", "vali", "test")),
              method, metric, select, n_points, ratio, zero_based, group_queries, None, exact, "auto", None, convention,
              names) for d in names_dirs]
     if jobs is not None and jobs > 1:
@@ -302,7 +307,7 @@ def _path_folds(folds, method, names, select, n_points, ratio, zero_based, group
         outs = [_path_one(*a[:10], log=log, exact=exact, convention=convention, metrics=names) for a in args]
     methods = sorted({f["method"] for _, _, f in outs})
     echo(f"# rankkit path, method {'/'.join(methods)}, selection {select} by validation {metric}")
-    echo(f"# convention {convention}: {describe(convention)}")
+    echo(f"# convention {convention}: {describe(convention, short=True)}")
     rows = [["fold", "chosen C", *(f"valid {m}" for m in names), *(f"test {m}" for m in names)]]
     for d, (result, test_value, _) in zip(names_dirs, outs):
         edge = getattr(result, "at_edge", None)
@@ -324,7 +329,7 @@ def _show_path(result, facts, method, names, select, echo, convention=DEFAULT_CO
     metric = names[0]
     echo(f"# rankkit path, method {method}: {len(result.points)} "
          f"{'breakpoints' if method == 'exact' else 'values of C'}, selection {select} by validation {metric}")
-    echo(f"# convention {convention}: {describe(convention)}")
+    echo(f"# convention {convention}: {describe(convention, short=True)}")
     for note in facts["notes"] or []:
         console.warn(note)
     shown = result.points

@@ -11,6 +11,7 @@ from rankkit import console
 from rankkit.report import docids, format_label, query_names
 from rankkit.errors import DataError, UsageError
 from rankkit.io.atomic import atomic_open, check_output
+from rankkit.io.files import looks_like
 from rankkit.io.foreign_models import ForeignModel, load_model
 from rankkit.io.groups import resolve
 from rankkit.io.output import write_scores
@@ -27,7 +28,15 @@ def predict(data_file, model_file, out_file="-", fmt="scores", tag="rankkit", ze
         raise UsageError("DATA and MODEL cannot both be '-' (standard input): give one of them as a file")
     groups = resolve(data_file, group_file)
     check_output(out_file, (data_file, model_file, groups and groups.source), kind="scores")
-    model = load_model(model_file, model_format)
+    try:
+        model = load_model(model_file, model_format)
+    except DataError:
+        if model_format is None and looks_like(data_file) == "model" and looks_like(model_file) == "svmlight":
+            rest = "" if out_file == "-" else f" {out_file}"
+            raise DataError(display_name(data_file), "is a model file and "
+                            f"{display_name(model_file)} a data file: predict takes DATA MODEL: "
+                            f"`rankkit predict {model_file} {data_file}{rest}`") from None
+        raise
     foreign = isinstance(model, ForeignModel)
     if foreign and zero_based:
         raise UsageError(f"--zero-based: a {model.format} model numbers features from 1, like {model.format} itself")

@@ -9,8 +9,9 @@ from typing import Callable
 
 from rankkit import training
 from rankkit.compiler.dispatch import compile_seconds
-from rankkit.errors import UsageError
+from rankkit.errors import DataError, UsageError
 from rankkit.io.atomic import atomic_open, check_output
+from rankkit.io.files import looks_like
 from rankkit.io.groups import resolve
 from rankkit.io.model import write_model
 from rankkit.io.query_weights import read_query_weights, weights_for
@@ -29,6 +30,9 @@ the code the Python estimators run), write the model with the files' facts in it
     stochastic = dict(stochastic or {})
     groups = resolve(train_file, group_file)  # LightGBM's FILE.query / XGBoost's FILE.group, or --group
     inputs = (train_file, stochastic.get("valid_file"), query_weights_file, groups and groups.source)
+    if looks_like(model_file) == "svmlight" and looks_like(train_file) == "model":  # svm_rank's order is ours
+        raise DataError(display_name(train_file), f"is a model file and {display_name(model_file)} a data file: "
+                        f"train takes TRAIN MODEL: `rankkit train {model_file} {train_file}`")
     check_output(model_file, inputs, kind="model")  # fail now, not after training
     check_output(stochastic.get("save_factors"), inputs, outputs=(model_file,))
     if stochastic.get("sampler") == "stream":

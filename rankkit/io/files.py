@@ -241,3 +241,43 @@ def _join_blocks(blocks, name: str = "<input>") -> np.ndarray:
             raise ResourceError(f"out of memory: {name} is larger than nine tenths of the memory this machine had "
                                 f"available ({limits.limits_text()}; {len(out) >> 20:,} MB read): is it endless?")
     return np.frombuffer(out, dtype=np.uint8)
+
+
+def looks_like(path) -> str | None:
+    """What the first non-blank line of `path` looks like, to word an error when files were given
+    in another tool's order: "qrels" (qid iter docid rel), "run" (qid Q0 docid rank score tag),
+    "scores" (one number), "model" (a model file's header), "svmlight" (label qid:... index:value) or
+    None (unreadable, not a regular file, or none of these). Reads at most the first block."""
+    if path == "-" or is_url(path) or not os.path.isfile(path):  # never wait on a pipe or a terminal
+        return None
+    blocks = iter_blocks(path, 1 << 16)
+    try:
+        head = next(blocks, b"")
+    except (DataError, UsageError, OSError, ValueError):
+        return None
+    finally:
+        blocks.close()
+    for raw in head.splitlines()[:-1] or head.splitlines():
+        fields = raw.split()
+        if not fields or fields[0].startswith(b"#"):
+            continue
+        if fields[0] in (b"rankkit-model", b"SVM-light", b"solver_type") or raw.startswith(b"SVM-light Version"):
+            return "model"
+        if any(b":" in f for f in fields[1:]) and b"#" not in fields[0]:
+            return "svmlight"
+
+        def number(f):
+            try:
+                float(f)
+            except ValueError:
+                return False
+            return True
+
+        if len(fields) == 1 and number(fields[0]):
+            return "scores"
+        if len(fields) == 4 and number(fields[3]):
+            return "qrels"
+        if len(fields) == 6 and number(fields[3]) and number(fields[4]):
+            return "run"
+        return None
+    return None

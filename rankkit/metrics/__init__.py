@@ -115,6 +115,7 @@ from rankkit.metrics.kernels import (
     M_NDCG,
     M_PAIRWISE,
     M_PRECISION,
+    M_RPREC,
     M_RR,
     M_TAU,
     MAPCUT_MIN_RK,
@@ -247,9 +248,28 @@ CONVENTIONS: dict[str, Convention] = {
 _EMPTY_CODES = {"0": EMPTY_ZERO, "1": EMPTY_ONE, "skip": EMPTY_SKIP}
 
 
-def describe(convention: str | Convention) -> str:
-    """The human description of a convention, as printed with evaluation results."""
+# one line each: whose numbers, and the three rules that set a convention apart (gains, discount,
+# and the short or empty query); describe(name) is the whole text
+_SUMMARIES = {
+    "letor4": "LETOR 4.0 script: gains 0/1/3 for labels 0/1/2, positions 1-2 undiscounted, "
+              "NDCG@k = 0 for a query shorter than k",
+    "letor3": "LETOR 3.0 script: gains 0/1/3 for labels 0/1/2, positions 1-2 undiscounted, "
+              "NDCG@k and P@k = 0 for a query shorter than k",
+    "mslr": "MSLR-WEB script: gains 0/1/3/7/15 for labels 0..4, positions 1-2 undiscounted, "
+            "NDCG@k = 0 for a query shorter than k",
+    "trec": "trec_eval: gain = label, rank r divided by log2(r + 1), "
+            "a query without relevant documents scores 0",
+    "exp": "RankLib/LightGBM: gain 2^label - 1, rank r divided by log2(r + 1), "
+           "a query without relevant documents scores 1",
+}
+
+
+def describe(convention: str | Convention, short: bool = False) -> str:
+    """The human description of a convention: every rule (results.json, -v, JSON output), or with
+    `short` one line of its three defining rules (the first line of a table a person reads)."""
     conv = _convention(convention)
+    if short and conv.name in _SUMMARIES and _convention(conv.name) == conv:
+        return _SUMMARIES[conv.name]
     return conv.description or conv.name
 
 
@@ -271,6 +291,8 @@ METRICS: dict[str, Metric] = {
     "mrr": Metric(M_RR, False, True, "(mean) reciprocal rank of the first relevant document"),
     "rr": Metric(M_RR, True, False, "reciprocal rank of the first relevant document in the top k, else 0"),
     "err": Metric(M_ERR, True, False, "expected reciprocal rank at k (Chapelle et al. 2009)"),
+    "rprec": Metric(M_RPREC, False, True, "R-precision: precision at R, the query's number of relevant documents "
+                    "(trec_eval's Rprec)"),
     "auc": Metric(M_AUC, False, True, "per-query AUC of relevant vs non-relevant, score ties 1/2"),
     "pairwise-accuracy": Metric(
         M_PAIRWISE, False, True, "fraction of pairs with different labels ordered correctly, score ties 1/2"
@@ -297,19 +319,67 @@ _K_MAX = 2**31 - 1
 _METRIC_RE = re.compile(r"([a-z]+(?:-[a-z]+)*)(?:@([0-9]+))?")
 
 
+# trec_eval's measure names (`trec_eval -m ndcg_cut.10`, its output's `ndcg_cut_10`): the same values
+# as rankkit's names under --convention trec (tests/test_habits.py checks them against pytrec_eval)
+TREC_EVAL_NAMES = {"ndcg_cut": "ndcg", "p": "p", "map_cut": "map", "ndcg": "ndcg", "map": "map",
+                   "recip_rank": "mrr"}
+TREC_EVAL_CUTOFFS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)  # `-m P` alone: trec_eval's default cutoffs
+TREC_EVAL_MISSING = ("bpref", "recall", "success", "num_rel", "num_ret", "num_rel_ret", "num_q",
+                     "iprec_at_recall", "infap", "gm_map", "set_p", "set_f", "set_recall", "set_map", "rndcg",
+                     "utility", "11pt_avg", "all_trec", "official")
+_TREC_RE = re.compile(r"([a-z_]+?)(?:[._]([0-9]+))?")
+
+
+def expand_metric_names(names) -> tuple[str, ...]:
+    """trec_eval's lists, as `trec_eval -m` takes them: "P.5,10" -> "P.5", "P.10"; a bare "P",
+    "ndcg_cut" or "map_cut" -> its default cutoffs (5 ... 1000). Every other name is kept as given."""
+    out = []
+    for name in names:
+        text = name.strip() if isinstance(name, str) else name
+        if not isinstance(text, str):
+            out.append(name)
+            continue
+        base, dot, cuts = text.partition(".")
+        if base.lower() in ("p", "ndcg_cut", "map_cut") and (not dot or "," in cuts):
+            cut_list = cuts.split(",") if dot else [str(k) for k in TREC_EVAL_CUTOFFS]
+            out.extend(f"{base}.{k.strip()}" for k in cut_list)
+        else:
+            out.append(name)
+    return tuple(out)
+
+
 def parse_metric(name: str) -> tuple[str, int | None]:
-    """"ndcg@10" -> ("ndcg", 10); "map" -> ("map", None). Case-insensitive; k is an integer >= 1."""
-    match = _METRIC_RE.fullmatch(name.strip().lower()) if isinstance(name, str) else None
-    if match is not None:
-        base, k_text = match.group(1), match.group(2)
-        spec = METRICS.get(base)
-        k = int(k_text) if k_text is not None else None
-        if spec is not None:
-            if k is None and spec.without_k:
-                return base, None
-            if k is not None and spec.with_k and 1 <= k <= _K_MAX:
-                return base, k
-    raise UsageError(f"unknown metric {name!r} (known: {', '.join(METRIC_NAMES)})")
+    """"ndcg@10" -> ("ndcg", 10); "map" -> ("map", None). Case-insensitive; k is an integer >= 1.
+    trec_eval's names are rankkit's under another name: "ndcg_cut.10" (or its output's ndcg_cut_10)
+    -> ("ndcg", 10), "P.10" -> ("p", 10), "map_cut.10" -> ("map", 10), "recip_rank" -> ("mrr", None)."""
+    text = name.strip().lower() if isinstance(name, str) else ""
+    match = _METRIC_RE.fullmatch(text)
+    base = match.group(1) if match is not None else None
+    trec = _TREC_RE.fullmatch(text)
+    if trec is not None and trec.group(1) in TREC_EVAL_NAMES and base not in METRICS:
+        match, base = trec, TREC_EVAL_NAMES[trec.group(1)]
+        if trec.group(1) in ("ndcg_cut", "map_cut") and trec.group(2) is None:
+            raise UsageError(f"metric {name!r} needs a cutoff: {name}.10")
+    if match is not None and base in METRICS:
+        spec = METRICS[base]
+        k = int(match.group(2)) if match.group(2) is not None else None
+        if k is None and spec.without_k:
+            return base, None
+        if k is not None and spec.with_k and 1 <= k <= _K_MAX:
+            return base, k
+        if k is not None and spec.with_k:
+            raise UsageError(f"metric {name!r}: k must be >= 1" if k < 1 else f"metric {name!r}: k must be at most {_K_MAX}")
+        if k is None:
+            raise UsageError(f"metric {name!r} needs a cutoff k: {base}@10")
+        raise UsageError(f"metric {name!r} takes no cutoff k: {base}")
+    if "," in text:
+        raise UsageError(f"metric {name!r} names several: give each its own -m ({', '.join(expand_metric_names([name]))})")
+    head = re.sub(r"[._][0-9]+$", "", text)
+    if head in TREC_EVAL_MISSING:
+        raise UsageError(f"trec_eval's measure {name!r} has no counterpart in rankkit (known: {', '.join(METRIC_NAMES)}; "
+                         "trec_eval's ndcg_cut.K, P.K, map_cut.K, map, ndcg, recip_rank, Rprec)")
+    raise UsageError(f"unknown metric {name!r} (known: {', '.join(METRIC_NAMES)}; trec_eval's ndcg_cut.K, P.K, "
+                     "map_cut.K, map, ndcg, recip_rank, Rprec)")
 
 
 # -- boundary checks --------------------------------------------------------------------------------

@@ -66,6 +66,7 @@ M_ERR = 5
 M_AUC = 6
 M_PAIRWISE = 7
 M_TAU = 8
+M_RPREC = 9
 
 K_ALL = 2**62  # the cutoff the kernels see for a metric without k: the whole ranking
 
@@ -186,6 +187,18 @@ def average_precision(rel, n, k, nrel, map_cut, empty_value):
             hits += 1
             total += hits / (p + 1.0)
     return total / (nrel if map_cut == MAPCUT_R else min(nrel, k))
+
+
+@njit
+def r_precision(rel, n, nrel, empty_value):
+    """Precision at R, the number of relevant documents (trec_eval's Rprec; 0 when R is 0 there)."""
+    if nrel == 0:
+        return empty_value
+    hits = 0
+    for p in range(min(nrel, n)):
+        if rel[p]:
+            hits += 1
+    return hits / nrel
 
 
 @njit
@@ -471,7 +484,7 @@ def metrics_range(
         elif c == M_PAIRWISE or c == M_TAU:
             need_pairs = True
             need_labels = True
-        elif c != M_PRECISION and c != M_AP and c != M_RR:
+        elif c != M_PRECISION and c != M_AP and c != M_RR and c != M_RPREC:
             return STATUS_UNKNOWN_METRIC
     maxlen = 0
     for q in range(lo, hi):
@@ -540,6 +553,8 @@ def metrics_range(
                 v = average_precision(rel, n, k, nrel, map_cut, empty_value)
             elif code == M_RR:
                 v = reciprocal_rank(rel, n, k, nrel, skip)
+            elif code == M_RPREC:
+                v = r_precision(rel, n, nrel, empty_value)
             elif code == M_ERR:
                 v = err(errp, n, k, any_err, skip)
             elif code == M_AUC:

@@ -533,17 +533,46 @@ def fold_dirs(folds_dir: str) -> list[str]:
     try:
         listed = os.listdir(folds_dir)
     except OSError as exc:
-        raise UsageError(f"--folds {folds_dir}: cannot list ({exc.strerror or exc})") from None
+        raise UsageError(f"{folds_dir}: cannot list ({exc.strerror or exc})") from None
     # K in ASCII digits only: str.isdigit() also holds for 'Fold²' (which int() refuses) and
     # 'Fold١' (Arabic-Indic one, which int() reads as 1): such a name is refused, not guessed at
     odd = sorted(d for d in listed if d.startswith("Fold") and d[4:].isdigit() and not d[4:].isascii())
     if odd:
-        raise UsageError(f"--folds {folds_dir}: '{odd[0]}' is not a fold directory name: write FoldK with K in the "
+        raise UsageError(f"{folds_dir}: '{odd[0]}' is not a fold directory name: write FoldK with K in the "
                          "digits 0-9 (Fold1, Fold2, ...)")
     names = sorted((d for d in listed if d.startswith("Fold") and d[4:].isdigit()), key=lambda d: (int(d[4:]), d))
     if not names:
-        raise UsageError(f"--folds {folds_dir}: no Fold1, Fold2, ... directories")
+        inner = sorted(d for d in listed if os.path.isdir(os.path.join(folds_dir, d))
+                       and os.path.isdir(os.path.join(folds_dir, d, "Fold1")))
+        where = (f" ({', '.join(inner)} {'holds' if len(inner) == 1 else 'hold'} folds: give "
+                 f"{os.path.join(folds_dir, inner[0])})") if inner else ""
+        raise UsageError(f"{folds_dir}: no Fold1, Fold2, ... directories{where}")
     return names
+
+
+# the file names of a fold's parts: LETOR 4.0 / MSLR (train.txt, vali.txt, test.txt) and LETOR 3.0
+# (OHSUMED, .gov: trainingset.txt, validationset.txt, testset.txt), each plain or compressed
+FOLD_FILE_NAMES = {"train": ("train", "trainingset"), "vali": ("vali", "validationset"), "test": ("test", "testset")}
+FOLD_FILE_EXTS = ("", ".gz", ".bz2", ".xz")
+
+
+def fold_file(fold_dir: str, part: str, required: bool = True) -> str | None:
+    """The `part` ("train", "vali" or "test") of one fold directory, by LETOR 4.0's or LETOR 3.0's
+    name (FOLD_FILE_NAMES), plain or .gz/.bz2/.xz. A missing part: a UsageError naming every name
+    looked for (None when not `required`); two candidates: a UsageError (keep one)."""
+    import os
+
+    looked = [stem + ".txt" for stem in FOLD_FILE_NAMES[part]]
+    found = [os.path.join(fold_dir, name + ext) for name in looked for ext in FOLD_FILE_EXTS
+             if os.path.isfile(os.path.join(fold_dir, name + ext))]
+    if len(found) > 1:
+        raise UsageError(f"{fold_dir}: both {os.path.basename(found[0])} and {os.path.basename(found[1])}: keep one")
+    if found:
+        return found[0]
+    if not required:
+        return None
+    raise UsageError(f"{fold_dir}: no {part} file: looked for {' and '.join(looked)} (each also .gz, .bz2, .xz); "
+                     "a fold named otherwise is given by its files: rankkit experiment --fold TRAIN VALID TEST")
 
 
 def fixed_c_model_name(fold: str, C: float) -> str:
@@ -633,8 +662,8 @@ def _fixed_c_fold(folds_dir, fold, Cs, out_dir, train_one, names, zero_based, gr
     base = os.path.join(folds_dir, fold)
     evals = {}
     for part in ("vali", "test"):
-        f = os.path.join(base, f"{part}.txt")
-        ds = read_svmlight(f, zero_based=zero_based, group_queries=group_queries) if os.path.exists(f) else None
+        f = fold_file(base, part, required=False)
+        ds = read_svmlight(f, zero_based=zero_based, group_queries=group_queries) if f is not None else None
         evals[part] = (ds, dataset_tiebreak(ds, convention)) if ds is not None else None
     rows = []
     for C in Cs:
@@ -642,7 +671,7 @@ def _fixed_c_fold(folds_dir, fold, Cs, out_dir, train_one, names, zero_based, gr
             break
         model = os.path.join(out_dir, fixed_c_model_name(fold, C))
         t = time.perf_counter()
-        res = train_one(os.path.join(base, "train.txt"), model, C, log)
+        res = train_one(fold_file(base, "train"), model, C, log)
         row = {"fold": fold, "C": float(C), "model": model, "iterations": int(res.iterations),
                "objective": float(res.objective), "converged": bool(res.converged),
                "seconds": time.perf_counter() - t}
