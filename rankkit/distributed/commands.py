@@ -17,7 +17,7 @@ from rankkit.config import DEFAULT_CONVENTION
 from rankkit.report import docids, format_label, print_evaluation, short_query_notes
 from rankkit.distributed.cluster import cluster_failures, connect, watch
 from rankkit.distributed.newton import fit_parts, parts_sha
-from rankkit.io.parts import concatenate, expand_parts, joined_name
+from rankkit.io.parts import concatenate, expand_parts, joined_name, refuse_collection
 from rankkit.distributed.worker import apply_threads, read_part
 from rankkit.errors import DataError, UsageError
 from rankkit.io.atomic import atomic_open, check_output
@@ -343,6 +343,7 @@ def score_parts(patterns, model, dask=None, zero_based=None, log=None) -> np.nda
     """The Python face of `predict PARTS... --dask`: the scores of every document of the parts in
     part order (each part's documents in file order), as one array. `model`: a fitted estimator,
     a Model (or a foreign model), or a model file's path."""
+    refuse_collection(patterns, "parts", "rankkit.dask.DaskRankSVM(...).predict(X): a lazy dask array of scores")
     parts = expand_parts([patterns] if isinstance(patterns, (str, os.PathLike)) else patterns)
     if dask is not None:
         _no_stdin(parts)
@@ -368,6 +369,8 @@ def evaluate_over_parts(patterns, scores, dask=None, metrics=None, convention=DE
     names = (metrics,) if isinstance(metrics, str) else (tuple(metrics) if metrics else M.DEFAULT_METRICS)
     for m in names:
         M.parse_metric(m)
+    refuse_collection(patterns, "parts", "rankkit.dask.evaluate(y, scores, qid) for dask collections")
+    refuse_collection(scores, "scores", "rankkit.dask.evaluate(y, scores, qid) for dask collections")
     parts = expand_parts([patterns] if isinstance(patterns, (str, os.PathLike)) else patterns)
     if dask is not None:
         _no_stdin(parts)
