@@ -18,6 +18,7 @@ Needs ``pip install 'rankkit[dask]'``.
 from __future__ import annotations
 
 import contextlib
+import copy
 import inspect
 import warnings
 
@@ -26,7 +27,7 @@ import numpy as np
 from rankkit import console, training
 from rankkit.config import DEFAULT_CONVENTION
 from rankkit.distributed.cluster import ClusterError, cluster_failures, connect
-from rankkit.distributed.collections import evaluate_collection, fit_collection, is_dask_collection, row_blocks
+from rankkit.distributed.collections import evaluate_collection, fit_collection, is_dask_collection, is_frame, row_blocks
 from rankkit.errors import UsageError
 from rankkit.estimators import ConvergenceWarning, RankSVM, set_fitted_state
 from rankkit.evaluation import DEFAULT_METRICS
@@ -102,6 +103,13 @@ class DaskRankSVM(RankSVM):
         state["client"] = None
         return state
 
+    def __sklearn_clone__(self):
+        """scikit-learn's clone: the parameters copied, the client shared (a Client cannot be copied)."""
+        new = type(self)(**{k: v if k == "client" else copy.deepcopy(v) for k, v in self.get_params().items()})
+        if "_metadata_request" in self.__dict__:  # set_fit_request / set_score_request, as clone copies them
+            new.__dict__["_metadata_request"] = copy.deepcopy(self.__dict__["_metadata_request"])
+        return new
+
     def to_local(self) -> RankSVM:
         """A plain ``rankkit.RankSVM`` with the same parameters and the same fitted model."""
         params = {k: v for k, v in self.get_params().items() if k != "client"}
@@ -163,7 +171,7 @@ class DaskRankSVM(RankSVM):
         if not is_dask_collection(X):
             return self.to_local().predict(X)
         local = self.to_local()
-        if hasattr(X, "map_partitions") and hasattr(X, "columns"):
+        if is_frame(X):
             import pandas as pd
 
             return X.map_partitions(_score_frame, local, meta=pd.Series(dtype=np.float64, name="score"))
@@ -178,7 +186,7 @@ class DaskRankSVM(RankSVM):
         predict(X)), as ``RankSVM.score`` on the computed arrays."""
         if sample_weight is not None:
             raise UsageError("DaskRankSVM.score takes no sample_weight (the metrics are means over the queries)")
-        if isinstance(qid, str) or (qid is None and group is None and hasattr(X, "columns") and "qid" in X.columns):
+        if isinstance(qid, str) or (qid is None and group is None and is_frame(X) and "qid" in X.columns):
             column = qid if isinstance(qid, str) else "qid"
             qid = X[column]
         scores = self.predict(X)

@@ -71,13 +71,13 @@ def is_dask_collection(v) -> bool:
     return hasattr(v, "__dask_graph__") and callable(getattr(v, "__dask_graph__")) and v.__dask_graph__() is not None
 
 
-def _is_frame(v) -> bool:
-    """A dask dataframe (dask arrays have no map_partitions)."""
-    return hasattr(v, "map_partitions") and hasattr(v, "columns")
+def is_frame(v) -> bool:
+    """A dask dataframe (dask arrays have no map_partitions; a dask series answers to .columns too)."""
+    return hasattr(v, "map_partitions") and getattr(v, "ndim", None) == 2
 
 
 def _is_series(v) -> bool:
-    return hasattr(v, "map_partitions") and not hasattr(v, "columns")
+    return hasattr(v, "map_partitions") and getattr(v, "ndim", None) == 1
 
 
 def row_blocks(X, y=None, qid=None, group=None, sample_weight=None, *, need_queries: bool = True) -> Blocks:
@@ -87,7 +87,7 @@ def row_blocks(X, y=None, qid=None, group=None, sample_weight=None, *, need_quer
     RankSVM.fit takes it. group: query sizes (array-like; the client holds one number per query)."""
     import dask.array as da
 
-    if _is_frame(X):
+    if is_frame(X):
         frame = True
         columns = [str(c) for c in X.columns]
         if isinstance(qid, str):
