@@ -210,6 +210,7 @@ def connect(address, log=None):
                     log(f"started a local Dask cluster: {n} worker processes, {threads} kernel thread(s) each")
                 where = f"--dask {address}"
             else:
+                _probe(arg, connect_timeout)  # Client() itself waits without bound on a scheduler that does not answer
                 try:
                     client = Client(arg, timeout=connect_timeout, set_as_default=False)
                 except Exception as exc:
@@ -241,6 +242,32 @@ def connect(address, log=None):
             with contextlib.suppress(Exception):
                 if cluster is not None:
                     cluster.close(timeout=min(5, connect_timeout))
+
+
+def _probe(address: str, timeout: float) -> None:
+    """One request to the scheduler at `address` (its identity), bounded: a ClusterError if it is
+    out of reach or does not answer within `timeout` seconds (alive but stopped: SIGSTOP, a frozen
+    machine), which distributed.Client waits on without bound. Run on a loop of its own, closed
+    after it: nothing is left running."""
+    import asyncio
+
+    from distributed.core import rpc
+
+    async def ask_identity():
+        r = rpc(address, timeout=timeout)
+        try:
+            return await asyncio.wait_for(r.identity(), timeout)
+        finally:
+            with contextlib.suppress(Exception):
+                await r.close_rpc()
+
+    try:
+        asyncio.run(ask_identity())
+    except Exception as exc:
+        if _is_timeout(exc):
+            raise ClusterError(f"--dask {address}: the Dask scheduler there does not answer (waited {timeout:g} s, "
+                               "RANKKIT_DASK_TIMEOUT)") from None
+        raise ClusterError(f"--dask {address}: cannot reach a Dask scheduler there ({short_text(exc)})") from None
 
 
 _WATCHES: dict = {}
