@@ -6,6 +6,7 @@ fitted and described by rankkit.training, the tables shown by rankkit.report."""
 from __future__ import annotations
 
 import contextlib
+import glob
 import os
 import time
 
@@ -167,8 +168,8 @@ def predict_parts(patterns, model_file, out_file=None, out_dir=None, dask=None, 
     base0 = model.zero_based if zero_based is None else zero_based
     t0 = time.perf_counter()
     n = 0
-    with connect(dask, log=log) as client, cluster_failures():
-        results = _ordered(client, _score_part, parts, model, base0)
+    with _mapper(dask, log) as each:  # on the cluster, or (dask None) in this process part by part: the same bytes
+        results = each(_score_part, parts, model, base0)
         if out_dir is None:
             with atomic_open(out_file) as fh:
                 for scores in results:
@@ -251,6 +252,20 @@ def looks_like_scores(path: str) -> bool:
     return False
 
 
+def eval_parts_given(files) -> bool:
+    """`eval FILES...` without --dask names PARTS... SCORES... (evaluated part by part in this
+    process, as on a cluster) rather than DATA SCORES...: two or more data files before the SCORES
+    files (told apart by their content, as with --dask), or DATA a glob naming no file itself."""
+    files = [str(f) for f in files]
+    if len(files) < 2:
+        return False
+    data = list(files[:-1])
+    while data and looks_like_scores(data[-1]):
+        data.pop()
+    return len(data) > 1 or (len(data) == 1 and data[0] != "-" and glob.has_magic(data[0])
+                             and not os.path.exists(data[0]))
+
+
 def split_scores(patterns, scores_file) -> tuple[list, list]:
     """`eval PARTS... SCORES... --dask`: (PARTS, SCORES files). The last argument is SCORES; the
     arguments before it that are SCORES files too (by their content: one number per line) are
@@ -260,9 +275,9 @@ def split_scores(patterns, scores_file) -> tuple[list, list]:
     while len(patterns) > 1 and looks_like_scores(patterns[-1]):
         scores.insert(0, patterns.pop())
     if not patterns:
-        raise UsageError("eval --dask needs PARTS... SCORES...")
+        raise UsageError("eval over parts needs PARTS... SCORES...")
     if looks_like_scores(patterns[-1]):
-        raise UsageError(f"{patterns[-1]} holds scores, not data: eval --dask needs PARTS... before the SCORES files")
+        raise UsageError(f"{patterns[-1]} holds scores, not data: eval over parts needs PARTS... before the SCORES files")
     return patterns, [str(s) for s in scores]
 
 
