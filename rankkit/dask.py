@@ -140,7 +140,7 @@ class DaskRankSVM(RankSVM):
         for stale in ("train_auc_", "factors_", "feature_names_in_"):
             self.__dict__.pop(stale, None)
         with _cluster(self.client, log) as client:
-            blocks = row_blocks(X, y, qid, group, sample_weight)
+            blocks = row_blocks(client, X, y, qid, group, sample_weight)
             if w0 is not None and w0.shape[0] != blocks.n_features:
                 raise UsageError(f"warm_start: the previous fit had {w0.shape[0]} features, X has {blocks.n_features}")
             result, facts = fit_collection(client, blocks, C=settings["C"], loss=solver_obj.loss, tol=settings["tol"],
@@ -188,7 +188,7 @@ class DaskRankSVM(RankSVM):
             raise UsageError("DaskRankSVM.score takes no sample_weight (the metrics are means over the queries)")
         if isinstance(qid, str) or (qid is None and group is None and is_frame(X) and "qid" in X.columns):
             column = qid if isinstance(qid, str) else "qid"
-            qid = X[column]
+            qid, X = X[column], X.drop(columns=[column])  # the queries, not a feature
         scores = self.predict(X)
         convention = self.scoring_convention or DEFAULT_CONVENTION
         return evaluate(y, scores, qid, group=group, metrics=self.scoring_metric, convention=convention,

@@ -264,7 +264,7 @@ def test_worker_killed_mid_fit_the_same_weights(data, reference):
                 killed.append(victim)
 
         with watched(c, log) as cl:
-            result, facts = fit_collection(cl, row_blocks(X, y, qid), C=0.01, loss="squared-hinge", tol=1e-9,
+            result, facts = fit_collection(cl, row_blocks(cl, X, y, qid), C=0.01, loss="squared-hinge", tol=1e-9,
                                            max_iter=100, query_norm=False, rescale=None, delta="gain", log=log)
         assert killed
         _close(result.w, reference.coef_)

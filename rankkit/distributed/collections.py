@@ -80,11 +80,28 @@ def _is_series(v) -> bool:
     return hasattr(v, "map_partitions") and getattr(v, "ndim", None) == 1
 
 
-def row_blocks(X, y=None, qid=None, group=None, sample_weight=None, *, need_queries: bool = True) -> Blocks:
+def block_lengths(client, blocks: list) -> np.ndarray:
+    """The rows of each block (Delayed objects), computed on the workers, waited on as every round
+    is (bounded): dask's own .compute() would wait without bound on a scheduler that does not answer."""
+    import dask
+
+    return np.asarray(gather_small(client, [dask.delayed(_n_rows, pure=True)(b) for b in blocks]), dtype=np.int64)
+
+
+def _n_rows(block) -> int:
+    return int(block.shape[0]) if hasattr(block, "shape") else len(block)
+
+
+def _unknown(chunks) -> bool:
+    return any(c != c for c in chunks)  # NaN: dask does not know the chunk's rows
+
+
+def row_blocks(client, X, y=None, qid=None, group=None, sample_weight=None, *, need_queries: bool = True) -> Blocks:
     """X and the per-row arrays as aligned row blocks (a few small computes: the blocks' lengths when
     dask does not know them). qid: a dask array or series, or the name of a column of a dataframe X
     (then not a feature); a column named 'qid' is taken when neither qid nor group is given, as
-    RankSVM.fit takes it. group: query sizes (array-like; the client holds one number per query)."""
+    RankSVM.fit takes it. group: query sizes (array-like; the client holds one number per query).
+    Every compute goes through `client`, bounded (block_lengths)."""
     import dask.array as da
 
     if is_frame(X):
@@ -98,22 +115,22 @@ def row_blocks(X, y=None, qid=None, group=None, sample_weight=None, *, need_quer
         elif qid is None and group is None and "qid" in columns:
             qid, X = X["qid"], X.drop(columns=["qid"])
         names = column_names(X._meta) if hasattr(X, "_meta") else np.array([str(c) for c in X.columns], dtype=object)
-        lengths = np.asarray(X.map_partitions(len).compute(), dtype=np.int64)
         n_features = len(X.columns)
         x_blocks = list(X.to_delayed())
+        lengths = block_lengths(client, x_blocks)
     elif isinstance(X, da.Array):
         frame, names = False, None
         if X.ndim != 2:
             raise UsageError(f"X must be a 2-dimensional dask array (rows: documents), got {X.ndim} dimensions")
         if isinstance(qid, str):
             raise UsageError(f"qid={qid!r} names a column: X must then be a dask dataframe")
-        if any(np.isnan(c) for c in X.chunks[0]):
-            X = X.compute_chunk_sizes()
+        if X.shape[1] != X.shape[1]:
+            raise UsageError("X: a dask array whose number of columns dask does not know")
         if len(X.chunks[1]) > 1:  # every block holds whole rows
             X = X.rechunk({1: -1})
-        lengths = np.asarray(X.chunks[0], dtype=np.int64)
         n_features = int(X.shape[1])
         x_blocks = list(X.to_delayed().ravel())
+        lengths = block_lengths(client, x_blocks) if _unknown(X.chunks[0]) else np.asarray(X.chunks[0], dtype=np.int64)
     else:
         raise UsageError(f"X must be a dask array or a dask dataframe, not {type(X).__name__} (for data in memory, "
                          "use rankkit.RankSVM)")
@@ -124,10 +141,10 @@ def row_blocks(X, y=None, qid=None, group=None, sample_weight=None, *, need_quer
     if qid is not None and group is not None:
         raise UsageError("give qid (one per row) or group (documents per query), not both")
     blocks = Blocks(x_blocks, None, None, None, lengths, n_features, names, frame)
-    blocks.y = None if y is None else _aligned(y, lengths, "y")
-    blocks.q = None if qid is None else _aligned(qid, lengths, "qid")
+    blocks.y = None if y is None else _aligned(client, y, lengths, "y")
+    blocks.q = None if qid is None else _aligned(client, qid, lengths, "qid")
     if group is not None:
-        sizes = np.asarray(group.compute() if is_dask_collection(group) else group)
+        sizes = np.asarray(gather_small(client, [group])[0] if is_dask_collection(group) else group)
         if sizes.ndim != 1 or sizes.dtype.kind not in "iuf" or np.any(sizes < 1) or np.any(sizes != np.round(sizes)):
             raise UsageError("group must be a 1-dimensional array of integer query sizes, each at least 1")
         ends = np.cumsum(sizes.astype(np.int64))
@@ -138,32 +155,35 @@ def row_blocks(X, y=None, qid=None, group=None, sample_weight=None, *, need_quer
         if isinstance(sample_weight, dict) or (hasattr(sample_weight, "items") and not is_dask_collection(sample_weight)):
             blocks.weight_table = dict(sample_weight)
         elif is_dask_collection(sample_weight):
-            blocks.w = _aligned(sample_weight, lengths, "sample_weight")
+            blocks.w = _aligned(client, sample_weight, lengths, "sample_weight")
         else:
             raise UsageError("sample_weight: a dask array or series of one weight per row (the same for every row "
                              "of a query), or {qid: weight}")
     return blocks
 
 
-def _aligned(v, lengths: np.ndarray, name: str) -> list:
-    """A per-row dask array or series as Delayed blocks of `lengths` rows."""
+def _aligned(client, v, lengths: np.ndarray, name: str) -> list:
+    """A per-row dask array or series as Delayed blocks of `lengths` rows: its own blocks when they
+    have those rows, else cut again (a series of other partitions: as a dask array)."""
     import dask.array as da
 
+    want = tuple(int(n) for n in lengths)
     if _is_series(v):
-        if v.npartitions == len(lengths):
-            got = np.asarray(v.map_partitions(len).compute(), dtype=np.int64)
-            if np.array_equal(got, lengths):
-                return list(v.to_delayed())
-        v = v.to_dask_array(lengths=True)
+        parts = list(v.to_delayed())
+        got = block_lengths(client, parts)
+        if tuple(int(n) for n in got) == want:
+            return parts
+        v = v.to_dask_array(lengths=[int(n) for n in got])
     if isinstance(v, da.Array):
         if v.ndim != 1:
             raise UsageError(f"{name} must be 1-dimensional (one value per row), got {v.ndim} dimensions")
-        if any(np.isnan(c) for c in v.chunks[0]):
-            v = v.compute_chunk_sizes()
+        if _unknown(v.chunks[0]):
+            v = da.Array(v.dask, v.name, (tuple(int(n) for n in block_lengths(client, list(v.to_delayed().ravel()))),),
+                         meta=v._meta)
         if v.shape[0] != int(lengths.sum()):
             raise UsageError(f"{name} must have one value per row of X ({int(lengths.sum())}), got {v.shape[0]}")
-        if tuple(v.chunks[0]) != tuple(int(n) for n in lengths):
-            v = v.rechunk((tuple(int(n) for n in lengths),))
+        if tuple(v.chunks[0]) != want:
+            v = v.rechunk((want,))
         return list(v.to_delayed().ravel())
     raise UsageError(f"{name} must be a dask array or series (cut into rows as X is), not {type(v).__name__}")
 
@@ -445,9 +465,9 @@ def evaluate_collection(client, y, scores, qid=None, group=None, *, metrics, con
     if qid is None and group is None:
         raise UsageError("evaluate needs the queries: qid= (one id per row) or group= (rows per query); "
                          "for one query of all rows, pass group=[len(y)]")
-    labels = _as_array(y, "y")
-    blocks = row_blocks(labels[:, None], y=scores, qid=qid, group=group)  # x: the labels; y: the scores
-    id_blocks = None if docids is None else _aligned(docids, blocks.lengths, "docids")
+    labels = _as_array(client, y, "y")
+    blocks = row_blocks(client, labels[:, None], y=scores, qid=qid, group=group)  # x: the labels; y: the scores
+    id_blocks = None if docids is None else _aligned(client, docids, blocks.lengths, "docids")
     parts = plan_parts(blocks, block_facts_of(client, blocks))
     offsets = blocks.offsets
     calls = []
@@ -466,11 +486,11 @@ def evaluate_collection(client, y, scores, qid=None, group=None, *, metrics, con
     return means, {"qid": qids, **table}
 
 
-def _as_array(v, name: str):
+def _as_array(client, v, name: str):
     import dask.array as da
 
     if _is_series(v):
-        return v.to_dask_array(lengths=True)
+        return v.to_dask_array(lengths=[int(n) for n in block_lengths(client, list(v.to_delayed()))])
     if isinstance(v, da.Array):
         if v.ndim != 1:
             raise UsageError(f"{name} must be 1-dimensional")
