@@ -54,7 +54,7 @@ def test_cli_scheduler_stopped_before_the_fit(dask_procs, parts, tmp_path):
     run = _train(dask_procs, parts, tmp_path, timeout=TIMEOUT)
     run.wait()
     assert time.monotonic() - t0 < TIMEOUT + MARGIN
-    _one_line_failure(run, tmp_path, f"--dask {dask_procs.address}")
+    _one_line_failure(run, tmp_path, f"--dask {dask_procs.address}: cannot reach a Dask scheduler there (no answer within 3 s")
 
 
 SCRIPT = textwrap.dedent("""

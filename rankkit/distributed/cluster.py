@@ -264,8 +264,8 @@ def _probe(address: str, timeout: float) -> None:
     try:
         asyncio.run(ask_identity())
     except Exception as exc:
-        if _is_timeout(exc):
-            raise ClusterError(f"--dask {address}: the Dask scheduler there does not answer (waited {timeout:g} s, "
+        if _is_timeout(exc):  # refused until the bound (nothing listens), or a scheduler that does not answer
+            raise ClusterError(f"--dask {address}: cannot reach a Dask scheduler there (no answer within {timeout:g} s, "
                                "RANKKIT_DASK_TIMEOUT)") from None
         raise ClusterError(f"--dask {address}: cannot reach a Dask scheduler there ({short_text(exc)})") from None
 
