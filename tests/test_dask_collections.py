@@ -240,6 +240,8 @@ def test_parameters_pickling_clone_and_to_local(client, data, reference):
         DaskRankSVM(solver="bundle", client=client).fit(X, y, qid=qid)
     with pytest.raises(UsageError, match="not a dask array"):
         DaskRankSVM(client=client).fit(data[0], data[1], qid=data[2])
+    with distributed.Client(client.scheduler.address, timeout=30):  # client=None: Dask's default client, as LightGBM
+        _close(DaskRankSVM(C=0.01, tol=1e-9).fit(X, y, qid=qid).coef_, reference.coef_)
 
 
 @pytest.mark.slow
