@@ -554,3 +554,6 @@ def test_predict_and_eval_take_parts_without_a_cluster(parts, client, tmp_path, 
     ev = rankkit("eval", *paths, "here.scores", "-m", "ndcg@10", "-m", "map", cwd=tmp_path)
     assert ev.returncode == 0, ev.stderr
     assert ev.stdout.decode().replace("here.scores", "SCORES") == ("\n".join(shown) + "\n").replace("dist.scores", "SCORES")
+    # one DATA file and several SCORES, one of them standard input: still the one-file eval
+    two = rankkit("eval", str(SAMPLE), "-", "here.scores", cwd=tmp_path, stdin=(tmp_path / "here.scores").read_bytes())
+    assert two.returncode == 0 and two.stdout.count(b"1.0000") >= 2, two.stderr

@@ -260,7 +260,7 @@ def eval_parts_given(files) -> bool:
     if len(files) < 2:
         return False
     data = list(files[:-1])
-    while data and looks_like_scores(data[-1]):
+    while data and (data[-1] == "-" or looks_like_scores(data[-1])):  # standard input is never a part
         data.pop()
     return len(data) > 1 or (len(data) == 1 and data[0] != "-" and glob.has_magic(data[0])
                              and not os.path.exists(data[0]))
