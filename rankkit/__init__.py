@@ -116,11 +116,13 @@ _EXPORTS = {
     "ClusterError": "rankkit.distributed.cluster",
     "predict_parts": "rankkit.distributed",
     "evaluate_parts": "rankkit.distributed",
+    "DaskRankSVM": "rankkit.dask",  # imports dask: only when asked for
 }
 
 __all__ = ["__version__", *_EXPORTS]
 
 if TYPE_CHECKING:  # for type checkers and IDEs; at run time the names come from __getattr__
+    from rankkit.dask import DaskRankSVM
     from rankkit.distributed import evaluate_parts, predict_parts
     from rankkit.distributed.cluster import ClusterError
     from rankkit.datasets import LetorData, dump_svmlight_file, load_letor, load_svmlight_file, load_svmlight_files

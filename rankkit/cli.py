@@ -585,12 +585,11 @@ def predict(files, dask, out_dir, fmt, tag, zero_based, group_queries, group_fil
     _use_threads(threads)
     if dask is None and out_dir is None:
         _outcome_decided_by_its_outputs()  # one scores file, written at the end
-    if dask is not None or out_dir is not None:  # parts, on a Dask cluster: rankkit.distributed
-        if dask is None:
-            raise click.UsageError("--out-dir is for predicting parts with --dask", ctx=click.get_current_context())
+    parts_given = len(files) > 3 or (files and commands.is_pattern(files[0]))
+    if dask is not None or out_dir is not None or parts_given:  # parts, on a Dask cluster or here: rankkit.distributed
         need = 2 if out_dir is not None else 3
         if len(files) < need:
-            raise click.UsageError("predict --dask needs PARTS... MODEL " + ("" if out_dir else "OUT"),
+            raise click.UsageError("predict over parts needs PARTS... MODEL " + ("" if out_dir else "OUT"),
                                    ctx=click.get_current_context())
         if out_dir is not None:
             from rankkit.io.atomic import output_directory
@@ -601,12 +600,13 @@ def predict(files, dask, out_dir, fmt, tag, zero_based, group_queries, group_fil
             parts, model_file, out_file = files[:-2], files[-2], files[-1]
         for flag, given in (("--group-queries", group_queries), ("--group", group_file != "auto")):
             if given:
-                raise click.UsageError(f"{flag} is not offered with --dask", ctx=click.get_current_context())
+                raise click.UsageError(f"{flag} is not offered with {'--dask' if dask is not None else 'parts'}",
+                                       ctx=click.get_current_context())
         commands.predict_parts(parts, model_file, out_file=out_file, out_dir=out_dir, dask=dask, zero_based=zero_based,
                                fmt=fmt, model_format=model_format, log=_say if verbose else None)
         return
     if not 2 <= len(files) <= 3:
-        raise click.UsageError("predict needs DATA MODEL [OUT] (several data files: --dask)",
+        raise click.UsageError("predict needs DATA MODEL [OUT] (or PARTS... MODEL OUT)",
                                ctx=click.get_current_context())
     data_file, model_file = files[0], files[1]
     out_file = files[2] if len(files) == 3 else "-"
@@ -729,14 +729,16 @@ def eval_(files, dask, metrics, convention, empty_query, fmt, per_query, test_na
     metrics = _metric_names(metrics)
     if qrels is None and len(files) < 2:
         raise click.UsageError("eval needs DATA and at least one SCORES file (or --qrels QRELS RUN ...)")
-    systems = 1 if dask is not None else len(files) if qrels is not None else len(files) - 1
+    parts_given = qrels is None and commands.eval_parts_given(files)
+    systems = 1 if dask is not None or parts_given else len(files) if qrels is not None else len(files) - 1
     _check_significance_options(systems >= 2, test_name, "two or more SCORES files (or runs)", ("--seed", "seed"))
     _use_threads(threads)
-    if dask is not None:  # `eval PARTS... SCORES --dask`: rankkit.distributed
+    if dask is not None or parts_given:  # `eval PARTS... SCORES [--dask]`: rankkit.distributed
         given = [flag for flag, v in (("--qrels", qrels), ("--group-queries", group_queries),
                                       ("--group", group_file != "auto")) if v]
         if given:
-            raise click.UsageError(f"{given[0]} is not offered with --dask", ctx=click.get_current_context())
+            raise click.UsageError(f"{given[0]} is not offered with {'--dask' if dask is not None else 'parts'}",
+                                   ctx=click.get_current_context())
         commands.eval_parts(files[:-1], files[-1], dask=dask, metrics=metrics or None, convention=convention,
                             empty_query=empty_query, fmt=fmt, per_query=per_query, zero_based=zero_based, echo=_echo,
                             log=_say if verbose else None, test=test_name, permutations=permutations, seed=seed)

@@ -19,7 +19,8 @@ _HOMES = {"train": "rankkit.app.train", "predict": "rankkit.app.predict", "write
           "evaluate": "rankkit.app.evaluate", "path": "rankkit.app.path", "convert": "rankkit.app.convert",
           "experiment": "rankkit.app.experiment",
           "train_parts": "rankkit.distributed.commands", "predict_parts": "rankkit.distributed.commands",
-          "eval_parts": "rankkit.distributed.commands", "path_one": "rankkit.distributed.path"}
+          "eval_parts": "rankkit.distributed.commands", "eval_parts_given": "rankkit.distributed.commands",
+          "path_one": "rankkit.distributed.path"}
 
 __all__ = [*_HOMES, "is_pattern"]
 

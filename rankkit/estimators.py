@@ -35,7 +35,7 @@ import scipy.sparse as sp
 
 from rankkit import console, threads, training
 from rankkit.datasets import as_dataset, check_dense_width, column_names, per_query_weights, split_qid_column
-from rankkit.io.parts import concatenate, expand_parts
+from rankkit.io.parts import concatenate, expand_parts, refuse_collection
 from rankkit.distributed.newton import fit_parts  # training on parts; dask itself is imported only when it runs
 from rankkit.errors import DataError, UsageError
 from rankkit.evaluation import evaluate
@@ -241,6 +241,7 @@ class Ranker:
     def _features(self, X, fitting: bool = False):
         """(X without a qid column, the qid column or None), checking a data frame's column names
         against those seen by fit (scikit-learn's rule: the same names in the same order)."""
+        refuse_collection(X, "X", "rankkit.dask.DaskRankSVM (fit, predict) and rankkit.dask.evaluate")
         X, qid_column = split_qid_column(X)
         names = column_names(X)
         if fitting:
@@ -956,6 +957,7 @@ class RankSVM(_Trainable):
         -------
         self
         """
+        refuse_collection(parts, "parts", "rankkit.dask.DaskRankSVM().fit(X, y, qid=...) for dask arrays and dataframes")
         paths = expand_parts([parts] if isinstance(parts, (str, os.PathLike)) else [os.fspath(p) for p in parts])
         if client is None:
             p = self._plan(False, query_weights is not None)

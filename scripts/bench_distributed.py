@@ -5,6 +5,11 @@ processes against one process, for the 200k-document file of scripts/bench.py
 queries); each cut into 8 parts of whole queries.
 
     python scripts/bench_distributed.py [--workers 2] [--sizes 200k,1m] [--C 1e-3] [--out FILE]
+    python scripts/bench_distributed.py --collections [--sizes 200k] [--workers 2]
+
+--collections: DaskRankSVM on a dask array against RankSVM.fit_parts on the same data, and
+lightgbm.DaskLGBMRanker on the same cluster when lightgbm is importable (not a dependency): fit
+time and the client's peak RSS; rewrites only that section of the report.
 
 Then, on the 1M-document file, the command line in the same run: `rankkit train FILE`, `rankkit
 train PARTS` (one process) and `rankkit train PARTS --dask local:2`: wall time and peak RSS.
@@ -26,6 +31,8 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+
+import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT / "bench-data"
@@ -103,6 +110,153 @@ print(json.dumps({"rc": p.returncode, "wall": time.perf_counter() - t0, "stderr"
 """
 
 
+COLLECTIONS = r"""
+import json, os, resource, sys, time
+sys.path.insert(0, os.environ["RANKKIT_ROOT"])
+mode, C, workers, rows_per_part = sys.argv[1], float(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+files = sys.argv[5:]
+import numpy as np
+from distributed import Client, LocalCluster
+from rankkit.distributed import worker as W
+
+def peak_reset():
+    # the client's resident set now (MB), its peak forgotten (Linux: clear_refs 5 resets VmHWM), so
+    # that the peak read after the fit is the fit's own, not the cluster start's or the imports'
+    with open("/proc/self/clear_refs", "w") as fh:
+        fh.write("5")
+    return status("VmRSS")
+
+def status(key):
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith(key + ":"):
+                return int(line.split()[1]) / 1024.0
+
+def part_arrays(path):  # on a worker: the part as dense arrays (the client never holds them)
+    from rankkit.datasets import load_svmlight_file
+    X, y, q = load_svmlight_file(path, query_id=True)
+    return X.toarray(), y, q
+
+with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
+                  silence_logs=50, memory_limit=0) as lc, Client(lc) as c:
+    c.run(W.set_threads, max(1, (os.cpu_count() or 1) // workers))
+    base_rss = peak_reset()
+    t0 = time.perf_counter()
+    if mode == "fit_parts":
+        import rankkit
+        est = rankkit.RankSVM(C=C).fit_parts(files, client=c)
+        out = dict(objective=est.objective_, iterations=est.n_iter_, coef=est.coef_.tolist())
+    else:
+        import dask, dask.array as da
+        loaded = [dask.delayed(part_arrays)(f) for f in files]
+        d = 46
+        X = da.concatenate([da.from_delayed(p[0], shape=(rows_per_part, d), dtype=np.float64) for p in loaded])
+        y = da.concatenate([da.from_delayed(p[1], shape=(rows_per_part,), dtype=np.float64) for p in loaded])
+        q = da.concatenate([da.from_delayed(p[2], shape=(rows_per_part,), dtype=np.int64) for p in loaded])
+        if mode == "dask_split":  # chunks that cut queries: their rows are joined on one worker
+            n = X.shape[0]
+            step = n // len(files) + 37
+            chunks = tuple(min(step, n - i) for i in range(0, n, step))
+            X, y, q = X.rechunk((chunks, -1)), y.rechunk((chunks,)), q.rechunk((chunks,))
+        X, y, q = c.persist([X, y, q])  # the data on the workers before the clock starts
+        from distributed import wait
+        wait([X, y, q])
+        base_rss = peak_reset()
+        t0 = time.perf_counter()
+        if mode == "lightgbm":
+            import lightgbm as lgb
+            sizes = q.map_blocks(lambda b: np.unique(b, return_counts=True)[1][np.argsort(np.unique(b, return_index=True)[1])],
+                                 chunks=((np.nan,) * len(files),), dtype=np.int64)
+            est = lgb.DaskLGBMRanker(client=c, n_estimators=100, verbose=-1).fit(X, y, group=sizes)
+            out = dict(objective=None, iterations=100, coef=None)
+        else:
+            from rankkit.dask import DaskRankSVM
+            est = DaskRankSVM(C=C, client=c).fit(X, y, qid=q)
+            out = dict(objective=est.objective_, iterations=est.n_iter_, coef=est.coef_.tolist())
+    out["fit"] = time.perf_counter() - t0
+    out["client_peak_mb"] = status("VmHWM")  # the peak since peak_reset: during the fit
+out["client_before_mb"] = base_rss
+print("RESULT " + json.dumps(out))
+"""
+
+
+def collection_rows(size, C, workers) -> list:
+    """DaskRankSVM on a dask array (built from the parts on the workers: the client never holds the
+    data) against RankSVM.fit_parts on the same parts, on the same kind of cluster; and
+    lightgbm.DaskLGBMRanker on the same dask array, when lightgbm is importable. Each in a fresh
+    process: fit time and the client's peak RSS (the client process holds the LocalCluster's
+    scheduler too, the same for every row)."""
+    files = ensure_parts(size)
+    rows_per_part = SIZES[size]["queries"] // N_PARTS * SIZES[size]["docs"]
+    env = dict(os.environ, RANKKIT_ROOT=str(ROOT))
+    rows = []
+    modes = ["fit_parts", "dask", "dask_split"]
+    try:
+        import lightgbm  # noqa: F401 - only measured when present: not a dependency of rankkit
+        modes.append("lightgbm")
+    except ImportError:
+        pass
+    for mode in modes:
+        proc = subprocess.run([sys.executable, "-c", COLLECTIONS, mode, repr(C), str(workers), str(rows_per_part),
+                               *files], env=env, capture_output=True, text=True, timeout=3600)
+        res = next((json.loads(ln[7:]) for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")), None)
+        if res is None:
+            raise SystemExit(f"benchmark child {mode} failed:\n{proc.stderr[-3000:]}")
+        print("collections", size, mode, json.dumps({k: v for k, v in res.items() if k != "coef"}), flush=True)
+        rows.append((mode, res))
+    return rows
+
+
+def collections_report(args, size, rows) -> str:
+    labels = {"fit_parts": f"RankSVM.fit_parts({N_PARTS} part files, client=...)",
+              "dask": f"DaskRankSVM.fit(dask array, {N_PARTS} chunks of whole queries)",
+              "dask_split": f"DaskRankSVM.fit(dask array, {N_PARTS} chunks cutting queries)",
+              "lightgbm": f"lightgbm.DaskLGBMRanker.fit(the same dask array, {N_PARTS} chunks; 100 trees)"}
+    ref = np.asarray(rows[0][1]["coef"])
+    lines = [
+        "## DaskRankSVM on a dask array against fit_parts (and LightGBM's Dask ranker)\n",
+        f"{dt.date.today().isoformat()}, {machine()}. `python scripts/bench_distributed.py --collections "
+        f"--sizes {size} --workers {args.workers}` (C = {args.C:g}, tol 1e-6): the {size}-document synthetic file "
+        f"of the table above, {N_PARTS} parts; each row a fresh process with a LocalCluster of {args.workers} worker "
+        "processes. The dask array is built from the parts on the workers (`dask.delayed` reads, "
+        "`da.from_delayed`) and persisted before the clock starts: DaskRankSVM's and LightGBM's fit times "
+        "leave out building the array, fit_parts' takes in reading the parts on the workers (about 1 s of "
+        "it here: the read column of the table above). Client RSS: the client process, which also runs the "
+        "LocalCluster's scheduler (the same for every row): its resident set when the fit starts, and its "
+        "peak during the fit (Linux's high-water mark, reset at the start); the data are 200k x 46 doubles, "
+        "74 MB, held by the workers. Load average (1 min) at the start and the end of this run: "
+        f"{args.load[0]:.1f}, {args.load[-1]:.1f} (other jobs share these 2 cores: the times are noisy; the "
+        "iterations and weights are exact).\n",
+        "| run | fit (s) | Newton iterations | client RSS at the start / peak during the fit (MB) | weights against "
+        "fit_parts |",
+        "|---|---:|---:|---:|---|",
+    ]
+    for mode, r in rows:
+        if r["coef"] is None:
+            same = "(another model: gradient-boosted trees)"
+        else:
+            diff = np.abs(np.asarray(r["coef"]) - ref).max() / np.abs(ref).max()
+            same = "same" if diff == 0 else f"max rel. diff {diff:.1e}"
+        lines.append(f"| {labels[mode]} | {r['fit']:.2f} | {r['iterations']} | {r['client_before_mb']:.0f} / "
+                     f"{r['client_peak_mb']:.0f} | {same} |")
+    if not any(mode == "lightgbm" for mode, _ in rows):
+        lines.append("\nlightgbm is not installed here: its column is left out (it is not a dependency of rankkit; "
+                     "`pip install lightgbm` and run again to add it).")
+    return "\n".join(lines) + "\n"
+
+
+def update_section(path: Path, text: str, marker: str = "collections") -> None:
+    """Replace the section between `<!-- marker -->` lines of the report (or append it)."""
+    begin, end = f"<!-- {marker} -->", f"<!-- /{marker} -->"
+    old = path.read_text() if path.exists() else ""
+    block = f"{begin}\n{text}{end}\n"
+    if begin in old and end in old:
+        new = old[:old.index(begin)] + block + old[old.index(end) + len(end) + 1:]
+    else:
+        new = old + ("\n" if old and not old.endswith("\n") else "") + block
+    path.write_text(new)
+
+
 def cli_run(args, C) -> dict:
     """`rankkit train ARGS -C C` in a fresh process: wall time and the peak RSS of rankkit's
     process (RUSAGE_CHILDREN of a wrapper that runs only it: the largest of its processes, so with
@@ -154,7 +308,19 @@ def main(argv=None):
     ap.add_argument("--C", type=float, default=1e-3)
     ap.add_argument("--out", default=str(ROOT / "BENCHMARKS-distributed.md"))
     ap.add_argument("--from-log", default=None, help="write the report from a previous run's printed results")
+    ap.add_argument("--collections", action="store_true",
+                    help="only DaskRankSVM on a dask array against fit_parts (and lightgbm.DaskLGBMRanker if "
+                    "importable), on the first of --sizes; rewrites that section of --out")
     args = ap.parse_args(argv)
+    if args.collections:
+        size = args.sizes.split(",")[0]
+        run("one", args.C, 1, ensure_parts(size)[:1])  # warm the numba cache (compiling is not what is measured)
+        args.load = [os.getloadavg()[0]]
+        rows = collection_rows(size, args.C, args.workers)
+        args.load.append(os.getloadavg()[0])
+        update_section(Path(args.out), collections_report(args, size, rows))
+        print(f"wrote {args.out}")
+        return
     if args.from_log:  # the lines this script printed: size, one-process JSON, distributed JSON
         text = [ln for ln in Path(args.from_log).read_text().splitlines() if ln.strip() and not ln.startswith("cli ")]
         rows = [(text[i], json.loads(text[i + 1]), json.loads(text[i + 2])) for i in range(0, len(text) - 2, 3)
@@ -245,7 +411,10 @@ def write_report(args, rows, cli=None):
            else f"relative difference {abs(one['objective'] - dist['objective']) / abs(one['objective']):.1e}") + ")"
         for size, one, dist in rows) + ".\n")
     lines += cli_report(args, cli or {})
-    Path(args.out).write_text("\n".join(lines) + "\n" + projection(rows))
+    out = Path(args.out)
+    kept = out.read_text() if out.exists() else ""  # the collections section (--collections) is kept as it was
+    kept = kept[kept.index("<!-- collections -->"):] if "<!-- collections -->" in kept else ""
+    out.write_text("\n".join(lines) + "\n" + projection(rows) + ("\n" + kept if kept else ""))
     print(f"wrote {args.out}")
 
 

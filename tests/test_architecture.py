@@ -143,12 +143,13 @@ LAYERS = [
     # worker.py, cluster.py: training on parts, in one process or on a Dask cluster, for every face
     ("use cases", ["training", "experiments", "evaluation", "scoring", "report", "plot", "paths.select",
                    "distributed.newton", "distributed.worker", "distributed.cluster"]),
-    ("faces", ["cli", "__main__", "commands", "app", "estimators", "regularization", "distributed"]),
+    # dask.py: DaskRankSVM and evaluate over dask collections (the Dask face, over the Python face)
+    ("faces", ["cli", "__main__", "commands", "app", "estimators", "regularization", "distributed", "dask"]),
     ("package", ["", "warmup"]),  # rankkit/__init__ (the public names, lazily) and the kernel warm-up tool
 ]
 # the faces, by the modules of each; Dask may import the Python face, no face any other
 FACES = {"cli": "CLI", "__main__": "CLI", "commands": "CLI", "app": "CLI",
-         "estimators": "Python", "regularization": "Python", "distributed": "Dask"}
+         "estimators": "Python", "regularization": "Python", "distributed": "Dask", "dask": "Dask"}
 FACE_MAY_IMPORT = {("Dask", "Python")}
 
 

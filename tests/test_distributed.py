@@ -530,3 +530,30 @@ def test_predict_out_dir_is_all_or_nothing(parts, client, tmp_path, monkeypatch)
         commands.predict_parts(paths, str(model), out_dir=str(out), dask=client)
     assert sorted(p.name for p in out.iterdir()) == ["part-0.txt.scores"]
     assert (out / "part-0.txt.scores").read_text() == "old\n"
+
+
+def test_predict_and_eval_take_parts_without_a_cluster(parts, client, tmp_path, monkeypatch):
+    """Parts alike in every command (issue 40): `predict PARTS... MODEL OUT` and `eval PARTS...
+    SCORES` without --dask run part by part in this process, with the bytes and numbers of --dask
+    (eval used to read the second part as a scores file; predict refused several files)."""
+    from rankkit import commands
+
+    paths, _ = parts
+    model = tmp_path / "m.model"
+    commands.train(str(SAMPLE), str(model), solver="newton", params={"C": 0.01}, warn=lambda m: None)
+    commands.predict_parts(paths, str(model), out_file=str(tmp_path / "dist.scores"), dask=client)
+    here = rankkit("predict", *paths, str(model), "here.scores", cwd=tmp_path)
+    assert here.returncode == 0, here.stderr
+    assert (tmp_path / "here.scores").read_bytes() == (tmp_path / "dist.scores").read_bytes()
+    pattern = str(Path(paths[0]).parent / "part-*.txt")
+    glob_run = rankkit("predict", pattern, str(model), "glob.scores", cwd=tmp_path)
+    assert glob_run.returncode == 0 and (tmp_path / "glob.scores").read_bytes() == (tmp_path / "here.scores").read_bytes()
+    shown = []
+    monkeypatch.chdir(tmp_path)  # the SCORES file named as the command line names it
+    commands.eval_parts(paths, "dist.scores", dask=client, metrics=("ndcg@10", "map"), echo=shown.append)
+    ev = rankkit("eval", *paths, "here.scores", "-m", "ndcg@10", "-m", "map", cwd=tmp_path)
+    assert ev.returncode == 0, ev.stderr
+    assert ev.stdout.decode().replace("here.scores", "SCORES") == ("\n".join(shown) + "\n").replace("dist.scores", "SCORES")
+    # one DATA file and several SCORES, one of them standard input: still the one-file eval
+    two = rankkit("eval", str(SAMPLE), "-", "here.scores", cwd=tmp_path, stdin=(tmp_path / "here.scores").read_bytes())
+    assert two.returncode == 0 and two.stdout.count(b"1.0000") >= 2, two.stderr

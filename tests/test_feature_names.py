@@ -148,7 +148,9 @@ def test_a_model_fitted_without_names_has_none(tmp_path, frame):
 def test_pandas_data_frame_round_trip(tmp_path, frame):
     pd = pytest.importorskip("pandas")
     dense, y, q, names = frame
-    df = pd.DataFrame(dense, columns=names)
+    # object column names: with pyarrow installed (dask[dataframe] in the test extra) pandas would store
+    # them as arrow strings, which cannot hold the lone surrogates of ODD
+    df = pd.DataFrame(dense, columns=pd.Index(names, dtype=object))
     est = rankkit.RankSVM(C=0.1).fit(df, y, qid=q)
     est.save(tmp_path / "m.model")
     loaded = rankkit.load_model(tmp_path / "m.model")

@@ -178,7 +178,8 @@ def connect(address, log=None):
             raise ClusterError(f"the Dask client given is {address.status}, not running")
         _WATCHES[id(address)] = Watch(address, str(address.scheduler.address), log)
         try:
-            yield address
+            with quiet_dask(log):  # a ClusterError is the only thing shown, in Python too
+                yield address
         finally:
             _WATCHES.pop(id(address), None)
         return
@@ -206,17 +207,23 @@ def connect(address, log=None):
                 client = Client(cluster, timeout=connect_timeout)
                 from rankkit.distributed import worker as W
 
-                client.run(W.set_threads, threads)
+                client.run(W.set_threads, threads, callback_timeout=connect_timeout)
                 if log:
                     log(f"started a local Dask cluster: {n} worker processes, {threads} kernel thread(s) each")
                 where = f"--dask {address}"
             else:
+                _probe(arg, connect_timeout)  # Client() itself waits without bound on a scheduler that does not answer
                 try:
                     client = Client(arg, timeout=connect_timeout, set_as_default=False)
                 except Exception as exc:
                     raise ClusterError(f"--dask {arg}: cannot reach a Dask scheduler there ({short_text(exc)})") from None
                 notice = _notice_for(log)
-                if not client.nthreads() and notice:
+                try:
+                    idle = not _worker_info(client)
+                except Exception as exc:
+                    raise ClusterError(f"--dask {arg}: the Dask scheduler there does not answer ({describe_failure(exc)}, "
+                                       f"waited {connect_timeout:g} s, RANKKIT_DASK_TIMEOUT)") from None
+                if idle and notice:
                     notice(f"the Dask scheduler {arg} has no worker yet: waiting up to {worker_timeout:g} s for one")
                 try:
                     client.wait_for_workers(1, timeout=worker_timeout)
@@ -237,6 +244,32 @@ def connect(address, log=None):
             with contextlib.suppress(Exception):
                 if cluster is not None:
                     cluster.close(timeout=min(5, connect_timeout))
+
+
+def _probe(address: str, timeout: float) -> None:
+    """One request to the scheduler at `address` (its identity), bounded: a ClusterError if it is
+    out of reach or does not answer within `timeout` seconds (alive but stopped: SIGSTOP, a frozen
+    machine), which distributed.Client waits on without bound. Run on a loop of its own, closed
+    after it: nothing is left running."""
+    import asyncio
+
+    from distributed.core import rpc
+
+    async def ask_identity():
+        r = rpc(address, timeout=timeout)
+        try:
+            return await asyncio.wait_for(r.identity(), timeout)
+        finally:
+            with contextlib.suppress(Exception):
+                await r.close_rpc()
+
+    try:
+        asyncio.run(ask_identity())
+    except Exception as exc:
+        if _is_timeout(exc):  # refused until the bound (nothing listens), or a scheduler that does not answer
+            raise ClusterError(f"--dask {address}: cannot reach a Dask scheduler there (no answer within {timeout:g} s, "
+                               "RANKKIT_DASK_TIMEOUT)") from None
+        raise ClusterError(f"--dask {address}: cannot reach a Dask scheduler there ({short_text(exc)})") from None
 
 
 _WATCHES: dict = {}
@@ -263,6 +296,7 @@ class Watch:
         self.notice = _notice_for(log)
         self.empty_since = None  # no worker since (monotonic)
         self.down_since = None  # the scheduler out of reach since
+        self.said_down = False
         self.resubmits = 0
         self.ids: dict = {}
         self._live: list | None = None  # the live workers at the last look
@@ -402,18 +436,20 @@ class Watch:
                 info = _worker_info(self.client)
                 self.ids = {a: w.get("id", a) for a, w in info.items()}
                 live = sorted(info)
-            except Exception:
+            except Exception:  # a lost connection, or a scheduler that does not answer within the bound
                 live = None
         self._live = live or None
-        if live is None:  # the scheduler out of reach
+        if live is None:  # the scheduler out of reach (since this look began: the look itself may have waited)
             if self.down_since is None:
                 self.down_since = now
-                self._say(f"lost the Dask scheduler ({self.where}): waiting up to {self.connect_timeout:g} s for it")
-            elif now - self.down_since > self.connect_timeout:
+            if time.monotonic() - self.down_since > self.connect_timeout:
                 raise ClusterError(f"{self.where}: lost the Dask scheduler (no answer for {self.connect_timeout:g} s, "
                                    "RANKKIT_DASK_TIMEOUT); no output written")
+            if not self.said_down:
+                self.said_down = True
+                self._say(f"lost the Dask scheduler ({self.where}): waiting up to {self.connect_timeout:g} s for it")
             return []
-        self.down_since = None
+        self.down_since, self.said_down = None, False
         if not live:
             if self.empty_since is None:
                 self.empty_since = now
@@ -461,8 +497,21 @@ def workers(client) -> list[str]:
 
 
 def _worker_info(client) -> dict:
-    """{address: the scheduler's facts about the worker}, fetched from the scheduler."""
-    return client.scheduler_info(n_workers=-1)["workers"] if _takes_n(client) else client.scheduler_info()["workers"]
+    """{address: the scheduler's facts about the worker}, fetched from the scheduler (bounded:
+    a scheduler that is alive but does not answer, stopped by SIGSTOP, is a TimeoutError here)."""
+    kwargs = {"n_workers": -1} if _takes_n(client) else {}
+    return ask(client, client.scheduler.identity, **kwargs)["workers"]
+
+
+def ask(client, call, *args, timeout: float | None = None, **kwargs):
+    """call(*args, **kwargs) on the client's event loop (a coroutine function: a request to the
+    scheduler, or one of the client's own), waited on at most `timeout` seconds (default
+    RANKKIT_DASK_TIMEOUT): a TimeoutError past that. Every request rankkit makes of a scheduler
+    outside the futures it waits on (which Watch bounds) goes through here: Dask's own sync calls
+    wait without bound for a scheduler whose connection is open but which does not answer."""
+    if timeout is None:
+        timeout = _timeouts()[0]
+    return client.sync(call, *args, callback_timeout=timeout, **kwargs)
 
 
 def _takes_n(client) -> bool:

@@ -6,6 +6,7 @@ fitted and described by rankkit.training, the tables shown by rankkit.report."""
 from __future__ import annotations
 
 import contextlib
+import glob
 import os
 import time
 
@@ -17,7 +18,7 @@ from rankkit.config import DEFAULT_CONVENTION
 from rankkit.report import docids, format_label, print_evaluation, short_query_notes
 from rankkit.distributed.cluster import cluster_failures, connect, watch
 from rankkit.distributed.newton import fit_parts, parts_sha
-from rankkit.io.parts import concatenate, expand_parts, joined_name
+from rankkit.io.parts import concatenate, expand_parts, joined_name, refuse_collection
 from rankkit.distributed.worker import apply_threads, read_part
 from rankkit.errors import DataError, UsageError
 from rankkit.io.atomic import atomic_open, check_output
@@ -167,8 +168,8 @@ def predict_parts(patterns, model_file, out_file=None, out_dir=None, dask=None, 
     base0 = model.zero_based if zero_based is None else zero_based
     t0 = time.perf_counter()
     n = 0
-    with connect(dask, log=log) as client, cluster_failures():
-        results = _ordered(client, _score_part, parts, model, base0)
+    with _mapper(dask, log) as each:  # on the cluster, or (dask None) in this process part by part: the same bytes
+        results = each(_score_part, parts, model, base0)
         if out_dir is None:
             with atomic_open(out_file) as fh:
                 for scores in results:
@@ -251,6 +252,20 @@ def looks_like_scores(path: str) -> bool:
     return False
 
 
+def eval_parts_given(files) -> bool:
+    """`eval FILES...` without --dask names PARTS... SCORES... (evaluated part by part in this
+    process, as on a cluster) rather than DATA SCORES...: two or more data files before the SCORES
+    files (told apart by their content, as with --dask), or DATA a glob naming no file itself."""
+    files = [str(f) for f in files]
+    if len(files) < 2:
+        return False
+    data = list(files[:-1])
+    while data and (data[-1] == "-" or looks_like_scores(data[-1])):  # standard input is never a part
+        data.pop()
+    return len(data) > 1 or (len(data) == 1 and data[0] != "-" and glob.has_magic(data[0])
+                             and not os.path.exists(data[0]))
+
+
 def split_scores(patterns, scores_file) -> tuple[list, list]:
     """`eval PARTS... SCORES... --dask`: (PARTS, SCORES files). The last argument is SCORES; the
     arguments before it that are SCORES files too (by their content: one number per line) are
@@ -260,9 +275,9 @@ def split_scores(patterns, scores_file) -> tuple[list, list]:
     while len(patterns) > 1 and looks_like_scores(patterns[-1]):
         scores.insert(0, patterns.pop())
     if not patterns:
-        raise UsageError("eval --dask needs PARTS... SCORES...")
+        raise UsageError("eval over parts needs PARTS... SCORES...")
     if looks_like_scores(patterns[-1]):
-        raise UsageError(f"{patterns[-1]} holds scores, not data: eval --dask needs PARTS... before the SCORES files")
+        raise UsageError(f"{patterns[-1]} holds scores, not data: eval over parts needs PARTS... before the SCORES files")
     return patterns, [str(s) for s in scores]
 
 
@@ -343,6 +358,7 @@ def score_parts(patterns, model, dask=None, zero_based=None, log=None) -> np.nda
     """The Python face of `predict PARTS... --dask`: the scores of every document of the parts in
     part order (each part's documents in file order), as one array. `model`: a fitted estimator,
     a Model (or a foreign model), or a model file's path."""
+    refuse_collection(patterns, "parts", "rankkit.dask.DaskRankSVM(...).predict(X): a lazy dask array of scores")
     parts = expand_parts([patterns] if isinstance(patterns, (str, os.PathLike)) else patterns)
     if dask is not None:
         _no_stdin(parts)
@@ -368,6 +384,8 @@ def evaluate_over_parts(patterns, scores, dask=None, metrics=None, convention=DE
     names = (metrics,) if isinstance(metrics, str) else (tuple(metrics) if metrics else M.DEFAULT_METRICS)
     for m in names:
         M.parse_metric(m)
+    refuse_collection(patterns, "parts", "rankkit.dask.evaluate(y, scores, qid) for dask collections")
+    refuse_collection(scores, "scores", "rankkit.dask.evaluate(y, scores, qid) for dask collections")
     parts = expand_parts([patterns] if isinstance(patterns, (str, os.PathLike)) else patterns)
     if dask is not None:
         _no_stdin(parts)

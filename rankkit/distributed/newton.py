@@ -79,7 +79,7 @@ class Problem:
         if not self.parts:
             raise UsageError("no parts to train on")
         self.fit_id = uuid.uuid4().hex
-        self.specs = [W.PartSpec(self.fit_id, k, p, bool(zero_based)) for k, p in enumerate(self.parts)]
+        self.specs = [self._spec(k, p, zero_based) for k, p in enumerate(self.parts)]
         self._connect()
         self.reads = 0  # parts read again after their worker was lost
         self.rounds = 0
@@ -117,10 +117,16 @@ class Problem:
             if self.where[k] not in alive:
                 self.where[k] = live[k % len(live)]
 
+    sources = None  # parts of a dask collection: the future of each part's data (collections.CollectionProblem)
+
+    def _spec(self, k: int, path: str, zero_based: bool) -> W.PartSpec:
+        return W.PartSpec(self.fit_id, k, path, bool(zero_based))
+
     def _submit(self, fn, k, *args, key=None):
         self._submits += 1
+        data = {} if self.sources is None else {"part_data": self.sources[k]}
         return self.client.submit(fn, self.specs[k], *args, workers=[self.where[k]], allow_other_workers=True,
-                                  pure=False, key=f"{key}-{self._submits}" if key else None)
+                                  pure=False, key=f"{key}-{self._submits}" if key else None, **data)
 
     def _run(self, fn, ks, args, tag):
         """fn(spec_k, *args) for the parts ks, results in that order: (result, seconds, address,
@@ -364,7 +370,8 @@ class Problem:
         """Free the parts on every worker (a lost connection is not an error here)."""
         try:
             if self.client.status == "running":
-                self.client.run(W.release_soon, self.fit_id, wait=False)  # never waits on a lost cluster
+                # never waits on a lost or hung cluster
+                self.client.run(W.release_soon, self.fit_id, wait=False, callback_timeout=min(self.watch.connect_timeout, 5))
         except Exception:
             pass
 

@@ -67,8 +67,14 @@ class PartSpec:
     # the columns that occur in some part (sorted int64), when few of many do (Dataset.compact_columns'
     # rule, on all the parts): the part trains on them renumbered 0..len-1; None: every column
     columns: object = field(default=None, compare=False)
+    # a part of a dask collection (rankkit.distributed.collections): its data comes with each task
+    # (part_data, a future the scheduler recomputes from the collection's graph if its worker is
+    # lost); path is then only its name in messages
+    in_memory: bool = False
 
     def __post_init__(self):  # on the client, where the spec is made (unpickling does not run it)
+        if self.in_memory:
+            return
         _readable_on_a_worker(self.path)
         if not is_url(self.path) and not os.path.isabs(self.path):  # the user's directory, not the worker's
             object.__setattr__(self, "path", os.path.abspath(self.path))
@@ -131,16 +137,24 @@ def read_part(path: str, zero_based: bool = False, labels_optional: bool = False
     return read_svmlight(path, zero_based, labels_optional=labels_optional, groups=group_file)
 
 
-def _state(spec: PartSpec) -> tuple[_Part, bool]:
+def _state(spec: PartSpec, part_data=None) -> tuple[_Part, bool]:
     """The part's state, built (read, objective) if this process does not hold it. Returns
-    (state, whether it was rebuilt here)."""
+    (state, whether it was rebuilt here). part_data: (Dataset, query weights or None) of a part
+    of a dask collection (spec.in_memory), which is not read but given."""
     key = (spec.fit_id, spec.index)
     st = _STATE.get(key)
     rebuilt = False
     if st is None:
-        ds, sha, nbytes = _read(spec)
-        st = _Part(ds)
-        st.extra.update(sha256=sha, bytes=nbytes)
+        if spec.in_memory:
+            if part_data is None:
+                raise RuntimeError("rankkit: a task of a dask collection's part came without its data")  # never: a bug
+            ds, weights = part_data
+            st = _Part(ds)
+            st.extra.update(sha256=None, bytes=0, query_weights=weights)
+        else:
+            ds, sha, nbytes = _read(spec)
+            st = _Part(ds)
+            st.extra.update(sha256=sha, bytes=nbytes)
         _STATE[key] = st
         rebuilt = True
     if spec.n_features is not None and st.obj is None:
@@ -158,7 +172,7 @@ def _build_objective(st: _Part, spec: PartSpec) -> None:
     elif ds.n_features != spec.n_features:
         ds = ds.with_changes(n_features=int(spec.n_features))
         st.ds = ds
-    weights = None
+    weights = st.extra.get("query_weights")
     if spec.query_weights is not None:
         weights = part_query_weights(ds, spec.query_weights)
     # the same objective the single-process solvers build (loss, weights, query_norm, rescaling)
@@ -185,11 +199,11 @@ def part_query_weights(ds, source) -> np.ndarray:
 def _timed(fn):
     """Each task returns (result, seconds of compute, worker address, reads done here)."""
 
-    def wrapper(spec: PartSpec, *args):
+    def wrapper(spec: PartSpec, *args, part_data=None):
         t0 = time.perf_counter()
         apply_threads()
         with _part_lock((spec.fit_id, spec.index)):
-            st, rebuilt = _state(spec)
+            st, rebuilt = _state(spec, part_data)
             out = fn(st, spec, *args)
         return out, time.perf_counter() - t0, _address(), int(rebuilt)
 
@@ -226,11 +240,11 @@ def columns(st: _Part, spec: PartSpec) -> np.ndarray:
     return np.unique(st.ds.indices).astype(np.int64)
 
 
-def part_qids(spec: PartSpec):
+def part_qids(spec: PartSpec, part_data=None):
     """(sorted distinct qids, the part number of each): the leaf of the query-split check; none
     for a part whose queries a group file numbered (rankkit.io.parts.shareable_qids)."""
     with _part_lock((spec.fit_id, spec.index)):
-        st, _ = _state(spec)
+        st, _ = _state(spec, part_data)
         q = shareable_qids(st.ds)
     return q, np.full(q.shape[0], spec.index, dtype=np.int64)
 
@@ -255,19 +269,19 @@ def merge_qids(a, b):
     return q, p
 
 
-def first_line_of_qid(spec: PartSpec, qid: int) -> int | None:
+def first_line_of_qid(spec: PartSpec, qid: int, part_data=None) -> int | None:
     with _part_lock((spec.fit_id, spec.index)):
-        st, _ = _state(spec)
+        st, _ = _state(spec, part_data)
         rows = np.flatnonzero(st.ds.qid == qid)
         if rows.size == 0 or st.ds.line is None:
             return None
         return int(st.ds.line[rows[0]])
 
 
-def check_magnitude(spec: PartSpec, scale: float, knob: str, words: str, n_features: int) -> None:
+def check_magnitude(spec: PartSpec, scale: float, knob: str, words: str, n_features: int, part_data=None) -> None:
     """The single-process magnitude check, on this part with the global scale and features."""
     with _part_lock((spec.fit_id, spec.index)):
-        st, _ = _state(spec)
+        st, _ = _state(spec, part_data)
         ds = st.ds if st.ds.n_features == n_features else st.ds.with_changes(n_features=int(n_features))
         _check_magnitude(ds, scale, knob, words)
 

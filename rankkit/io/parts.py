@@ -165,12 +165,23 @@ def _join_in_place(datasets: list[Dataset]) -> Dataset:
     return out.validate()
 
 
+def refuse_collection(value, where: str, instead: str) -> None:
+    """A dask array, dataframe or series (anything with a dask graph; dask is not imported) given
+    where files or arrays in memory are taken: one UsageError line, at once, pointing to the
+    Dask face (`instead`), rather than computing the collection into this process or failing on it."""
+    graph = getattr(value, "__dask_graph__", None)
+    if callable(graph) and not isinstance(value, type):
+        raise UsageError(f"{where} is a dask {type(value).__name__}: use {instead} (rankkit.dask: the data stays on "
+                         "the workers)")
+
+
 def expand_parts(patterns) -> list[str]:
     """PARTS as given: files, or globs expanded by rankkit (sorted); each pattern in turn, so the
     order of the parts is the order of the arguments, and each glob's files in sorted order.
 
     A local path comes back absolute (os.path.abspath: against this process's working directory,
     symbolic links kept), since the workers that read it run elsewhere; a URL and `-` as given."""
+    refuse_collection(patterns, "parts", "rankkit.dask.DaskRankSVM for dask arrays and dataframes")
     out = []
     for p in patterns:
         p = str(p)
