@@ -23,6 +23,7 @@ adds the facts of its files), and either predicts the same scores, bit for bit.
 from __future__ import annotations
 
 import copy
+import functools
 import inspect
 import math
 import os
@@ -33,7 +34,7 @@ from typing import Any, Callable
 import numpy as np
 import scipy.sparse as sp
 
-from rankkit import console, threads, training
+from rankkit import console, experiments, threads, training
 from rankkit.datasets import as_dataset, check_dense_width, column_names, per_query_weights, split_qid_column
 from rankkit.io.parts import concatenate, expand_parts
 from rankkit.distributed.newton import fit_parts  # training on parts; dask itself is imported only when it runs
@@ -52,7 +53,7 @@ from rankkit.solvers import LOSSES, SOLVERS
 from rankkit.solvers.base import DEFAULT_C
 from rankkit.solvers.options import DASK_LOSSES, DASK_SOLVER, SOLVER_OPTIONS, Words, check_dask, check_depends
 
-__all__ = ["Ranker", "RankSVM", "SGDRanker", "FactorizedRankSVM", "load_model", "ConvergenceWarning"]
+__all__ = ["Ranker", "RankSVM", "SGDRanker", "FactorizedRankSVM", "load_model", "ConvergenceWarning", "experiment"]
 
 Log = Callable[[str], None]
 
@@ -430,8 +431,26 @@ class PythonWords(Words):
     def dask_loss(self, loss) -> str:
         return f"on a Dask cluster the loss is {', '.join(DASK_LOSSES[:-1])} or {DASK_LOSSES[-1]}, not {loss!r}"
 
+    def grid(self, solver: str, param: str) -> str:
+        return f"{param} (grids={{'{solver}': {{'{param}': [...]}}}})"
+
 
 PYTHON_WORDS = PythonWords()
+
+
+@functools.wraps(experiments.experiment)
+def experiment(folds, *args, words: Words | None = None, **kwargs) -> dict:
+    # rankkit.experiment: the use case, its warnings worded for Python (grids={...}, not --grid); the
+    # docstring and signature are the use case's (functools.wraps)
+    if "style" in kwargs:  # rankkit.experiment(style=...) before issue 36
+        style = kwargs.pop("style")
+        warnings.warn("rankkit.experiment(style=...) is deprecated: pass words= (a rankkit.solvers.options.Words; "
+                      "the default words are Python's)", FutureWarning, stacklevel=2)
+        if style not in ("python", "cli"):
+            raise UsageError(f"style must be 'python' or 'cli', not {style!r}")
+        if words is None and style == "cli":
+            words = Words()
+    return experiments.experiment(folds, *args, words=words or PYTHON_WORDS, **kwargs)
 
 
 # -- the estimators --------------------------------------------------------------------------------

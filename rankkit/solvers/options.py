@@ -90,6 +90,9 @@ class Words:
     def dask_loss(self, loss) -> str:
         return f"--dask trains --loss {', '.join(DASK_LOSSES[:-1])} or {DASK_LOSSES[-1]}, not {loss}"
 
+    def grid(self, solver: str, param: str) -> str:
+        """How `rankkit experiment` sets a grid's values of `param` (C, lambda, K, gamma) for `solver`."""
+        return f"{param} (--grid {solver}:{param}=...)"
 
 
 # Options that apply only with another: (the option it needs, the values of it it applies to; None:
