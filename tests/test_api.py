@@ -551,8 +551,9 @@ def test_import_rankkit_is_light():
         rankkit.no_such_name
 
 
-@pytest.mark.parametrize("module", ["rankkit.datasets", "rankkit.estimators", "rankkit.evaluation", "rankkit.scoring",
-                                    "rankkit.regularization", "rankkit.experiments"])
+@pytest.mark.parametrize("module", ["rankkit.datasets", "rankkit.estimators.ranksvm", "rankkit.estimators.sgd",
+                                    "rankkit.estimators.factorized", "rankkit.estimators.load", "rankkit.evaluation",
+                                    "rankkit.scoring", "rankkit.regularization", "rankkit.experiments"])
 def test_docstring_examples_run(module, monkeypatch):
     import importlib
 
