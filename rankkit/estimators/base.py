@@ -18,12 +18,14 @@ import numpy as np
 from rankkit import console, threads, training
 from rankkit.datasets import as_dataset, check_dense_width, column_names, per_query_weights, split_qid_column
 from rankkit.errors import DataError, UsageError
-from rankkit.estimators.validation import check_feature_names, choice, count_or_none, number, positive_or_none
+from rankkit.estimators.validation import (check_feature_names, choice, count_or_none, number, positive_or_none,
+                                           random_seed)
 from rankkit.estimators.words import PYTHON_WORDS
 from rankkit.evaluation import evaluate
 from rankkit.io.atomic import check_output
 from rankkit.io.foreign_models import ForeignModel
 from rankkit.io.model import write_model
+from rankkit.metrics import parse_metric
 from rankkit.scoring import model_scores
 from rankkit.solvers import SOLVERS
 from rankkit.solvers.options import SOLVER_OPTIONS, check_depends
@@ -37,23 +39,30 @@ class ConvergenceWarning(UserWarning):
 
 class Threads:
     """Run with `n` kernel threads (None: leave the setting alone), restoring the previous count
-    (rankkit.threads: the count the kernels split their work by). The estimators' ``threads``."""
+    (rankkit.threads: the count the kernels split their work by). The estimators' ``n_jobs``:
+    as joblib's, -1 is every usable core and -2 all but one (`name`: the parameter's name)."""
 
-    def __init__(self, n: int | None):
-        self.n, self.before = n, None
+    def __init__(self, n: int | None, name: str = "n_jobs"):
+        self.n, self.before, self.name = n, None, name
 
     def __enter__(self):
         if self.n is not None:
-            if isinstance(self.n, bool) or not isinstance(self.n, (int, np.integer)) or int(self.n) < 1:
-                raise UsageError(f"threads must be an integer >= 1, not {self.n!r}")
             self.before = (threads.explicit(),)
-            threads.apply(int(self.n))
+            threads.apply(thread_count(self.n, self.name))
         return self
 
     def __exit__(self, *exc):
         if self.before is not None:
             threads.apply(self.before[0])  # the count asked for before, or the default again
         return False
+
+
+def thread_count(n, name: str = "n_jobs") -> int:
+    """The kernel threads of ``n_jobs`` n: n >= 1 itself, a negative n joblib's count (-1 every usable
+    core, -2 all but one, ...; at least 1); 0 and anything else a UsageError."""
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or int(n) == 0:
+        raise UsageError(f"{name} must be an integer >= 1, or negative as joblib's (-1: every core), not {n!r}")
+    return int(n) if n > 0 else max(1, threads.usable_cores() + 1 + int(n))
 
 
 def verbose_log(verbose: bool):
@@ -281,7 +290,7 @@ class Ranker:
             return np.zeros(0)
         check_dense_width(X, self.n_features_in_, "X", type(self).__name__, "predict")
         ds = as_dataset(X, name="X")
-        with Threads(getattr(self, "threads", None)):
+        with Threads(getattr(self, "n_jobs", None)):
             scores = model_scores(self.model_, ds)[0]
         bad = np.flatnonzero(~np.isfinite(scores))
         if bad.size:
@@ -338,10 +347,60 @@ def _with_header(model, header: dict, feature_names=None):
     return out
 
 
-class Trainable(Ranker):
+class RenamedParameters(type):
+    """A former parameter name still works, with a FutureWarning, for one release: the class's
+    ``_renamed`` {old: (new, why)}. The old name is rewritten before __init__, so the signature
+    scikit-learn inspects (get_params, clone) has only the new one, and so has the class's (help,
+    inspect.signature: __init__'s, not this __call__'s)."""
+
+    def __init__(cls, name, bases, namespace):
+        super().__init__(name, bases, namespace)
+        cls.__signature__ = inspect.Signature(list(inspect.signature(cls.__init__).parameters.values())[1:])
+
+    def __call__(cls, *args, **kwargs):
+        for old, (new, why) in cls._renamed.items():
+            if old in kwargs:
+                warnings.warn(f"{cls.__name__}({old}=...) is deprecated: the parameter is now {new} ({why})",
+                              FutureWarning, stacklevel=2)
+                value = kwargs.pop(old)
+                if kwargs.get(new) is not None and value is not None:
+                    raise UsageError(f"give {new}, not both {new} and {old} (its former name)")
+                if kwargs.get(new) is None:
+                    kwargs[new] = value
+        return super().__call__(*args, **kwargs)
+
+
+class Trainable(Ranker, metaclass=RenamedParameters):
     """What the three estimators share: fit on arrays, fit on a Dataset (the command line's entry)."""
 
     _words = PYTHON_WORDS  # how messages name the parameters
+    # former names of parameters (issue 40: scikit-learn's names, which code written for LightGBM,
+    # XGBoost and scikit-learn passes): {old: (new, why)}
+    _renamed = {"seed": ("random_state", "scikit-learn's name, as LightGBM's and XGBoost's"),
+                "threads": ("n_jobs", "scikit-learn's name, as LightGBM's and XGBoost's")}
+
+    def set_params(self, **params: Any) -> "Trainable":
+        for old, (new, _) in self._renamed.items():
+            if old in params:
+                warnings.warn(f"{old} is deprecated: the parameter is now {new}", FutureWarning, stacklevel=2)
+                params[new] = params.pop(old)
+        return super().set_params(**params)
+
+    def __getattr__(self, name: str):
+        """A former parameter name read (est.seed): the new parameter's value, with a FutureWarning."""
+        renamed = type(self)._renamed.get(name)
+        if renamed is None:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        warnings.warn(f"{name} is deprecated: the parameter is now {renamed[0]}", FutureWarning, stacklevel=2)
+        return getattr(self, renamed[0])
+
+    def __setstate__(self, state: dict) -> None:
+        """Unpickling an estimator pickled before a parameter was renamed: its value under the new name."""
+        state = dict(state)
+        for old, (new, _) in self._renamed.items():
+            if old in state and new not in state:
+                state[new] = state.pop(old)
+        self.__dict__.update(state)
     _iterative = False  # takes eval_set (a validation history, early stopping)
 
     # subclasses: the solver and its options as the command line's (params, stochastic) dicts
@@ -360,7 +419,7 @@ class Trainable(Ranker):
         count_or_none(self.landmarks, "landmarks")
         number(self.coef0, "coef0")
         return {"name": self.kernel, "gamma": self.gamma, "degree": self.degree, "coef0": self.coef0,
-                "landmarks": self.landmarks, "seed": self.seed}
+                "landmarks": self.landmarks, "seed": random_seed(self.random_state)}
 
     def fit(self, X, y, qid=None, group=None, sample_weight=None, eval_set=None, eval_qid=None, eval_group=None,
             query_weight=None) -> "Trainable":
@@ -398,7 +457,7 @@ class Trainable(Ranker):
         weights = self._weights(ds, sample_weight, query_weight)
         sets = eval_sets(eval_set, eval_qid, eval_group, self, ds.n_features)
         w0 = self._warm_start_weights(ds)
-        with Threads(self.threads):
+        with Threads(self.n_jobs):
             return self._fit_checked(ds, sets, weights, w0, warn=convergence_warning(6))
 
     # -- the steps of fit ---------------------------------------------------------------------------
@@ -451,9 +510,10 @@ class Trainable(Ranker):
     def _fit_checked(self, ds, sets, weights, w0, warn, run=None, iterations=None, patience="own"):
         """Train on checked inputs; record the eval sets' history."""
         monitor, history = None, None
+        metrics = self._eval_metrics()  # (eval_metric checked with or without eval sets)
         if sets:
-            history = {name: {m: [] for m in self._eval_metrics()} for name, _ in sets}
-            monitor = _Monitor(sets, history, self._eval_metrics(), self.scoring_convention)
+            history = {name: {m: [] for m in metrics} for name, _ in sets}
+            monitor = _Monitor(sets, history, metrics, self.scoring_convention)
         self.__dict__.pop("_run", None)
         if run is None and self._records_run and w0 is None:
             run = {"state": None}  # fit starts a new run, which partial_fit may continue
@@ -476,12 +536,18 @@ class Trainable(Ranker):
     def _run_params(self) -> dict:
         """The parameters a continued run must keep."""
         return {k: v for k, v in self.get_params().items()
-                if k not in ("iterations", "threads", "verbose", "scoring_metric", "scoring_convention", "patience")}
+                if k not in ("iterations", "n_jobs", "verbose", "scoring_metric", "scoring_convention", "patience")}
 
     def _eval_metrics(self) -> tuple:
-        """The metrics recorded on eval sets: MAP (what early stopping watches, as the command
-        line's --patience) and the estimator's scoring_metric."""
-        return tuple(dict.fromkeys(("map", self.scoring_metric)))
+        """The metrics recorded on eval sets: ``eval_metric`` (what early stopping watches; MAP by
+        default, as the command line's --patience) and the estimator's scoring_metric."""
+        watched = getattr(self, "eval_metric", None)
+        if watched is not None:
+            if not isinstance(watched, str):
+                raise UsageError(f"eval_metric must be a metric name as rankkit.evaluate takes (e.g. 'ndcg@10'), "
+                                 f"not {watched!r}")
+            parse_metric(watched)  # a UsageError naming the metrics rankkit.evaluate takes
+        return tuple(dict.fromkeys((watched or "map", self.scoring_metric)))
 
     def _plan(self, valid: bool, query_weights: bool, iterations: int | None = None) -> training.Plan:
         """This estimator's solver and options, checked (messages in its words);
@@ -589,10 +655,12 @@ def _refuse_unrouted_search(est, queries_given: bool, method: str) -> None:
 
 class _Monitor:
     """The eval sets of a fit: monitor(step, w) records each set's metrics (evals_result_) and
-    returns the first set's first metric (MAP), which early stopping watches."""
+    returns the first set's first metric (eval_metric, MAP by default), which early stopping
+    watches; `metric` names it (the solvers' logs and stop messages say which)."""
 
     def __init__(self, sets, history, metrics, convention):
         self.sets, self.history, self.metrics = sets, history, metrics
+        self.metric = metrics[0]
         if convention is None:  # rankkit.evaluate's default, whatever it is (score and the scorers use it)
             convention = inspect.signature(evaluate).parameters["convention"].default
         self.kwargs = {"convention": convention}
@@ -615,7 +683,7 @@ class _Monitor:
         return first
 
     def best(self, result) -> tuple[int, dict]:
-        """(best_iteration_, best_score_): the step of the best first-set MAP (the model's own step
+        """(best_iteration_, best_score_): the step of the best first-set eval_metric (the model's own step
         when early stopping kept the best) and every set's metrics there."""
         name0 = self.sets[0][0]
         values = self.history[name0][self.metrics[0]]
@@ -706,6 +774,6 @@ KERNEL_DOC = """    kernel : {None, "linear", "poly", "rbf"}, default None
     degree : int, default 3
     coef0 : float, default 0.0
     landmarks : int, optional
-        Nystrom approximation with this many landmark documents drawn at random (``seed``);
+        Nystrom approximation with this many landmark documents drawn at random (``random_state``);
         default every training document (exact, up to 4000 documents).
 """

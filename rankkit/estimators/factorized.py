@@ -30,10 +30,15 @@ class FactorizedRankSVM(Trainable):
         Stop when one iteration changes the objective by at most tol of it (default 1e-6 with
         optimizer="paper", no test with "backtracking").
     patience : int, optional
-        With ``eval_set``: stop when the first eval set's MAP has not improved for this many
-        iterations, keeping the best factors (early stopping; ``best_iteration_``).
-{KERNEL_DOC}    seed : int, default 0
-    threads, verbose, scoring_metric, scoring_convention
+        With ``eval_set``: stop when the first eval set's ``eval_metric`` (MAP by default) has not
+        improved for this many iterations, keeping the best factors (early stopping;
+        ``best_iteration_``).
+    eval_metric : str, optional
+        As for `SGDRanker`: the metric early stopping watches (default MAP).
+{KERNEL_DOC}    random_state : int, default 0
+        Seed of the initial factors and the landmarks (formerly ``seed``, still accepted with a
+        FutureWarning).
+    n_jobs, verbose, scoring_metric, scoring_convention
         As for `RankSVM`. (No ``warm_start``: the variables are one latent vector per training
         document, not the weights.)
 
@@ -60,8 +65,9 @@ class FactorizedRankSVM(Trainable):
                  iterations: int | None = None, eta: str | None = None, eta0: float | None = None,
                  init_scale: float | None = None, patience: int | None = None, kernel: str | None = None,
                  gamma: float | None = None, degree: int = 3, coef0: float = 0.0, landmarks: int | None = None,
-                 seed: int = 0, threads: int | None = None, verbose: bool = False, scoring_metric: str = "ndcg@10",
-                 scoring_convention: str | None = None, optimizer: str | None = None, tol: float | None = None):
+                 random_state: int = 0, n_jobs: int | None = None, verbose: bool = False,
+                 scoring_metric: str = "ndcg@10", scoring_convention: str | None = None, optimizer: str | None = None,
+                 tol: float | None = None, eval_metric: str | None = None):
         self.optimizer = optimizer
         self.tol = tol
         self.K = K
@@ -77,8 +83,9 @@ class FactorizedRankSVM(Trainable):
         self.degree = degree
         self.coef0 = coef0
         self.landmarks = landmarks
-        self.seed = seed
-        self.threads = threads
+        self.random_state = random_state
+        self.n_jobs = n_jobs
+        self.eval_metric = eval_metric
         self.verbose = verbose
         self.scoring_metric = scoring_metric
         self.scoring_convention = scoring_convention
@@ -90,7 +97,7 @@ class FactorizedRankSVM(Trainable):
         stochastic = {"K": count_or_none(self.K, "K"), "iterations": count_or_none(self.iterations, "iterations"),
                       "eta": self.eta, "eta0": positive_or_none(self.eta0, "eta0"),
                       "init_scale": positive_or_none(self.init_scale, "init_scale"),
-                      "patience": count_or_none(self.patience, "patience"), "seed": random_seed(self.seed),
+                      "patience": count_or_none(self.patience, "patience"), "seed": random_seed(self.random_state),
                       "optimizer": self.optimizer}
         return "factorized", params, stochastic
 

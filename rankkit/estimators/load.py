@@ -16,6 +16,8 @@ from rankkit.objectives.rescale import MODEL_NAMES as MODEL_RESCALE_NAMES
 from rankkit.solvers import SOLVERS
 
 _INT_KEYS = ("max_iter", "iterations", "batch_size", "K", "patience", "landmarks", "degree", "seed", "t0")
+# the header's name of a parameter whose estimator name differs (the header keeps the command line's)
+_PARAMETER = {"seed": "random_state"}
 _FLOAT_KEYS = ("C", "tol", "lambda", "eta0", "init_scale", "gamma", "coef0", "eta_c")
 
 
@@ -79,12 +81,13 @@ def load_model(path: str | os.PathLike, model_format: str | None = None) -> Rank
         if "kernel" in kern and "landmarks" in p and p["landmarks"] < int(model.header.get("n_documents", 0) or 0):
             kern["landmarks"] = p["landmarks"]  # a Nystrom map (every document: the exact map, landmarks=None)
         if "kernel" in kern and "landmarks" in p and "landmark_seed" in model.header:
-            kern["seed"] = int(model.header["landmark_seed"])
+            kern["random_state"] = int(model.header["landmark_seed"])
         if spec.factorized:
             names = ("K", "C", "loss", "iterations", "eta", "eta0", "init_scale", "patience", "seed", "optimizer", "tol")
-            est = FactorizedRankSVM(**{k: p[k] for k in names if k in p}, **{k: v for k, v in kern.items() if k != "seed"})
+            est = FactorizedRankSVM(**{_PARAMETER.get(k, k): p[k] for k in names if k in p},
+                                    **{k: v for k, v in kern.items() if k != "random_state"})
         elif spec.stochastic:
-            args = {k: p[k] for k in ("iterations", "sampler", "loss", "seed") if k in p}
+            args = {_PARAMETER.get(k, k): p[k] for k in ("iterations", "sampler", "loss", "seed") if k in p}
             if spec.name in ("pair-sgd", "query-sgd"):  # the header says how pairs were drawn; not a parameter
                 args.pop("sampler", None)
             if "lambda" in p:
@@ -92,7 +95,7 @@ def load_model(path: str | os.PathLike, model_format: str | None = None) -> Rank
             for k in ("eta", "eta0", "batch_size", "C", "eta_c", "ties", "t0"):
                 if k in p:
                     args[k] = p[k]
-            est = SGDRanker(learner=spec.name, **args, **{k: v for k, v in kern.items() if k != "seed"})
+            est = SGDRanker(learner=spec.name, **args, **{k: v for k, v in kern.items() if k != "random_state"})
         else:
             args = {k: p[k] for k in ("C", "loss", "tol", "max_iter", "query_norm", "rescale") if k in p}
             if "rescale" in p:  # `margin` in a model file predates issue 26: the margin Delta (margin-delta)

@@ -44,13 +44,15 @@ class RankSVM(Trainable):
     delta : str, optional
         D_ij of ``rescale``: "gain" (default), comma-separated values per label, or "swap"
         (newton-pairs).
-{KERNEL_DOC}    seed : int, default 0
-        Seed of the landmark choice.
+{KERNEL_DOC}    random_state : int, default 0
+        Seed of the landmark choice (formerly ``seed``, still accepted with a FutureWarning).
     warm_start : bool, default False
         Start the next ``fit`` from this fit's weights (linear models): the same optimum, fewer
         Newton steps when C or the data changed a little.
-    threads : int, optional
-        Numba threads while fitting and predicting; results do not depend on it.
+    n_jobs : int, optional
+        Numba threads while fitting and predicting (-1: every usable core, -2 all but one, as
+        joblib's); results do not depend on it. Formerly ``threads``, still accepted with a
+        FutureWarning.
     verbose : bool, default False
         Progress on standard error.
     scoring_metric : str, default "ndcg@10"
@@ -95,8 +97,8 @@ class RankSVM(Trainable):
     def __init__(self, C: float = DEFAULT_C, loss: str | None = None, solver: str | None = None, tol: float | None = None,
                  max_iter: int | None = None, query_norm: bool = False, rescale: str | None = None,
                  delta: str | None = None, kernel: str | None = None, gamma: float | None = None, degree: int = 3,
-                 coef0: float = 0.0, landmarks: int | None = None, seed: int = 0, warm_start: bool = False,
-                 threads: int | None = None, verbose: bool = False, scoring_metric: str = "ndcg@10",
+                 coef0: float = 0.0, landmarks: int | None = None, random_state: int = 0, warm_start: bool = False,
+                 n_jobs: int | None = None, verbose: bool = False, scoring_metric: str = "ndcg@10",
                  scoring_convention: str | None = None):
         self.C = C
         self.loss = loss
@@ -111,9 +113,9 @@ class RankSVM(Trainable):
         self.degree = degree
         self.coef0 = coef0
         self.landmarks = landmarks
-        self.seed = seed
+        self.random_state = random_state
         self.warm_start = warm_start
-        self.threads = threads
+        self.n_jobs = n_jobs
         self.verbose = verbose
         self.scoring_metric = scoring_metric
         self.scoring_convention = scoring_convention
@@ -135,7 +137,7 @@ class RankSVM(Trainable):
                   "query_norm": query_norm}
         if self.rescale:
             params.update({"rescale": self.rescale, "delta": self.delta or "gain"})
-        return self.solver, params, {"seed": random_seed(self.seed)}
+        return self.solver, params, {"seed": random_seed(self.random_state)}
 
 
     def fit_parts(self, parts, *, client=None, zero_based: bool = False, query_weights=None) -> "RankSVM":
@@ -180,7 +182,7 @@ class RankSVM(Trainable):
             p = training.plan("newton", dict(params, loss=loss), words=PYTHON_WORDS)
         for stale in ("train_auc_", "factors_"):
             self.__dict__.pop(stale, None)
-        with Threads(self.threads):  # the one fit on parts of every face (rankkit.distributed.newton.fit_parts)
+        with Threads(self.n_jobs):  # the one fit on parts of every face (rankkit.distributed.newton.fit_parts)
             model, result, facts = train_on_parts(p, paths, client, query_weights=query_weights, zero_based=zero_based,
                                                   log=verbose_log(self.verbose), warn=convergence_warning(5))
         set_fitted_state(self, model, result, facts["n_pairs"], facts["n_queries"])
@@ -194,6 +196,6 @@ class RankSVM(Trainable):
             table = read_query_weights(os.fspath(query_weights)) if is_file else {
                 int(k): float(v) for k, v in dict(query_weights).items()}
             weights = weights_for(ds, table, os.fspath(query_weights) if is_file else "query_weights")
-        with Threads(self.threads):  # the warning points at the caller of fit_parts
+        with Threads(self.n_jobs):  # the warning points at the caller of fit_parts
             return self.fit_dataset(ds, query_weights=weights, log=verbose_log(self.verbose),
                                     warn=convergence_warning(6))

@@ -3,10 +3,6 @@ query-sgd), with eval sets, early stopping and partial_fit."""
 
 from __future__ import annotations
 
-import inspect
-import warnings
-from typing import Any
-
 import numpy as np
 
 from rankkit.errors import UsageError
@@ -18,25 +14,7 @@ from rankkit.solvers import SOLVERS
 from rankkit.solvers.options import check_depends
 
 
-class _RenamedParameters(type):
-    """SGDRanker(lambda_=...) still works, with a FutureWarning: the parameter is now alpha. (A
-    trailing underscore marks fitted attributes in scikit-learn, so lambda_ made check_is_fitted
-    take an unfitted SGDRanker for a fitted one.) The old name is rewritten before __init__, so
-    the signature scikit-learn inspects has only the new one."""
-
-    def __call__(cls, *args, **kwargs):
-        if "lambda_" in kwargs:
-            warnings.warn(f"{cls.__name__}(lambda_=...) is deprecated: the parameter is now alpha (scikit-learn's "
-                          "name of the same lambda/2 ||w||^2 weight)", FutureWarning, stacklevel=2)
-            value = kwargs.pop("lambda_")
-            if kwargs.get("alpha") is not None and value is not None:
-                raise UsageError("give alpha, not both alpha and lambda_ (its former name)")
-            if kwargs.get("alpha") is None:
-                kwargs["alpha"] = value
-        return super().__call__(*args, **kwargs)
-
-
-class SGDRanker(Trainable, metaclass=_RenamedParameters):
+class SGDRanker(Trainable):
     __doc__ = """Stochastic pairwise learners (Sculley's sofia-ml family) on sampled preference pairs.
 
     Parameters
@@ -73,16 +51,21 @@ class SGDRanker(Trainable, metaclass=_RenamedParameters):
     loss : str, optional
         The learner's loss (each learner has one).
 {KERNEL_DOC}    patience : int, optional
-        With ``eval_set``: stop when the first eval set's MAP has not improved for this many
-        checkpoints (steps 100, 200, 500, 1000, 2000, ...), keeping the best weights (early
-        stopping; ``best_iteration_``).
-    seed : int, default 0
-        Seed of every random choice: the same seed gives the same weights.
+        With ``eval_set``: stop when the first eval set's ``eval_metric`` (MAP by default) has not
+        improved for this many checkpoints (steps 100, 200, 500, 1000, 2000, ...), keeping the
+        best weights (early stopping; ``best_iteration_``).
+    eval_metric : str, optional
+        The metric early stopping watches on the first eval set: any name ``rankkit.evaluate``
+        takes ("ndcg@10", "map", "err@5", ...; LightGBM's ``eval_at``, XGBoost's ``eval_metric``).
+        Default: MAP, as the command line's --patience.
+    random_state : int, default 0
+        Seed of every random choice: the same seed gives the same weights (formerly ``seed``,
+        still accepted with a FutureWarning).
     warm_start : bool, default False
         Start the next ``fit`` from this fit's weights (a new run of the schedule from there;
         ``partial_fit`` continues the same run instead). Not with sgd, pegasos or logreg under eta
         "pegasos", whose first step 1/(alpha t) sets w to 0 (a UsageError says so).
-    threads, verbose, scoring_metric, scoring_convention
+    n_jobs, verbose, scoring_metric, scoring_convention
         As for `RankSVM`.
 
     Attributes
@@ -93,7 +76,7 @@ class SGDRanker(Trainable, metaclass=_RenamedParameters):
         With ``eval_set``: ``{"valid_0": {"map": [...], "ndcg@10": [...]}, ...}``, one value per
         checkpoint (the steps are ``eval_steps_``).
     best_iteration_ : int
-        With ``eval_set``: the step at which the first eval set's MAP was best (with
+        With ``eval_set``: the step at which the first eval set's ``eval_metric`` was best (with
         ``patience``, the model is the one of that step).
 
     Examples
@@ -101,7 +84,7 @@ class SGDRanker(Trainable, metaclass=_RenamedParameters):
     >>> import numpy as np, rankkit
     >>> X = np.array([[1.0, 0.0], [0.5, 0.5], [0.0, 1.0], [1.0, 1.0], [0.0, 0.0]])
     >>> y = np.array([2, 1, 0, 1, 0])
-    >>> ranker = rankkit.SGDRanker(iterations=2000, seed=1).fit(X, y, group=[3, 2])
+    >>> ranker = rankkit.SGDRanker(iterations=2000, random_state=1).fit(X, y, group=[3, 2])
     >>> ranker.n_iter_, bool(ranker.coef_[0] > ranker.coef_[1])
     (2000, True)
     """.replace("{KERNEL_DOC}", KERNEL_DOC)
@@ -113,10 +96,10 @@ class SGDRanker(Trainable, metaclass=_RenamedParameters):
                  eta: str | None = None, eta0: float | None = None, batch_size: int | None = None,
                  sampler: str | None = None, C: float | None = None, loss: str | None = None,
                  kernel: str | None = None, gamma: float | None = None, degree: int = 3, coef0: float = 0.0,
-                 landmarks: int | None = None, patience: int | None = None, seed: int = 0, warm_start: bool = False,
-                 threads: int | None = None, verbose: bool = False, scoring_metric: str = "ndcg@10",
-                 scoring_convention: str | None = None, eta_c: float | None = None, ties: bool = False,
-                 t0: int | None = None):
+                 landmarks: int | None = None, patience: int | None = None, random_state: int = 0,
+                 warm_start: bool = False, n_jobs: int | None = None, verbose: bool = False,
+                 scoring_metric: str = "ndcg@10", scoring_convention: str | None = None, eta_c: float | None = None,
+                 ties: bool = False, t0: int | None = None, eval_metric: str | None = None):
         self.learner = learner
         self.eta_c = eta_c
         self.ties = ties
@@ -135,37 +118,30 @@ class SGDRanker(Trainable, metaclass=_RenamedParameters):
         self.coef0 = coef0
         self.landmarks = landmarks
         self.patience = patience
-        self.seed = seed
+        self.random_state = random_state
         self.warm_start = warm_start
-        self.threads = threads
+        self.n_jobs = n_jobs
+        self.eval_metric = eval_metric
         self.verbose = verbose
         self.scoring_metric = scoring_metric
         self.scoring_convention = scoring_convention
 
-    def set_params(self, **params: Any) -> "SGDRanker":
-        if "lambda_" in params:
-            warnings.warn("lambda_ is deprecated: the parameter is now alpha", FutureWarning, stacklevel=2)
-            params["alpha"] = params.pop("lambda_")
-        return super().set_params(**params)
-
-    @property
-    def lambda_(self):
-        """Deprecated: the parameter alpha (read-only alias)."""
-        warnings.warn("lambda_ is deprecated: the parameter is now alpha", FutureWarning, stacklevel=2)
-        return self.alpha
+    # lambda_: a trailing underscore marks fitted attributes in scikit-learn, so lambda_ made
+    # check_is_fitted take an unfitted SGDRanker for a fitted one
+    _renamed = {**Trainable._renamed, "lambda_": ("alpha", "scikit-learn's name of the same lambda/2 ||w||^2 weight")}
 
     def partial_fit(self, X, y, qid=None, group=None, eval_set=None, eval_qid=None,
                     eval_group=None) -> "SGDRanker":
         """Run ``iterations`` more steps of the same stochastic run, on the same data.
 
         After k calls the model is the one ``fit`` gives with k x ``iterations`` steps and the same
-        seed, bit for bit (the same pairs drawn, the same learning rates, the same roundings). The
+        random_state, bit for bit (the same pairs drawn, the same learning rates, the same roundings). The
         run continues from its last checkpoint of the schedule (100, 200, 500, 1000, ... steps):
         the steps since that checkpoint are drawn again, so a call costs its own steps plus at
         most those of one segment (the first call after ``fit``, which runs the command line's
         code and keeps no checkpoint, runs the fit's steps again). pair-sgd and query-sgd, whose
         runs are one random stream, run from the start at each call. The data and the parameters
-        (but ``iterations``, ``threads``, ``verbose``, the scoring ones) must stay the same: a
+        (but ``iterations``, ``n_jobs``, ``verbose``, the scoring ones) must stay the same: a
         changed one is a UsageError (start again with ``fit``, or ``fit`` with ``warm_start=True``
         to start a new run from the current weights). With ``eval_set``, ``evals_result_`` grows
         by the checkpoints of each call (no early stopping).
@@ -200,7 +176,7 @@ class SGDRanker(Trainable, metaclass=_RenamedParameters):
         total = done + int(self.iterations or DEFAULT_ITERATIONS)
         sets = eval_sets(eval_set, eval_qid, eval_group, self, ds.n_features)
         before = (self.__dict__.get("evals_result_"), self.__dict__.get("eval_steps_")) if prev is not None else None
-        with Threads(self.threads):
+        with Threads(self.n_jobs):
             self._fit_checked(ds, sets, None, None, warn=convergence_warning(6), run={"state": state},
                               iterations=total, patience=None)
         if before is not None and before[0] is not None and sets and set(before[0]) == set(self.evals_result_):
@@ -235,10 +211,7 @@ class SGDRanker(Trainable, metaclass=_RenamedParameters):
                       "ties": True if flag(self.ties, "ties") else None,
                       "t0": None if self.t0 is None else int(self.t0),
                       "batch_size": count_or_none(self.batch_size, "batch_size"),
-                      "sampler": self.sampler, "seed": random_seed(self.seed)}
+                      "sampler": self.sampler, "seed": random_seed(self.random_state)}
         return self.learner, params, stochastic
 
 
-
-SGDRanker.__signature__ = inspect.signature(SGDRanker.__init__).replace(
-    parameters=list(inspect.signature(SGDRanker.__init__).parameters.values())[1:])

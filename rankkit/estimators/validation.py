@@ -54,7 +54,8 @@ def flag(v, name: str) -> bool:
 
 def random_seed(v) -> int:
     if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
-        raise UsageError(f"seed must be an integer >= 0, not {v!r}")
+        raise UsageError(f"random_state must be an integer >= 0 (a seed: the same one gives the same model), "
+                         f"not {v!r}")
     return int(v)
 
 
