@@ -267,7 +267,7 @@ def _label(point: dict) -> str:
 
 
 def _fit_grid(solver, points, train, valid, names, convention, select, kernel, iterations, seed, log, tick,
-              words: Words):
+              words: Words = WORDS):
     """(chosen index, per-point rows, chosen Model, notes, at_edge). A one-parameter grid of C or
     lambda whose choice sits at an end is extended past it (rankkit.paths.grid's edge rule: warm-started
     along the C path, each point from w = 0 with the same seed for the stochastic solvers, which also
@@ -632,7 +632,7 @@ def _write_vali_table(path: str, rows: list, chosen: int, names, params, at_edge
 
 
 def _run_fold(fold: Fold, data, solvers, grids, names, convention, select, kernel, iterations, seed, out_dir,
-              settings_digest, log, tick, reuse, words: Words):
+              settings_digest, log, tick, reuse, words: Words = WORDS):
     """Every solver on one fold: {solver: record}. Records of a previous run are reused when they match."""
     train, valid, test, digests = data
     fold_dir = os.path.join(out_dir, fold.name) if out_dir is not None else None
