@@ -108,7 +108,7 @@ _EXPORTS = {
     "compare": "rankkit.evaluation",
     "regularization_path": "rankkit.regularization",
     "RegularizationPath": "rankkit.regularization",
-    "experiment": "rankkit.experiments",
+    "experiment": "rankkit.estimators",
     "RankkitError": "rankkit.errors",
     "DataError": "rankkit.errors",
     "ModelError": "rankkit.errors",
@@ -130,7 +130,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time the names come from
     from rankkit.estimators import ConvergenceWarning, FactorizedRankSVM, Ranker, RankSVM, SGDRanker, load_model
     from rankkit.evaluation import compare, evaluate
     from rankkit.scoring import get_scorer, make_scorer
-    from rankkit.experiments import experiment
+    from rankkit.estimators import experiment
     from rankkit.regularization import RegularizationPath, regularization_path
 
 

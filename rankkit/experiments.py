@@ -5,9 +5,10 @@ test of every solver against the first over all test queries of all folds.
     experiment(folds, solvers=("newton", "pegasos"), metrics=("map", "ndcg@10"), out_dir="OUT")
 
 returns the results as plain data, the shape of OUT/results.json (README, section `rankkit
-experiment`). `rankkit.experiment(...)` is this function (the module is named experiments so that
-the package's name stays the function); `rankkit experiment` (rankkit.app.experiment) is a thin
-face over it.
+experiment`). The faces are thin over it and word its warnings with their own Words:
+`rankkit.experiment(...)` (the Python face, rankkit.estimators.experiment; the module is named
+experiments so that the package's name stays the function) and `rankkit experiment`
+(rankkit.app.experiment).
 
 Grids (each overridable with `grids={"pegasos": {"lambda": [...]}}`; CLI `--grid pegasos:lambda=...`),
 listed from the most regularised point on (the order the one-standard-error rule walks):
@@ -79,7 +80,7 @@ from rankkit.paths.grid import (DEFAULT_N_POINTS, DEFAULT_RATIO, PathPoint, cons
                                 validation_can_judge)
 from rankkit.scoring import model_scores
 from rankkit.solvers import SOLVERS
-from rankkit.solvers.options import NAMES, Words, stop_message
+from rankkit.solvers.options import NAMES, WORDS, Words, stop_message
 from rankkit.solvers.sgd import DEFAULT_ITERATIONS as SGD_ITERATIONS
 
 __all__ = ["experiment", "Fold", "letor_folds", "default_grid", "GRID_PARAMETERS", "RESULTS_VERSION"]
@@ -259,7 +260,7 @@ def _label(point: dict) -> str:
 
 
 def _fit_grid(solver, points, train, valid, names, convention, select, kernel, iterations, seed, log, tick,
-              style="python"):
+              words: Words = WORDS):
     """(chosen index, per-point rows, chosen Model, notes, at_edge). A one-parameter grid of C or
     lambda whose choice sits at an end is extended past it (rankkit.paths.grid's edge rule: warm-started
     along the C path, each point from w = 0 with the same seed for the stochastic solvers, which also
@@ -311,7 +312,7 @@ def _fit_grid(solver, points, train, valid, names, convention, select, kernel, i
         p = training.plan(solver, params, stochastic, kmap)
         said: list = []
         model, result = training.fit_dataset(p, train, warn=said.append, maps=maps)
-        warning = stop_message(result.stop, result.detail, _option_words(style), _option_names(solver, style)) \
+        warning = stop_message(result.stop, result.detail, words, _option_names(solver, words)) \
             if said else None
         where = "extended" if extended else f"{k + 1:3d}/{n}"
         if warning and log:
@@ -416,39 +417,18 @@ def _score_scale(model, valid, scores) -> np.ndarray:
     return np.abs(scores)
 
 
-def _option_names(solver: str, style: str) -> dict:
-    """How a warning of the experiment names what to change: only what the experiment accepts (a
-    grid's C, lambda, K or gamma; --iterations; the kernel's options), everything else in plain
-    words (no --max-iter, --tol, --eta or --eta0: the experiment has none; a remedy through the
-    learning rate is left out, None)."""
+def _option_names(solver: str, words: Words) -> dict:
+    """How a warning of the experiment names what to change, in the caller's `words`: only what
+    the experiment accepts (a grid's C, lambda, K or gamma, Words.grid; the iterations; the
+    kernel's options), everything else in plain words (no max_iter, tol, eta or eta0: the
+    experiment has none; a remedy through the learning rate is left out, None)."""
     names = {k: k.replace("_", " ") for k in NAMES}
     names["max_iter"] = "the solver's iteration limit"
-    if style == "cli":
-        for k in ("C", "lambda", "K", "gamma"):
-            names[GRID_PARAMETERS[k]] = f"{k} (--grid {solver}:{k}=...)"
-        names.update({k: NAMES[k] for k in ("iterations", "kernel", "landmarks", "degree", "coef0")})
-    else:
-        for k in ("C", "lambda", "K", "gamma"):
-            names[GRID_PARAMETERS[k]] = f"{k} (grids={{'{solver}': {{'{k}': [...]}}}})"
-        names.update({"iterations": "iterations", "kernel": "kernel"})
+    for k in ("C", "lambda", "K", "gamma"):
+        names[GRID_PARAMETERS[k]] = words.grid(solver, k)
+    names.update({k: words.names[k] for k in ("iterations", "kernel", "landmarks", "degree", "coef0")})
     names.update({"eta": None, "eta0": None})
     return names
-
-
-class _PythonRemedies(Words):
-    """rankkit.experiment(style='python')'s remedies of a divergence, in the words of Python (the
-    options' names come from _option_names)."""
-
-    remedies = {
-        "eta0": "the fixed learning rate is too large for this data: lower eta0, or use optimizer='backtracking'",
-        "separable": "aggressive ROMMA assumes pairs a hyperplane can separate: try learner='pa' or 'pegasos'",
-    }
-
-
-def _option_words(style: str) -> Words:
-    """The Words of a stop message of the experiment: the command line's remedies (style 'cli'),
-    or Python's (style 'python'); the option names are _option_names'."""
-    return Words() if style == "cli" else _PythonRemedies()
 
 
 def _sha256(path: str, regular: bool = False) -> str:
@@ -645,7 +625,7 @@ def _write_vali_table(path: str, rows: list, chosen: int, names, params, at_edge
 
 
 def _run_fold(fold: Fold, data, solvers, grids, names, convention, select, kernel, iterations, seed, out_dir,
-              settings_digest, log, tick, reuse, style="python"):
+              settings_digest, log, tick, reuse, words: Words = WORDS):
     """Every solver on one fold: {solver: record}. Records of a previous run are reused when they match."""
     train, valid, test, digests = data
     fold_dir = os.path.join(out_dir, fold.name) if out_dir is not None else None
@@ -672,7 +652,7 @@ def _run_fold(fold: Fold, data, solvers, grids, names, convention, select, kerne
             log(f"{fold.name} {solver}: {len(points)} grid points")
         try:
             chosen, rows, model, notes, at_edge = _fit_grid(solver, points, train, valid, names, convention, select,
-                                                            kernel, iterations, seed, log, tick, style)
+                                                            kernel, iterations, seed, log, tick, words)
         except UsageError as e:  # no point to choose (every one constant): this fold and solver have no number
             raise UsageError(f"{fold.name} {solver}: {e}") from None
         model.header.update({"train_file": display_name(fold.train), "valid_file": display_name(fold.valid),
@@ -783,7 +763,7 @@ def experiment(folds, solvers=DEFAULT_SOLVERS, metrics=DEFAULT_METRICS, *, conve
                ratio: float = DEFAULT_RATIO, kernel: dict | None = None, iterations: int | None = None, seed: int = 0,
                out_dir: str | None = None, jobs: int = 1, test: str = "randomization",
                permutations: int = DEFAULT_PERMUTATIONS, zero_based: bool = False, group_queries: bool = False,
-               resume: bool = True, log=None, progress=None, warn=None, style: str = "python") -> dict:
+               resume: bool = True, log=None, progress=None, warn=None, words: Words | None = None) -> dict:
     """The LETOR protocol: per fold, each solver's grid chosen on vali by the first metric, the
     choice scored on test; a paired test of each solver against the first over all test queries
     (``rankkit experiment``).
@@ -821,8 +801,10 @@ def experiment(folds, solvers=DEFAULT_SOLVERS, metrics=DEFAULT_METRICS, *, conve
     log, progress, warn : callables, optional
         ``log(line)``: -v lines; ``progress(total, label)``: a progress display factory;
         ``warn(line)``: remarks about the choices.
-    style : {"python", "cli"}
-        How warnings name what to change (``grids={...}`` or ``--grid SOLVER:PARAM=...``).
+    words : rankkit.solvers.options.Words, optional
+        How warnings name what to change: the face's words (default the command line's,
+        ``--grid SOLVER:PARAM=...``; ``rankkit.experiment``, the Python face, passes its own,
+        ``grids={...}``).
 
     Returns
     -------
@@ -855,8 +837,7 @@ def experiment(folds, solvers=DEFAULT_SOLVERS, metrics=DEFAULT_METRICS, *, conve
     describe(convention)
     if select not in ("best", "1se"):
         raise UsageError(f"select must be 'best' or '1se', not {select!r}")
-    if style not in ("python", "cli"):
-        raise UsageError(f"style must be 'python' or 'cli', not {style!r}")
+    words = words or WORDS
     grids = dict(grids or {})
     for s, g in grids.items():
         if s not in solvers:
@@ -908,7 +889,7 @@ def experiment(folds, solvers=DEFAULT_SOLVERS, metrics=DEFAULT_METRICS, *, conve
     try:
         per_fold = _for_each_fold(
             lambda f, lg: _run_fold(f, by_name[f.name], solvers, grids, names, convention, select, kernel, iterations,
-                                    seed, out_dir, settings, lg, tick, resume, style), folds, jobs, log)
+                                    seed, out_dir, settings, lg, tick, resume, words), folds, jobs, log)
     finally:
         if bar and done[0] < total:
             bar(total, total, "stopped")

@@ -178,7 +178,7 @@ def regularization_path(X, y, X_valid, y_valid, *, qid=None, group=None, qid_val
     valid_ds = as_dataset(X_valid, y_valid, qid_valid, group_valid, name="X_valid")
     exact = {"kernel": kernel, "gamma": gamma, "degree": degree, "coef0": coef0}
     t0 = time.perf_counter()
-    with Threads(threads):
+    with Threads(threads, "threads"):
         result, raw, notes, method = path_on_datasets(train_ds, valid_ds, method, metric, select, n_points, ratio,
                                                       exact if (method == "exact" or kernel != "linear") else None,
                                                       log=verbose_log(verbose), words=PYTHON_WORDS,

@@ -187,6 +187,7 @@ def fit_dataset(p: Plan, ds: Dataset, *, valid: Dataset | None = None, query_wei
             full = np.zeros(n_total)
             full[used] = w
             return inner(step, full)
+        monitor.metric = getattr(inner, "metric", None)
     if w0 is not None and used is not None:
         w0 = np.asarray(w0, dtype=np.float64)[used]
     if monitor is not None and spec.factorized:
@@ -224,6 +225,9 @@ def fit_dataset(p: Plan, ds: Dataset, *, valid: Dataset | None = None, query_wei
         result.train_time = max(result.train_time - compiled, 0.0) if result.train_time else result.train_time
         if log:
             log(f"compiling kernels took {compiled:.3f}s of the fit (not counted as training time)")
+    watched = getattr(monitor, "metric", None)
+    if watched not in (None, "map") and ("patience" in result.detail or "best_map" in result.detail):
+        result.detail["metric"] = watched  # early stopping watched another metric than MAP: its words name it
     if needs_warning(result) and warn is not None:
         warn(stop_words(result, p.words))
     settings = dict(model_solver.hyperparameters())

@@ -954,7 +954,7 @@ PY_MISUSE = [
     ("save to a directory", "m = rankkit.RankSVM(C=0.01).fit(X, y, qid=qid); m.save('/')"),
     ("save over the data", "m = rankkit.RankSVM(C=0.01).fit(X, y, qid=qid); m.save({train!r})"),
     ("load a data file as a model", "rankkit.load_model({train!r})"),
-    ("threads 0", "rankkit.RankSVM(threads=0).fit(X, y, qid=qid)"),
+    ("n_jobs 0", "rankkit.RankSVM(n_jobs=0).fit(X, y, qid=qid)"),
     ("load_model of a directory", "rankkit.load_model('/')"),
     ("load_model format nope", "rankkit.load_model({model!r}, model_format='nope')"),
     ("set_params bad", "rankkit.RankSVM().set_params(C=-3).fit(X, y, qid=qid)"),

@@ -57,7 +57,7 @@ else:
 # %% A stochastic learner (Pegasos, as sofia-ml) against the Newton model: a paired randomization test.
 with warnings.catch_warnings():
     warnings.simplefilter("ignore", rankkit.ConvergenceWarning)
-    pegasos = rankkit.SGDRanker(learner="pegasos", alpha=1e-3, iterations=20000, seed=1).fit(X, y, qid=qid)
+    pegasos = rankkit.SGDRanker(learner="pegasos", alpha=1e-3, iterations=20000, random_state=1).fit(X, y, qid=qid)
 for system in rankkit.compare(yt, {"newton": ranker.predict(Xt), "pegasos": pegasos.predict(Xt)}, qid=qt,
                               metrics=("ndcg@10",)):
     p = system.get("p_value", {}).get("ndcg@10")

@@ -211,15 +211,15 @@ CASES = [
      ["-C", "0.01", "--solver", "newton-pairs", "--loss", "logistic"]),
     ("bundle", rankkit.RankSVM, {"C": 0.01, "loss": "hinge"}, ["-C", "0.01", "--loss", "hinge"]),
     ("rescale margin", rankkit.RankSVM, {"C": 0.01, "rescale": "margin"}, ["-C", "0.01", "--rescale", "margin"]),
-    ("rbf landmarks", rankkit.RankSVM, {"C": 0.1, "kernel": "rbf", "landmarks": 60, "seed": 3},
+    ("rbf landmarks", rankkit.RankSVM, {"C": 0.1, "kernel": "rbf", "landmarks": 60, "random_state": 3},
      ["-C", "0.1", "--kernel", "rbf", "--landmarks", "60", "--seed", "3"]),
-    ("pegasos", rankkit.SGDRanker, {"iterations": 5000, "seed": 7, "alpha": 0.01},
+    ("pegasos", rankkit.SGDRanker, {"iterations": 5000, "random_state": 7, "alpha": 0.01},
      ["--solver", "pegasos", "--iterations", "5000", "--seed", "7", "--lambda", "0.01"]),
     ("pa indexed", rankkit.SGDRanker, {"learner": "pa", "C": 0.1, "iterations": 3000, "sampler": "indexed"},
      ["--solver", "pa", "-C", "0.1", "--iterations", "3000", "--sampler", "indexed"]),
     ("query-sgd", rankkit.SGDRanker, {"learner": "query-sgd", "C": 0.01, "iterations": 300},
      ["--solver", "query-sgd", "-C", "0.01", "--iterations", "300"]),
-    ("factorized", rankkit.FactorizedRankSVM, {"K": 3, "iterations": 20, "seed": 2},
+    ("factorized", rankkit.FactorizedRankSVM, {"K": 3, "iterations": 20, "random_state": 2},
      ["--solver", "factorized", "-K", "3", "--iterations", "20", "--seed", "2"]),
 ]
 
@@ -291,8 +291,8 @@ def test_foreign_model_loads_as_a_ranker():
 
 def test_threads_do_not_change_the_weights(sample):
     X, y, qid = sample[:3]
-    a = rankkit.RankSVM(C=0.01, threads=1).fit(X, y, qid=qid)
-    b = rankkit.RankSVM(C=0.01, threads=2).fit(X, y, qid=qid)
+    a = rankkit.RankSVM(C=0.01, n_jobs=1).fit(X, y, qid=qid)
+    b = rankkit.RankSVM(C=0.01, n_jobs=2).fit(X, y, qid=qid)
     np.testing.assert_array_equal(_bits(a.coef_), _bits(b.coef_))
 
 
@@ -325,15 +325,15 @@ def test_params_clone_and_repr(cls, sample):
     from sklearn.base import clone
 
     X, y, qid = sample[:3]
-    est = cls(seed=5, threads=1)
+    est = cls(random_state=5, n_jobs=1)
     params = est.get_params()
-    assert params["seed"] == 5 and "threads" in params
-    assert est.set_params(seed=6) is est and est.seed == 6
+    assert params["random_state"] == 5 and "n_jobs" in params
+    assert est.set_params(random_state=6) is est and est.random_state == 6
     with pytest.raises(ValueError, match="not a parameter"):
         est.set_params(nonsense=1)
     copy = clone(est)
     assert copy is not est and copy.get_params() == est.get_params()
-    assert repr(est).startswith(cls.__name__ + "(") and "seed=6" in repr(est)
+    assert repr(est).startswith(cls.__name__ + "(") and "random_state=6" in repr(est)
     small = {"iterations": 200} if cls is not rankkit.RankSVM else {}
     est.set_params(**small)
     before = dict(est.get_params())
@@ -363,7 +363,7 @@ def test_parameter_errors_name_the_parameter(sample):
         (rankkit.SGDRanker(sampler="stream"), "not for data in memory"),
         (rankkit.FactorizedRankSVM(eta="pegasos"), "eta must be one of constant, basic"),
         (rankkit.RankSVM(loss="foo"), "loss must be one of"),
-        (rankkit.RankSVM(seed="x"), "seed must be an integer"),
+        (rankkit.RankSVM(random_state="x"), "random_state must be an integer"),
         (rankkit.RankSVM(query_norm="yes"), "query_norm must be True or False"),
         (rankkit.RankSVM(kernel="rbf", gamma=-1.0), "gamma must be > 0"),
         (rankkit.RankSVM(kernel="poly", degree=0), "degree must be an integer >= 1"),
@@ -551,8 +551,9 @@ def test_import_rankkit_is_light():
         rankkit.no_such_name
 
 
-@pytest.mark.parametrize("module", ["rankkit.datasets", "rankkit.estimators", "rankkit.evaluation", "rankkit.scoring",
-                                    "rankkit.regularization", "rankkit.experiments"])
+@pytest.mark.parametrize("module", ["rankkit.datasets", "rankkit.estimators.ranksvm", "rankkit.estimators.sgd",
+                                    "rankkit.estimators.factorized", "rankkit.estimators.load", "rankkit.evaluation",
+                                    "rankkit.scoring", "rankkit.regularization", "rankkit.experiments"])
 def test_docstring_examples_run(module, monkeypatch):
     import importlib
 

@@ -240,3 +240,20 @@ def test_readme_layout_names_the_tree_as_it_is():
             continue
         missing.append(rel)
     assert missing == [], f"not in the README's layout section nor docs/layout.md: {missing}"
+
+
+def test_the_core_speaks_no_faces_language():
+    """Below the faces no function takes a `style=` and no code names a face ("cli", "python"):
+    a use case takes the face's Words (rankkit.solvers.options.Words), and each face passes its own
+    (issue 36, "face words stay in the faces")."""
+    faces = [i for i, (name, _) in enumerate(LAYERS) if name == "faces"][0]
+    found = []
+    for m, p in MODULES.items():
+        if _place(m)[0] >= faces:
+            continue
+        for node in ast.walk(ast.parse(p.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.arg) and node.arg == "style":
+                found.append(f"{m}: a parameter style (line {node.lineno})")
+            elif isinstance(node, ast.Constant) and node.value in ("cli", "python"):
+                found.append(f"{m}: the string {node.value!r} (line {node.lineno})")
+    assert found == []

@@ -250,8 +250,9 @@ def test_every_stop_message_of_experiment_names_only_its_options(stop, tmp_path)
     paper optimizer's, --eta0, cannot happen there: experiment trains the default optimizer)."""
     import re
 
-    from rankkit.experiments import _option_names, _option_words
-    from rankkit.solvers.options import stop_message
+    from rankkit.estimators import PYTHON_WORDS
+    from rankkit.experiments import _option_names
+    from rankkit.solvers.options import WORDS, stop_message
 
     helped = set(re.findall(r"--[a-z][a-z0-9-]*", run_cli("experiment", "--help", cwd=tmp_path).stdout.decode()))
     detail = {"ratio": 0.1, "tol": 1e-6, "max_iter": 10, "gap": 0.1, "rounding": 1.0, "bound": 0.5, "patience": 3,
@@ -259,10 +260,9 @@ def test_every_stop_message_of_experiment_names_only_its_options(stop, tmp_path)
               "objective": 9.0, "start": 1.0}
     for remedy in ("lambda", "lower_C", "separable") if stop == "diverged" else (None,):
         for solver in ("pegasos", "pa", "romma", "newton", "factorized"):
-            words = stop_message(stop, dict(detail, remedy=remedy), _option_words("cli"), _option_names(solver, "cli"))
+            words = stop_message(stop, dict(detail, remedy=remedy), WORDS, _option_names(solver, WORDS))
             named = set(re.findall(r"--[a-z][a-z0-9-]*", words))
             assert named <= helped, (stop, remedy, words)
-            py = stop_message(stop, dict(detail, remedy=remedy), _option_words("python"),
-                              _option_names(solver, "python"))
+            py = stop_message(stop, dict(detail, remedy=remedy), PYTHON_WORDS, _option_names(solver, PYTHON_WORDS))
             assert "--" not in py and "-C" not in py, py
 

@@ -284,3 +284,31 @@ def test_the_resume_check_does_not_wait_on_a_fifo(finished):
     if t.is_alive():  # free the waiting open() before failing
         os.close(os.open(record, os.O_WRONLY | os.O_NONBLOCK))
     assert got == [(None, "is not a regular file")]
+
+
+def test_each_face_words_the_experiments_advice_with_its_own_words(monkeypatch):
+    """rankkit.experiment (the Python face) passes its Words to the use case, whose default words are
+    the command line's; style= (before issue 36) still works, with a FutureWarning."""
+    import warnings
+
+    from rankkit import experiments
+    from rankkit.estimators import PYTHON_WORDS
+    from rankkit.solvers.options import WORDS
+
+    assert experiments._option_names("pegasos", WORDS)["lam"] == "lambda (--grid pegasos:lambda=...)"
+    assert experiments._option_names("pegasos", PYTHON_WORDS)["lam"] == "lambda (grids={'pegasos': {'lambda': [...]}})"
+    seen = {}
+
+    def spy(folds, *args, words=None, **kwargs):
+        seen["words"] = words
+        return "ran"
+
+    monkeypatch.setattr(experiments, "experiment", spy)
+    assert rankkit.experiment([("t", "v", "s")]) == "ran" and seen["words"] is PYTHON_WORDS
+    with pytest.warns(FutureWarning, match="style"):
+        rankkit.experiment([("t", "v", "s")], style="cli")
+    assert type(seen["words"]).grid is type(WORDS).grid
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        with pytest.raises(UsageError, match="style must be"):
+            rankkit.experiment([("t", "v", "s")], style="gui")

@@ -250,7 +250,7 @@ def test_optimizer_option_in_cli_and_python(tmp_path):
     ds = _awkward()
     X, y = dense(ds), ds.y
     qid = np.repeat(np.arange(ds.n_queries), np.diff(ds.qptr))
-    r = rankkit.FactorizedRankSVM(K=3, C=0.3, optimizer="paper", eta0=0.01, iterations=7, init_scale=0.3, seed=4)
+    r = rankkit.FactorizedRankSVM(K=3, C=0.3, optimizer="paper", eta0=0.01, iterations=7, init_scale=0.3, random_state=4)
     with pytest.warns(rankkit.estimators.ConvergenceWarning, match="ran out of iterations"):
         r.fit(X, y, qid=qid)
     direct = FactorizedRankSVM(C=0.3, K=3, optimizer="paper", eta0=0.01, iterations=7, init_scale=0.3, seed=4).fit(ds)

@@ -530,3 +530,53 @@ def test_parallel_reader_reports_the_same_first_error(bad, monkeypatch):
         serial, parallel = _parse_both("\n".join(lines).encode(), monkeypatch)
         assert isinstance(serial, DataError) and f"f.txt:{where + 1}:" in str(serial)
         _assert_same(serial, parallel)
+
+
+# -- one decimal kernel (issue 36): the same tokens through every reader path ---------------------------
+TOKENS = ["0", "-0", "+0.5", "3.", ".25", "-.75", "0.000001", "6.931275", "0.1", "0.7", "4.35", "1.00000000000000001",
+          "123456789012345678", "1234567890123456789", "9007199254740993", "0.000000000000000000123",
+          "00000000000000000001.5", "1e5", "1E-5", "-2.5e+3", "-0.0", "22.076928", "0.011976", "1e-320"]
+
+
+def _bits_of(values):
+    return np.asarray(values, dtype=np.float64).view(np.int64).tolist()
+
+
+def test_every_reader_path_gives_the_double_of_each_decimal(tmp_path):
+    """plain_decimal (the fast stage), parse_number (the general stage), the svmlight reader's fast
+    line (values and labels), its general path (an upper-case QID sends a line there), trec runs and
+    qrels, and score files: each token read by each gives float(token), bit for bit (-0.0 too)."""
+    from rankkit.io.output import read_scores
+    from rankkit.io.trec import read_qrels, read_trec_run
+
+    want = _bits_of([float(t) for t in TOKENS])
+    got = {}
+    kernel = []
+    for t in TOKENS:
+        buf = np.frombuffer(t.encode(), dtype=np.uint8)
+        status, v, slow = K.parse_number(buf, 0, buf.shape[0], K.POW10)
+        assert status == K.NUM_OK, t
+        kernel.append(float(t) if slow else v)  # slow: the reader converts the token with float()
+        ok, end, plain = K.plain_decimal(buf, 0, buf.shape[0], K.POW10)
+        if ok and end == buf.shape[0]:
+            assert _bits_of([plain]) == _bits_of([float(t)]), t
+    got["parse_number"] = kernel
+    fast = "".join(f"1 qid:1 1:{t}\n" for t in TOKENS)
+    general = "".join(f"1 QID:1 1:{t}\n" for t in TOKENS)
+    for name, text in (("fast line", fast), ("general path", general)):
+        ds = parse(text)
+        got[name] = ds.data.tolist()
+    labels = "".join(f"{t} qid:{i + 1} 1:1\n" for i, t in enumerate(TOKENS))
+    got["labels, fast line"] = parse(labels).y.tolist()
+    got["labels, general path"] = parse(labels.replace("qid:", "QID:")).y.tolist()
+    run = tmp_path / "run"
+    run.write_text("".join(f"1 Q0 d{i} {i + 1} {t} tag\n" for i, t in enumerate(TOKENS)))
+    got["trec run"] = read_trec_run(str(run))[2].tolist()
+    qrels = tmp_path / "qrels"
+    qrels.write_text("".join(f"1 0 d{i} {t}\n" for i, t in enumerate(TOKENS)))
+    got["qrels"] = [rel for docs in read_qrels(str(qrels)).values() for rel in docs.values()]
+    scores = tmp_path / "scores"
+    scores.write_text("".join(f"{t}\n" for t in TOKENS))
+    got["scores"] = read_scores(str(scores)).tolist()
+    for name, values in got.items():
+        assert _bits_of(values) == want, name

@@ -114,7 +114,7 @@ def test_fast_line_equals_the_general_path():
 def _fast_ok(line: bytes, zero_based: bool) -> bool:
     arr = np.frombuffer(line, dtype=np.uint8)
     k = line.count(b":") + 1
-    ok, *_ = K._fast_line(arr, 0, arr.shape[0], zero_based, np.empty(k), np.empty(k, np.int32), 0, K._POW10)
+    ok, *_ = K._fast_line(arr, 0, arr.shape[0], zero_based, np.empty(k), np.empty(k, np.int32), 0, K.POW10)
     return bool(ok)
 
 

@@ -170,9 +170,9 @@ def test_scorer_without_sklearn_and_without_queries_raises(data):
 # -- 2. validation sets, history, early stopping ---------------------------------------------------------------
 def test_eval_set_lists_record_history_and_do_not_change_the_model(data):
     X, y, q, Xv, yv, qv, Xt, yt, qt = data
-    plain = rankkit.SGDRanker(iterations=2000, seed=4).fit(X, y, qid=q)
-    est = rankkit.SGDRanker(iterations=2000, seed=4).fit(X, y, qid=q, eval_set=[(Xv, yv), (Xt, yt)],
-                                                         eval_qid=[qv, qt])
+    plain = rankkit.SGDRanker(iterations=2000, random_state=4).fit(X, y, qid=q)
+    est = rankkit.SGDRanker(iterations=2000, random_state=4).fit(X, y, qid=q, eval_set=[(Xv, yv), (Xt, yt)],
+                                                                 eval_qid=[qv, qt])
     np.testing.assert_array_equal(_bits(est.coef_), _bits(plain.coef_))  # watching changes nothing
     assert set(est.evals_result_) == {"valid_0", "valid_1"}
     assert set(est.evals_result_["valid_0"]) == {"map", "ndcg@10"}
@@ -184,8 +184,8 @@ def test_eval_set_lists_record_history_and_do_not_change_the_model(data):
     k = est.eval_steps_.index(est.best_iteration_)
     assert est.evals_result_["valid_0"]["map"][k] == max(est.evals_result_["valid_0"]["map"])
     # one set: a bare array for eval_qid (not wrapped in a list), a single (X, y) tuple, eval_group
-    one = rankkit.SGDRanker(iterations=500, seed=4).fit(X, y, qid=q, eval_set=(Xv, yv), eval_group=_sizes(qv))
-    again = rankkit.SGDRanker(iterations=500, seed=4).fit(X, y, qid=q, eval_set=[(Xv, yv)], eval_qid=qv)
+    one = rankkit.SGDRanker(iterations=500, random_state=4).fit(X, y, qid=q, eval_set=(Xv, yv), eval_group=_sizes(qv))
+    again = rankkit.SGDRanker(iterations=500, random_state=4).fit(X, y, qid=q, eval_set=[(Xv, yv)], eval_qid=qv)
     assert one.evals_result_ == again.evals_result_
     with pytest.raises(UsageError, match="one entry per eval_set pair"):
         rankkit.SGDRanker(iterations=100).fit(X, y, qid=q, eval_set=[(Xv, yv), (Xt, yt)], eval_qid=[qv])
@@ -196,7 +196,7 @@ def test_eval_set_lists_record_history_and_do_not_change_the_model(data):
 def test_early_stopping_keeps_the_best_model(data):
     X, y, q, Xv, yv, qv = data[:6]
     # (an explicit convention: the run stops where MAP under it stops improving, whatever evaluate's default)
-    sgd = rankkit.SGDRanker(iterations=50_000, seed=1, patience=2, scoring_convention="letor4")
+    sgd = rankkit.SGDRanker(iterations=50_000, random_state=1, patience=2, scoring_convention="letor4")
     sgd.fit(X, y, qid=q, eval_set=[(Xv, yv)], eval_qid=[qv])
     assert sgd.n_iter_ < 50_000 and "patience" in sgd.stop_reason_ and "--patience" not in sgd.stop_reason_
     best = rankkit.evaluate(yv, sgd.predict(Xv), qid=qv, metrics="map", convention="letor4")["map"]
@@ -324,7 +324,7 @@ def test_warm_start(data):
     assert warm.objective_ == pytest.approx(cold.objective_, rel=1e-6)  # the same optimum (to the stopping rule)
     np.testing.assert_allclose(warm.coef_, cold.coef_, rtol=0, atol=1e-3)
     assert warm.n_iter_ < cold.n_iter_  # from close by
-    sgd = rankkit.SGDRanker(iterations=500, seed=2, eta="basic", eta0=0.01, warm_start=True).fit(X, y, qid=q)
+    sgd = rankkit.SGDRanker(iterations=500, random_state=2, eta="basic", eta0=0.01, warm_start=True).fit(X, y, qid=q)
     first = sgd.coef_.copy()
     sgd.fit(X, y, qid=q)
     assert not np.array_equal(sgd.coef_, first)  # a second run, from the first one's weights
@@ -348,8 +348,8 @@ def test_warm_start(data):
 ], ids=["pegasos-700", "pegasos-1000", "sgd-batch-indexed", "pa-query-norm", "pair-sgd"])
 def test_partial_fit_in_k_chunks_is_one_fit_bit_for_bit(data, params, chunk, k):
     X, y, q = data[:3]
-    one = rankkit.SGDRanker(iterations=chunk * k, seed=9, **params).fit(X, y, qid=q)
-    est = rankkit.SGDRanker(iterations=chunk, seed=9, **params)
+    one = rankkit.SGDRanker(iterations=chunk * k, random_state=9, **params).fit(X, y, qid=q)
+    est = rankkit.SGDRanker(iterations=chunk, random_state=9, **params)
     for _ in range(k):
         assert est.partial_fit(X, y, qid=q) is est
     np.testing.assert_array_equal(_bits(est.coef_), _bits(one.coef_))
@@ -358,7 +358,7 @@ def test_partial_fit_in_k_chunks_is_one_fit_bit_for_bit(data, params, chunk, k):
 
 def test_partial_fit_refuses_another_run(data):
     X, y, q = data[:3]
-    est = rankkit.SGDRanker(iterations=200, seed=1).partial_fit(X, y, qid=q)
+    est = rankkit.SGDRanker(iterations=200, random_state=1).partial_fit(X, y, qid=q)
     with pytest.raises(UsageError, match="same data"):
         est.partial_fit(X[:-10], y[:-10], qid=q[:-10])
     with pytest.raises(UsageError, match="alpha changed"):
@@ -366,7 +366,7 @@ def test_partial_fit_refuses_another_run(data):
     est.fit(X, y, qid=q)  # fit starts a new run; partial_fit continues it
     est.partial_fit(X, y, qid=q)
     np.testing.assert_array_equal(_bits(est.coef_),
-                                  _bits(rankkit.SGDRanker(iterations=400, seed=1, alpha=0.5).fit(X, y, qid=q).coef_))
+                                  _bits(rankkit.SGDRanker(iterations=400, random_state=1, alpha=0.5).fit(X, y, qid=q).coef_))
 
 
 # -- 5. fitted-state detection, the old parameter name ------------------------------------------------------------

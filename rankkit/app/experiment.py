@@ -39,7 +39,7 @@ def experiment(directory=None, fold_triples=(), solvers=("newton",), metrics=(),
     results = run(folds, solvers or ("newton",), metrics or None, select=select, grids=parse_grid(grid_specs),
                   n_points=n_points, ratio=ratio, kernel=kernel, iterations=iterations, seed=seed, out_dir=out_dir,
                   jobs=jobs, test=test, permutations=permutations, zero_based=zero_based, group_queries=group_queries,
-                  resume=resume, log=log, progress=progress, warn=warn, style="cli", **kwargs)
+                  resume=resume, log=log, progress=progress, warn=warn, **kwargs)  # the default words: the CLI's
     if fmt == "json":
         echo(json.dumps(results, allow_nan=False))
     elif fmt == "tsv":

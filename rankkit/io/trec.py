@@ -114,8 +114,8 @@ def _scan(buf, n_fields, id_a, id_b, num_field, pow10, spans, line_no, values, s
             s = spans[row, 4]
             e = spans[row, 5]
             st, v, sl = P.parse_number(buf, s, e, pow10)
-            if st != P._NUM_OK:
-                status[0] = NONFINITE_NUMBER if st == P._NUM_NONFINITE else BAD_NUMBER
+            if st != P.NUM_OK:
+                status[0] = NONFINITE_NUMBER if st == P.NUM_NONFINITE else BAD_NUMBER
                 status[1] = line
                 status[2] = s
                 status[3] = e
@@ -354,7 +354,7 @@ def _read_table(path: str, n_fields: int, id_a: int, id_b: int, num_field: int, 
     values = np.empty(cap, dtype=np.float64)
     slow = np.zeros(cap, dtype=np.bool_)
     status = np.zeros(5, dtype=np.int64)
-    rows = _scan(buf, n_fields, id_a, id_b, num_field, P._POW10, spans, line_no, values, slow, status)
+    rows = _scan(buf, n_fields, id_a, id_b, num_field, P.POW10, spans, line_no, values, slow, status)
     code, line, start, end, count = (int(v) for v in status)
     if code == FIELD_COUNT:
         text = bytes(buf[start:end]).decode("utf-8", "replace").strip()

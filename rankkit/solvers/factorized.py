@@ -249,7 +249,7 @@ class FactorizedRankSVM:
             line = f"iter {it:5d}  J {J:.10e}  |grad| {np.linalg.norm(G):.3e}"
             if self.valid is not None or self.monitor is not None:
                 m = self.monitor(it, w) if self.monitor is not None else self._valid_metric(w)
-                line += f"  valid map {m:.4f}"
+                line += f"  valid {getattr(self.monitor, 'metric', None) or 'map'} {m:.4f}"
                 if best is None or m > best[0]:
                     best, stale = (m, it, V.copy()), 0
                 else:

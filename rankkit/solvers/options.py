@@ -90,6 +90,9 @@ class Words:
     def dask_loss(self, loss) -> str:
         return f"--dask trains --loss {', '.join(DASK_LOSSES[:-1])} or {DASK_LOSSES[-1]}, not {loss}"
 
+    def grid(self, solver: str, param: str) -> str:
+        """How `rankkit experiment` sets a grid's values of `param` (C, lambda, K, gamma) for `solver`."""
+        return f"{param} (--grid {solver}:{param}=...)"
 
 
 # Options that apply only with another: (the option it needs, the values of it it applies to; None:
@@ -223,6 +226,7 @@ def stop_message(stop: str, detail: dict, words: Words | None = None, names: dic
     if names is None:
         names = words.names
     d = detail
+    watched = d.get("metric") or "MAP"  # the validation metric early stopping watched (the Python face's eval_metric)
     if stop == "converged":  # the Newton driver's rule
         rel = "<=" if d.get("bound") else "="  # bound: CG's iterate proved it below this figure (H >= I)
         text = f"Newton decrement / objective {rel} {d['ratio']:.3g} < tol {d['tol']:g}"
@@ -242,10 +246,10 @@ def stop_message(stop: str, detail: dict, words: Words | None = None, names: dic
                 f"tol x objective ({d['bound']:.3g}); the features (or {names['C']}) are too large for double "
                 "precision: scale the features down")
     elif stop == "early_stop":  # factorized, with a validation set
-        text = (f"early stopping: validation MAP did not improve for {d['patience']} iterations "
+        text = (f"early stopping: validation {watched} did not improve for {d['patience']} iterations "
                 f"({names['patience']})")
     elif stop == "early_stop_checkpoints":  # the stochastic learners watched on an eval set (Python's resume)
-        text = (f"early stopping: the first eval set's MAP did not improve for {d['patience']} checkpoints "
+        text = (f"early stopping: the first eval set's {watched} did not improve for {d['patience']} checkpoints "
                 f"(patience={d['patience']}, a Python parameter); kept the best, {d['best_value']:.4f} at step "
                 f"{d['best_iteration']} (stopped at step {d['iterations']})")
     elif stop == "objective_change":  # factorized: Algorithm 1's "until convergence"
@@ -277,5 +281,5 @@ def stop_message(stop: str, detail: dict, words: Words | None = None, names: dic
     else:
         raise ValueError(f"unknown stop code {stop!r}")
     if "best_map" in d:  # factorized with patience: the best validation point was kept
-        text += f"; kept the best validation MAP {d['best_map']:.4f}, at iteration {d['best_iteration']}"
+        text += f"; kept the best validation {watched} {d['best_map']:.4f}, at iteration {d['best_iteration']}"
     return text
