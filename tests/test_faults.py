@@ -152,14 +152,13 @@ def test_swapped_cache_entries_are_repaired(tmp_path, primed, kind):
     files = sorted(glob.glob(str(cache / "**" / f"*.{kind}"), recursive=True))
     ours = [f for f in files if "_matvec_rows" in f]
     others = [f for f in files if "_matvec_rows" not in f and os.path.dirname(f) == os.path.dirname(ours[0])]
-    # the data of csr_matvec's two signatures exchanged (whichever predict loads is the other's
-    # code), or its index exchanged with another kernel's
-    pair = ours[:2] if kind == "nbc" else [ours[0], others[0]] if others else []
-    assert len(pair) == 2, files
-    a, b = Path(pair[0]), Path(pair[1])
-    da, db = a.read_bytes(), b.read_bytes()
-    a.write_bytes(db)
-    b.write_bytes(da)
+    # the data of csr_matvec's signatures rotated (whichever predict loads holds another signature's
+    # code, however many signatures a cache used before holds), or its index exchanged with another kernel's
+    group = ours if kind == "nbc" else [ours[0], others[0]] if others else []
+    assert len(group) >= 2, files
+    data = [Path(f).read_bytes() for f in group]
+    for f, d in zip(group, data[1:] + data[:1]):
+        Path(f).write_bytes(d)
     env = dict(primed["jit_env"], NUMBA_CACHE_DIR=str(cache))
     first = run(["predict", SAMPLE_TEST, primed["model"], "s.txt"], tmp_path, env)
     err = first.stderr.decode()
