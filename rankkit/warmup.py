@@ -395,9 +395,11 @@ class _Progress:
         self.what, self.about, self.show = what, about, show
         self._stop = None
         self.parts = None  # (calls compiled, modules finished, calls, modules) once reported
+        self.share = None  # the calls' compile work done, by their costs (rankkit.compiler.build)
 
-    def update(self, done: int, modules_done: int, total: int, modules: int) -> None:
+    def update(self, done: int, modules_done: int, total: int, modules: int, share: float | None = None) -> None:
         self.parts = (done, modules_done, total, modules)
+        self.share = share
 
     def fraction(self) -> float | None:
         """The share of the work done, from the parts reported (None before any)."""
@@ -406,8 +408,9 @@ class _Progress:
         done, modules_done, total, modules = self.parts
         if total <= 0 or modules <= 0:
             return None
+        compiled = min(done, total) / total if self.share is None else min(max(self.share, 0.0), 1.0)
         share = self.MACHINE_CODE_SHARE
-        return (1.0 - share) * min(done, total) / total + share * min(modules_done, modules) / modules
+        return (1.0 - share) * compiled + share * min(modules_done, modules) / modules
 
     def __enter__(self):
         if not self.show:

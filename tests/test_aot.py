@@ -435,8 +435,8 @@ def test_the_build_reports_its_progress_call_by_call(tmp_path):
     seen = []
     m = build.build(1, calls=calls, directory=str(tmp_path), progress=lambda *a: seen.append(a))
     assert sum(len(r["kernels"]) for r in m["modules"].values()) == 2
-    assert seen[0] == (0, 0, 2, 1) and seen[-1] == (2, 1, 2, 1), seen
-    assert all(a[0] <= b[0] and a[1] <= b[1] for a, b in zip(seen, seen[1:]))  # never backwards
+    assert seen[0] == (0, 0, 2, 1, 0.0) and seen[-1] == (2, 1, 2, 1, 1.0), seen
+    assert all(a[0] <= b[0] and a[1] <= b[1] and a[4] <= b[4] for a, b in zip(seen, seen[1:]))  # never backwards
     assert not [f for f in os.listdir(tmp_path) if f.startswith((".build-", build.PROGRESS_PREFIX))]
 
 
@@ -450,10 +450,19 @@ def test_the_progress_line_counts_calls_and_estimates_the_rest():
     p.update(40, 0, 83, 2)  # about half the calls: (1 - 0.25) * 40/83 of the work in 12 s
     f = 0.75 * 40 / 83
     assert p.line(12.0).endswith(f": 40 of 83 kernel calls, 12 s, about {12 * (1 - f) / f:.0f} s left")
+    p.update(40, 0, 83, 2, 0.8)  # ... the dearest calls first: by their costs, 80 % of the compile work
+    assert p.line(12.0).endswith(f": 40 of 83 kernel calls, 12 s, about {12 * (1 - 0.6) / 0.6:.0f} s left")
     p.update(83, 1, 83, 2)
     assert p.line(20.0).endswith(": machine code, 1 of 2 modules, 20 s, about 3 s left")
     p.update(83, 2, 83, 2)
     assert p.line(22.0).endswith(": machine code, 2 of 2 modules, 22 s")
+
+
+def test_the_compiled_share_weighs_calls_by_their_module_cost():
+    bucket = [("rankkit.solvers._sgd_kernels", [("a", ()), ("b", ())]), ("rankkit.stats", [("c", ())])]
+    total = build._COMPILE_SECONDS["rankkit.solvers._sgd_kernels"] + build._COMPILE_SECONDS["rankkit.stats"]
+    assert build.compiled_share(bucket, 0) == 0.0 and build.compiled_share(bucket, 3) == 1.0
+    assert build.compiled_share(bucket, 1) == pytest.approx(build._COMPILE_SECONDS["rankkit.solvers._sgd_kernels"] / 2 / total)
 
 
 def test_the_suite_cache_is_private_named_by_the_sources_and_reused(tmp_path):

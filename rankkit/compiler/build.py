@@ -356,7 +356,8 @@ def _read_counts(staging: str, n: int, last: list) -> list:
 def _compile_in_processes(buckets: list, staging: str, progress=None) -> list:
     """compile_module for each bucket in its own spawned process; on any error or signal the
     workers are terminated at once (not waited for: a build takes tens of seconds). progress(calls
-    compiled, modules finished), if given, is called from this thread about 4 times a second."""
+    compiled by each process, modules finished), if given, is called from this thread about 4 times
+    a second."""
     import multiprocessing
     from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
 
@@ -374,7 +375,7 @@ def _compile_in_processes(buckets: list, staging: str, progress=None) -> list:
                 for i, f in enumerate(futures):  # a finished module: all its calls
                     if f in finished and f.exception() is None:
                         counts[i] = sum(len(entries) for _, entries in buckets[i])
-                progress(sum(counts), sum(1 for f in finished if f.exception() is None))
+                progress(list(counts), sum(1 for f in finished if f.exception() is None))
             if not pending or any(f.exception() is not None for f in finished):
                 break
         records = [f.result() for f in futures]
@@ -416,6 +417,24 @@ def _cost(group) -> float:
     return _COMPILE_SECONDS.get(module, float(len(entries)))
 
 
+def compiled_share(bucket: list, done: int) -> float:
+    """The share of a process's compile work (the table's costs: _COMPILE_SECONDS) that its first
+    `done` calls make: the process compiles its module's groups in order, each group's calls alike."""
+    total = sum(_cost(g) for g in bucket)
+    if total <= 0:
+        return 1.0
+    work = 0.0
+    for g in bucket:
+        n = len(g[1])
+        if done >= n:
+            work += _cost(g)
+            done -= n
+        else:
+            work += _cost(g) * done / n
+            break
+    return work / total
+
+
 def _groups(calls: list) -> list:
     by_module: dict = {}
     for module, name, key in calls:
@@ -455,8 +474,9 @@ def _remove_stale_staging(directory: str, age: float = 3600.0) -> None:
 def build(jobs: int = 1, calls: list | None = None, directory: str | None = None, progress=None) -> dict:
     """Compile `calls` (default: the table) in `jobs` processes and install them with their
     manifest; returns the manifest. Raises if anything fails (nothing is installed then).
-    progress(calls compiled, modules finished, calls, modules), if given, is called a few times a
-    second while the processes compile (rankkit.warmup's progress line)."""
+    progress(calls compiled, modules finished, calls, modules, share), if given, is called a few times
+    a second while the processes compile (rankkit.warmup's progress line); share is the part of the
+    calls' compile work done, by the costs of the calls compiled (compiled_share), in [0, 1]."""
     calls = table() if calls is None else calls
     directory = directory or output_dir()
     os.makedirs(directory, exist_ok=True)
@@ -483,10 +503,12 @@ def build(jobs: int = 1, calls: list | None = None, directory: str | None = None
         report = None
         if progress is not None:
             n_calls, n_modules = len(calls), len(buckets)
-            progress(0, 0, n_calls, n_modules)
+            progress(0, 0, n_calls, n_modules, 0.0)
+            weights = [sum(_cost(g) for g in b) for b in buckets]
 
-            def report(done, modules):
-                progress(done, modules, n_calls, n_modules)
+            def report(counts, modules):
+                share = sum(w * compiled_share(b, c) for w, b, c in zip(weights, buckets, counts)) / max(sum(weights), 1e-9)
+                progress(sum(counts), modules, n_calls, n_modules, share)
         records = _compile_in_processes(buckets, staging, report)
         # a source edited (and perhaps undone) while the build ran: the code may not be what the
         # fingerprint names, so nothing is installed
