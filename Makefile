@@ -60,30 +60,32 @@ demo: $(WARM_STAMP)
 	$(RANKKIT) eval data/sample.test.txt $(OUT)/sample.test.scores
 	$(PY) scripts/python_api_tour.py --out $(OUT)
 
-# Tests run on a kernel cache of their own for exactly these sources (`--suite-cache`: a private
+# Tests run on a kernel cache of their own for exactly these sources (build --suite-cache: a private
 # folder named by the digest of every source file, the toolchain and the CPU, under ~/.cache/rankkit-suite),
 # so a stale cache can never hide an edit (numba's own cache would not see an edit in another module),
 # and a second `make test` on the same sources starts testing at once: the kernels are built ahead
 # of time into it first (one build, both cores: the suite's processes then load them instead of each
 # compiling or importing numba), and whatever the build does not cover compiles into the same cache.
 # Sources edited during the run: the folder is removed afterwards (--suite-cache-done).
+SUITE_CACHE := $(PY) -m rankkit.compiler.build --suite-cache
+SUITE_CACHE_DONE := $(PY) -m rankkit.compiler.build --suite-cache-done
 # The test files run in TEST_JOBS processes (pytest-xdist; each file whole in one process, so a
 # file's fixtures are made once); TEST_JOBS=0 runs them in this process, one after the other.
 TEST_JOBS ?= 2
 XDIST = $(if $(filter 0,$(TEST_JOBS)),,-n $(TEST_JOBS) --dist loadfile)
 
 test: $(TEST_STAMP)
-	@cache=$$($(PY) -m rankkit.warmup --suite-cache) || exit $$?; \
+	@cache=$$($(SUITE_CACHE)) || exit $$?; \
 	NUMBA_CACHE_DIR=$$cache $(PY) -m rankkit.warmup -q && \
 	NUMBA_CACHE_DIR=$$cache $(PY) -m pytest -q $(XDIST) tests; status=$$?; \
-	$(PY) -m rankkit.warmup --suite-cache-done $$cache; exit $$status
+	$(SUITE_CACHE_DONE) $$cache; exit $$status
 
 # Every test, the ones marked slow included (pyproject's addopts leaves them out; the last -m wins).
 test-all: $(TEST_STAMP)
-	@cache=$$($(PY) -m rankkit.warmup --suite-cache) || exit $$?; \
+	@cache=$$($(SUITE_CACHE)) || exit $$?; \
 	NUMBA_CACHE_DIR=$$cache $(PY) -m rankkit.warmup -q && \
 	NUMBA_CACHE_DIR=$$cache $(PY) -m pytest -q $(XDIST) -m '' tests; status=$$?; \
-	$(PY) -m rankkit.warmup --suite-cache-done $$cache; exit $$status
+	$(SUITE_CACHE_DONE) $$cache; exit $$status
 
 wheel-check: $(TEST_STAMP)
 	@$(PY) scripts/check_wheel.py

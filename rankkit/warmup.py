@@ -509,24 +509,7 @@ def _main(argv=None) -> int:
                     help="build again even if the kernels of these sources are already compiled ahead of time here")
     ap.add_argument("--record", action="store_true",
                     help="developers: rewrite rankkit/compiler/table.py from the common commands' kernel calls")
-    ap.add_argument("--suite-cache", action="store_true",
-                    help="developers (`make test`): make the test suite's private kernel cache for exactly these "
-                    "sources (a second run reuses it), print its path and exit")
-    ap.add_argument("--suite-cache-done", metavar="DIR",
-                    help="developers (`make test`, after the suite): remove DIR if the sources changed during the run")
     a = ap.parse_args(argv)
-    if a.suite_cache or a.suite_cache_done:
-        from rankkit.compiler import aot
-
-        if a.suite_cache_done:
-            aot.suite_cache_check(a.suite_cache_done)
-            return 0
-        try:
-            print(aot.suite_cache_dir())
-        except OSError as exc:
-            print(f"rankkit: error: {exc}", file=sys.stderr)
-            return 2
-        return 0
     if a.record:
         n = record()
         print(f"rankkit: {n} kernel calls written to {build.TABLE_PATH}", file=sys.stderr)

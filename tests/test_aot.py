@@ -503,18 +503,16 @@ def test_the_suite_cache_forgets_old_sources_and_a_run_whose_sources_changed(tmp
     assert aot.suite_cache_check(now) is False and not os.path.exists(now)  # named for other sources: removed
 
 
-def test_warmup_prints_the_suite_cache_and_removes_it_after_an_edit(tmp_path, monkeypatch, capsys):
-    """The two calls of `make test`: --suite-cache prints the folder; --suite-cache-done DIR removes
-    it when the sources are no longer those it is named for."""
-    from rankkit import warmup
-
+def test_make_test_gets_the_suite_cache_and_removes_it_after_an_edit(tmp_path, monkeypatch, capsys):
+    """The two calls of `make test` (python -m rankkit.compiler.build): --suite-cache prints the
+    folder; --suite-cache-done DIR removes it when the sources are no longer those it is named for."""
     monkeypatch.setattr(aot, "suite_cache_roots", lambda: [str(tmp_path / "suite")])
-    assert warmup.main(["--suite-cache"]) == 0
+    assert build.main(["--suite-cache"]) == 0
     out = capsys.readouterr().out.strip()
     assert out == os.path.realpath(tmp_path / "suite" / aot.fingerprint()[:32]) and os.path.isdir(out)
-    assert warmup.main(["--suite-cache-done", out]) == 0 and os.path.isdir(out)
+    assert build.main(["--suite-cache-done", out]) == 0 and os.path.isdir(out)
     monkeypatch.setattr(aot, "fingerprint", lambda sources=None: "edited" * 8)
-    assert warmup.main(["--suite-cache-done", out]) == 0 and not os.path.exists(out)
+    assert build.main(["--suite-cache-done", out]) == 0 and not os.path.exists(out)
 
 
 def test_kernels_pickle_by_name():

@@ -545,7 +545,22 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m rankkit.compiler.build", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--jobs", type=int, default=1)
+    ap.add_argument("--suite-cache", action="store_true",
+                    help="`make test`: make the test suite's private kernel cache for exactly these sources "
+                    "(aot.suite_cache_dir: a second run reuses it), print its path and exit")
+    ap.add_argument("--suite-cache-done", metavar="DIR",
+                    help="`make test`, after the suite: remove DIR if the sources changed during the run")
     a = ap.parse_args(argv)
+    if a.suite_cache_done:
+        aot.suite_cache_check(a.suite_cache_done)
+        return 0
+    if a.suite_cache:
+        try:
+            print(aot.suite_cache_dir())
+        except OSError as exc:
+            print(f"rankkit: error: {exc}", file=sys.stderr)
+            return 2
+        return 0
     t = time.perf_counter()
     m = build(a.jobs)
     print(f"{sum(len(r['kernels']) for r in m['modules'].values())} kernel calls in {len(m['modules'])} modules "
