@@ -19,6 +19,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 RANKKIT := $(VENV)/bin/rankkit
 STAMP  := $(VENV)/.installed
+TEST_STAMP := $(VENV)/.test-installed
 BENCH_STAMP := $(VENV)/.bench-installed
 WARM_STAMP := $(VENV)/.kernels-compiled
 OUT    := out
@@ -27,18 +28,26 @@ OUT    := out
 
 all: test
 
+# The demo's environment: rankkit and its four dependencies only (the first run: the test extras,
+# scikit-learn, dask, pandas, ..., took a third of the install's time). pip is upgraded only if it
+# cannot install a pyproject project in editable mode (21.3, PEP 660): a venv's own pip usually can.
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	@# PYTHONWARNINGS reaches pip's isolated build: setuptools' notices about editable installs are not ours to show
-	PYTHONWARNINGS=ignore $(PY) -m pip install --quiet --upgrade pip
-	PYTHONWARNINGS=ignore $(PY) -m pip install --quiet -e '.[test]'
+	PYTHONWARNINGS=ignore $(PY) -m pip install --quiet 'pip>=21.3'
+	PYTHONWARNINGS=ignore $(PY) -m pip install --quiet -e .
 	@touch $(STAMP)
 
-venv: $(STAMP)
+# ... and what the tests need besides (make venv, test, test-all, fuzz, wheel-check)
+$(TEST_STAMP): $(STAMP)
+	PYTHONWARNINGS=ignore $(PY) -m pip install --quiet -e '.[test]'
+	@touch $(TEST_STAMP)
+
+venv: $(TEST_STAMP)
 
 # every kernel call of every command compiled ahead of time (in parallel processes) before the demo's
 # first command, again whenever a source file changes (the build is only used for the exact sources
-# it was made from); `make test` makes its own, into a fresh cache
+# it was made from); `make test` makes its own, in the suite's cache
 SOURCES := $(shell find rankkit -name "*.py" -type f ! -name ".*")
 $(WARM_STAMP): $(STAMP) $(SOURCES)
 	$(PY) -m rankkit.warmup
@@ -51,33 +60,38 @@ demo: $(WARM_STAMP)
 	$(RANKKIT) eval data/sample.test.txt $(OUT)/sample.test.scores
 	$(PY) scripts/python_api_tour.py --out $(OUT)
 
-# Tests run on a fresh numba cache, so a stale cache can never hide an edit: the kernels are built
-# ahead of time into it first (one build for the whole run, both cores: the suite's processes then
-# load them instead of each compiling or importing numba; a build is only used for the sources it
-# was made from), and whatever the build does not cover compiles into the same cache.
+# Tests run on a kernel cache of their own for exactly these sources (build --suite-cache: a private
+# folder named by the digest of every source file, the toolchain and the CPU, under ~/.cache/rankkit-suite),
+# so a stale cache can never hide an edit (numba's own cache would not see an edit in another module),
+# and a second `make test` on the same sources starts testing at once: the kernels are built ahead
+# of time into it first (one build, both cores: the suite's processes then load them instead of each
+# compiling or importing numba), and whatever the build does not cover compiles into the same cache.
+# Sources edited during the run: the folder is removed afterwards (--suite-cache-done).
+SUITE_CACHE := $(PY) -m rankkit.compiler.build --suite-cache
+SUITE_CACHE_DONE := $(PY) -m rankkit.compiler.build --suite-cache-done
 # The test files run in TEST_JOBS processes (pytest-xdist; each file whole in one process, so a
 # file's fixtures are made once); TEST_JOBS=0 runs them in this process, one after the other.
 TEST_JOBS ?= 2
 XDIST = $(if $(filter 0,$(TEST_JOBS)),,-n $(TEST_JOBS) --dist loadfile)
 
-test: $(STAMP)
-	@cache=$$(mktemp -d); \
+test: $(TEST_STAMP)
+	@cache=$$($(SUITE_CACHE)) || exit $$?; \
 	NUMBA_CACHE_DIR=$$cache $(PY) -m rankkit.warmup -q && \
 	NUMBA_CACHE_DIR=$$cache $(PY) -m pytest -q $(XDIST) tests; status=$$?; \
-	rm -rf $$cache; exit $$status
+	$(SUITE_CACHE_DONE) $$cache; exit $$status
 
 # Every test, the ones marked slow included (pyproject's addopts leaves them out; the last -m wins).
-test-all: $(STAMP)
-	@cache=$$(mktemp -d); \
+test-all: $(TEST_STAMP)
+	@cache=$$($(SUITE_CACHE)) || exit $$?; \
 	NUMBA_CACHE_DIR=$$cache $(PY) -m rankkit.warmup -q && \
 	NUMBA_CACHE_DIR=$$cache $(PY) -m pytest -q $(XDIST) -m '' tests; status=$$?; \
-	rm -rf $$cache; exit $$status
+	$(SUITE_CACHE_DONE) $$cache; exit $$status
 
-wheel-check: $(STAMP)
+wheel-check: $(TEST_STAMP)
 	@$(PY) scripts/check_wheel.py
 
 # Many more random mutations of real files than the suite's default (RANKKIT_FUZZ_CASES to change it).
-fuzz: $(STAMP)
+fuzz: $(TEST_STAMP)
 	@cache=$$(mktemp -d); \
 	RANKKIT_FUZZ_CASES=$${RANKKIT_FUZZ_CASES:-50000} NUMBA_CACHE_DIR=$$cache $(PY) -m pytest -q -m fuzz tests; status=$$?; \
 	rm -rf $$cache; exit $$status
@@ -86,7 +100,7 @@ fuzz: $(STAMP)
 trial: $(WARM_STAMP)
 	$(PY) scripts/operator_trial.py $(TRIAL_ARGS)
 
-$(BENCH_STAMP): $(STAMP)
+$(BENCH_STAMP): $(TEST_STAMP)
 	PYTHONWARNINGS=ignore $(PY) -m pip install --quiet -e '.[test,bench]'
 	@touch $(BENCH_STAMP)
 

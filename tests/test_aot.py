@@ -420,11 +420,99 @@ def test_a_build_whose_sources_changed_meanwhile_is_not_installed(tmp_path, monk
                 "compiled_from": "an edited source"}
 
     monkeypatch.setattr(build, "_compile_in_processes",
-                        lambda buckets, staging: [fake_compile(i, b, staging) for i, b in enumerate(buckets)])
+                        lambda buckets, staging, progress=None: [fake_compile(i, b, staging) for i, b in enumerate(buckets)])
     with pytest.raises(RuntimeError, match="changed during the build"):
         build.build(1, calls=[("rankkit.stats", "_sequential_sum", (("<f8", 1, 1, True, True),))],
                          directory=str(tmp_path))
     assert sorted(os.listdir(tmp_path)) == []
+
+
+def test_the_build_reports_its_progress_call_by_call(tmp_path):
+    """Issue 37 item 5: the build's processes report each compiled call (progress files read by the
+    parent), so that warmup can show "31 of 83 kernel calls"; the last report is the whole build."""
+    calls = [("rankkit.stats", "_sequential_sum", (("<f8", 1, 1, True, True),)),
+             ("rankkit.sorting", "longest", (("<i8", 1, 1, True, True), "<i8", "<i8"))]
+    seen = []
+    m = build.build(1, calls=calls, directory=str(tmp_path), progress=lambda *a: seen.append(a))
+    assert sum(len(r["kernels"]) for r in m["modules"].values()) == 2
+    assert seen[0] == (0, 0, 2, 1, 0.0) and seen[-1] == (2, 1, 2, 1, 1.0), seen
+    assert all(a[0] <= b[0] and a[1] <= b[1] and a[4] <= b[4] for a, b in zip(seen, seen[1:]))  # never backwards
+    assert not [f for f in os.listdir(tmp_path) if f.startswith((".build-", build.PROGRESS_PREFIX))]
+
+
+def test_the_progress_line_counts_calls_and_estimates_the_rest():
+    from rankkit import warmup
+
+    p = warmup._Progress("compiling kernels ahead of time (2 processes)", 30.0, show=False)
+    assert p.line(5.0) == "rankkit: compiling kernels ahead of time (2 processes): 5 s of about 30 s"
+    p.update(0, 0, 83, 2)  # the processes are starting: the estimate of the table's costs
+    assert p.line(5.0) == "rankkit: compiling kernels ahead of time (2 processes): 0 of 83 kernel calls, 5 s, about 25 s left"
+    p.update(40, 0, 83, 2)  # about half the calls: (1 - 0.25) * 40/83 of the work in 12 s
+    f = 0.75 * 40 / 83
+    assert p.line(12.0).endswith(f": 40 of 83 kernel calls, 12 s, about {12 * (1 - f) / f:.0f} s left")
+    p.update(40, 0, 83, 2, 0.8)  # ... the dearest calls first: by their costs, 80 % of the compile work
+    assert p.line(12.0).endswith(f": 40 of 83 kernel calls, 12 s, about {12 * (1 - 0.6) / 0.6:.0f} s left")
+    p.update(83, 1, 83, 2)
+    assert p.line(20.0).endswith(": machine code, 1 of 2 modules, 20 s, about 3 s left")
+    p.update(83, 2, 83, 2)
+    assert p.line(22.0).endswith(": machine code, 2 of 2 modules, 22 s")
+
+
+def test_the_compiled_share_weighs_calls_by_their_module_cost():
+    bucket = [("rankkit.solvers._sgd_kernels", [("a", ()), ("b", ())]), ("rankkit.stats", [("c", ())])]
+    total = build._COMPILE_SECONDS["rankkit.solvers._sgd_kernels"] + build._COMPILE_SECONDS["rankkit.stats"]
+    assert build.compiled_share(bucket, 0) == 0.0 and build.compiled_share(bucket, 3) == 1.0
+    assert build.compiled_share(bucket, 1) == pytest.approx(build._COMPILE_SECONDS["rankkit.solvers._sgd_kernels"] / 2 / total)
+
+
+def test_the_suite_cache_is_private_named_by_the_sources_and_reused(tmp_path):
+    """Issue 37 item 5: `make test` keeps its kernel cache in a folder named by the fingerprint (every
+    source file's text, the toolchain, the CPU): the same sources find it again (a second run starts
+    at once), an edit names another one (a stale cache never hides it); only a folder no other user
+    can write is used, made 0700."""
+    import stat
+
+    roots = [str(tmp_path / "home-cache" / "rankkit-suite"), str(tmp_path / "tmp" / "rankkit-suite-0")]
+    a = aot.suite_cache_dir("a" * 64, roots)
+    assert a == os.path.realpath(os.path.join(roots[0], "a" * 32))
+    assert stat.S_IMODE(os.stat(a).st_mode) == 0o700 and stat.S_IMODE(os.stat(roots[0]).st_mode) == 0o700
+    (Path(a) / "kept").write_text("a build")
+    assert aot.suite_cache_dir("a" * 64, roots) == a and (Path(a) / "kept").exists()
+    b = aot.suite_cache_dir("b" * 64, roots)
+    assert b != a and os.listdir(b) == []
+    os.chmod(roots[0], 0o770)  # its group could plant code: the next root instead
+    c = aot.suite_cache_dir("a" * 64, roots)
+    assert c == os.path.realpath(os.path.join(roots[1], "a" * 32))
+    os.chmod(roots[1], 0o777)
+    with pytest.raises(OSError, match="no private writable directory"):
+        aot.suite_cache_dir("a" * 64, roots)
+
+
+def test_the_suite_cache_forgets_old_sources_and_a_run_whose_sources_changed(tmp_path):
+    root = tmp_path / "rankkit-suite"
+    old = [aot.suite_cache_dir(c * 64, [str(root)]) for c in "cdefghij"]
+    os.utime(old[0], (0, 0))  # unused for years: removed by the next run
+    for i, d in enumerate(old[1:]):  # two hours old: all but the most recent few removed
+        t = os.path.getmtime(d) - 7200 + i
+        os.utime(d, (t, t))
+    now = aot.suite_cache_dir("k" * 64, [str(root)])
+    left = sorted(os.listdir(root))
+    assert left == sorted([os.path.basename(now)] + [os.path.basename(d) for d in old[-(aot.SUITE_KEEP_RECENT - 1):]])
+    mine = aot.suite_cache_dir(aot.fingerprint(), [str(root)])
+    assert aot.suite_cache_check(mine) is True and os.path.isdir(mine)  # the sources of this run: kept
+    assert aot.suite_cache_check(now) is False and not os.path.exists(now)  # named for other sources: removed
+
+
+def test_make_test_gets_the_suite_cache_and_removes_it_after_an_edit(tmp_path, monkeypatch, capsys):
+    """The two calls of `make test` (python -m rankkit.compiler.build): --suite-cache prints the
+    folder; --suite-cache-done DIR removes it when the sources are no longer those it is named for."""
+    monkeypatch.setattr(aot, "suite_cache_roots", lambda: [str(tmp_path / "suite")])
+    assert build.main(["--suite-cache"]) == 0
+    out = capsys.readouterr().out.strip()
+    assert out == os.path.realpath(tmp_path / "suite" / aot.fingerprint()[:32]) and os.path.isdir(out)
+    assert build.main(["--suite-cache-done", out]) == 0 and os.path.isdir(out)
+    monkeypatch.setattr(aot, "fingerprint", lambda sources=None: "edited" * 8)
+    assert build.main(["--suite-cache-done", out]) == 0 and not os.path.exists(out)
 
 
 def test_kernels_pickle_by_name():
@@ -490,7 +578,7 @@ def test_warmup_that_cannot_cache_exits_2_in_one_line(monkeypatch, capsys, where
 
     from rankkit import warmup
 
-    def full_build(jobs):
+    def full_build(jobs, progress=None):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), "/cache/rankkit-aot/.build-abc")
 
     def warm_fails(jobs, exercises):

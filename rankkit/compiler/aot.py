@@ -379,3 +379,84 @@ def status() -> dict:
     return {"dir": _state["dir"], "kernels": len(_state["kernels"]),
             "calls": sum(len(v) for v in _state["kernels"].values()),
             "loaded": sorted(f for f, m in _loaded.items() if m is not None)}
+
+
+# -- the test suite's kernel cache ----------------------------------------------------------------
+
+SUITE_PREFIX = "rankkit-suite"
+# a suite cache of other sources is removed by the next run when it has not been used for a day,
+# or for an hour when it is not among the SUITE_KEEP_RECENT most recently used (each edit makes one)
+SUITE_KEEP_SECONDS = 86400
+SUITE_KEEP_RECENT = 6
+
+
+def suite_cache_roots() -> list[str]:
+    """Where `make test` keeps its kernel caches, in order: the user's cache directory
+    ($XDG_CACHE_HOME or ~/.cache), then the temporary directory (per user)."""
+    uid = os.getuid() if hasattr(os, "getuid") else 0
+    xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return [os.path.join(xdg, SUITE_PREFIX), os.path.join(tempfile.gettempdir(), f"{SUITE_PREFIX}-{uid}")]
+
+
+def _private_dir(path: str) -> str | None:
+    """`path` made (0700) if missing and returned by its real path if it is ours alone
+    (trust_problem: owned by this user or root, no one else can write it or a directory above it
+    that is not sticky) and writable; else None."""
+    import stat
+
+    try:
+        os.makedirs(path, mode=0o700, exist_ok=True)
+        real = os.path.realpath(path)
+        st = os.lstat(real)
+    except OSError:
+        return None
+    if not stat.S_ISDIR(st.st_mode) or trust_problem(real) is not None or not os.access(real, os.W_OK | os.X_OK):
+        return None
+    return real
+
+
+def suite_cache_dir(fp: str | None = None, roots: list[str] | None = None) -> str:
+    """The kernel cache of the test suite for these sources: <root>/<fingerprint> (fingerprint():
+    the text of every source file, the toolchain, NUMBA_* settings, the CPU), in the first root of
+    suite_cache_roots() that is private to this user (made 0700), the folder itself made 0700.
+    A second `make test` on exactly the same sources finds the first one's build and JIT cache
+    there and starts testing at once; any edit names another folder (numba's own cache would
+    not see an edit in another module). Folders of other sources are removed when unused for a day
+    (SUITE_KEEP_SECONDS), or for an hour beyond the SUITE_KEEP_RECENT most recent. OSError if no
+    root is private and writable."""
+    import shutil
+    import time
+
+    fp = fingerprint() if fp is None else fp
+    for root in suite_cache_roots() if roots is None else roots:
+        real_root = _private_dir(root)
+        if real_root is None:
+            continue
+        path = _private_dir(os.path.join(real_root, fp[:32]))
+        if path is None:
+            continue
+        now = time.time()
+        try:
+            os.utime(path)  # in use: kept by other runs' clean-up
+            others = sorted(((os.lstat(p).st_mtime, p) for p in (os.path.join(real_root, n) for n in os.listdir(real_root))
+                             if p != path), reverse=True)
+            for rank, (used, other) in enumerate(others):
+                age = now - used
+                if age > SUITE_KEEP_SECONDS or (rank >= SUITE_KEEP_RECENT - 1 and age > 3600):
+                    shutil.rmtree(other, ignore_errors=True)
+        except OSError:
+            pass
+        return path
+    raise OSError(f"no private writable directory for the test suite's kernel cache in {', '.join(suite_cache_roots())}")
+
+
+def suite_cache_check(path: str) -> bool:
+    """After a run in suite_cache_dir(): True if the sources are still those it is named for;
+    else (edited during the run: what was compiled may come from either text) the folder is
+    removed and False."""
+    import shutil
+
+    if os.path.basename(os.path.normpath(path)) == fingerprint()[:32]:
+        return True
+    shutil.rmtree(path, ignore_errors=True)
+    return False

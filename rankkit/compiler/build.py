@@ -295,6 +295,7 @@ def compile_module(index: int, groups: list, out_dir: str) -> dict:
     cc.output_dir = out_dir
     cc.target_cpu = "host"
     cc.verbose = False
+    _count_exports(os.path.join(out_dir, f"{PROGRESS_PREFIX}{index}"))
     kernels = []
     mods = {module: importlib.import_module(module) for module, _ in groups}
     compiled_from = aot.fingerprint()  # what this process imported: the caller checks it is the build's
@@ -315,18 +316,69 @@ def compile_module(index: int, groups: list, out_dir: str) -> dict:
     return {"file": final, "name": ext, "sha256": digest, "kernels": kernels, "compiled_from": compiled_from}
 
 
-def _compile_in_processes(buckets: list, staging: str) -> list:
+PROGRESS_PREFIX = ".progress-"  # compile_module's count of compiled calls, in the staging folder
+
+
+def _count_exports(path: str) -> None:
+    """Have this (build) process's numba.pycc write how many of its module's calls it has compiled
+    to `path` after each one (the parent reads it for its progress line). The module's machine code
+    is made after its last call is compiled (about a quarter of its time)."""
+    from numba.pycc import compiler as pycc_compiler
+
+    real = pycc_compiler.compile_extra
+    done = [0]
+
+    def counted(*args, **kwargs):
+        result = real(*args, **kwargs)
+        done[0] += 1
+        try:
+            with open(path, "w") as fh:
+                fh.write(str(done[0]))
+        except OSError:  # only the progress line is lost
+            pass
+        return result
+
+    pycc_compiler.compile_extra = counted
+
+
+def _read_counts(staging: str, n: int, last: list) -> list:
+    """The calls compiled so far by each of the n build processes (their progress files; a file
+    being rewritten keeps its last value)."""
+    for i in range(n):
+        try:
+            with open(os.path.join(staging, f"{PROGRESS_PREFIX}{i}")) as fh:
+                last[i] = max(last[i], int(fh.read()))
+        except (OSError, ValueError):
+            pass
+    return last
+
+
+def _compile_in_processes(buckets: list, staging: str, progress=None) -> list:
     """compile_module for each bucket in its own spawned process; on any error or signal the
-    workers are terminated at once (not waited for: a build takes tens of seconds)."""
+    workers are terminated at once (not waited for: a build takes tens of seconds). progress(calls
+    compiled by each process, modules finished), if given, is called from this thread about 4 times
+    a second."""
     import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
 
     from rankkit.processes import die_with_parent  # a killed `make` leaves no compiling workers
 
     pool = ProcessPoolExecutor(max_workers=len(buckets), mp_context=multiprocessing.get_context("spawn"),
                                initializer=die_with_parent)
     try:
-        records = list(pool.map(compile_module, range(len(buckets)), buckets, [staging] * len(buckets)))
+        futures = [pool.submit(compile_module, i, b, staging) for i, b in enumerate(buckets)]
+        counts = [0] * len(buckets)
+        while True:
+            finished, pending = wait(futures, timeout=0.25, return_when=FIRST_EXCEPTION)
+            if progress is not None:
+                _read_counts(staging, len(buckets), counts)
+                for i, f in enumerate(futures):  # a finished module: all its calls
+                    if f in finished and f.exception() is None:
+                        counts[i] = sum(len(entries) for _, entries in buckets[i])
+                progress(list(counts), sum(1 for f in finished if f.exception() is None))
+            if not pending or any(f.exception() is not None for f in finished):
+                break
+        records = [f.result() for f in futures]
     except BaseException:
         for proc in list((getattr(pool, "_processes", None) or {}).values()):
             try:
@@ -365,6 +417,24 @@ def _cost(group) -> float:
     return _COMPILE_SECONDS.get(module, float(len(entries)))
 
 
+def compiled_share(bucket: list, done: int) -> float:
+    """The share of a process's compile work (the table's costs: _COMPILE_SECONDS) that its first
+    `done` calls make: the process compiles its module's groups in order, each group's calls alike."""
+    total = sum(_cost(g) for g in bucket)
+    if total <= 0:
+        return 1.0
+    work = 0.0
+    for g in bucket:
+        n = len(g[1])
+        if done >= n:
+            work += _cost(g)
+            done -= n
+        else:
+            work += _cost(g) * done / n
+            break
+    return work / total
+
+
 def _groups(calls: list) -> list:
     by_module: dict = {}
     for module, name, key in calls:
@@ -401,9 +471,12 @@ def _remove_stale_staging(directory: str, age: float = 3600.0) -> None:
             pass
 
 
-def build(jobs: int = 1, calls: list | None = None, directory: str | None = None) -> dict:
+def build(jobs: int = 1, calls: list | None = None, directory: str | None = None, progress=None) -> dict:
     """Compile `calls` (default: the table) in `jobs` processes and install them with their
-    manifest; returns the manifest. Raises if anything fails (nothing is installed then)."""
+    manifest; returns the manifest. Raises if anything fails (nothing is installed then).
+    progress(calls compiled, modules finished, calls, modules, share), if given, is called a few times
+    a second while the processes compile (rankkit.warmup's progress line); share is the part of the
+    calls' compile work done, by the costs of the calls compiled (compiled_share), in [0, 1]."""
     calls = table() if calls is None else calls
     directory = directory or output_dir()
     os.makedirs(directory, exist_ok=True)
@@ -427,7 +500,16 @@ def build(jobs: int = 1, calls: list | None = None, directory: str | None = None
             min(buckets, key=lambda b: sum(_cost(x) for x in b)).append(g)
         # always in spawned processes, even one: compile_module changes how this process's numba
         # compiles (_callees_as_ir_only), which must never reach a process that goes on to run kernels
-        records = _compile_in_processes(buckets, staging)
+        report = None
+        if progress is not None:
+            n_calls, n_modules = len(calls), len(buckets)
+            progress(0, 0, n_calls, n_modules, 0.0)
+            weights = [sum(_cost(g) for g in b) for b in buckets]
+
+            def report(counts, modules):
+                share = sum(w * compiled_share(b, c) for w, b, c in zip(weights, buckets, counts)) / max(sum(weights), 1e-9)
+                progress(sum(counts), modules, n_calls, n_modules, share)
+        records = _compile_in_processes(buckets, staging, report)
         # a source edited (and perhaps undone) while the build ran: the code may not be what the
         # fingerprint names, so nothing is installed
         if any(r.pop("compiled_from") != fp for r in records) or aot.fingerprint() != fp:
@@ -463,7 +545,22 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m rankkit.compiler.build", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--jobs", type=int, default=1)
+    ap.add_argument("--suite-cache", action="store_true",
+                    help="`make test`: make the test suite's private kernel cache for exactly these sources "
+                    "(aot.suite_cache_dir: a second run reuses it), print its path and exit")
+    ap.add_argument("--suite-cache-done", metavar="DIR",
+                    help="`make test`, after the suite: remove DIR if the sources changed during the run")
     a = ap.parse_args(argv)
+    if a.suite_cache_done:
+        aot.suite_cache_check(a.suite_cache_done)
+        return 0
+    if a.suite_cache:
+        try:
+            print(aot.suite_cache_dir())
+        except OSError as exc:
+            print(f"rankkit: error: {exc}", file=sys.stderr)
+            return 2
+        return 0
     t = time.perf_counter()
     m = build(a.jobs)
     print(f"{sum(len(r['kernels']) for r in m['modules'].values())} kernel calls in {len(m['modules'])} modules "
