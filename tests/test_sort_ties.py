@@ -184,3 +184,19 @@ def test_fun_grad_two_sweeps_same_bits(monkeypatch, labels, margin, squared):
             loss, act = sqh.fun_grad_y(y, lev, qptr, nlev, order, ys, ls, gs, gy, qw, margin, squared)
         out.append((loss, act, gy.tobytes(), ys.tobytes(), ls.tobytes()))
     assert out[0] == out[1] == out[2]
+
+
+def test_metric_ranking_of_a_long_query_is_the_stable_one():
+    """rankkit.metrics.kernels.rank sorts a query of RADIX_MIN rows and more by radix: the ranking
+    (score descending, ties in row order, -0.0 with 0.0, nans last) of the merge sort it used before."""
+    from rankkit.metrics.kernels import rank
+    from rankkit.sorting import RADIX_MIN
+
+    rng = np.random.default_rng(2)
+    n = RADIX_MIN + 500
+    scores = np.concatenate([[9.0, 9.0], rng.integers(-20, 20, n) / 4.0, [1.0]])
+    scores[rng.integers(2, n, 50)] = -0.0
+    scores[rng.integers(2, n, 20)] = np.nan
+    neg, order, tmp = np.empty(n), np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
+    rank(scores, 2, n, neg, order, tmp)
+    assert np.array_equal(order, np.argsort(-scores[2:2 + n], kind="stable"))
