@@ -482,7 +482,9 @@ class LocalObjective:
         return self.obj.C
 
     def start(self, w):
-        self._y = self.obj.scores(w)
+        # from w = 0 (every fit but a warm start) the scores are 0: one product X.v fewer (the
+        # kernel's sums of 0 * x are +0.0 too, for finite x: the same bits)
+        self._y = np.zeros(self.obj.n_rows) if not np.any(w) else self.obj.scores(w)
         self._delta = np.empty_like(self._y)
         self._trial = np.empty_like(self._y)
         f = self.obj.evaluate(w, self._y)
