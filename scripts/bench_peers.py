@@ -172,6 +172,7 @@ class Report:
     def __init__(self):
         self.lines: list[str] = []
         self.rows: list[tuple] = []  # (run, rankkit, peer, ratio) for the summary table
+        self.passes: list[tuple] = []  # (run, _train_stages' figures): the Newton rows in passes over the data
         self.data: dict = {}
 
     def add(self, *lines: str) -> None:
@@ -205,11 +206,12 @@ def bench_train_big(rep: Report, peers, repeat, tmp):
         else:
             rep.add("| liblinear-ranksvm | not found (set RANKKIT_PEERS or RANKKIT_LIBLINEAR) | | |")
         stages = _train_stages(path, C)
-        rep.add("", f"Inside one rankkit process (kernels loaded, the reader as `rankkit train` calls it): reading "
-                f"{stages['read']:.2f} s (values {stages['values']}), fit {stages['fit']:.2f} s ({stages['newton']} Newton "
-                f"steps, {stages['cg']} CG steps, objective {stages['objective']}).")
-        rep.add("")
         label = f"train {mb:.0f} MB ({'200k docs' if key == 'letor200k' else '1M docs, one query'}), C={C}"
+        rep.add("", f"Inside one rankkit process (kernels loaded, the reader as `rankkit train` calls it): reading "
+                f"{stages['read']:.2f} s (values {stages['values']}), {passes_text(stages)} ({stages['cg']} CG steps, "
+                f"objective {stages['objective']}).")
+        rep.passes.append((label, stages))
+        rep.add("")
         rep.rows.append((label, f"{rk[0]:.2f} s, {rk[2]:.0f} MB",
                          f"liblinear-ranksvm {ll[0]:.2f} s, {ll[2]:.0f} MB" if ll else "liblinear-ranksvm: not found",
                          f"{ratio(rk[0], ll and ll[0])} time, {ratio(rk[2], ll and ll[2])} memory" if ll else "-"))
@@ -217,21 +219,38 @@ def bench_train_big(rep: Report, peers, repeat, tmp):
 
 
 def _train_stages(path, C: str) -> dict:
-    """Reading and fitting time of `rankkit train FILE -C C` in one process (its second run: the
-    kernels loaded), with the fit's figures and how the values were stored."""
+    """Reading and fitting time of `rankkit train FILE -C C` in one process (its second fit: the
+    kernels loaded), with the fit's figures and how the values were stored; and the fit in passes
+    over the data (issue 39): its time over the median time of one product X.v on the same matrix,
+    measured in the same process right after it, with the fit's Hessian-vector products counted."""
     proc = subprocess.run([sys.executable, "-c", (
-        "import sys, time; from rankkit.io.svmlight import read_svmlight; from rankkit import training\n"
+        "import sys, time, numpy as np; from rankkit.io.svmlight import read_svmlight; from rankkit import training\n"
+        "from rankkit.objectives.pairwise import PairwiseObjective as P; from rankkit.sparse import csr_matvec\n"
         "plan = training.plan(None, {'C': float(sys.argv[2])}, {}, None, False)\n"
         "kw = dict(narrow_indices=plan.narrow_indices, narrow_values=plan.narrow_values)\n"
+        "hv = [0]; inner = P.hess_vec\n"
+        "def counted(self, s):\n"
+        "    hv[0] += 1\n"
+        "    return inner(self, s)\n"
+        "P.hess_vec = counted\n"
+        "t = time.perf_counter(); ds = read_svmlight(sys.argv[1], **kw); read = time.perf_counter() - t\n"
         "for _ in range(2):\n"
-        "    t = time.perf_counter(); ds = read_svmlight(sys.argv[1], **kw); t1 = time.perf_counter()\n"
-        "    m, r = training.fit_dataset(plan, ds); t2 = time.perf_counter(); scale = ds.value_scale; del ds\n"
-        "print(t1 - t, t2 - t1, r.iterations, r.extra.get('cg_iterations'), repr(r.objective), scale)"),
+        "    hv[0] = 0; t1 = time.perf_counter(); m, r = training.fit_dataset(plan, ds); t2 = time.perf_counter()\n"
+        "w = np.random.default_rng(0).standard_normal(ds.n_features); out = np.empty(ds.n_rows); ts = []\n"
+        "for _ in range(7):\n"
+        "    t = time.perf_counter(); csr_matvec(ds.data, ds.indices, ds.indptr, w, out, ds.value_scale); ts.append(time.perf_counter() - t)\n"
+        "print(read, t2 - t1, r.iterations, r.extra.get('cg_iterations'), repr(r.objective), ds.value_scale, float(np.median(ts)), hv[0])"),
         str(path), C], check=True, capture_output=True, text=True, env=_env())
-    read, fit, newton, cg, objective, scale = proc.stdout.split()
+    read, fit, newton, cg, objective, scale, xv, hv = proc.stdout.split()
     values = "float64" if float(scale) == 1.0 else f"as int32 decimal codes / {float(scale):g}, exact"
     return {"read": float(read), "fit": float(fit), "newton": int(newton), "cg": cg, "objective": objective,
-            "values": values}
+            "values": values, "xv": float(xv), "passes": float(fit) / float(xv), "hv": int(hv)}
+
+
+def passes_text(stages: dict) -> str:
+    """The fit in passes over the data, as the tables give it."""
+    return (f"fit {stages['fit']:.2f} s = **{stages['passes']:.0f} passes** of X.v ({stages['xv'] * 1e3:.1f} ms each, "
+            f"same process), {stages['hv']} Hessian-vector products, {stages['newton']} Newton steps")
 
 
 def bench_concurrent(rep: Report, peers, repeat, tmp):
@@ -341,6 +360,9 @@ def bench_small(rep: Report, peers, repeat, tmp):
             f"{jit[2]:.0f} MB peak, against {aot[0]:.3f} s and {aot[2]:.0f} MB on the kernels compiled ahead of time "
             f"({aot[0] / jit[0]:.2f}x the time, {jit[2] - aot[2]:.0f} MB less).\n")
     rep.data["small_jit"] = {"jit": jit, "aot": aot}
+    stages = _train_stages(fold / "train.txt", "1e-3")
+    rep.add(f"In passes over the data (one process, kernels loaded): {passes_text(stages)}.\n")
+    rep.passes.append(("train, MQ2008 Fold1 (9,630 docs), C=1e-3", stages))
     tr = res["commands"]["train"]["wall"]
     rep.rows.append(("train, MQ2008 Fold1 (9,630 docs)", f"{tr:.2f} s (floor {res['floor']:.2f} s: "
                      f"{tr / res['floor']:.2f}x)", f"liblinear-ranksvm {ll[0]:.2f} s" if ll else "liblinear-ranksvm: not found",
@@ -701,11 +723,14 @@ def bench_raw(rep: Report, peers, repeat, tmp):
     f_ll = objs.get(f"{tmp}/rawll.model")
     t_fit = float(model_field(model, "train_time_seconds") or "nan")
     its, cg = model_field(model, "iterations"), model_field(model, "cg_iterations")
+    stages = _train_stages(path, "1")
+    rep.passes.append(("MSLR sample (582 docs, raw), C=1", stages))
     rep.add("### Raw features: the MSLR sample (582 docs, 136 raw features), C = 1, default options\n",
             f"- rankkit: `rankkit train search_tiny_train.txt MODEL -C 1` ({its} Newton iterations, {cg} CG steps)",
             "- liblinear-ranksvm: `train -s 8 -c 1 search_tiny_train.txt MODEL`",
             f"- objective 0.5||w||^2 + C sum squared hinge of each model computed by rankkit on the file; the optimum "
             f"is {MSLR_OPTIMUM} (issue 27)\n",
+            f"- in passes over the data (one process, kernels loaded): {passes_text(stages)}\n",
             "| program | wall s | fit s (in the model) | objective | (f - f*) / f* |", "|---|---:|---:|---:|---:|",
             f"| rankkit | {rk[0]:.2f} | {t_fit:.3f} | {f_rk:.5f} | {(f_rk - MSLR_OPTIMUM) / MSLR_OPTIMUM:.1e} |")
     if ll:
@@ -730,11 +755,14 @@ def bench_mslr30k(rep: Report, peers, repeat, tmp):
     t_fit = float(model_field(model, "train_time_seconds") or "nan")
     t_read = float(model_field(model, "read_time_seconds") or "nan")
     its, cg = model_field(model, "iterations"), model_field(model, "cg_iterations")
+    stages = _train_stages(path, "1")
+    rep.passes.append((f"MSLR-WEB30K-shaped {mb:.0f} MB, raw, C=1", stages))
     rep.add(f"### MSLR-WEB30K-shaped synthetic, raw features, C = 1\n",
             f"File {path.name}, {mb:.0f} MB, made by {generator_text('mslr30k')}.\n",
             f"- rankkit: `rankkit train {path.name} MODEL -C 1` ({its} Newton iterations, {cg} CG steps; "
             f"reading {t_read:.1f} s, fit {t_fit:.1f} s)",
-            f"- liblinear-ranksvm: `train -s 8 -c 1 {path.name} MODEL`\n",
+            f"- liblinear-ranksvm: `train -s 8 -c 1 {path.name} MODEL`",
+            f"- in passes over the data (one process, kernels loaded): {passes_text(stages)}\n",
             "| program | wall s | CPU s | peak MB | objective |", "|---|---:|---:|---:|---:|",
             f"| rankkit | {rk[0]:.2f} | {rk[1]:.2f} | {rk[2]:.0f} | {objs[model]:.10g} |")
     if ll:
@@ -930,6 +958,15 @@ def render(rep: Report, args, peers) -> str:
             f"Kernels: {kernels_used()}.\n"]
     summary = ["| run | rankkit | peer | ratio |", "|---|---|---|---|"]
     summary += [f"| {a} | {b} | {c} | {d} |" for a, b, c, d in rep.rows]
+    if rep.passes:  # issue 39: how far each Newton fit is from the floor of a few dozen passes
+        summary += ["", "The Newton fits in passes over the data: the fit's time (`rankkit train`'s fit, in one process, "
+                    "kernels loaded) divided by the median time of one product X.v on the same matrix, measured in the "
+                    "same process right after it; Hessian-vector products counted in the fit (each is one X.v and one "
+                    "X'z, so a fit costs at least twice as many passes).\n",
+                    "| run | fit s | X.v ms | passes | Hessian-vector products | Newton steps |",
+                    "|---|---:|---:|---:|---:|---:|"]
+        summary += [f"| {a} | {st['fit']:.3f} | {st['xv'] * 1e3:.2f} | {st['passes']:.0f} | {st['hv']} | {st['newton']} |"
+                    for a, st in rep.passes]
     return "\n".join(head + summary + [""] + rep.lines)
 
 

@@ -205,3 +205,53 @@ def test_path_over_shares_one_memory_per_path_and_none_outside(monkeypatch):
     cold = grid_path(ds, ds, n_points=3, ratio=1e4, metric="map", warm_start=False)
     NewtonRankSVM(C=1.0).fit(ds)
     assert len(seen) == len(cold.points) + 1 and len({id(m) for m in seen}) == len(seen)
+
+
+def test_a_run_builds_the_diagonal_once_while_the_kept_one_serves():
+    """Issue 39: the diagonal preconditioner (raw-scaled features) built at the first Newton step is
+    kept for the next steps (CGMemory.diag_loss) and rebuilt only when CG with it needs more than
+    STALE_DIAG_STEPS steps; the run reaches the optimum of the one that rebuilds it at every step
+    (STALE_DIAG_STEPS = 0, the solver before), and a stale diagonal gives CG the same accuracy."""
+    ds = raw(make_dataset(seed=5, n_labels=5))
+    fits, builds = {}, {}
+    for stale_steps in (0, newton.STALE_DIAG_STEPS):
+        obj = LocalObjective(PairwiseObjective(ds, 1.0), ds)
+        calls = [0]
+        inner = obj.hess_diag
+
+        def counted():
+            calls[0] += 1
+            return inner()
+
+        obj.hess_diag = counted
+        old = newton.STALE_DIAG_STEPS
+        newton.STALE_DIAG_STEPS = stale_steps
+        try:
+            fits[stale_steps] = truncated_newton(obj, tol=1e-12, precondition="diag")
+        finally:
+            newton.STALE_DIAG_STEPS = old
+        builds[stale_steps] = calls[0]
+        assert fits[stale_steps].converged
+    a, b = fits[0], fits[newton.STALE_DIAG_STEPS]
+    assert builds[0] == a.iterations and builds[newton.STALE_DIAG_STEPS] < builds[0], builds
+    np.testing.assert_allclose(b.objective, a.objective, rtol=1e-10)
+    # a diagonal kept from another point and C: CG still reaches the asked residual, or rebuilds
+    memory = CGMemory()
+    far = LocalObjective(PairwiseObjective(ds, 1e-4), ds)
+    far.start(np.zeros(ds.n_features))
+    Preconditioned(far, "diag", memory)._m_inv(1)
+    assert memory.diag_loss is not None
+    obj = LocalObjective(PairwiseObjective(ds, 10.0), ds)
+    w = np.random.default_rng(0).standard_normal(ds.n_features) / max(1.0, float(np.abs(ds.data).max()))
+    f, g = obj.start(w)
+    for stale_steps in (0, 1, 1000):
+        pre = Preconditioned(obj, "diag", memory)
+        old = newton.STALE_DIAG_STEPS
+        newton.STALE_DIAG_STEPS = stale_steps
+        try:
+            x, it = pre.solve(-g, 1e-10)
+        finally:
+            newton.STALE_DIAG_STEPS = old
+        res = np.linalg.norm(-g - obj.hess_vec(x))
+        assert res <= 1e-10 * np.linalg.norm(g) * 1.01 + 1e-300, (stale_steps, res)
+        assert pre.fresh == (stale_steps < it), (stale_steps, it)

@@ -62,14 +62,13 @@ def test_score_space_kernels_with_tied_scores(name):
         _close(Hd, Hd_ref)
 
 
-def test_numpy_sorted_large_queries_match_kernel_sorted(monkeypatch):
-    """Queries above NUMPY_SORT_MIN are sorted by NumPy in Python; both paths give the same sums."""
+def test_radix_sorted_large_queries_match_kernel_sorted(monkeypatch):
+    """Queries above RADIX_SORT_MIN are sorted by radix; both paths give the same sums."""
     ds = make_dataset(seed=11, sizes=(50, 3, 70, 1, 20), one_label_queries=())
     w = _weights(ds, 0, 0.3)
     f1, g1 = PairwiseObjective(ds, 0.3).fun_grad(w)
-    monkeypatch.setattr(pairwise, "NUMPY_SORT_MIN", 10)
+    monkeypatch.setattr(pairwise, "RADIX_SORT_MIN", 10)
     obj = PairwiseObjective(ds, 0.3)
-    assert len(obj._numpy_sorted) == 3
     f2, g2 = obj.fun_grad(w)
     f_ref, g_ref, H_ref = sqhinge_objective(ds, 0.3, w)
     _close(f2, f_ref)
@@ -258,3 +257,33 @@ def test_query_levels_kernel_matches_a_brute_force_reference():
             assert pairs[q] == brute, (trial, q)
     empty_levels, empty_pairs = _levels_and_pairs(np.zeros(0), np.zeros(1, dtype=np.int64))
     assert empty_levels.shape == (0,) and empty_pairs.shape == (0,)
+
+
+@pytest.mark.parametrize("loss", ["squared-hinge", "huber"])
+def test_state_after_other_points_equals_state_computed_afresh(monkeypatch, loss):
+    """An objective that evaluated other points first (a line search's trials, the last iteration's
+    order left in its buffers) holds, at w, the same bits as a fresh one: loss, gradient, active
+    pairs, sort, Hessian products and diagonal; one large query (radix sort, two sweeps on two
+    threads) and small ones."""
+    from rankkit import threads
+    from rankkit.objectives import squared_hinge as sqh
+
+    monkeypatch.setattr(pairwise, "RADIX_SORT_MIN", 30)
+    monkeypatch.setattr(sqh, "SPLIT_SWEEPS_MIN", 30)
+    for sizes in ((400,), (50, 3, 70, 1, 20)):
+        ds = make_dataset(seed=4, sizes=sizes, one_label_queries=())
+        w = _weights(ds, 1, 0.3)
+        s = _weights(ds, 2, 1.0)
+        with threads.limited(2):
+            used = PairwiseObjective(ds, 0.3, loss)
+            for k in range(4):
+                w_k = _weights(ds, 10 + k, 0.3)
+                used.evaluate(w_k, used.scores(w_k))
+                used.hess_vec(s)
+            fresh = PairwiseObjective(ds, 0.3, loss)
+            figures = []
+            for obj in (used, fresh):
+                f = obj.evaluate(w, obj.scores(w))
+                figures.append((f, obj.n_active, obj.gradient(w).tobytes(), obj.order.tobytes(), obj.ys.tobytes(),
+                                obj.hess_vec(s).tobytes(), obj.hess_diag().tobytes()))
+        assert figures[0] == figures[1]

@@ -1,7 +1,8 @@
-"""rankkit.sorting.ties_by_index turns an unstable argsort into the stable one (the large-query
-sort of PairwiseObjective): checked against np.argsort(kind="stable") on ties, long tie runs,
--0.0 and 0.0, nans, one and no element; and the objective on a large query gives the same bits as
-the kernel's own stable sort."""
+"""rankkit.sorting.ties_by_index turns an unstable argsort into the stable one, and
+rankkit.sorting.radix_order (the large-query sort of PairwiseObjective) is the stable one:
+checked against np.argsort(kind="stable") on ties, long tie runs, -0.0 and 0.0, nans, infinities,
+one and no element; and the objective on a large query gives the same bits as the kernel's own
+stable sort."""
 
 from __future__ import annotations
 
@@ -25,6 +26,13 @@ def _cases():
     w[rng.integers(0, 1000, 100)] = np.nan
     w[::7] = 0.5
     yield w  # nans last, in row order
+    v = rng.standard_normal(1500) * 10.0 ** rng.integers(-300, 300, 1500)
+    v[rng.integers(0, 1500, 60)] = -np.nan  # a nan with its sign bit set: last too
+    v[rng.integers(0, 1500, 60)] = np.inf
+    v[rng.integers(0, 1500, 60)] = -np.inf
+    v[rng.integers(0, 1500, 60)] = 5e-324  # the smallest subnormal, and its negative
+    v[rng.integers(0, 1500, 60)] = -5e-324
+    yield v
 
 
 @pytest.mark.parametrize("y", list(_cases()))
@@ -41,9 +49,9 @@ def test_unstable_then_ties_is_the_stable_argsort(y, offset):
 
 
 def test_objective_large_query_same_bits(monkeypatch):
-    """A query above NUMPY_SORT_MIN (NumPy's unstable sort, ties by row) and the same query below
-    it (the kernel's stable merge sort): the same loss, gradient and Hessian products, bit for bit,
-    on scores with many ties."""
+    """A query above RADIX_SORT_MIN (the radix sort) and the same query below it (the kernel's
+    stable merge sort): the same loss, gradient and Hessian products, bit for bit, on scores with
+    many ties."""
     import rankkit.objectives.pairwise as P
     from rankkit.data import Dataset
 
@@ -58,9 +66,8 @@ def test_objective_large_query_same_bits(monkeypatch):
     s = rng.standard_normal(d)
     out = []
     for limit in (10**9, 100):
-        monkeypatch.setattr(P, "NUMPY_SORT_MIN", limit)
+        monkeypatch.setattr(P, "RADIX_SORT_MIN", limit)
         obj = P.PairwiseObjective(ds, 0.1)
-        assert obj._numpy_sorted.shape[0] == (limit == 100)
         y = obj.scores(w)
         f = obj.evaluate(w, y)
         out.append((f, obj.gradient(w).copy(), obj.hess_vec(s).copy(), obj.n_active, obj.order.copy()))
@@ -68,6 +75,33 @@ def test_objective_large_query_same_bits(monkeypatch):
     assert a[0] == b[0] and a[3] == b[3]
     for x, z in zip(a[1:3] + a[4:], b[1:3] + b[4:]):
         assert np.array_equal(x, z)
+
+
+@pytest.mark.parametrize("y", list(_cases()))
+@pytest.mark.parametrize("offset", [0, 3])
+def test_radix_order_is_the_stable_argsort(y, offset):
+    from rankkit.sorting import radix_order
+
+    full = np.concatenate([np.full(offset, -7.0), y, [1.0, 2.0]])  # a query at rows offset..offset + n
+    order = np.arange(full.shape[0], dtype=np.int64)
+    start = order.copy()
+    radix_order(full, offset, offset + y.shape[0], order)
+    assert np.array_equal(order[offset:offset + y.shape[0]] - offset, np.argsort(y, kind="stable"))
+    assert np.array_equal(order[:offset], start[:offset]) and np.array_equal(order[-2:], start[-2:])
+
+
+def test_radix_order_any_starting_permutation():
+    """The result does not depend on what order[s:e] held before (the objective sorts over the last
+    evaluation's order): the rows' one order by (score, row)."""
+    from rankkit.sorting import radix_order
+
+    rng = np.random.default_rng(5)
+    y = rng.integers(0, 50, 6000) / 4.0
+    ref = np.argsort(y, kind="stable")
+    for _ in range(3):
+        order = rng.permutation(6000).astype(np.int64)
+        radix_order(y, 0, 6000, order)
+        assert np.array_equal(order, ref)
 
 
 @pytest.mark.parametrize("distinct", [1, 2, 7, 8, 9, 30])
@@ -124,3 +158,45 @@ def test_hess_vec_two_sweeps_same_bits(monkeypatch, labels):
         with threads.limited(nthreads):
             out.append(sqh.hess_vec_y(ys, ls, qptr, nlev, order, d, ds, zs, ds, qw, 1.0).copy())
     assert np.array_equal(out[0], out[1]) and np.array_equal(out[0], out[2])
+
+
+@pytest.mark.parametrize("labels,margin,squared", [(2, 1.0, True), (5, 1.0, True), (3, 0.0, True), (3, 1.0, False)])
+def test_fun_grad_two_sweeps_same_bits(monkeypatch, labels, margin, squared):
+    """fun_grad_y on one large query: its two sweeps on two threads (SPLIT_SWEEPS_MIN lowered) give
+    the loss, active pairs, gradient, sorted scores and levels of the one-thread kernel, bit for bit
+    (tied scores, margin 0 where terms are -0.0, the hinge, a query weight != 1)."""
+    from rankkit import threads
+    from rankkit.objectives import squared_hinge as sqh
+
+    rng = np.random.default_rng(labels)
+    n = 4000
+    y = rng.integers(0, 40, n) / 8.0
+    lev = rng.integers(0, labels, n).astype(np.int32)
+    qptr = np.array([0, n], dtype=np.int64)
+    nlev = np.array([labels], dtype=np.int64)
+    order = np.argsort(y, kind="stable").astype(np.int64)
+    qw = np.array([0.75])
+    out = []
+    for split, nthreads in ((10**9, 1), (100, 2), (100, 1)):
+        monkeypatch.setattr(sqh, "SPLIT_SWEEPS_MIN", split)
+        ys, ls, gs, gy = np.full(n, 7.0), np.zeros(n, dtype=np.int32), np.full(n, 7.0), np.full(n, 7.0)
+        with threads.limited(nthreads):
+            loss, act = sqh.fun_grad_y(y, lev, qptr, nlev, order, ys, ls, gs, gy, qw, margin, squared)
+        out.append((loss, act, gy.tobytes(), ys.tobytes(), ls.tobytes()))
+    assert out[0] == out[1] == out[2]
+
+
+def test_metric_ranking_of_a_long_query_is_the_stable_one():
+    """rankkit.metrics.kernels.rank sorts a query of RADIX_MIN rows and more by radix: the ranking
+    (score descending, ties in row order, -0.0 with 0.0, nans last) of the merge sort it used before."""
+    from rankkit.metrics.kernels import rank
+    from rankkit.sorting import RADIX_MIN
+
+    rng = np.random.default_rng(2)
+    n = RADIX_MIN + 500
+    scores = np.concatenate([[9.0, 9.0], rng.integers(-20, 20, n) / 4.0, [1.0]])
+    scores[rng.integers(2, n, 50)] = -0.0
+    scores[rng.integers(2, n, 20)] = np.nan
+    neg, order, tmp = np.empty(n), np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
+    rank(scores, 2, n, neg, order, tmp)
+    assert np.array_equal(order, np.argsort(-scores[2:2 + n], kind="stable"))

@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from rankkit.compiler.dispatch import njit
-from rankkit.sorting import stable_order
+from rankkit.sorting import RADIX_MIN, radix_order, stable_order
 
 # -- integer codes the kernels dispatch on ---------------------------------------------------------
 # How a label becomes a gain.
@@ -260,7 +260,10 @@ def rank(scores, b, n, neg, order, sort_tmp):
     ties keep row order."""
     for i in range(n):
         neg[i] = -scores[b + i]
-    stable_order(neg, np.int64(0), n, order, sort_tmp)
+    if n >= RADIX_MIN:  # a long query (the AUC problem's million): linear, the same permutation
+        radix_order(neg, np.int64(0), n, order)
+    else:
+        stable_order(neg, np.int64(0), n, order, sort_tmp)
 
 
 @njit

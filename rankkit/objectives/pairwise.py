@@ -25,13 +25,14 @@ import numpy as np
 from rankkit.data import Dataset
 from rankkit.objectives import squared_hinge as sqh
 from rankkit.objectives.logistic import piecewise_quadratic
-from rankkit.sorting import ties_by_index
+from rankkit.sorting import RADIX_MIN
 from rankkit.sparse import column_sumsq, csr_matvec, csr_rmatvec, rmatvec_chunks, sum_chunks
 from rankkit.vectors import dot
 
-# Queries at least this long are sorted by NumPy (its vectorised argsort is 3-4x faster than the
-# one compiled into the kernel); shorter ones are sorted inside the kernel, without Python overhead.
-NUMPY_SORT_MIN = 50_000
+# Queries at least this long are sorted by radix (rankkit.sorting.radix_order: linear, 2.5x faster
+# than NumPy's argsort and its tie pass on a million scores, which the objective used above 50,000
+# rows before issue 39); shorter ones by the kernel's merge sort. The same permutation either way.
+RADIX_SORT_MIN = RADIX_MIN
 
 DENSE_BLOCK = 1 << 20  # doubles in hess_matrix's block of rows
 
@@ -86,9 +87,7 @@ class PairwiseObjective:
         self.lev = np.ascontiguousarray(ds.levels, dtype=np.int32)
         self.nlev = ds.levels_per_query
         self.n_pairs = ds.n_pairs
-        sizes = np.diff(self.qptr)
-        self._numpy_sorted = np.flatnonzero((sizes >= NUMPY_SORT_MIN) & (self.nlev >= 2))
-        self._skip = ((sizes >= NUMPY_SORT_MIN) | (self.nlev < 2)).astype(np.uint8)
+        self._skip = (self.nlev < 2).astype(np.uint8)
         n = self.n_rows
         # Per-document state: the sort (order), sorted scores and levels (ys, ls) and dL/dy (gy).
         # Scratch, shared where the kernels allow it (memory: issue 11): gs (the sorted gradient,
@@ -141,7 +140,7 @@ class PairwiseObjective:
         self._n_active = 0
         self._y_count = None
         self._diag_chunks = None
-        self._hv_scratch = None  # hess_vec_y's two sweeps of one large query side by side: their scratch
+        self._hv_scratch = None  # the two sweeps of one large query side by side (fun_grad_y, hess_vec_y): their scratch
         # X' z with fewer chunks than csr_rmatvec's where its per-chunk buffers outweigh the rows
         nc = sqh.xt_chunks(self.n_rows, self.n_features, int(self.indptr[-1]))
         self._xt_part = None
@@ -175,16 +174,12 @@ class PairwiseObjective:
         """L(y); keeps the sorted state that gradient and hess_vec use."""
         if self.offsets is not None:
             y = y - self.offsets
-        for q in self._numpy_sorted:  # NumPy's unstable argsort (several times faster), ties then by row:
-            s, e = self.qptr[q], self.qptr[q + 1]  # exactly the stable argsort (rankkit.sorting.ties_by_index)
-            np.add(np.argsort(y[s:e]), s, out=self.order[s:e])
-            ties_by_index(y, self.order, int(s), int(e))
-        sqh.sort_queries(y, self.qptr, self._skip, self.order)
+        sqh.sort_queries(y, self.qptr, self._skip, self.order, RADIX_SORT_MIN)
         if self._single_term:  # the plain loss: straight into gy
             _, margin, squared, si = self._terms[0]
             lev, nlev, qptr, order, ys, ls, _ = self._sets[si]
             loss, n_active = sqh.fun_grad_y(y, lev, qptr, nlev, order, ys, ls, self.gs, self.gy, self.qweight, margin,
-                                            squared)
+                                            squared, self._sweep_scratch(qptr))
         else:  # a weighted sum of squared-hinge / hinge terms over the same sorted queries
             self._select_views()
             self.gy[:] = 0.0
@@ -222,6 +217,12 @@ class PairwiseObjective:
             keep &= rows_ok
             np.compress(keep, self.order, out=order)
 
+    def _sweep_scratch(self, qptr):
+        """The scratch of one large query's two sweeps side by side (fun_grad_y, hess_vec_y), or None."""
+        if self._hv_scratch is None and qptr.shape[0] == 2 and self.n_rows >= sqh.SPLIT_SWEEPS_MIN:
+            self._hv_scratch = (np.empty(self.n_rows), np.empty(self.n_rows))
+        return self._hv_scratch
+
     def hess_vec_y(self, d: np.ndarray) -> np.ndarray:
         """H_L d in score space at the last evaluated point."""
         if self.loss == "hinge":
@@ -231,10 +232,8 @@ class PairwiseObjective:
             _, nlev, qptr, order, ys, ls, _ = self._sets[si]
             if d is self._ds:  # a previous result passed back in: the kernel would read what it writes
                 d = d.copy()
-            if self._hv_scratch is None and qptr.shape[0] == 2 and self.n_rows >= sqh.SPLIT_SWEEPS_MIN:
-                self._hv_scratch = (np.empty(self.n_rows), np.empty(self.n_rows))  # one large query: two sweeps at once
             return sqh.hess_vec_y(ys, ls, qptr, nlev, order, d, self._ds, self._zs, self._ds, self.qweight, margin,
-                                  self._hv_scratch)
+                                  self._sweep_scratch(qptr))
         if d is self._z:
             d = d.copy()
         self._z[:] = 0.0

@@ -42,7 +42,7 @@ import numpy as np
 
 from rankkit import threads
 from rankkit.compiler.dispatch import njit
-from rankkit.sorting import longest, stable_order
+from rankkit.sorting import RADIX_MIN, longest, radix_order, stable_order
 
 
 # The Fenwick helpers take int64 levels only (the sweeps pass np.int64(ls[p]) and R - 1 - ls[p]):
@@ -116,22 +116,25 @@ def _fen_sums(tree, level):
 
 
 @njit
-def _sort_range(y, qptr, skip, order, q0, q1):
-    tmp = np.empty(longest(qptr, q0, q1), dtype=np.int64)
+def _sort_range(y, qptr, skip, order, radix_min, q0, q1):
+    tmp = np.empty(min(longest(qptr, q0, q1), radix_min), dtype=np.int64)
     for q in range(q0, q1):
         if skip[q]:
             continue
-        stable_order(y, qptr[q], qptr[q + 1], order, tmp)
+        if qptr[q + 1] - qptr[q] >= radix_min:
+            radix_order(y, qptr[q], qptr[q + 1], order)
+        else:
+            stable_order(y, qptr[q], qptr[q + 1], order, tmp)
 
 
-def sort_queries(y, qptr, skip, order):
-    """order[s:e] = rows of query q in ascending y (stable), for every query with skip[q] == 0.
-
-    Large queries are sorted by the caller with NumPy's faster argsort and flagged in `skip`.
-    Queries are split over the threads (rankkit.threads).
+def sort_queries(y, qptr, skip, order, radix_min=RADIX_MIN):
+    """order[s:e] = rows of query q in ascending y (stable: ties in row order), for every query
+    with skip[q] == 0: queries of at least radix_min rows by radix (rankkit.sorting.radix_order,
+    linear: the AUC problem's one query of a million), shorter ones by the kernel's merge sort;
+    the same permutation either way. Queries are split over the threads (rankkit.threads).
     """
     nq = qptr.shape[0] - 1
-    threads.run(_sort_range, threads.split(qptr, nq, int(qptr[-1]) * 4), y, qptr, skip, order)
+    threads.run(_sort_range, threads.split(qptr, nq, int(qptr[-1]) * 4), y, qptr, skip, order, int(radix_min))
 
 
 @njit
@@ -143,11 +146,19 @@ def query_fun_grad(y, lev, s, e, R, order, ys, ls, gs, tree, margin, squared):
         k = order[t]
         ys[t] = y[k]
         ls[t] = lev[k]
-    loss = 0.0
-    n_active = 0.0
     # statistics are kept relative to the query's median score (activity uses the raw scores)
     a = ys[(s + e) // 2]
-    # sweep 1, descending: position t as the higher document; J_t = lower levels, y_t - y_j < 1
+    loss, n_active = _fg_down(ys, ls, s, e, R, gs, tree, margin, squared, a)
+    _fg_up(ys, ls, s, e, R, gs, tree, margin, squared, a, gs, gs, True)  # (cnt_up, g_up unused: gs for their type)
+    return loss, n_active
+
+
+@njit
+def _fg_down(ys, ls, s, e, R, gs, tree, margin, squared, a):
+    """query_fun_grad's sweep 1, descending: position t as the higher document; J_t = lower levels,
+    y_t - y_j < margin. Writes gs[s:e]; returns (loss, active pairs)."""
+    loss = 0.0
+    n_active = 0.0
     _fen_reset(tree, R)
     p = e - 1
     for t in range(e - 1, s - 1, -1):
@@ -167,8 +178,15 @@ def query_fun_grad(y, lev, s, e, R, order, ys, ls, gs, tree, margin, squared):
             n_active += n
         else:
             gs[t] = 0.0
-    # sweep 2, ascending: position t as the lower document; I_t = higher levels, y_i - y_t < 1
-    # (the tree is indexed by reversed level, so "levels above" is a prefix)
+    return loss, n_active
+
+
+@njit
+def _fg_up(ys, ls, s, e, R, gs, tree, margin, squared, a, cnt_up, g_up, finish):
+    """query_fun_grad's sweep 2, ascending: position t as the lower document; I_t = higher levels,
+    y_i - y_t < margin (the tree is indexed by reversed level, so "levels above" is a prefix).
+    `finish`: the term is added to gs[t] (after _fg_down); else the count and the term go to
+    cnt_up[t - s], g_up[t - s] (_fg_finish adds them the same way, for _fg_sweep's two threads)."""
     _fen_reset(tree, R)
     p = s
     for t in range(s, e):
@@ -177,12 +195,49 @@ def query_fun_grad(y, lev, s, e, R, order, ys, ls, gs, tree, margin, squared):
             _fen_insert(tree, R, R - 1 - ls[p], ys[p] - a)
             p += 1
         n, m, _ = _fen_stats(tree, R - 1 - ls[t])
+        v = 0.0
         if n > 0.0:
             if squared:
-                gs[t] += 2.0 * n * (margin - m + (yk - a))
+                v = 2.0 * n * (margin - m + (yk - a))
             else:
-                gs[t] += n
-    return loss, n_active
+                v = n
+        if finish:
+            if n > 0.0:
+                gs[t] += v
+        else:
+            cnt_up[t - s] = n
+            g_up[t - s] = v
+
+
+@njit
+def _fg_gather(y, lev, order, ys, ls, lo, hi):
+    for t in range(lo, hi):
+        k = order[t]
+        ys[t] = y[k]
+        ls[t] = lev[k]
+
+
+@njit
+def _fg_sweep(ys, ls, s, e, R, gs, margin, squared, a, cnt_up, g_up, out, lo, hi):
+    """One of query_fun_grad's two sweeps, for one large query on two threads: part 0 the
+    descending one (gs, and its loss and active pairs in out[0], out[1]), part 1 the ascending
+    one's counts and terms (cnt_up, g_up)."""
+    tree = np.empty((R + 1, 3), dtype=np.float64)
+    if lo == 0:
+        loss, act = _fg_down(ys, ls, s, e, R, gs, tree, margin, squared, a)
+        out[0] = loss
+        out[1] = act
+    else:
+        _fg_up(ys, ls, s, e, R, gs, tree, margin, squared, a, cnt_up, g_up, False)
+
+
+@njit
+def _fg_finish(gs, cnt_up, g_up, order, gy, wq, s, e):
+    """query_fun_grad's last step and _fun_grad_range's scatter, after _fg_sweep: the same arithmetic."""
+    for t in range(s, e):
+        if cnt_up[t - s] > 0.0:
+            gs[t] += g_up[t - s]
+        gy[order[t]] = wq * gs[t]
 
 
 @njit
@@ -215,7 +270,7 @@ def _sum_in_order(qloss, qactive):
     return loss, n_active
 
 
-def fun_grad_y(y, lev, qptr, nlev, order, ys, ls, gs, gy, qweight, margin, squared):
+def fun_grad_y(y, lev, qptr, nlev, order, ys, ls, gs, gy, qweight, margin, squared, scratch=None):
     """Loss L(y) and gy = dL/dy for all queries. Returns (loss, number of active pairs).
 
     `order` holds each query's rows in ascending y (see sort_queries). Writes the sorted scores
@@ -224,11 +279,27 @@ def fun_grad_y(y, lev, qptr, nlev, order, ys, ls, gs, gy, qweight, margin, squar
     qweight[q] multiplies query q's loss and gradient (0 skips it); `margin` is the hinge point
     (1 for the RankSVM loss, 0 for the second term of the Huber decomposition).
     Queries are split over the threads (rankkit.threads); per-query sums are added in query
-    order, so the result does not depend on the number of threads.
+    order, so the result does not depend on the number of threads. One query of at least
+    SPLIT_SWEEPS_MIN rows, with two threads: its two sweeps side by side (`scratch`: two float64
+    arrays of its length, allocated if None), the same bits as one thread.
     """
     nq = qptr.shape[0] - 1
     qloss = np.zeros(nq)
     qactive = np.zeros(nq)
+    if nq == 1 and int(qptr[1]) >= SPLIT_SWEEPS_MIN and nlev[0] >= 2 and qweight[0] != 0.0 and threads.count() >= 2:
+        s, e = int(qptr[0]), int(qptr[1])
+        if scratch is None:
+            scratch = (np.empty(e - s), np.empty(e - s))
+        mid = (s + e) // 2
+        threads.run(_fg_gather, [(s, mid), (mid, e)], y, lev, order, ys, ls)
+        down = np.zeros(2)  # the descending sweep's loss and active pairs
+        threads.run(_fg_sweep, [(0, 1), (1, 2)], ys, ls, s, e, int(nlev[0]), gs, float(margin), bool(squared),
+                    float(ys[mid]), scratch[0], scratch[1], down)
+        wq = float(qweight[0])
+        _fg_finish(gs, scratch[0], scratch[1], order, gy, wq, s, e)
+        qloss[0] = wq * down[0]
+        qactive[0] = down[1]
+        return _sum_in_order(qloss, qactive)
     threads.run(_fun_grad_range, threads.split(qptr, nq, int(qptr[-1]) * 4), y, lev, qptr, nlev, order, ys, ls, gs,
                 gy, qweight, margin, squared, qloss, qactive)
     return _sum_in_order(qloss, qactive)

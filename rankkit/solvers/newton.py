@@ -81,6 +81,11 @@ DIAG_POWER = 0.9  # with more than DENSE_MAX_FEATURES features (no d x d matrix:
 # 0.5 worse; runs that never use the diagonal are unchanged)
 STALE_STEPS = 10  # CG steps a kept d x d matrix (CGMemory) may take before one is built at the point (a build
 # costs O(nnz d), some 15 Hessian-vector products on MQ2008's 46 features; a fresh one converges in 1-3 steps)
+STALE_DIAG_STEPS = 8  # CG steps a kept diagonal (CGMemory: the last one built, from an earlier Newton step or
+# fit) may take before one is built at the point. A build costs O(nnz log R), measured at 8-9 products
+# X.v on the MSLR-shaped file (500k x 136 raw features, issue 39), where it was rebuilt at every Newton
+# step, 40% of the fit; the diagonal there is set by the features' scales (1e12 apart), which the
+# active pairs change little, so the first one serves the whole run
 
 
 def dense_inverse(H: np.ndarray):
@@ -177,12 +182,14 @@ class CGMemory:
     a run without one starts afresh): the level "auto" had escalated to (conditioning is a property
     of the data, and it worsens as C grows along a path, so the next fit starts there), and the last
     d x d Hessian built, kept as H_L = (H - I) / C so that it preconditions other points and other
-    values of C until CG shows it is too stale (STALE_STEPS), and the features' scale_spread. One
-    memory per path: the fits of one dataset."""
+    values of C until CG shows it is too stale (STALE_STEPS), the last diagonal of H_L built, kept
+    the same way (STALE_DIAG_STEPS), and the features' scale_spread. One memory per path (or per run:
+    the Newton steps of one fit): the fits of one dataset."""
 
     def __init__(self):
         self.level = 0
         self.hess_loss = None
+        self.diag_loss = None
         self.spread = None
 
 
@@ -256,6 +263,17 @@ class Preconditioned:
             self.memory.hess_loss = hl
         return dense_inverse(H), False
 
+    def _diag(self):
+        """(diag(H), stale) for the diagonal level: from the memory's diagonal of H_L at this C unless
+        it proved too stale at this point, else built here (None if the objective has none)."""
+        C = getattr(self.obj, "C", None)
+        if not self.fresh and C is not None and self.memory.diag_loss is not None:
+            return 1.0 + C * self.memory.diag_loss, True
+        diag = self.obj.hess_diag() if hasattr(self.obj, "hess_diag") else None
+        if diag is not None and C is not None and C > 0:
+            self.memory.diag_loss = np.maximum(diag - 1.0, 0.0) / C
+        return diag, False
+
     def _m_inv(self, level):
         if self.point is not None and self.point[0] == level:
             return self.point[1]
@@ -265,7 +283,7 @@ class Preconditioned:
             if m_inv is None:
                 level = 1
         if level == 1:
-            diag = self.obj.hess_diag() if hasattr(self.obj, "hess_diag") else None
+            diag, stale = self._diag()
             if diag is not None and self.obj.n_features > DENSE_MAX_FEATURES:
                 diag = np.power(diag, DIAG_POWER)  # (diag >= 1: H = I + C X'H_L X)
             m_inv = None if diag is None else 1.0 / diag
@@ -284,14 +302,14 @@ class Preconditioned:
             m_inv = self._m_inv(self.level) if self.level else None
             if self.level and self.point[0] < self.level:  # the objective has no such preconditioner
                 self.level = self.point[0]
-            stale = self.level == 2 and self.point[2]
+            stale = self.level >= 1 and self.point[2]
             escalate = self.mode == "auto" and (self.level == 0 or (self.level == 1 and _dense_possible(self.obj)))
             direct = self.level == 0 and _dense_possible(self.obj) and self.obj.n_features <= DENSE_DIRECT_FEATURES
             cap = CG_MAX_ITER - total
             if escalate:
                 cap = min(cap, (PLAIN_STEPS_DENSE if direct else PLAIN_STEPS) if self.level == 0 else DIAG_STEPS)
             if stale:
-                cap = min(cap, STALE_STEPS)
+                cap = min(cap, STALE_STEPS if self.level == 2 else STALE_DIAG_STEPS)
             x, it, res, r = cg_steps(self.obj.hess_vec, b, rtol, cap, m_inv, x, r, certify)
             total += it
             self.residual = r
@@ -300,7 +318,7 @@ class Preconditioned:
                 if self.mode == "auto":
                     self.memory.level = max(self.memory.level, self.level)
                 return x, total
-            if stale:  # the kept matrix is too stale here: build one at this point, continue from x
+            if stale:  # the kept matrix or diagonal is too stale here: build one at this point, continue from x
                 self.fresh, self.point = True, None
             elif direct:  # few features: the d x d matrix costs less than the diagonal's extra steps
                 self.level = 2
@@ -464,7 +482,9 @@ class LocalObjective:
         return self.obj.C
 
     def start(self, w):
-        self._y = self.obj.scores(w)
+        # from w = 0 (every fit but a warm start) the scores are 0: one product X.v fewer (the
+        # kernel's sums of 0 * x are +0.0 too, for finite x: the same bits)
+        self._y = np.zeros(self.obj.n_rows) if not np.any(w) else self.obj.scores(w)
         self._delta = np.empty_like(self._y)
         self._trial = np.empty_like(self._y)
         f = self.obj.evaluate(w, self._y)
