@@ -86,9 +86,9 @@ def _python_api(train: str, vali: str, threads: str | None = None) -> None:
     n = int(threads) if threads else None
     X, y, q = rankkit.load_svmlight_file(train, query_id=True)
     Xv, yv, qv = rankkit.load_svmlight_file(vali, query_id=True, n_features=X.shape[1])
-    ranker = rankkit.RankSVM(C=0.01, threads=n).fit(X, y, qid=q)
+    ranker = rankkit.RankSVM(C=0.01, n_jobs=n).fit(X, y, qid=q)
     rankkit.evaluate(yv, ranker.predict(Xv), qid=qv, convention="exp")  # labels 0-3: graded as 2^label - 1
-    rankkit.SGDRanker(learner="pegasos", iterations=1000, threads=n).fit(X, y, qid=q).predict(Xv)
+    rankkit.SGDRanker(learner="pegasos", iterations=1000, n_jobs=n).fit(X, y, qid=q).predict(Xv)
 
 
 EXERCISES = ("newton", "pegasos", "api")  # `path` too with --all: it compiles for minutes under load
@@ -185,7 +185,7 @@ def run_exercises(tmp: str) -> None:
             _rankkit("train", wide, wide + ".model", "-C", "0.01", "--threads", t)
         X, y, _ = rankkit.load_svmlight_file(wide, query_id=True)
         for t in (1, 2):
-            rankkit.RankSVM(C=0.01, threads=t).fit(X, y, group=[X.shape[0]])
+            rankkit.RankSVM(C=0.01, n_jobs=t).fit(X, y, group=[X.shape[0]])
     # more than 65,536 columns in use (text-like vocabularies): int32 column indices even after the
     # Newton solver's compaction, with decimal-coded values, through train (Newton, Pegasos) and predict
     huge = os.path.join(tmp, "huge.txt")
