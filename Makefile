@@ -34,13 +34,14 @@ all: test
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	@# PYTHONWARNINGS reaches pip's isolated build: setuptools' notices about editable installs are not ours to show
-	PYTHONWARNINGS=ignore $(PY) -m pip install --quiet 'pip>=21.3'
-	PYTHONWARNINGS=ignore $(PY) -m pip install --quiet -e .
+	@# --quiet twice: pip's errors only (a machine's index settings it cannot use drew a warning per package)
+	PYTHONWARNINGS=ignore $(PY) -m pip install --quiet --quiet 'pip>=21.3'
+	PYTHONWARNINGS=ignore $(PY) -m pip install --quiet --quiet -e .
 	@touch $(STAMP)
 
 # ... and what the tests need besides (make venv, test, test-all, fuzz, wheel-check)
 $(TEST_STAMP): $(STAMP)
-	PYTHONWARNINGS=ignore $(PY) -m pip install --quiet -e '.[test]'
+	PYTHONWARNINGS=ignore $(PY) -m pip install --quiet --quiet -e '.[test]'
 	@touch $(TEST_STAMP)
 
 venv: $(TEST_STAMP)
@@ -101,7 +102,7 @@ trial: $(WARM_STAMP)
 	$(PY) scripts/operator_trial.py $(TRIAL_ARGS)
 
 $(BENCH_STAMP): $(TEST_STAMP)
-	PYTHONWARNINGS=ignore $(PY) -m pip install --quiet -e '.[test,bench]'
+	PYTHONWARNINGS=ignore $(PY) -m pip install --quiet --quiet -e '.[test,bench]'
 	@touch $(BENCH_STAMP)
 
 # One script per paper (scripts/reproduce_*.py): each takes --out DIR, writes DIR/<paper>.md (every table

@@ -69,12 +69,13 @@ def _vector(values, n: int | None, what: str) -> np.ndarray:
     return v
 
 
-def row_number_rank(n: int) -> np.ndarray:
-    """lexicographic_rank of the docids "1", "2", ..., str(n) (each row's 1-based number, the docid
-    `rankkit eval` gives a line without `# docid`), computed on the numbers: "1" < "10" < "100" <
-    "11" < ... < "2" as strings is the order of (x scaled to n's number of digits, x's digits)."""
-    x = np.arange(1, n + 1, dtype=np.int64)
-    width = len(str(n)) if n else 1
+def row_number_rank(n: int, offset: int = 0) -> np.ndarray:
+    """lexicographic_rank of the docids str(offset + 1), ..., str(offset + n) (each row's 1-based
+    number, the docid `rankkit eval` gives a line without `# docid`; offset: the rows before these,
+    as for one part of a collection), computed on the numbers: "1" < "10" < "100" < "11" < ... < "2"
+    as strings is the order of (x scaled to the largest's number of digits, x's digits)."""
+    x = np.arange(offset + 1, offset + n + 1, dtype=np.int64)
+    width = len(str(offset + n)) if n else 1
     digits = np.ones(n, dtype=np.int64)
     for k in range(1, width):
         digits += x >= 10 ** k

@@ -34,7 +34,7 @@ from rankkit.data import query_offsets
 from rankkit.distributed.cluster import watch
 from rankkit.distributed.newton import Problem
 from rankkit.errors import DataError, UsageError
-from rankkit.evaluation import mean_skipping_nan
+from rankkit.evaluation import mean_skipping_nan, row_number_rank
 from rankkit.metrics.ties import lexicographic_rank
 
 
@@ -413,21 +413,7 @@ def fit_collection(client, blocks: Blocks, *, C: float, loss: str, tol: float, m
 
 
 # -- evaluation ---------------------------------------------------------------------------------------
-def _trec_rank(offset: int, n: int, n_total: int) -> np.ndarray:
-    """rankkit.evaluation.row_number_rank's order of the rows offset+1..offset+n of n_total (the
-    docid of a row is its number in the whole collection), as ranks among these rows."""
-    x = np.arange(offset + 1, offset + n + 1, dtype=np.int64)
-    width = len(str(n_total)) if n_total else 1
-    digits = np.ones(n, dtype=np.int64)
-    for k in range(1, width):
-        digits += x >= 10 ** k
-    order = np.lexsort((digits, x * 10 ** (width - digits)))
-    rank = np.empty(n, dtype=np.int64)
-    rank[order] = np.arange(n, dtype=np.int64)
-    return rank
-
-
-def eval_part(offset: int, pieces: list, group_ends, names, convention, empty_query, n_total: int) -> tuple:
+def eval_part(offset: int, pieces: list, group_ends, names, convention, empty_query) -> tuple:
     """On a worker: (query ids, {metric: per-query values}) of the part's rows, as rankkit.evaluate
     computes them (ties broken alike: by docids when given, else under trec by each row's number in
     the whole collection); pieces: (labels, scores, query ids, docids or None, lo, hi, block
@@ -444,7 +430,7 @@ def eval_part(offset: int, pieces: list, group_ends, names, convention, empty_qu
     if pieces[0][3] is not None:
         tiebreak = lexicographic_rank([str(d) for d in _joined([_rows(p[3], p[4], p[5]) for p in pieces])])
     elif getattr(convention, "name", convention) == "trec":
-        tiebreak = _trec_rank(offset, y.shape[0], n_total)
+        tiebreak = row_number_rank(y.shape[0], offset)
     else:
         tiebreak = None
     table = M.per_query_table(list(names), y, s, qptr, convention, tiebreak=tiebreak, empty_query=empty_query)
@@ -476,7 +462,7 @@ def evaluate_collection(client, y, scores, qid=None, group=None, *, metrics, con
                    None if id_blocks is None else id_blocks[c], lo, hi, int(offsets[c])) for c, lo, hi in spans]
         c0, lo0, _ = spans[0]
         calls.append(dask.delayed(eval_part, pure=True)(int(offsets[c0] + lo0), pieces, blocks.group_ends, names,
-                                                         convention, empty_query, blocks.n_rows))
+                                                         convention, empty_query))
     outs = gather_small(client, calls)
     qids = np.concatenate([o[0] for o in outs]) if outs else np.zeros(0, dtype=np.int64)
     table = {m: np.concatenate([o[1][m] for o in outs]) for m in names}
