@@ -77,6 +77,20 @@ SCRIPT = textwrap.dedent("""
         ranker.fit(X, y, qid=qid)  # compiles the workers' kernels
         print("fitted", flush=True)
         sys.stdin.readline()
+        # the second fit says when it is under way (its first Hessian-vector product is done) and
+        # waits there, so that the test stops the scheduler mid-fit however fast the machine is
+        from rankkit.distributed.newton import Problem
+        hv, said = Problem.hv, []
+
+        def hv_then_wait(self, *args):
+            out = hv(self, *args)
+            if not said:
+                said.append(1)
+                print("under way", flush=True)
+                import time
+                time.sleep(3)
+            return out
+        Problem.hv = hv_then_wait
     try:
         ranker.fit(X, y, qid=qid)
     except rankkit.ClusterError as exc:
@@ -107,7 +121,8 @@ def test_python_scheduler_stopped_is_one_cluster_error_and_nothing_else(dask_pro
         if when != "before":
             p.stdin.write(b"\n")
             p.stdin.flush()
-            time.sleep(1.0)  # the second fit is under way (its parts on the worker)
+            second = p.stdout.readline().decode()  # the second fit is under way (its parts on the worker)
+            assert second.strip() == "under way", (second, p.stderr.read().decode())
             if when == "during":
                 _stop(dask_procs)
             else:
