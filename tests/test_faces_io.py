@@ -172,6 +172,7 @@ needs_dask = pytest.mark.skipif(distributed is None, reason="dask.distributed is
 @pytest.fixture(scope="module")
 def client():
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None,
+                                  scheduler_kwargs={"dashboard": False, "dashboard_address": "127.0.0.1:0"},  # no server on 8787
                                   silence_logs=50) as cluster, distributed.Client(cluster) as c:
         yield c
 

@@ -129,6 +129,7 @@ def test_the_dask_objective_drives_the_same_function():
     local_lines, dask_lines = [], []
     local = newton.NewtonRankSVM(C=0.01).fit(ds, log=local_lines.append)
     with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None,
+                                  scheduler_kwargs={"dashboard": False, "dashboard_address": "127.0.0.1:0"},  # no server on 8787
                                   silence_logs=50) as cluster, distributed.Client(cluster) as client:
         prob = dnewton.Problem(client, [str(sample)])
         try:

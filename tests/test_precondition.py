@@ -145,6 +145,7 @@ def test_dask_objective_preconditions_to_the_same_optimum(tmp_path):
     ref = truncated_newton(LocalObjective(PairwiseObjective(one, 1.0), one), tol=1e-14, max_iter=200,
                            precondition="none")
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None,
+                                  scheduler_kwargs={"dashboard": False, "dashboard_address": "127.0.0.1:0"},  # no server on 8787
                                   silence_logs=50) as cluster, distributed.Client(cluster) as client:
         prob = Problem(client, paths)
         try:
