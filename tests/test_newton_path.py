@@ -145,26 +145,7 @@ def test_memory_carries_the_level_and_the_matrix_and_saves_work(monkeypatch):
 def test_a_stale_matrix_gives_the_same_accuracy_or_is_rebuilt():
     """The kept matrix (another point, another C) preconditions CG to the same relative residual;
     when it needs more than STALE_STEPS steps the point builds its own and CG goes on from there."""
-    ds = raw(make_dataset(seed=5, n_labels=5))
-    memory = CGMemory()
-    far = LocalObjective(PairwiseObjective(ds, 1e-4), ds)
-    far.start(np.zeros(ds.n_features))
-    Preconditioned(far, "dense", memory)._m_inv(2)
-    assert memory.hess_loss is not None
-    obj = LocalObjective(PairwiseObjective(ds, 10.0), ds)
-    w = np.random.default_rng(0).standard_normal(ds.n_features) / max(1.0, float(np.abs(ds.data).max()))
-    f, g = obj.start(w)
-    for stale_steps in (0, 1, 1000):
-        pre = Preconditioned(obj, "dense", memory)
-        old = newton.STALE_STEPS
-        newton.STALE_STEPS = stale_steps
-        try:
-            x, it = pre.solve(-g, 1e-10)
-        finally:
-            newton.STALE_STEPS = old
-        res = np.linalg.norm(-g - obj.hess_vec(x))
-        assert res <= 1e-10 * np.linalg.norm(g) * 1.01 + 1e-300, (stale_steps, res)
-        assert pre.fresh == (stale_steps < it), (stale_steps, it)
+    _check_a_stale_preconditioner(raw(make_dataset(seed=5, n_labels=5)), "dense", "STALE_STEPS", "hess_loss")
 
 
 def test_one_fit_keeps_its_signature_for_the_dask_objective():
@@ -236,22 +217,29 @@ def test_a_run_builds_the_diagonal_once_while_the_kept_one_serves():
     assert builds[0] == a.iterations and builds[newton.STALE_DIAG_STEPS] < builds[0], builds
     np.testing.assert_allclose(b.objective, a.objective, rtol=1e-10)
     # a diagonal kept from another point and C: CG still reaches the asked residual, or rebuilds
+    _check_a_stale_preconditioner(ds, "diag", "STALE_DIAG_STEPS", "diag_loss")
+
+
+def _check_a_stale_preconditioner(ds, kind: str, knob: str, kept: str) -> None:
+    """A preconditioner (`kind`) kept in CGMemory (its field `kept`) from another point and C: CG
+    still reaches the asked relative residual, and builds the point's own when it needs more than
+    newton.`knob` steps."""
     memory = CGMemory()
     far = LocalObjective(PairwiseObjective(ds, 1e-4), ds)
     far.start(np.zeros(ds.n_features))
-    Preconditioned(far, "diag", memory)._m_inv(1)
-    assert memory.diag_loss is not None
+    Preconditioned(far, kind, memory)._m_inv(2 if kind == "dense" else 1)
+    assert getattr(memory, kept) is not None
     obj = LocalObjective(PairwiseObjective(ds, 10.0), ds)
     w = np.random.default_rng(0).standard_normal(ds.n_features) / max(1.0, float(np.abs(ds.data).max()))
     f, g = obj.start(w)
     for stale_steps in (0, 1, 1000):
-        pre = Preconditioned(obj, "diag", memory)
-        old = newton.STALE_DIAG_STEPS
-        newton.STALE_DIAG_STEPS = stale_steps
+        pre = Preconditioned(obj, kind, memory)
+        old = getattr(newton, knob)
+        setattr(newton, knob, stale_steps)
         try:
             x, it = pre.solve(-g, 1e-10)
         finally:
-            newton.STALE_DIAG_STEPS = old
+            setattr(newton, knob, old)
         res = np.linalg.norm(-g - obj.hess_vec(x))
         assert res <= 1e-10 * np.linalg.norm(g) * 1.01 + 1e-300, (stale_steps, res)
         assert pre.fresh == (stale_steps < it), (stale_steps, it)
