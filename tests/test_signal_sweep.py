@@ -159,7 +159,13 @@ def _swallowed_by_python(err: bytes, sig: str) -> bool:
     so the run completes (exit 0, its output whole; the callers check that). No rankkit code can
     see that signal: it was consumed before the package began."""
     last = err.rstrip()
-    return (sig == "SIGINT" and err.startswith(b"Exception ignored in") and b"<frozen importlib" in err
+    if sig != "SIGINT":
+        return False
+    # or inside a .pth file of site-packages (an editable install's finder imports pathlib there):
+    # site prints "Error processing line N of X.pth", its traceback, "Remainder of file ignored" and goes on
+    if err.startswith(b"Error processing line ") and b".pth:" in err.split(b"\n", 1)[0]:
+        return b"KeyboardInterrupt" in err and last.endswith(b"Remainder of file ignored")
+    return (err.startswith(b"Exception ignored in") and b"<frozen importlib" in err
             and (last.endswith(b"KeyboardInterrupt:") or last.endswith(b"KeyboardInterrupt")))
 
 
