@@ -55,6 +55,14 @@ def _json_number(v):
     return None if v is None or v != v else float(v)
 
 
+def convention_header(convention, log=None) -> str:
+    """The first `#` line of an evaluation table: the convention's name and its three defining rules;
+    the whole text goes to -v's log (and into JSON output)."""
+    if log:
+        log(f"convention {convention}: {describe(convention)}")
+    return f"convention {convention}: {describe(convention, short=True)}"
+
+
 def print_evaluation(echo, fmt, names, systems, means, pvalues, per_query, header, described, convention):
     sys_names = [s[0] for s in systems]
     if fmt == "json":

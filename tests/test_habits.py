@@ -258,6 +258,18 @@ def test_eval_names_its_convention_in_one_short_line_and_in_full_under_v_and_jso
     assert json.loads(proc.stdout)["convention_description"] == describe("trec")
 
 
+def test_eval_over_parts_names_its_convention_as_eval_does(trec_files, tmp_path):
+    """eval PARTS... SCORES (rankkit.distributed's table) printed the full 457-character text."""
+    lines = (trec_files / "test.txt").read_text().splitlines(keepends=True)
+    cut = next(i for i in range(len(lines) // 2, len(lines)) if lines[i].split()[1] != lines[i - 1].split()[1])
+    (tmp_path / "p1.txt").write_text("".join(lines[:cut]))
+    (tmp_path / "p2.txt").write_text("".join(lines[cut:]))
+    whole = rankkit("eval", "test.txt", "s.scores", cwd=trec_files).stdout.decode().splitlines()
+    parts = rankkit("eval", "p1.txt", "p2.txt", str(trec_files / "s.scores"), cwd=tmp_path)
+    assert parts.returncode == 0, parts.stderr.decode()
+    assert parts.stdout.decode().splitlines()[0] == whole[0]
+
+
 def test_results_json_records_the_grid_each_fold_ran(tmp_path):
     """Fold2 trains on a third of the data: its default C grid differs from Fold1's. settings.grids was
     {} with the default grids; now each fold's C values, as its vali table lists them."""

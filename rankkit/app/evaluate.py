@@ -9,7 +9,7 @@ from typing import Callable
 import numpy as np
 
 from rankkit import metrics as M
-from rankkit.report import format_label, print_evaluation, short_query_notes
+from rankkit.report import convention_header, format_label, print_evaluation, short_query_notes
 from rankkit.config import DEFAULT_CONVENTION
 from rankkit.errors import DataError, UsageError
 from rankkit.evaluation import dataset_table, dataset_tiebreak, summarize
@@ -48,9 +48,7 @@ def evaluate(files, qrels=None, metrics=None, convention=DEFAULT_CONVENTION, emp
         systems, described = _against_data(files, names, convention, empty_query, zero_based, group_queries,
                                            group_file, log, say, convention_named, warn)
     means, pvalues = summarize(systems, names, test, permutations, seed)
-    header = f"convention {convention}: {M.describe(convention, short=True)}"
-    if log:
-        log(f"convention {convention}: {M.describe(convention)}")
+    header = convention_header(convention, log)
     if len(systems) > 1:
         what = f"{permutations} permutations, seed {seed}" if test == "randomization" else "two-sided"
         header += f"\nsignificance: paired {test} test ({what}) of each system against {systems[0][0]}"

@@ -15,7 +15,7 @@ import numpy as np
 from rankkit import metrics as M
 from rankkit import training
 from rankkit.config import DEFAULT_CONVENTION
-from rankkit.report import docids, format_label, print_evaluation, short_query_notes
+from rankkit.report import convention_header, docids, format_label, print_evaluation, short_query_notes
 from rankkit.distributed.cluster import cluster_failures, connect, watch
 from rankkit.distributed.newton import fit_parts, parts_sha
 from rankkit.io.parts import concatenate, expand_parts, joined_name, refuse_collection
@@ -301,7 +301,7 @@ def eval_parts(patterns, scores_file, dask=None, metrics=None, convention=DEFAUL
                                                  zero_based, log)
     systems = [(display_name(f), qids, tables[i]) for i, f in enumerate(scores_files)]
     means, pvalues = summarize(systems, names, test, permutations, seed)
-    header = f"convention {convention}: {M.describe(convention)}"
+    header = convention_header(convention, log)
     if len(systems) > 1:
         what = f"{permutations} permutations, seed {seed}" if test == "randomization" else "two-sided"
         header += f"\nsignificance: paired {test} test ({what}) of each system against {systems[0][0]}"
