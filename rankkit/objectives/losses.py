@@ -124,17 +124,25 @@ class Logistic(PairLoss):
         return [(a_m, c_m, True) for c_m, a_m in zip(*(v.tolist() for v in piecewise_quadratic(self.pieces, self.T)))]
 
     def value(self, t):
-        return np.logaddexp(0.0, -np.asarray(t, dtype=np.float64))
+        t = np.asarray(t, dtype=np.float64)
+        return np.maximum(-t, 0.0) + np.log1p(np.exp(-np.abs(t)))  # log(1 + e^-t) without overflow
 
     def slope(self, t):
-        return -1.0 / (1.0 + np.exp(np.asarray(t, dtype=np.float64)))  # -sigma(-t)
+        return -_sigma_neg(t)
 
     def curvature(self, t):
-        s = 1.0 / (1.0 + np.exp(np.asarray(t, dtype=np.float64)))
+        s = _sigma_neg(t)
         return s * (1.0 - s)
 
     def __repr__(self) -> str:
         return f"Logistic(pieces={self.pieces}, T={self.T})"
+
+
+def _sigma_neg(t):
+    """sigma(-t) = 1 / (1 + e^t) without overflow."""
+    t = np.asarray(t, dtype=np.float64)
+    e = np.exp(-np.abs(t))
+    return np.where(t >= 0.0, e / (1.0 + e), 1.0 / (1.0 + e))
 
 
 LOSSES: dict[str, type[PairLoss]] = {cls.name: cls for cls in (SquaredHinge, Huber, Hinge, Logistic)}
@@ -144,7 +152,7 @@ def pair_loss(loss: str | PairLoss) -> PairLoss:
     """The loss of this name (or the loss itself)."""
     if isinstance(loss, PairLoss):
         return loss
-    if loss not in LOSSES:
+    if not isinstance(loss, str) or loss not in LOSSES:
         raise ValueError(f"unknown loss {loss!r}")
     return LOSSES[loss]()
 
