@@ -137,3 +137,14 @@ def test_explicit_pairs_read_decimal_codes_as_their_values(loss):
     fb, gb = b.fun_grad(w)
     assert fa == fb and np.array_equal(ga, gb)
     assert np.array_equal(a.hess_vec(s), b.hess_vec(s))
+
+
+def test_the_solvers_margin_rescaling_message_as_before(small_ds):
+    from rankkit.errors import UsageError
+    from rankkit.solvers.newton import NewtonRankSVM
+
+    with pytest.raises(UsageError) as err:
+        NewtonRankSVM(loss="logistic", rescale="margin").objective(small_ds)
+    assert str(err.value) == ("--rescale margin-sqrt with --loss logistic needs --solver newton-pairs (per-pair margins); "
+                              "the O(n log n) objective rescales the margin of the squared-hinge and hinge losses (or "
+                              "use --rescale slack)")
