@@ -405,6 +405,8 @@ class FileDigest:
             self._error = exc
         except (OSError, EOFError) as exc:
             self._error = F.input_error(path, exc)
+        except BaseException as exc:  # (MemoryError, ...) raised by wait(), never a partial hash taken for the file's
+            self._error = exc
         finally:
             os.close(fd)
 
