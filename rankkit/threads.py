@@ -177,15 +177,40 @@ def usable_cores() -> int:
     return max(1, min(cores, quota) if quota else cores)
 
 
+LOADAVG = "/proc/loadavg"
+
+
 def busy_elsewhere() -> int:
     """Threads of other processes that are runnable right now (0 if unknown): /proc/loadavg's
-    running count, less this process's one running thread."""
+    running count, less this process's own running threads (at least the one asking). Its own
+    are not "elsewhere": a reader's hashing thread, or a pool worker still finishing, counted as
+    another process's would cut the run to one thread for the next half second or more (a rise
+    needs two readings in a row), seen in a `rankkit train` whose read went on at one thread."""
     try:
-        with open("/proc/loadavg") as fh:
+        with open(LOADAVG) as fh:
             running = int(fh.read().split()[3].split("/")[0])
     except (OSError, ValueError, IndexError):
         return 0
-    return max(0, running - 1)
+    return max(0, running - own_running())
+
+
+def own_running() -> int:
+    """Threads of this process that are runnable right now (state R in /proc/self/task/*/stat),
+    at least 1 (the caller); 1 if unknown."""
+    try:
+        tids = os.listdir("/proc/self/task")
+    except OSError:
+        return 1
+    n = 0
+    for tid in tids:
+        try:
+            with open(f"/proc/self/task/{tid}/stat", "rb") as fh:
+                stat = fh.read()
+        except OSError:  # the thread ended meanwhile
+            continue
+        state = stat[stat.rfind(b")") + 2 : stat.rfind(b")") + 3]  # after "pid (comm) "
+        n += state == b"R"
+    return max(1, n)
 
 
 def default_threads(limit: int | None = None) -> int:

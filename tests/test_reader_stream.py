@@ -5,6 +5,7 @@ blocks and chunks."""
 
 from __future__ import annotations
 
+import os
 import re
 
 import numpy as np
@@ -179,3 +180,67 @@ def test_narrow_in_place_gives_back_half_the_memory(nnz):
     assert narrow.dtype == np.uint16 and np.array_equal(narrow, values)
     if nnz:
         assert narrow.base.nbytes == 4 * ((nnz + 1) // 2)  # the int32 array was cut to half its bytes
+
+
+# -- FileDigest(later=True): the file hashed after its parse (`rankkit train` with a stochastic solver) --
+
+def test_later_digest_is_the_files_sha256_and_waits_for_it(tmp_path, monkeypatch):
+    import hashlib
+
+    path = tmp_path / "t.txt"
+    path.write_bytes(BASE)
+    _stream(monkeypatch, 1000)
+    monkeypatch.setattr(S, "HASH_BLOCK_BYTES", 777)  # many reads, one short at the end
+    now, later = S.FileDigest(), S.FileDigest(later=True)
+    _same(read_svmlight(str(path), digest=now), read_svmlight(str(path), digest=later))
+    assert later.hexdigest() == now.hexdigest() == hashlib.sha256(BASE).hexdigest()
+    assert later.nbytes == now.nbytes == len(BASE)
+    monkeypatch.setattr(S, "_background", lambda target, *args: None)  # no thread can be started: hashed at once
+    on_this_thread = S.FileDigest(later=True)
+    read_svmlight(str(path), digest=on_this_thread)
+    assert on_this_thread._pending is None and on_this_thread.hexdigest() == now.hexdigest()
+
+
+def _hash_held_back(monkeypatch):
+    """FileDigest(later=True)'s thread made to start only when the test says so."""
+    held = []
+
+    class Held:
+        def __init__(self, target, args):
+            self.join = lambda: target(*args)
+
+    monkeypatch.setattr(S, "_background", lambda target, *args: held.append(Held(target, args)) or held[-1])
+    return held
+
+
+@pytest.mark.parametrize("change", ["truncate", "rewrite"])
+def test_later_digest_of_a_file_changed_after_its_parse_is_an_error(tmp_path, monkeypatch, change):
+    """The checksum a model records is of the bytes it was trained on: a file changed between the
+    parse and the hash fails it (one line naming the file), it is not hashed as it is now."""
+    path = tmp_path / "t.txt"
+    path.write_bytes(BASE)
+    _stream(monkeypatch, 1000)
+    held = _hash_held_back(monkeypatch)
+    digest = S.FileDigest(later=True)
+    read_svmlight(str(path), digest=digest)
+    assert len(held) == 1
+    if change == "truncate":
+        path.write_bytes(BASE[:500])
+    else:  # same size, another modification time
+        path.write_bytes(BASE.replace(b"qid:1 ", b"qid:9 ", 1))
+        os.utime(path, ns=(0, 10**9))
+    with pytest.raises(DataError, match=r"t\.txt: changed while being read"):
+        digest.hexdigest()
+
+
+def test_later_digest_of_an_input_not_read_in_blocks_is_hashed_as_it_is_read(tmp_path, monkeypatch):
+    import gzip
+    import hashlib
+
+    path = tmp_path / "t.txt.gz"
+    path.write_bytes(gzip.compress(BASE))
+    _stream(monkeypatch, 1000)
+    held = _hash_held_back(monkeypatch)
+    digest = S.FileDigest(later=True)
+    read_svmlight(str(path), digest=digest)
+    assert held == [] and digest.hexdigest() == hashlib.sha256(BASE).hexdigest()

@@ -197,3 +197,34 @@ def test_gc_paused_for_the_start_only_if_it_was_on(monkeypatch):
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+def test_own_running_threads_are_not_busy_elsewhere(monkeypatch):
+    """A thread of this process at work (a reader hashing beside its count, a pool worker) is not
+    another process: counted as one, it cut a `rankkit train` on an idle 2-core machine to one
+    thread for the rest of its read."""
+    import hashlib
+    import io
+    import threading
+
+    block = bytes(32 << 20)
+    stop = threading.Event()
+
+    def hashing():  # hashlib releases the GIL: runnable beside this thread
+        while not stop.is_set():
+            hashlib.sha256(block).digest()
+
+    monkeypatch.setattr(threads, "open", lambda path, *a, **k: io.StringIO("0.50 0.40 0.30 2/300 4242\n")
+                        if path == "/proc/loadavg" else open(path, *a, **k), raising=False)
+    t = threading.Thread(target=hashing, daemon=True)
+    t.start()
+    try:
+        # 2 running in all, both ours (this thread and the hashing one): none elsewhere. A reading
+        # may catch the hashing thread between two blocks, waiting for the GIL: one of a few suffices
+        readings = [threads.busy_elsewhere() for _ in range(20)]
+    finally:
+        stop.set()
+        t.join()
+    assert min(readings) == 0
+    monkeypatch.setattr(threads, "own_running", lambda: 1)
+    assert threads.busy_elsewhere() == 1  # this thread alone: the other running one is elsewhere

@@ -42,8 +42,10 @@ the code the Python estimators run), write the model with the files' facts in it
     name = display_name(train_file)
     # perf: read_svmlight streams a large file in blocks and hashes it as it goes (no whole buffer
     # kept), and gives the exact linear solvers uint16 column indices when the columns fit (and the
-    # stochastic pairwise ones int32 decimal codes for values when every value is exactly one)
-    checksum = FileDigest()
+    # stochastic pairwise ones int32 decimal codes for values when every value is exactly one).
+    # A stochastic solver's steps are serial: its file is hashed during the fit, on the core the
+    # steps leave idle (FileDigest(later=True)), and the model's header gets the checksum after it
+    checksum = FileDigest(later=plan.spec.stochastic)
     ds = read_svmlight(train_file, zero_based, group_queries, groups=groups, digest=checksum,
                        narrow_indices=plan.narrow_indices, narrow_values=plan.narrow_values)
     if groups is not None and log:
@@ -70,11 +72,13 @@ the code the Python estimators run), write the model with the files' facts in it
     if groups is not None:
         facts["group_file"] = groups.source
     facts.update({"index_base": 0 if zero_based else 1, "group_queries": bool(group_queries), "auc": bool(auc),
-                  "train_file": name, "train_file_bytes": checksum.nbytes, "train_file_sha256": checksum.hexdigest()})
+                  "train_file": name, "train_file_bytes": None, "train_file_sha256": None})  # after the fit
     if factors_file is not None:
         facts["factors_file"] = factors_file
     model, result = training.fit_dataset(plan, ds, valid=valid, query_weights=weights, log=log, progress=progress,
                                          warn=warn, facts=facts, run_facts={"read_time_seconds": round(t_read - compiled, 6)})
+    # in their places of the header (a file changed since it was parsed: DataError, no model)
+    model.header.update({"train_file_bytes": checksum.nbytes, "train_file_sha256": checksum.hexdigest()})
     if factors_file is not None and result.factors is not None:
         with atomic_open(factors_file) as fh:  # V: one training document per line, K values
             for row in result.factors.tolist():

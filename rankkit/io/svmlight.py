@@ -340,18 +340,89 @@ def _count_block(view: np.ndarray, labels_optional: bool, hashing: bool = False)
 
 
 class FileDigest:
-    """SHA-256 and byte count of the bytes read (pass as read_svmlight's `digest`)."""
+    """SHA-256 and byte count of the bytes read (pass as read_svmlight's `digest`).
 
-    def __init__(self):
+    later=True: a plain file large enough to be read in blocks is not hashed during its counting
+    pass (where the hash, slower than the count, held one of two cores) but once it is parsed,
+    from a third read on a thread of its own while the caller goes on (a serial fit: Pegasos'
+    steps leave the other core idle); the file must still have the size and modification time it
+    was parsed at when the hash is done, as between the reader's two passes. nbytes and
+    hexdigest() wait for it, and raise the reader's DataError if the file changed meanwhile (so a
+    model never records the checksum of other bytes than it was trained on). Any other input (a
+    small, compressed or piped one) is hashed as it is read, as without it."""
+
+    def __init__(self, later: bool = False):
         self._sha = hashlib.sha256()
-        self.nbytes = 0
+        self._nbytes = 0
+        self.later = bool(later)
+        self._pending = None  # the thread hashing the file after its parse
+        self._error: Exception | None = None
 
     def update(self, data) -> None:
         self._sha.update(data)
-        self.nbytes += memoryview(data).nbytes
+        self._nbytes += memoryview(data).nbytes
+
+    @property
+    def nbytes(self) -> int:
+        self.wait()
+        return self._nbytes
 
     def hexdigest(self) -> str:
+        self.wait()
         return self._sha.hexdigest()
+
+    def wait(self) -> None:
+        """Wait for a hash started after the parse (later=True); raise its error, if any."""
+        if self._pending is not None:
+            self._pending.join()
+            self._pending = None
+        if self._error is not None:
+            raise self._error
+
+    def hash_file_later(self, fd: int, st: os.stat_result, path: str, name: str) -> None:
+        """Hash the file open as `fd` (a descriptor of its own, closed when done) from its start,
+        on a thread (on this one if none can be started); it must still have st's size and
+        modification time once read."""
+        self._pending = _background(self._hash_file, fd, st, path, name)
+        if self._pending is None:  # no thread can be started (ulimit -u): hash on this one
+            self._hash_file(fd, st, path, name)
+
+    def _hash_file(self, fd: int, st: os.stat_result, path: str, name: str) -> None:
+        try:
+            buf = bytearray(min(HASH_BLOCK_BYTES, max(st.st_size, 1)))
+            view = memoryview(buf)
+            off = 0
+            while off < st.st_size:
+                n = os.preadv(fd, [view[: min(len(buf), st.st_size - off)]], off)
+                if not n:
+                    raise _changed(name, f"it shrank from {st.st_size} to {off} bytes")
+                self.update(view[:n])
+                off += n
+            after = os.fstat(fd)
+            if (after.st_size, after.st_mtime_ns) != (st.st_size, st.st_mtime_ns):
+                raise _changed(name, "its size or modification time changed")
+        except DataError as exc:
+            self._error = exc
+        except (OSError, EOFError) as exc:
+            self._error = F.input_error(path, exc)
+        except BaseException as exc:  # (MemoryError, ...) raised by wait(), never a partial hash taken for the file's
+            self._error = exc
+        finally:
+            os.close(fd)
+
+
+# FileDigest(later=True) reads the file again in blocks of this size to hash it
+HASH_BLOCK_BYTES = 1 << 20
+
+
+def _background(target, *args):
+    """target(*args) on a daemon thread, started; None if no thread can be started."""
+    t = threading.Thread(target=target, args=args, daemon=True)
+    try:
+        t.start()
+    except RuntimeError:
+        return None
+    return t
 
 
 def _hash_beside(digest, view: np.ndarray):
@@ -539,11 +610,15 @@ def _read_streaming(path: str, name: str, zero_based: bool, labels_optional: boo
             st = os.fstat(fh.fileno())
             if not stat.S_ISREG(st.st_mode) or st.st_size < STREAM_MIN_BYTES:
                 return None
+            later = digest is not None and getattr(digest, "later", False)
             arrays, docids, scale = _parse_streaming(fh.fileno(), st.st_size, name, zero_based, labels_optional,
-                                                     digest=digest, narrow=narrow, narrow_values=narrow_values)
+                                                     digest=None if later else digest, narrow=narrow,
+                                                     narrow_values=narrow_values)
             after = os.fstat(fh.fileno())
             if (after.st_size, after.st_mtime_ns) != (st.st_size, st.st_mtime_ns):
                 raise _changed(name, "its size or modification time changed")
+            if later:  # the hash on a thread of its own, from a descriptor of its own (the same open file)
+                digest.hash_file_later(os.dup(fh.fileno()), st, path, name)
             return arrays, docids, st.st_size, scale
     except (OSError, EOFError) as exc:
         raise F.input_error(path, exc) from None
