@@ -370,6 +370,13 @@ def exports(kernel) -> dict:
         return out
 
 
+def covers(calls) -> bool:
+    """The build in use holds every one of `calls` ((module, kernel, argument key) as the table lists them)."""
+    status()
+    return all(any(k == _as_key(key) for k, _, _ in _state["kernels"].get((module, name), ()))
+               for module, name, key in calls)
+
+
 def status() -> dict:
     """Where the build in use is and how many kernel calls it covers (for tests and benchmarks)."""
     global _state
