@@ -504,7 +504,8 @@ def built_calls(directory: str, fp: str) -> tuple[dict, set]:
     modules = m["modules"]
     if not all(os.path.isfile(os.path.join(directory, os.path.basename(f))) for f in modules):
         return {}, set()
-    return modules, {(module, name, aot._as_key(key)) for r in modules.values() for module, name, key, _ in r["kernels"]}
+    return modules, {(module, name, aot.as_key(key)) for r in modules.values()
+                     for module, name, key, _ in r["kernels"]}
 
 
 def build(jobs: int = 1, calls: list | None = None, directory: str | None = None, progress=None,
@@ -531,7 +532,7 @@ def build(jobs: int = 1, calls: list | None = None, directory: str | None = None
     kept: dict = {}
     if add:
         kept, have = built_calls(directory, fp)
-        lacking = [c for c in calls if (c[0], c[1], aot._as_key(c[2])) not in have]
+        lacking = [c for c in calls if (c[0], c[1], aot.as_key(c[2])) not in have]
         if not lacking:
             manifest = aot.read_manifest(directory)
             if manifest is not None and manifest.get("fingerprint") == fp:
