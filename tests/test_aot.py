@@ -489,7 +489,7 @@ def test_a_build_whose_sources_changed_meanwhile_is_not_installed(tmp_path, monk
                 "compiled_from": "an edited source"}
 
     monkeypatch.setattr(build, "_compile_in_processes",
-                        lambda buckets, staging, progress=None: [fake_compile(i, b, staging) for i, b in enumerate(buckets)])
+                        lambda buckets, staging, progress=None, first=0: [fake_compile(i, b, staging) for i, b in enumerate(buckets)])
     with pytest.raises(RuntimeError, match="changed during the build"):
         build.build(1, calls=[("rankkit.stats", "_sequential_sum", (("<f8", 1, 1, True, True),))],
                          directory=str(tmp_path))
