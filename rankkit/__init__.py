@@ -113,7 +113,7 @@ _EXPORTS = {
     "DataError": "rankkit.errors",
     "ModelError": "rankkit.errors",
     "UsageError": "rankkit.errors",
-    "ClusterError": "rankkit.distributed.cluster",
+    "ClusterError": "rankkit.parts.cluster",
     "predict_parts": "rankkit.distributed",
     "evaluate_parts": "rankkit.distributed",
     "DaskRankSVM": "rankkit.dask",  # imports dask: only when asked for
@@ -124,7 +124,7 @@ __all__ = ["__version__", *_EXPORTS]
 if TYPE_CHECKING:  # for type checkers and IDEs; at run time the names come from __getattr__
     from rankkit.dask import DaskRankSVM
     from rankkit.distributed import evaluate_parts, predict_parts
-    from rankkit.distributed.cluster import ClusterError
+    from rankkit.parts.cluster import ClusterError
     from rankkit.datasets import LetorData, dump_svmlight_file, load_letor, load_svmlight_file, load_svmlight_files
     from rankkit.errors import DataError, ModelError, RankkitError, UsageError
     from rankkit.estimators import ConvergenceWarning, FactorizedRankSVM, Ranker, RankSVM, SGDRanker, load_model

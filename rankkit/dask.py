@@ -26,7 +26,7 @@ import numpy as np
 
 from rankkit import console, training
 from rankkit.config import DEFAULT_CONVENTION
-from rankkit.distributed.cluster import ClusterError, cluster_failures, connect
+from rankkit.parts.cluster import ClusterError, cluster_failures, connect
 from rankkit.distributed.collections import evaluate_collection, fit_collection, is_dask_collection, is_frame, row_blocks
 from rankkit.errors import UsageError
 from rankkit.estimators import ConvergenceWarning, RankSVM, set_fitted_state

@@ -80,6 +80,7 @@ from rankkit.paths.grid import (DEFAULT_N_POINTS, DEFAULT_RATIO, PathPoint, cons
                                 validation_can_judge)
 from rankkit.scoring import model_scores
 from rankkit.solvers import SOLVERS
+from rankkit.solvers.newton import path_memory
 from rankkit.solvers.options import NAMES, WORDS, Words, stop_message
 from rankkit.solvers.sgd import DEFAULT_ITERATIONS as SGD_ITERATIONS
 
@@ -274,14 +275,14 @@ def _fit_grid(solver, points, train, valid, names, convention, select, kernel, i
     param = list(points[0])
     if _kind(solver, kernel and kernel.get("name")) == "C-path" and param == ["C"]:
         # the warm-started C path: for newton, exactly what `rankkit path --method grid` runs
-        def fit(C, w0):  # path_over shares newton's CG preconditioner along the path too
+        def fit(C, w0):  # newton's CG preconditioner goes along the path too (path_memory)
             params, _, _ = _settings(solver, {"C": C}, None, iterations, seed)
             p = training.plan(solver, params)
             return p.solver().fit(train, w0=w0)
 
         res = path_over(fit, [p["C"] for p in points], valid, metric=metric, select=select, convention=convention,
                         metrics=names, log=log, progress=lambda done, total: tick(),
-                        warn=notes.append)
+                        warn=notes.append, along=path_memory)
         notes = list(res.notes)
         best = res.best
         params, _, _ = _settings(solver, {"C": best.C}, None, iterations, seed)

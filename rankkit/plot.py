@@ -8,7 +8,7 @@ Kinds (`rankkit path --plot-kind`, RegularizationPath.plot(kind=...)):
 - coef, decision: curves along the path against log10 C (the paper's Fig. 4 as curves): the
   coefficients (linear: w_j of the features; kernels: beta_r of training documents) or the decision
   values f(x) of chosen validation documents. The curves are computed by the core
-  (rankkit.paths.select.path_curves) and handed here as a `Curves`; this module only draws.
+  (rankkit.selection.path_curves) and handed here as a `Curves`; this module only draws.
 - plane_svg: the decision function over the plane of a 2-feature data set at a few points of the
   path, with the training documents (the paper's Fig. 4 as drawn there: scripts/reproduce_zapien.py).
 """
@@ -258,11 +258,11 @@ def _pyplot():
 
 def write_plot(path: str, result, kind: str = "metric", curves: Curves | None = None) -> None:
     """The path's plot: kind "metric" draws `result` (a PathResult); the other kinds draw `curves`
-    (rankkit.paths.select.path_curves). .svg without dependency, .png through matplotlib."""
+    (rankkit.selection.path_curves). .svg without dependency, .png through matplotlib."""
     if kind not in PLOT_KINDS:
         raise UsageError(f"plot kind must be one of {', '.join(PLOT_KINDS)}, not {kind!r}")
     if kind != "metric" and curves is None:
-        raise UsageError(f"a {kind} plot needs its curves (rankkit.paths.select.path_curves)")
+        raise UsageError(f"a {kind} plot needs its curves (rankkit.selection.path_curves)")
     lower = path.lower()
     if lower.endswith(".svg"):
         with atomic_open(path) as fh:

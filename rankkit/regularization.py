@@ -5,9 +5,9 @@
 piecewise-linear path of the hinge-loss RankSVM (``method="exact"``, Zapien et al.), evaluates
 every point on validation queries, and returns the table as arrays with the chosen model as a
 fitted ranker. `rankkit path TRAIN VALID` reads its files and calls `path_on_datasets`
-(rankkit.paths.select), the same code.
+(rankkit.selection), the same code.
 
-Part of the Python face (over rankkit.estimators): it imports the use case rankkit.paths.select
+Part of the Python face (over rankkit.estimators): it imports the use case rankkit.selection
 and the estimators; nothing below imports it.
 """
 
@@ -24,7 +24,7 @@ from rankkit.datasets import as_dataset, check_dense_width, column_names
 from rankkit.errors import UsageError
 from rankkit.estimators import (PYTHON_WORDS, Ranker, RankSVM, Threads, check_feature_names, set_fitted_state,
                                 verbose_log)
-from rankkit.paths.select import check_plot_options, chosen_model, path_on_datasets, plot_path
+from rankkit.selection import check_plot_options, chosen_model, path_on_datasets, plot_path
 from rankkit.solvers.base import FitResult
 
 __all__ = ["RegularizationPath", "regularization_path"]

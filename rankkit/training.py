@@ -4,14 +4,14 @@
     fit_dataset(...)   fit a plan on a Dataset -> (Model, FitResult): `rankkit train FILE`, the
                        estimators' fit, and PARTS in one process with a solver other than newton
                        (joined as if concatenated) all run it; solver newton on PARTS, in one
-                       process or on a cluster, is rankkit.distributed.newton.fit_parts (the same
+                       process or on a cluster, is rankkit.parts.newton.fit_parts (the same
                        driver on per-part sums, the same bytes either way), whose header is made here
     fit_stream(...)    --sampler stream: two passes over a file -> (Model, FitResult)
     model_header(...)  the header of every model rankkit writes (train, fit, fit_parts, path, --dask)
     stop_words(...)    why a fit stopped, in the caller's words (the command line's by default)
 
 The faces (rankkit.app, rankkit.estimators and rankkit.regularization, rankkit.distributed.commands)
-and the use cases beside this one (rankkit.experiments, rankkit.paths.select) read and check their
+and the use cases beside this one (rankkit.experiments, rankkit.selection) read and check their
 own inputs, then come here; this module imports none of them (a use case: tests/test_architecture.py).
 """
 
@@ -91,7 +91,7 @@ def fit_outcome(result: FitResult) -> dict:
 
 def cluster_facts(facts: dict) -> dict:
     """What a fit on a Dask cluster records after its outcome: parts, workers and the cost of its
-    rounds (facts: rankkit.distributed.newton.prob_facts)."""
+    rounds (facts: rankkit.parts.newton.prob_facts)."""
     return {"parts": facts["parts"], "workers": facts["workers"], "engine": "dask",
             **{k: facts[k] for k in ("rounds", "parts_read_again", "bytes_moved") if k in facts}}
 

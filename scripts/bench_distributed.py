@@ -58,7 +58,7 @@ if mode == "one":
 else:
     from distributed import Client, LocalCluster
     from rankkit.distributed import fit_newton
-    from rankkit.distributed import worker as W
+    from rankkit.parts import worker as W
     with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
                       silence_logs=50, memory_limit=0) as lc, Client(lc) as c:
         c.run(W.set_threads, max(1, (os.cpu_count() or 1) // workers))
@@ -117,7 +117,7 @@ mode, C, workers, rows_per_part = sys.argv[1], float(sys.argv[2]), int(sys.argv[
 files = sys.argv[5:]
 import numpy as np
 from distributed import Client, LocalCluster
-from rankkit.distributed import worker as W
+from rankkit.parts import worker as W
 
 def peak_reset():
     # the client's resident set now (MB), its peak forgotten (Linux: clear_refs 5 resets VmHWM), so

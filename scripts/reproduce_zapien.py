@@ -42,8 +42,9 @@ from rankkit.data import Dataset  # noqa: E402
 from rankkit.io.svmlight import read_svmlight  # noqa: E402
 from rankkit.metrics import per_query  # noqa: E402
 from rankkit.paths.exact import PathWarning, exact_path, full_pairs, reduced_pairs  # noqa: E402
-from rankkit.paths.grid import grid_path, validation_table  # noqa: E402
-from rankkit.paths.select import path_on_datasets, plot_path  # noqa: E402
+from rankkit.paths.grid import validation_table  # noqa: E402
+from rankkit.selection import grid_path  # noqa: E402
+from rankkit.selection import path_on_datasets, plot_path  # noqa: E402
 from rankkit.plot import plane_svg  # noqa: E402
 
 PAPER_TABLE1 = {"Mixtures": (10000, 199), "Auto": (75245, 656), "Diabetes": (134000, 767), "Cancer": (75684, 568)}
@@ -216,7 +217,7 @@ def mq2008(quick: bool, data: Path, out: Path, lines: list) -> None:
            "-m map --convention letor4 -v" + (" --max-events 1000" if quick else "")
            + " --plot fig4.svg --plot-kind decision")
     lines += ["## The exact path on MQ2008 Fold1, down to lambda_min", "",
-              f"Command: `{cmd}` (this script calls rankkit.paths.select.path_on_datasets, the code of that command).",
+              f"Command: `{cmd}` (this script calls rankkit.selection.path_on_datasets, the code of that command).",
               "", "| | rankkit |", "|---|---:|",
               f"| pairs (full graph) | {raw.n_pairs:,} |",
               f"| lambda_0 .. last breakpoint | {raw.lambdas[0]:.6g} .. {raw.lambdas[-1]:.6g} (C {1 / raw.lambdas[0]:.3g}"

@@ -70,6 +70,24 @@ def run(out: Path, name: str, args: list[str], env: dict, stdin: str | None = No
     )
 
 
+def write_qrels(data: str, path: Path) -> str | None:
+    """A TREC qrels file (`qid 0 docid label`) from a LETOR file's `# docid = X` comments (eval --qrels
+    takes qrels, not a LETOR file); None when a line names no docid."""
+    rows = []
+    with open(data, encoding="utf-8") as f:
+        for line in f:
+            head, _, comment = line.partition("#")
+            tokens = head.split()
+            if not tokens:
+                continue
+            m = re.search(r"docid\s*=\s*(\S+)", comment)
+            if m is None:
+                return None
+            rows.append(f"{tokens[1].split(':', 1)[1]} 0 {m.group(1)} {tokens[0]}\n")
+    path.write_text("".join(rows))
+    return path.name
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("out")
@@ -125,7 +143,9 @@ def main() -> None:
             run(out, f"{tag}.predict-{fmt}", ["predict", test, f"{tag}.newton.{fmt}", f"{tag}.{fmt}.scores"], env)
         run(out, f"{tag}.predict-trec", ["predict", test, f"{tag}.newton.model", f"{tag}.trec.run", "--format", "trec"],
             env)
-        run(out, f"{tag}.eval-qrels", ["eval", "--qrels", test, f"{tag}.trec.run"], env)
+        qrels = write_qrels(test, out / f"{tag}.qrels")
+        if qrels:
+            run(out, f"{tag}.eval-qrels", ["eval", "--qrels", qrels, f"{tag}.trec.run"], env)
         if a.dask:
             run(out, f"{tag}.dask-train", ["train", train, f"{tag}.dask.model", "-C", C, "--dask", "local:2"], env)
     mqdir = Path(a.shared) / "data" / "MQ2008"
@@ -151,7 +171,7 @@ def main() -> None:
         "print(repr(p.coef_.tolist()))\n"
         f"Xv, yv, qv = rankkit.load_svmlight_file({va!r}, query_id=True, n_features=X.shape[1])\n"
         "r = rankkit.regularization_path(X, y, Xv, yv, qid=q, qid_valid=qv, method='grid', n_points=6, metric='map')\n"
-        "print(repr([(pt.C, pt.metric) for pt in r.points]), r.best_C if hasattr(r, 'best_C') else '')\n"
+        "print(repr(r.C.tolist()), repr(r.valid_metric.tolist()), r.chosen, r.at_edge)\n"
     )
     proc = subprocess.run([sys.executable, "-c", py], cwd=out, env=env, capture_output=True, text=True)
     (out / "python.out").write_text(f"exit {proc.returncode}\n{scrub(proc.stdout)}--- stderr\n{scrub(proc.stderr)}")

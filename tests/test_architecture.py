@@ -139,10 +139,9 @@ LAYERS = [
     ("kernels and data", ["data", "sparse", "sorting", "vectors", "metrics", "stats", "compiler", "feature_maps"]),
     ("io and objectives", ["io", "datasets", "objectives"]),
     ("algorithms", ["solvers", "paths", "resources"]),
-    # paths/select.py: choosing C on a path (the model header, the plot); distributed/newton.py,
-    # worker.py, cluster.py: training on parts, in one process or on a Dask cluster, for every face
-    ("use cases", ["training", "experiments", "evaluation", "scoring", "report", "plot", "paths.select",
-                   "distributed.newton", "distributed.worker", "distributed.cluster"]),
+    # selection.py: choosing C on a path (the model header, the plot); parts/: training on parts, in
+    # one process or on a Dask cluster, for every face
+    ("use cases", ["training", "experiments", "evaluation", "scoring", "report", "plot", "selection", "parts"]),
     # dask.py: DaskRankSVM and evaluate over dask collections (the Dask face, over the Python face)
     ("faces", ["cli", "__main__", "commands", "app", "estimators", "regularization", "distributed", "dask"]),
     ("package", ["", "warmup"]),  # rankkit/__init__ (the public names, lazily) and the kernel warm-up tool
@@ -192,6 +191,12 @@ def test_every_module_has_a_layer():
         _place(m)
 
 
+def test_each_folder_is_one_layer():
+    """The table names top-level modules and packages only: a package's modules all sit in its layer
+    (no module placed apart from its folder), so the tree shows the layers."""
+    assert [e for _, entries in LAYERS for e in entries if "." in e] == []
+
+
 def test_imports_go_down_the_layers_and_no_face_imports_another():
     """In-function imports count (a late import is still an import); TYPE_CHECKING blocks do not."""
     assert _layer_breaches(_graph()) == []
@@ -206,6 +211,15 @@ def test_the_layer_check_finds_an_upward_import_and_a_face_importing_a_face():
                            table) == [
         "rankkit.app.path (the CLI face) imports rankkit.distributed.path (the Dask face)",
         "rankkit.estimators (the Python face) imports rankkit.distributed (the Dask face)"]
+
+
+def test_the_path_algorithms_take_a_fit_and_know_no_solver():
+    """rankkit/paths/ (the grid and exact path algorithms) imports no solver: the grid path runs the
+    fit(C, w0) its caller hands it (rankkit.selection, rankkit.experiments, rankkit.distributed.path),
+    with what the fits share along the path (rankkit.solvers.newton.path_memory) handed in too."""
+    found = [f"{m} imports {t}" for m, p in MODULES.items() if m.startswith("rankkit.paths")
+             for t, _, _ in _imports(m, p) if t == "rankkit.solvers" or t.startswith("rankkit.solvers.")]
+    assert found == []
 
 
 def test_type_checking_imports_do_not_count(tmp_path):

@@ -79,7 +79,7 @@ SCRIPT = textwrap.dedent("""
         sys.stdin.readline()
         # the second fit says when it is under way (its first Hessian-vector product is done) and
         # waits there, so that the test stops the scheduler mid-fit however fast the machine is
-        from rankkit.distributed.newton import Problem
+        from rankkit.parts.newton import Problem
         hv, said = Problem.hv, []
 
         def hv_then_wait(self, *args):

@@ -24,7 +24,7 @@ import pytest
 distributed = pytest.importorskip("distributed")  # the test extra installs it: a skip only outside `make test`
 
 from rankkit.distributed import fit_newton  # noqa: E402
-from rankkit.distributed.newton import Problem  # noqa: E402
+from rankkit.parts.newton import Problem  # noqa: E402
 from rankkit.io.parts import concatenate  # noqa: E402
 from rankkit.errors import DataError  # noqa: E402
 from rankkit.io.model import read_model  # noqa: E402
@@ -108,7 +108,7 @@ def test_same_optimum_as_one_process(parts, client, case):
 def test_worker_rescaled_loss_and_violated_pairs_are_one_process(parts, rescale):
     """The Dask worker's partial sums (in-process: the worker functions are plain) at one w add up
     to the one-process objective's loss, gradient and violated pairs under every rescaling."""
-    from rankkit.distributed import worker as W
+    from rankkit.parts import worker as W
 
     paths, _ = parts
     ds = concatenate([read_svmlight(p) for p in paths])
@@ -145,7 +145,7 @@ def test_same_bytes_for_any_assignment_of_parts(parts, client):
 def test_lost_part_is_read_again_and_gives_the_same_model(parts, client):
     """A worker's state lost between rounds (what a worker restart leaves): its parts are read
     again and the model is the same, bit for bit (the process-kill version is test_worker_killed)."""
-    from rankkit.distributed import worker as W
+    from rankkit.parts import worker as W
 
     paths, _ = parts
     ref = fit_newton(paths, client, C=0.01)[0].w.tobytes()
@@ -226,7 +226,7 @@ def test_unreachable_scheduler_is_one_line(parts, tmp_path):
     proc = _rankkit_env(env_timeout, "train", *paths, "m.model", "--dask", "tcp://127.0.0.1:9", cwd=tmp_path)
     assert_one_line_error(proc, "--dask tcp://127.0.0.1:9: cannot reach a Dask scheduler there")
     assert not (tmp_path / "m.model").exists()
-    from rankkit.distributed.cluster import ClusterError, parse_address
+    from rankkit.parts.cluster import ClusterError, parse_address
 
     with pytest.raises(ClusterError, match="--dask 'nowhere' is not a scheduler address"):
         parse_address("nowhere")

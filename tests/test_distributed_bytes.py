@@ -1,7 +1,7 @@
 """Training on parts: one process and a Dask cluster give the same weight bytes (issue 23).
 
 `rankkit train PARTS... M` (solver newton, no --dask) and RankSVM.fit_parts(PARTS) without a
-client run rankkit.distributed.newton.LocalProblem: the workers' task functions run here, part
+client run rankkit.parts.newton.LocalProblem: the workers' task functions run here, part
 after part, and their partial sums are added in part order, as on a cluster. So the weights, the
 iteration and CG counts and the objective are the same bytes as `--dask` on a real `dask scheduler`
 + `dask worker` pair (processes on 127.0.0.1, one cluster for the module) and on `local:N`, for
@@ -26,8 +26,8 @@ distributed = pytest.importorskip("distributed")  # the test extra installs it: 
 
 from rankkit import threads, training  # noqa: E402
 from rankkit.estimators import PYTHON_WORDS  # noqa: E402
-from rankkit.distributed import worker as W  # noqa: E402
-from rankkit.distributed.newton import LocalProblem, Problem, fit_parts  # noqa: E402
+from rankkit.parts import worker as W  # noqa: E402
+from rankkit.parts.newton import LocalProblem, Problem, fit_parts  # noqa: E402
 from rankkit.io.model import read_model  # noqa: E402
 from rankkit.io.svmlight import read_svmlight  # noqa: E402
 from rankkit.objectives.pairwise import PairwiseObjective  # noqa: E402

@@ -32,7 +32,7 @@ import pytest
 distributed = pytest.importorskip("distributed")  # the test extra installs it: a skip only outside `make test`
 
 from rankkit.distributed import fit_newton  # noqa: E402
-from rankkit.distributed import worker as W  # noqa: E402
+from rankkit.parts import worker as W  # noqa: E402
 from rankkit.io.model import read_model  # noqa: E402
 from tests.test_cli import MODEL, _env  # noqa: E402
 

@@ -23,7 +23,8 @@ import rankkit
 from rankkit.errors import UsageError
 from rankkit.experiments import lambda_grid, tied_in_top
 from rankkit.io.svmlight import read_svmlight
-from rankkit.paths.grid import CONSTANT_RTOL, EDGE_EXTRA, c_min, constant_scores, grid_path
+from rankkit.paths.grid import CONSTANT_RTOL, EDGE_EXTRA, c_min, constant_scores
+from rankkit.selection import grid_path
 from tests.test_cli import assert_one_line_error, rankkit as run_cli
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -22,7 +22,7 @@ from rankkit.app.predict import predict
 from rankkit.errors import DataError
 from rankkit.evaluation import dataset_table, summarize
 from rankkit.io.svmlight import read_svmlight
-from rankkit.paths.grid import grid_path
+from rankkit.selection import grid_path
 from rankkit.scoring import model_scores
 from tests.test_cli import assert_one_line_error, rankkit as run_cli
 

@@ -37,8 +37,8 @@ from tests.test_cli import rankkit as run_rankkit
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "data" / "sample.train.txt"
 LIGHTGBM = ROOT.parent / "shared" / "data" / "LightGBM-lambdarank"
-RTOL = 1e-10  # the Dask sums are grouped by part (rankkit/distributed/newton.py): objectives equal to rounding
-# The weights of the two Newton loops (rankkit.solvers.newton, rankkit.distributed.newton) at --tol
+RTOL = 1e-10  # the Dask sums are grouped by part (rankkit/parts/newton.py): objectives equal to rounding
+# The weights of the two Newton loops (rankkit.solvers.newton, rankkit.parts.newton) at --tol
 # 1e-12: their CG steps differ by a few (336 and 333 on LightGBM's example), so w agrees to ~1e-8,
 # not to rounding, until one driver serves both (issue 21).
 W_RTOL = 1e-6
@@ -77,7 +77,7 @@ def _close(a: np.ndarray, b: np.ndarray, rtol: float = RTOL) -> bool:
 
 # -- 1. a part is opened as one process opens the file -------------------------------------------------
 def test_worker_reads_a_part_with_its_group_file_compression_and_digest(tmp_path):
-    from rankkit.distributed import worker as W
+    from rankkit.parts import worker as W
 
     lines, sizes = _without_qids(SAMPLE)
     plain = _write_lightgbm(tmp_path, "rank.train", lines, sizes)
@@ -99,7 +99,7 @@ def test_worker_reads_a_part_with_its_group_file_compression_and_digest(tmp_path
 
 
 def test_standard_input_is_no_part_on_a_cluster(tmp_path, monkeypatch):
-    from rankkit.distributed import worker as W
+    from rankkit.parts import worker as W
 
     with pytest.raises(UsageError, match=r"standard input \(-\) cannot be a part on a Dask cluster"):
         W.PartSpec("f", 0, "-")
@@ -182,7 +182,7 @@ def test_dask_parts_with_group_files_equal_one_process(tmp_path, client):
     """Two parts without qids, each with its .query file (one gzipped): the facts count every
     query, no split is found, and the optimum is the one-process fit on the joined parts."""
     from rankkit.distributed import fit_newton
-    from rankkit.distributed.newton import Problem
+    from rankkit.parts.newton import Problem
 
     lines, sizes = _without_qids(SAMPLE)
     half = sum(sizes[:90])
@@ -372,7 +372,7 @@ def test_docids_decode_with_surrogateescape_and_write_back_their_bytes(tmp_path)
 
 # -- 5. imports: no circle in rankkit.io, no private name from another module ---------------------
 MINE = [*sorted((ROOT / "rankkit" / "io").glob("*.py")), ROOT / "rankkit" / "datasets.py", ROOT / "rankkit" / "data.py",
-        ROOT / "rankkit" / "evaluation.py", ROOT / "rankkit" / "distributed" / "worker.py"]  # io/parts.py: in the glob
+        ROOT / "rankkit" / "evaluation.py", ROOT / "rankkit" / "parts" / "worker.py"]  # io/parts.py: in the glob
 
 
 def _module(path: Path) -> str:

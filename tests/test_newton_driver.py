@@ -108,18 +108,17 @@ def _calls(path: Path) -> set[str]:
 def test_the_distributed_fit_and_path_have_no_loop_of_their_own():
     """The Dask code runs the one driver and the one path loop: it never calls CG or the path's
     per-point scoring itself."""
-    dist = ROOT / "rankkit" / "distributed"
-    newton_calls = _calls(dist / "newton.py")
+    newton_calls = _calls(ROOT / "rankkit" / "parts" / "newton.py")
     assert "truncated_newton" in newton_calls
     assert "conjugate_gradient" not in newton_calls
-    path_calls = _calls(dist / "path.py")
+    path_calls = _calls(ROOT / "rankkit" / "distributed" / "path.py")
     assert "path_over" in path_calls
     assert not {"validation_values", "mean_se", "select_point", "PathPoint"} & path_calls
 
 
 def test_the_dask_objective_drives_the_same_function():
     distributed = pytest.importorskip("distributed")
-    from rankkit.distributed import newton as dnewton
+    from rankkit.parts import newton as dnewton
     from rankkit.io.svmlight import read_svmlight
 
     assert dnewton.truncated_newton is newton.truncated_newton
@@ -166,3 +165,41 @@ def test_grid_path_is_the_one_loop(monkeypatch):
     res = grid_mod.path_over(fit, [0.1, 1.0, 10.0], valid, metric="map")
     assert [c for c, _ in seen] == [0.1, 1.0, 10.0, 0.01] and np.all(seen[3][1] == 0.1)
     assert [p.C for p in res.points] == [0.01, 0.1, 1.0, 10.0] and res.at_edge is None
+
+
+def test_path_over_knows_no_solver_the_caller_hands_it_what_fits_share(monkeypatch):
+    """path_over takes fit(C, w0) and `along`, the context the warm-started fits of one path share
+    (Newton's: rankkit.solvers.newton.path_memory): entered once around the whole warm path, its
+    edge points included, and not at all for a cold path or without one (issue 36: the grid path
+    over a fit callback)."""
+    import contextlib
+
+    from rankkit.io.svmlight import read_svmlight
+
+    valid = read_svmlight(str(ROOT / "data" / "sample.vali.txt"))
+    inside, entered = [False], []
+
+    @contextlib.contextmanager
+    def along():
+        entered.append(1)
+        inside[0] = True
+        try:
+            yield
+        finally:
+            inside[0] = False
+
+    seen = []
+
+    def fit(C, w0):
+        seen.append(inside[0])
+        return newton.FitResult(w=np.full(valid.n_features, C), objective=1.0, iterations=1, converged=True,
+                                message="", stop="converged")
+
+    res = grid_mod.path_over(fit, [0.1, 1.0, 10.0], valid, metric="map", along=along)
+    assert len(res.points) == 4 and seen == [True] * 4 and entered == [1] and not inside[0]
+    seen.clear()
+    grid_mod.path_over(fit, [0.1, 1.0], valid, metric="map", along=along, warm_start=False, extend=False)
+    assert seen == [False, False] and entered == [1]
+    seen.clear()
+    grid_mod.path_over(fit, [0.1, 1.0], valid, metric="map", extend=False)
+    assert seen == [False, False]

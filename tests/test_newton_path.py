@@ -13,7 +13,8 @@ import pytest
 
 from conftest import make_dataset
 from rankkit.objectives.pairwise import PairwiseObjective
-from rankkit.paths.grid import grid, grid_path
+from rankkit.paths.grid import grid
+from rankkit.selection import grid_path
 from rankkit.solvers import newton
 from rankkit.solvers.newton import (CGMemory, LocalObjective, NewtonRankSVM, Preconditioned, cg_steps,
                                     decrement_bound, forcing, truncated_newton)
@@ -149,7 +150,7 @@ def test_a_stale_matrix_gives_the_same_accuracy_or_is_rebuilt():
 
 
 def test_one_fit_keeps_its_signature_for_the_dask_objective():
-    """truncated_newton only gained keyword arguments with defaults (rankkit.distributed.newton
+    """truncated_newton only gained keyword arguments with defaults (rankkit.parts.newton
     calls it with obj, w0, tol, max_iter, log, precondition)."""
     import inspect
 

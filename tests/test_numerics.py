@@ -327,7 +327,8 @@ def test_selection_warns_when_the_validation_set_cannot_tell_models_apart():
 
 @pytest.mark.parametrize("method", ["grid", "exact"])
 def test_path_warns_on_a_validation_set_with_one_label(method):
-    from rankkit.paths.grid import exact_path_points, grid_path
+    from rankkit.paths.grid import exact_path_points
+    from rankkit.selection import grid_path
 
     train = make_dataset(seed=1, sizes=(6, 8, 5), n_features=4)
     valid = make_dataset(seed=2, sizes=(5, 4), n_features=4, one_label_queries=(0, 1))
@@ -344,7 +345,7 @@ def test_path_warns_on_a_validation_set_with_one_label(method):
 @pytest.mark.skipif(not MQ2008.is_dir(), reason="MQ2008 not available")
 def test_1se_on_mq2008_is_not_the_nearly_zero_model():
     from rankkit.io.svmlight import read_svmlight
-    from rankkit.paths.grid import grid_path
+    from rankkit.selection import grid_path
 
     train = read_svmlight(str(MQ2008 / "train.txt"))
     valid = read_svmlight(str(MQ2008 / "vali.txt"))

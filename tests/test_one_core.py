@@ -156,7 +156,7 @@ def test_python_warning_names_python_parameters_and_points_at_the_caller():
 # -- imports ----------------------------------------------------------------------------------------
 MINE = ["rankkit/commands.py", "rankkit/distributed/commands.py", *(f"rankkit/estimators/{m}.py" for m in (
     "__init__", "base", "validation", "words", "ranksvm", "sgd", "factorized", "load", "protocol")), "rankkit/training.py",
-        "rankkit/paths/select.py", "rankkit/report.py", "rankkit/solvers/options.py", "rankkit/solvers/base.py"]
+        "rankkit/selection.py", "rankkit/report.py", "rankkit/solvers/options.py", "rankkit/solvers/base.py"]
 
 
 @pytest.mark.parametrize("path", MINE)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rankkit.paths.grid import grid, grid_path, select_point
+from rankkit.paths.grid import grid, select_point
+from rankkit.selection import grid_path
 from rankkit.solvers.newton import NewtonRankSVM
 from tests.conftest import make_dataset
 from tests.test_cli import SAMPLE_TEST, SAMPLE_TRAIN, rankkit

@@ -13,7 +13,7 @@ from conftest import make_dataset
 from rankkit.errors import UsageError
 from rankkit.estimators import PYTHON_WORDS
 from rankkit.paths.exact import PathWarning
-from rankkit.paths.select import check_plot_options, path_curves, path_on_datasets, plot_path
+from rankkit.selection import check_plot_options, path_curves, path_on_datasets, plot_path
 from rankkit.plot import plane_svg
 from reference import dense
 

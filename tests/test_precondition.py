@@ -122,7 +122,7 @@ def test_dask_objective_preconditions_to_the_same_optimum(tmp_path):
     """The Dask objective's diagonal and matrix are the parts' partial sums: each preconditioner
     reaches the single-process unpreconditioned optimum to 1e-10 on raw-feature parts."""
     distributed = pytest.importorskip("distributed")
-    from rankkit.distributed.newton import Problem
+    from rankkit.parts.newton import Problem
     from rankkit.io.svmlight import read_svmlight
 
     ds = raw(make_dataset(seed=5, n_labels=5))

@@ -26,7 +26,7 @@ from rankkit.experiments import check_out_dir, make_out_dirs
 from rankkit.metrics import describe, gradable_labels, parse_metric, per_query_table, ungradable
 from rankkit.paths.grid import (fixed_c_folds, fixed_c_model_name, fold_dirs, fold_file, mean_se, reported_metrics,
                                 validation_table, write_exact_table, write_fixed_c_table, write_table)
-from rankkit.paths.select import check_plot_options, chosen_model, path_on_datasets, plot_path
+from rankkit.selection import check_plot_options, chosen_model, path_on_datasets, plot_path
 
 Log = Callable[[str], None] | None
 
@@ -228,7 +228,7 @@ def path(train_file=None, valid_file=None, out_model=None, table=None, plot=None
     metric: a name or several (-m repeated): the first selects, all are reported. progress(total,
     label): a progress display for the exact path of a single TRAIN VALID path. Cs: fixed values
     of C on every fold of --folds, in one process (no path). plot_kind: what --plot draws (metric,
-    coef, decision: rankkit.paths.select.plot_path); plot_query: the validation qid of a decision plot."""
+    coef, decision: rankkit.selection.plot_path); plot_query: the validation qid of a decision plot."""
     names = reported_metrics(*((metric, ()) if isinstance(metric, str) else (metric[0], metric[1:])))
     metric = names[0]
     if Cs:  # fixed values of C on every fold, one process (rankkit/paths/grid.py)
@@ -293,7 +293,7 @@ def _path_folds(folds, method, names, select, n_points, ratio, zero_based, group
                 convention=DEFAULT_CONVENTION):
     """`rankkit path --folds DIR`: a path on each FoldN (in `jobs` processes), C chosen on its
     vali.txt by the first metric, a table of the chosen C and its vali and test metrics per fold.
-    The grid path is rankkit.paths.grid.grid_path, the code `rankkit experiment --solver newton`
+    The grid path is rankkit.selection.grid_path, the code `rankkit experiment --solver newton`
     runs: with the same --n-points, --ratio, -m, --convention and --select both choose the same C
     and print the same numbers."""
     metric = names[0]

@@ -6,6 +6,7 @@ FIRST: those of the demo's first commands (train -v, predict, eval), built first
 `python -m rankkit.warmup --first` (make demo)."""
 
 CALLS = [
+    ('rankkit.io.output', '_scan_scores', (('|u1', 1, 1, True, True), ('<f8', 1, 1, True, True), ('<f8', 1, 1, True, True), ('|b1', 1, 1, True, True), ('<i8', 1, 1, True, True), ('<i8', 1, 1, True, True), ('<i8', 1, 1, True, True), ('<i8', 1, 1, True, True))),
     ('rankkit.io.parse', '_code_range', (('<f8', 1, 1, True, True), '<f8', ('<i4', 1, 1, True, True), '<i8', '<i8')),
     ('rankkit.io.parse', '_count_range', (('|u1', 1, 1, False, True), ('<i8', 1, 1, True, True), '|b1', ('<i8', 2, 1, True, True), '<i8', '<i8')),
     ('rankkit.io.parse', '_fix_chunk_starts', (('<i8', 1, 1, True, True), ('<i8', 1, 1, True, True), ('<i8', 1, 1, True, True), '<i8')),
@@ -13,10 +14,10 @@ CALLS = [
     ('rankkit.io.parse', 'chunk_bounds', (('|u1', 1, 1, False, True), '<i8')),
     ('rankkit.io.parse', 'min_decimal_digits', (('<f8', 1, 1, True, True), '<i8')),
     ('rankkit.io.parse', 'query_blocks', (('<i8', 1, 1, True, True),)),
+    ('rankkit.io.parse', 'token_matrix', (('|u1', 1, 1, True, True), ('<i8', 1, 1, True, True), ('<i8', 1, 1, True, True), '<i8')),
     ('rankkit.io.trec', '_block_starts', (('|u1', 1, 1, True, True), ('<i8', 1, 1, True, True), ('<i8', 1, 1, True, True))),
     ('rankkit.io.trec', '_count_lines', (('|u1', 1, 1, True, True),)),
     ('rankkit.io.trec', '_first_duplicate', (('|u1', 1, 1, True, True), ('<i8', 1, 1, True, True), ('<i8', 1, 1, True, True), ('<i8', 1, 1, True, True), ('<i8', 1, 1, True, True))),
-    ('rankkit.io.trec', '_fixed_width', (('|u1', 1, 1, True, True), ('<i8', 1, 1, True, True), ('<i8', 1, 1, True, True), '<i8')),
     ('rankkit.io.trec', '_join', (('|u1', 1, 1, True, True), ('<i8', 1, 1, True, True), ('<i8', 1, 1, True, True))),
     ('rankkit.io.trec', '_scan', (('|u1', 1, 1, True, True), '<i8', '<i8', '<i8', '<i8', ('<f8', 1, 1, True, True), ('<i8', 2, 1, True, True), ('<i8', 1, 1, True, True), ('<f8', 1, 1, True, True), ('|b1', 1, 1, True, True), ('<i8', 1, 1, True, True))),
     ('rankkit.io.trec', '_tied_rows', (('<f8', 1, 1, True, True), ('<i8', 1, 1, True, True))),

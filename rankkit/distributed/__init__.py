@@ -1,23 +1,22 @@
 """Training, prediction and evaluation on a Dask cluster (`--dask ADDRESS`; README: Distributed
 training). Dask is imported only when a function here runs (`pip install 'rankkit[dask]'`).
 
-    rankkit/distributed/cluster.py   ADDRESS (tcp://..., local[:N]) or a Client; cluster failures as one line
-    rankkit/distributed/worker.py    what runs on a worker: each part's data and objective, rebuilt if lost
-    rankkit/distributed/newton.py    the truncated Newton driver over per-part partial sums, on a cluster
-                                     or in this process (fit_parts: the one fit on parts of every face)
     rankkit/distributed/path.py      the warm-started grid of C on a cluster
-    rankkit/io/parts.py              PARTS as paths; joined as if concatenated for the solvers other than newton
     rankkit/distributed/commands.py  the CLI's use cases over parts (train, predict, eval)
+    rankkit/distributed/collections.py  dask arrays and dataframes as parts of whole queries
+    rankkit/parts/                   training on parts, a use case every face calls: cluster.py (ADDRESS
+                                     or a Client; cluster failures as one line), worker.py (what runs on
+                                     a worker), newton.py (the Newton driver over per-part partial sums,
+                                     on a cluster or in this process; fit_parts)
+    rankkit/io/parts.py              PARTS as paths; joined as if concatenated for the solvers other than newton
 
 Python: fit_newton (and RankSVM.fit_parts), predict_parts and evaluate_parts (also rankkit.predict_parts,
 rankkit.evaluate_parts); every cluster failure is a rankkit.ClusterError (exit status 2 on the CLI).
 SGDRanker has no fit on a cluster: see README, Distributed training, "Not supported".
 
-Layers (tests/test_architecture.py's LAYERS): this package, path.py and commands.py are the Dask
-face, over the Python face: they may import rankkit.estimators and every layer below, never the
-CLI (rankkit.app, rankkit.cli). newton.py, worker.py and cluster.py are the use case "training on
-parts" that every face uses (RankSVM.fit_parts, `rankkit train PARTS`): they import only the use
-cases, algorithms, io and kernels below them, never a face.
+Layer (tests/test_architecture.py's LAYERS): the whole package is the Dask face, over the Python
+face: it may import rankkit.estimators and every layer below (rankkit.parts, the use case
+"training on parts" that every face uses), never the CLI (rankkit.app, rankkit.cli).
 """
 
 from __future__ import annotations
@@ -51,18 +50,18 @@ def fit_newton(parts, client, *, C: float = 1.0, loss: str = "squared-hinge", to
     The same w, bit for bit, in this process and for any number of workers and any assignment
     of parts to them.
     Raises rankkit.errors.DataError (bad data: the part and line; a query split across parts),
-    UsageError, or rankkit.distributed.cluster.ClusterError (unreachable or lost cluster)."""
-    from rankkit.distributed.newton import fit_newton as fit
+    UsageError, or rankkit.parts.cluster.ClusterError (unreachable or lost cluster)."""
+    from rankkit.parts.newton import fit_newton as fit
 
     return fit(parts, client, C=C, loss=loss, tol=tol, max_iter=max_iter, query_norm=query_norm, rescale=rescale,
                delta=delta, query_weights=query_weights, zero_based=zero_based, log=log, w0=w0)
 
 
 def fit_parts(plan, parts, client=None, *, query_weights=None, zero_based: bool = False, log=None, warn=None):
-    """The one fit of solver newton on parts, for every face (rankkit.distributed.newton.fit_parts):
+    """The one fit of solver newton on parts, for every face (rankkit.parts.newton.fit_parts):
     on a cluster (client a Client or an address) or in this process (client None), the same bytes.
     Returns (Model, FitResult, facts)."""
-    from rankkit.distributed.newton import fit_parts as fit
+    from rankkit.parts.newton import fit_parts as fit
 
     return fit(plan, parts, client, query_weights=query_weights, zero_based=zero_based, log=log, warn=warn)
 

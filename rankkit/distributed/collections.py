@@ -12,7 +12,7 @@ and last query id) and never the data.
 Each part is one task's result: the Dataset RankSVM.fit builds from arrays (rankkit.datasets.
 as_dataset: the same checks, errors naming the row of the whole collection) and the weight of each
 query, held as a future, which the scheduler computes again from the collection's graph if its
-worker is lost. The fit is `--dask`'s on parts (rankkit.distributed.newton.Problem: the one Newton
+worker is lost. The fit is `--dask`'s on parts (rankkit.parts.newton.Problem: the one Newton
 driver, per-part sums reduced in part order, the same waits and fault handling), each task given
 its part's data (worker.PartSpec.in_memory) instead of a path to read.
 
@@ -29,10 +29,10 @@ import scipy.sparse as sp
 
 from rankkit import metrics as M
 from rankkit.datasets import as_dataset, as_qid, column_names, per_query_weights
-from rankkit.distributed import worker as W
+from rankkit.parts import worker as W
 from rankkit.data import query_offsets
-from rankkit.distributed.cluster import watch
-from rankkit.distributed.newton import Problem
+from rankkit.parts.cluster import watch
+from rankkit.parts.newton import Problem
 from rankkit.errors import DataError, UsageError
 from rankkit.evaluation import mean_skipping_nan, row_number_rank
 from rankkit.metrics.ties import lexicographic_rank
@@ -388,8 +388,8 @@ class CollectionProblem(Problem):
 def fit_collection(client, blocks: Blocks, *, C: float, loss: str, tol: float, max_iter: int, query_norm: bool,
                    rescale, delta, log=None, w0=None):
     """The Newton RankSVM on a collection's blocks on the cluster of `client` (connected, with its
-    Watch): (FitResult, facts) as rankkit.distributed.newton.fit_newton returns them."""
-    from rankkit.distributed.newton import prob_facts
+    Watch): (FitResult, facts) as rankkit.parts.newton.fit_newton returns them."""
+    from rankkit.parts.newton import prob_facts
 
     facts = block_facts_of(client, blocks)
     parts = plan_parts(blocks, facts)

@@ -16,10 +16,10 @@ from rankkit import metrics as M
 from rankkit import training
 from rankkit.config import DEFAULT_CONVENTION
 from rankkit.report import convention_header, docids, format_label, print_evaluation, short_query_notes
-from rankkit.distributed.cluster import cluster_failures, connect, watch
-from rankkit.distributed.newton import fit_parts, parts_sha
+from rankkit.parts.cluster import cluster_failures, connect, watch
+from rankkit.parts.newton import fit_parts, parts_sha
 from rankkit.io.parts import concatenate, expand_parts, joined_name, refuse_collection
-from rankkit.distributed.worker import apply_threads, read_part
+from rankkit.parts.worker import apply_threads, read_part
 from rankkit.errors import DataError, UsageError
 from rankkit.io.atomic import atomic_open, check_output
 from rankkit.io.foreign_models import ForeignModel, load_model
@@ -41,7 +41,7 @@ STOCHASTIC_KEYS = ("lam", "iterations", "eta", "eta0", "batch_size", "K", "init_
 def train_parts(patterns, model_file, dask=None, solver=None, params=None, query_weights_file=None, zero_based=False,
                 unsupported=(), stochastic=None, log=None, warn=print):
     """Train on several parts. Solver newton (the default), on a Dask cluster (`dask` an address
-    or Client) or in this process: rankkit.distributed.newton.fit_parts, the same per-part sums in
+    or Client) or in this process: rankkit.parts.newton.fit_parts, the same per-part sums in
     the same order either way, so the same model bytes. Another solver (no --dask): the parts
     joined as if concatenated, then the one-file fit. `unsupported`: the flags given that training
     on parts does not offer (an error naming the first)."""
@@ -135,7 +135,7 @@ def _write_score_lines(fh, scores) -> None:
 def _ordered(client, fn, items, *args):
     """fn(item, *args) on the cluster for every item; yields the results in item order, each
     released once read (the client holds one part's result at a time). Bounded waits, tasks
-    submitted again when their workers are lost (rankkit.distributed.cluster.Watch)."""
+    submitted again when their workers are lost (rankkit.parts.cluster.Watch)."""
     items = list(items)
     yield from watch(client).ordered(lambda k, live: client.submit(fn, items[k], *args, pure=False), len(items))
 

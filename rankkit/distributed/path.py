@@ -1,23 +1,24 @@
 """`rankkit path TRAIN VALID --dask ADDRESS --method grid`: the warm-started grid of C
-(rankkit.paths.grid.grid_path) with each fit on the cluster. The parts are read once and stay on the
+(rankkit.selection.grid_path) with each fit on the cluster. The parts are read once and stay on the
 workers for the whole path; VALID (a single file, normally small) is read and scored here."""
 
 from __future__ import annotations
 
-from rankkit.distributed.cluster import cluster_failures, connect
-from rankkit.distributed.newton import Problem, prob_facts
+from rankkit.parts.cluster import cluster_failures, connect
+from rankkit.parts.newton import Problem, prob_facts
 from rankkit.io.parts import expand_parts
 from rankkit.errors import UsageError
 from rankkit.io.svmlight import read_svmlight
 from rankkit.metrics import parse_metric
 from rankkit.paths.grid import grid_from, path_over
 from rankkit.solvers.base import quiet_fp
+from rankkit.solvers.newton import path_memory
 from rankkit.solvers.base import DEFAULT_MAX_ITER, DEFAULT_TOL
 
 
 def grid_path_parts(parts, valid, client, *, metric="ndcg@10", select="best", n_points=30, ratio=1e7, tol=None,
                     max_iter=None, zero_based=False, log=None):
-    """rankkit.paths.grid.grid_path on a cluster: returns (PathResult, facts). `valid` is a Dataset."""
+    """rankkit.selection.grid_path on a cluster: returns (PathResult, facts). `valid` is a Dataset."""
     parse_metric(metric)
     parts = expand_parts(parts)
     tol = DEFAULT_TOL if tol is None else tol
@@ -31,7 +32,7 @@ def grid_path_parts(parts, valid, client, *, metric="ndcg@10", select="best", n_
             def fit(C, w0):
                 return prob.fit(C, w0=w0, tol=tol, max_iter=max_iter)
 
-            result = path_over(fit, Cs, valid, metric=metric, select=select, log=log)
+            result = path_over(fit, Cs, valid, metric=metric, select=select, log=log, along=path_memory)
         finally:
             prob.close()
     return result, prob_facts(prob)

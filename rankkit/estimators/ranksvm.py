@@ -169,7 +169,7 @@ class RankSVM(Trainable):
         # training on parts, a use case (tests/test_architecture.py's table) whose module sits under
         # distributed/: imported here, on the one call that needs it, so that importing the estimators
         # loads no Dask-face package (it imports dask itself only when it runs on a cluster)
-        from rankkit.distributed.newton import fit_parts as train_on_parts
+        from rankkit.parts.newton import fit_parts as train_on_parts
 
         refuse_collection(parts, "parts", "rankkit.dask.DaskRankSVM().fit(X, y, qid=...) for dask arrays and dataframes")
         paths = expand_parts([parts] if isinstance(parts, (str, os.PathLike)) else [os.fspath(p) for p in parts])
@@ -183,7 +183,7 @@ class RankSVM(Trainable):
             p = training.plan("newton", dict(params, loss=loss), words=PYTHON_WORDS)
         for stale in ("train_auc_", "factors_"):
             self.__dict__.pop(stale, None)
-        with Threads(self.n_jobs):  # the one fit on parts of every face (rankkit.distributed.newton.fit_parts)
+        with Threads(self.n_jobs):  # the one fit on parts of every face (rankkit.parts.newton.fit_parts)
             model, result, facts = train_on_parts(p, paths, client, query_weights=query_weights, zero_based=zero_based,
                                                   log=verbose_log(self.verbose), warn=convergence_warning(5))
         set_fitted_state(self, model, result, facts["n_pairs"], facts["n_queries"])

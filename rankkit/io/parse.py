@@ -216,6 +216,32 @@ def parse_number(buf, s, e, pow10):
 
 
 @njit
+def token_matrix(buf, starts, ends, width):
+    """Tokens buf[starts[i]:ends[i]] as rows of a zero-padded uint8 matrix (a NumPy `S` array)."""
+    out = np.zeros((starts.shape[0], width), dtype=np.uint8)
+    for i in range(starts.shape[0]):
+        for k in range(ends[i] - starts[i]):
+            out[i, k] = buf[starts[i] + k]
+    return out
+
+
+SLOW_CHUNK = 1 << 20  # slow literals converted per NumPy cast
+
+
+def slow_values(buf, starts, ends) -> np.ndarray:
+    """The literals parse_number left to the wrapper (slow: long significands, large exponents),
+    buf[starts[i]:ends[i]], as doubles: NumPy's correctly rounded string-to-double cast (the double
+    of Python's float()), SLOW_CHUNK tokens per cast. The tokens are valid: parse_number took them.
+    An overflow is inf: the caller says which token (the trec and score-file readers)."""
+    out = np.empty(starts.shape[0], dtype=np.float64)
+    for a in range(0, starts.shape[0], SLOW_CHUNK):
+        s, e = starts[a : a + SLOW_CHUNK], ends[a : a + SLOW_CHUNK]
+        width = int((e - s).max())
+        out[a : a + SLOW_CHUNK] = token_matrix(buf, s, e, width).view(f"S{width}")[:, 0].astype(np.float64)
+    return out
+
+
+@njit
 def _parse_uint(buf, s, e, limit):
     """Parse buf[s:e] as a non-negative integer <= limit. Returns (ok, value, too_large)."""
     if s >= e:

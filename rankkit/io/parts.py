@@ -4,7 +4,7 @@
 relative paths made absolute here, on the client: a Dask worker has another working directory;
 URLs as they are). Each part is opened as one file is (rankkit.io.svmlight.read_svmlight: its
 group file, its compression). Several parts in one process with a solver other than newton
-(`rankkit train PARTS... MODEL --solver nlcg`; newton keeps them apart: rankkit.distributed.newton.
+(`rankkit train PARTS... MODEL --solver nlcg`; newton keeps them apart: rankkit.parts.newton.
 LocalProblem) are joined as if the files were concatenated. A query id in two parts is an error naming
 both (the same rule as on a cluster); the queries a group file numbers (a part without qids) are
 that part's own and never count as split."""

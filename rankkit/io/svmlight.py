@@ -592,7 +592,7 @@ def read_svmlight(
 
     The one way rankkit opens a data file, whatever the face: `rankkit train/predict/eval/path`,
     `rankkit.load_letor`, the parts of `train PARTS...` in one process and each part on a Dask
-    worker (rankkit.distributed.worker), so that a file gives the same Dataset everywhere: its
+    worker (rankkit.parts.worker), so that a file gives the same Dataset everywhere: its
     group file, its compression, the same messages.
 
     With labels_optional, a line may start directly with qid:/features (label taken as 0).

@@ -16,8 +16,9 @@ and a (qid, docid) listed twice (trec_eval refuses both files then).
 
 The byte loops are Numba kernels on the file's bytes (one pass to cut lines into fields and parse
 numbers, one hash pass per query for duplicates); Python only builds the strings it must return.
-Numbers use the SVMlight reader's exact fast path (rankkit.io.parse); literals it leaves to Python
-(e.g. 17-digit `%.17g` output) are converted by NumPy's correctly rounded string-to-double cast.
+Numbers go through the one decimal kernel (rankkit.io.parse.parse_number); literals it leaves
+(e.g. 17-digit `%.17g` output) are converted by NumPy's correctly rounded string-to-double cast
+(rankkit.io.parse.slow_values), as in score files (rankkit.io.output).
 """
 
 from __future__ import annotations
@@ -46,7 +47,6 @@ NONFINITE_NUMBER = 3
 _LF = 10
 _CR = 13
 _CHUNK = 1 << 16  # lines formatted per write
-_SLOW_CHUNK = 1 << 20  # long numbers converted per NumPy cast
 
 RUN_FIELDS = "qid Q0 docid rank score tag"
 QRELS_FIELDS = "qid iter docid rel"
@@ -127,16 +127,6 @@ def _scan(buf, n_fields, id_a, id_b, num_field, pow10, spans, line_no, values, s
         pos = nxt
     status[0] = OK
     return row
-
-
-@njit
-def _fixed_width(buf, starts, ends, width):
-    """Tokens buf[starts[i]:ends[i]] as rows of a zero-padded uint8 matrix (a NumPy `S` array)."""
-    out = np.zeros((starts.shape[0], width), dtype=np.uint8)
-    for i in range(starts.shape[0]):
-        for k in range(ends[i] - starts[i]):
-            out[i, k] = buf[starts[i] + k]
-    return out
 
 
 @njit
@@ -367,17 +357,14 @@ def _read_table(path: str, n_fields: int, id_a: int, id_b: int, num_field: int, 
         raise DataError(name, "is empty" if buf.shape[0] == 0 else "has no data lines (only blank lines)")
     spans, line_no, values, slow = spans[:rows], line_no[:rows], values[:rows], slow[:rows]
     hard = np.flatnonzero(slow)
-    for a in range(0, hard.shape[0], _SLOW_CHUNK):  # long literals: NumPy's correctly rounded cast
-        rows_a = hard[a : a + _SLOW_CHUNK]
-        s, e = spans[rows_a, 4], spans[rows_a, 5]
-        width = int((e - s).max())
-        converted = _fixed_width(buf, s, e, width).view(f"S{width}")[:, 0].astype(np.float64)
+    if hard.shape[0]:  # long literals: NumPy's correctly rounded cast (rankkit.io.parse.slow_values)
+        converted = P.slow_values(buf, spans[hard, 4], spans[hard, 5])
         inf = np.flatnonzero(~np.isfinite(converted))
         if inf.shape[0]:
-            r = int(rows_a[inf[0]])
+            r = int(hard[inf[0]])
             token = printable(bytes(buf[spans[r, 4] : spans[r, 5]]).decode("ascii", "replace"))
             raise DataError(name, f"{number} '{token}' is not finite (overflows a double)", int(line_no[r]))
-        values[rows_a] = converted
+        values[hard] = converted
     return _Table(buf, spans, values, line_no)
 
 

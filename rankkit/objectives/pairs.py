@@ -6,11 +6,12 @@ The pair matrix A (p x n, +1 at i_k and -1 at j_k) is never formed either: it is
 arrays (i_k, j_k), so A y, A^T u and every Hessian-vector product X^T A^T D A X s cost
 O(nnz + p). This is quadratic in the query size (p ~ n_q^2 / 4 per query) but it accepts any
 per-pair cost c_k, and losses that are not piecewise quadratic (the logistic loss of RankNet,
-exactly). It exposes the same operations as PairwiseObjective, so the truncated-Newton driver
-runs on either.
+exactly). ExplicitPairObjective is a base.PairObjective like PairwiseObjective (the same protocol),
+so the truncated-Newton driver runs on either.
 
-Losses (t = y_i - y_j): squared-hinge max(0, 1 - t)^2; huber max(0, 1 - t)^2 - max(0, -t)^2;
-logistic log(1 + exp(-t)).
+Losses (t = y_i - y_j): those of losses.LOSSES, each naming its code in _loss: squared-hinge
+max(0, 1 - t)^2; huber max(0, 1 - t)^2 - max(0, -t)^2; logistic log(1 + exp(-t)); hinge
+max(0, 1 - t) (value and subgradient).
 """
 
 from __future__ import annotations
@@ -22,16 +23,16 @@ import numpy as np
 from rankkit.data import Dataset
 from rankkit.errors import UsageError
 from rankkit.compiler.dispatch import njit
-from rankkit.sparse import csr_matvec, csr_rmatvec
-from rankkit.vectors import dot
+from rankkit.objectives.base import PairObjective
+from rankkit.objectives.losses import PairLoss
 
-LOSS_CODES = {"squared-hinge": 0, "huber": 1, "logistic": 2, "hinge": 3}
 MAX_PAIRS = 400_000_000  # 6.4 GB of pair indices: beyond this, use the O(n log n) solver
 
 
 @njit
 def _loss(t, code):
-    """(value, first, second derivative) of the pair loss at t (generalised second derivative)."""
+    """(value, first, second derivative) of the pair loss at t (generalised second derivative); code:
+    the PairLoss's (losses.py: SquaredHinge 0, Huber 1, Logistic 2, Hinge 3)."""
     if code == 0:
         if t < 1.0:
             r = 1.0 - t
@@ -126,18 +127,15 @@ def explicit_pairs(ds: Dataset) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return pi, pj, owner
 
 
-class ExplicitPairObjective:
-    """Same interface as PairwiseObjective (scores / evaluate / gradient / hess_vec / hess_vec_y)."""
+class ExplicitPairObjective(PairObjective):
+    """The objective over the explicit pair list: base.PairObjective's protocol, the loss by its code."""
 
-    def __init__(self, ds: Dataset, C: float, loss: str = "squared-hinge", query_weights=None, pair_costs=None,
-                 pairs=None, pair_margins=None):
+    def __init__(self, ds: Dataset, C: float, loss: str | PairLoss = "squared-hinge", query_weights=None,
+                 pair_costs=None, pairs=None, pair_margins=None):
         """pair_costs (slack rescaling) multiply each pair's loss; pair_margins (margin rescaling)
         replace the margin 1 of each pair: loss(t - (margin_k - 1))."""
-        if loss not in LOSS_CODES:
-            raise ValueError(f"unknown loss {loss!r}")
-        self.loss, self.code, self.C = loss, LOSS_CODES[loss], float(C)
-        self.data, self.indices, self.indptr = ds.data, ds.indices, ds.indptr
-        self.n_features, self.n_rows = ds.n_features, ds.n_rows
+        super().__init__(ds, C, loss)
+        self.code = self.pair_loss.code
         self.pi, self.pj, owner = explicit_pairs(ds) if pairs is None else pairs
         cost = np.ones(self.pi.shape[0]) if pair_costs is None else np.asarray(pair_costs, dtype=np.float64)
         if query_weights is not None:
@@ -146,16 +144,9 @@ class ExplicitPairObjective:
         margins = np.ones(self.pi.shape[0]) if pair_margins is None else np.asarray(pair_margins, dtype=np.float64)
         self.shift = np.ascontiguousarray(margins - 1.0)
         self.n_pairs = int(self.pi.shape[0])
-        self.gy = np.zeros(self.n_rows)
         self._curv = np.zeros(self.n_pairs)
         self._z = np.zeros(self.n_rows)
-        self._delta = np.zeros(self.n_rows)
-        self.loss_value = np.nan
         self.n_active = 0
-
-    def scores(self, w, out=None):
-        out = np.empty(self.n_rows) if out is None else out
-        return csr_matvec(self.data, self.indices, self.indptr, w, out)
 
     def loss_y(self, y):
         loss, active = pair_fun_grad(y, self.pi, self.pj, self.cost, self.shift, self.code, self.gy, self._curv)
@@ -164,21 +155,3 @@ class ExplicitPairObjective:
 
     def hess_vec_y(self, d):
         return pair_hess_vec(self.pi, self.pj, self._curv, d, self._z)
-
-    def evaluate(self, w, y):
-        return 0.5 * dot(w, w) + self.C * self.loss_y(y)
-
-    def gradient(self, w):
-        return w + self.C * csr_rmatvec(self.data, self.indices, self.indptr, self.gy, np.empty(self.n_features))
-
-    def gradient_loss(self):
-        return csr_rmatvec(self.data, self.indices, self.indptr, self.gy, np.empty(self.n_features))
-
-    def hess_vec(self, s):
-        csr_matvec(self.data, self.indices, self.indptr, s, self._delta)
-        z = self.hess_vec_y(self._delta)
-        return s + self.C * csr_rmatvec(self.data, self.indices, self.indptr, z, np.empty(self.n_features))
-
-    def fun_grad(self, w):
-        f = self.evaluate(w, self.scores(w))
-        return f, self.gradient(w)

@@ -2,32 +2,31 @@
 
     f(w) = 0.5 ||w||^2 + C * sum_q weight_q * sum_{(i, j) in P_q} loss(w.x_i - w.x_j)
 
-P_q holds every pair of documents of query q with label_i > label_j. Losses: `squared-hinge`
-max(0, 1 - t)^2 and `huber`, Chapelle & Keerthi's decomposition max(0, 1 - t)^2 - max(0, -t)^2
-(quadratic for 0 <= t < 1, linear 1 - 2t below 0), both in O(n log n) with the same kernels.
-Query weights default to 1; `query_norm` uses 1 / (pairs of the query), svm_rank's normalisation. The class owns the
-dataset's raw arrays and the scratch buffers; the O(n log n) work is in the loss's kernels
-(`squared_hinge.py`). The solver sees four operations, in the spirit of liblinear's
-`fun`/`grad`/`Hv`:
+P_q holds every pair of documents of query q with label_i > label_j. The loss is one of
+losses.LOSSES (squared-hinge, huber, hinge, logistic's piecewise-quadratic approximation); each
+gives its terms, sum_k coef_k max(0, margin_k - t)^p, and every term is one sweep of the same
+kernels (`squared_hinge.py`) over one sort per query: O(n log n) for any of them. Query weights
+default to 1; `query_norm` uses 1 / (pairs of the query), svm_rank's normalisation. The shared
+structure is here: the per-query sort, the level sets and views a rescaling sweeps (Sweep), the
+loss's terms over them (Term) and the scratch buffers; the products with X and the objective in w
+are base.PairObjective's. Costs of the protocol (base.py):
 
-    scores(w)        y = X w                                     O(nnz)
-    evaluate(w, y)   f at (w, y = Xw); sorts each query once     O(n log n)
-    gradient(w)      g at the last evaluated point                O(nnz)
+    evaluate(w, y)   sorts each query once                        O(n log n)
     hess_vec(s)      H s at the last evaluated point              O(nnz + n log R)
-
-`evaluate` takes y so a line search can try w + t d with y + t (X d) without another product.
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import numpy as np
 
 from rankkit.data import Dataset
 from rankkit.objectives import squared_hinge as sqh
-from rankkit.objectives.logistic import piecewise_quadratic
+from rankkit.objectives.base import PairObjective
+from rankkit.objectives.losses import PairLoss, margin_rescaling_losses
 from rankkit.sorting import RADIX_MIN
-from rankkit.sparse import column_sumsq, csr_matvec, csr_rmatvec, rmatvec_chunks, sum_chunks
-from rankkit.vectors import dot
+from rankkit.sparse import column_sumsq, rmatvec_chunks, sum_chunks
 
 # Queries at least this long are sorted by radix (rankkit.sorting.radix_order: linear, 2.5x faster
 # than NumPy's argsort and its tie pass on a million scores, which the objective used above 50,000
@@ -36,12 +35,34 @@ RADIX_SORT_MIN = RADIX_MIN
 
 DENSE_BLOCK = 1 << 20  # doubles in hess_matrix's block of rows
 
-LOSSES = ("squared-hinge", "huber", "hinge", "logistic")  # hinge: value and subgradient only (bundle);
-# logistic: the piecewise-quadratic approximation of objectives/logistic.py
+
+class Sweep(NamedTuple):
+    """What one sweep of the kernels reads: the levels and their count per query, the queries' row
+    offsets, the sorted order and its sorted scores and levels, and for a view (margin_sqrt_values)
+    select = (label code a, label code b, rows of the queries that hold both) that picks its rows
+    out of the whole sort (None: every row)."""
+
+    lev: np.ndarray
+    nlev: np.ndarray
+    qptr: np.ndarray
+    order: np.ndarray
+    ys: np.ndarray
+    ls: np.ndarray
+    select: tuple | None
 
 
-class PairwiseObjective:
-    def __init__(self, ds: Dataset, C: float, loss: str = "squared-hinge", query_weights: np.ndarray | None = None,
+class Term(NamedTuple):
+    """coef * max(0, margin - t)^(2 if squared else 1) summed over the pairs of sweep `sweep`."""
+
+    coef: float
+    margin: float
+    squared: bool
+    sweep: int
+
+
+class PairwiseObjective(PairObjective):
+    def __init__(self, ds: Dataset, C: float, loss: str | PairLoss = "squared-hinge",
+                 query_weights: np.ndarray | None = None,
                  margin_offsets: np.ndarray | None = None, slack_values: np.ndarray | None = None,
                  margin_sqrt_values: np.ndarray | None = None):
         """margin_offsets (float64[n], optional): margin rescaling with margin Delta_ij = u_i - u_j, where u
@@ -63,12 +84,10 @@ class PairwiseObjective:
         the distinct labels v_0 < ... < v_{R-1}, u_i - u_j = sum_t (u(v_t) - u(v_{t-1})) [l_j < v_t <= l_i],
         so the loss is a positive combination of binary RankSVM losses, one per label threshold:
         R - 1 sweeps over the same sort, still O(n log n)."""
-        if loss not in LOSSES:
-            raise ValueError(f"unknown loss {loss!r}")
-        if margin_offsets is not None and loss in ("huber", "logistic"):
-            raise ValueError("margin rescaling is defined for the squared-hinge and hinge losses")
-        if margin_sqrt_values is not None and loss in ("huber", "logistic"):
-            raise ValueError("margin rescaling is defined for the squared-hinge and hinge losses")
+        super().__init__(ds, C, loss)
+        fn = self.pair_loss
+        if (margin_offsets is not None or margin_sqrt_values is not None) and not fn.margin_rescaling:
+            raise ValueError(f"margin rescaling is defined for the {margin_rescaling_losses()} losses")
         if sum(v is not None for v in (margin_offsets, slack_values, margin_sqrt_values)) > 1:
             raise ValueError("choose one rescaling")
         self.offsets = None if margin_offsets is None else np.ascontiguousarray(margin_offsets, dtype=np.float64)
@@ -77,73 +96,58 @@ class PairwiseObjective:
         self.qweight = np.ones(nq) if query_weights is None else np.ascontiguousarray(query_weights, dtype=np.float64)
         if self.qweight.shape != (nq,) or not np.all(np.isfinite(self.qweight)) or np.any(self.qweight < 0):
             raise ValueError(f"query_weights must be {nq} finite non-negative numbers")
-        self.loss = loss
-        self.C = float(C)
-        self.data, self.indices, self.indptr = ds.data, ds.indices, ds.indptr
-        self.vscale = ds.value_scale  # the values are data / vscale (int32 decimal codes; 1.0: data itself)
-        self.n_features = ds.n_features
-        self.n_rows = ds.n_rows
         self.qptr = ds.qptr
         self.lev = np.ascontiguousarray(ds.levels, dtype=np.int32)
         self.nlev = ds.levels_per_query
         self.n_pairs = ds.n_pairs
         self._skip = (self.nlev < 2).astype(np.uint8)
         n = self.n_rows
-        # Per-document state: the sort (order), sorted scores and levels (ys, ls) and dL/dy (gy).
+        # Per-document state: the sort (order), sorted scores and levels (ys, ls) and dL/dy (gy, the base's).
         # Scratch, shared where the kernels allow it (memory: issue 11): gs (the sorted gradient,
         # used only inside fun_grad_y) is _zs (hess_vec_y's sorted output); hess_vec_y's result
         # is written over _ds (each query's rows of _ds are read before the same rows are written).
         self.order = np.arange(n, dtype=np.int64)
         self.ys = np.zeros(n)
         self.ls = np.zeros(n, dtype=np.int32)
-        self.gy = np.zeros(n)
         self._ds = np.zeros(n)
         self._zs = np.zeros(n)
         self.gs = self._zs
-        self._delta = np.zeros(n)
-        # the loss as a weighted sum of terms (coef, margin, squared, level set) over one sort
-        if loss == "huber":  # max(0, 1 - t)^2 - max(0, -t)^2
-            base = [(1.0, 1.0, True), (-1.0, 0.0, True)]
-        elif loss == "logistic":  # sum_m a_m max(0, c_m - t)^2
-            base = [(a_m, c_m, True) for c_m, a_m in zip(*(v.tolist() for v in piecewise_quadratic()))]
-        else:
-            base = [(1.0, self.margin, loss != "hinge")]
+        # the loss as a weighted sum of terms (coef, margin, squared, sweep) over one sort
+        base = fn.terms(self.margin)
         self._level_sets = [(self.lev, self.nlev)]
         weights_t = [1.0]
         if slack_values is not None:
             self._level_sets, weights_t = _threshold_level_sets(ds, np.asarray(slack_values, dtype=np.float64))
-        self._terms = [(w_t * c, m, sq, si) for si, w_t in enumerate(weights_t) for c, m, sq in base]
+        self._terms = [Term(w_t * c, m, sq, si) for si, w_t in enumerate(weights_t) for c, m, sq in base]
         self._ls_sets = [self.ls] + [np.zeros(n, dtype=np.int32) for _ in self._level_sets[1:]]
-        # every level set is swept over the whole sort: (lev, nlev, qptr, order, ys, ls, select) with
-        # select None; a view (margin_sqrt_values) is a subset of the rows, select = (label codes,
-        # a, b, the queries that hold both) picks its rows out of the sorted order at each evaluation
+        # every level set is swept over the whole sort (a Sweep with select None); a view
+        # (margin_sqrt_values) is a subset of the rows, select = (label codes a, b, the queries that
+        # hold both) picks its rows out of the sorted order at each evaluation
         # (each its own sorted scores: a query with one side of a threshold only is skipped by that
         # set, whose kernel zeroes its scores, while another set's Hessian-vector product reads them)
-        self._sets = [(lev, nlev, self.qptr, self.order, self.ys if k == 0 else np.zeros(n), ls, None)
-                      for k, ((lev, nlev), ls) in enumerate(zip(self._level_sets, self._ls_sets))]
+        self._sweeps = [Sweep(lev, nlev, self.qptr, self.order, self.ys if k == 0 else np.zeros(n), ls, None)
+                        for k, ((lev, nlev), ls) in enumerate(zip(self._level_sets, self._ls_sets))]
         if margin_sqrt_values is not None:
-            self._sets, self._terms = [], []
+            self._sweeps, self._terms = [], []
             for view, margin in _label_pair_views(ds, np.asarray(margin_sqrt_values, dtype=np.float64), self.qweight):
-                self._terms.append((1.0, margin, loss != "hinge", len(self._sets)))
-                self._sets.append(view)
+                self._terms += [Term(c, m, sq, len(self._sweeps)) for c, m, sq in fn.terms(margin)]
+                self._sweeps.append(view)
         # violated pairs (pairs whose loss term is non-zero): the first term's active pairs, or the
         # sum over the views (each pair is in exactly one); slack rescaling counts its pairs once,
         # over the labels themselves (count_active), when asked
         self._count_terms = range(len(self._terms)) if margin_sqrt_values is not None else range(1)
         self._count_levels = slack_values is not None
-        self._single_term = len(self._terms) == 1 and self._terms[0][0] == 1.0 and self._sets[0][6] is None
+        self._single_term = len(self._terms) == 1 and self._terms[0].coef == 1.0 and self._sweeps[0].select is None
         # a loss of several terms (Huber, logistic, rescaling) adds them up in these
         self._gy0 = self._z = self._z0 = None
         if not self._single_term:
             self._gy0, self._z, self._z0 = np.zeros(n), np.zeros(n), np.zeros(n)
-        self.loss_value = np.nan
         self._n_active = 0
         self._y_count = None
         self._diag_chunks = None
         self._hv_scratch = None  # the two sweeps of one large query side by side (fun_grad_y, hess_vec_y): their scratch
         # X' z with fewer chunks than csr_rmatvec's where its per-chunk buffers outweigh the rows
         nc = sqh.xt_chunks(self.n_rows, self.n_features, int(self.indptr[-1]))
-        self._xt_part = None
         if nc != rmatvec_chunks(self.n_rows, self.n_features):
             self._xt_part = np.empty((nc, self.n_features))
 
@@ -153,21 +157,8 @@ class PairwiseObjective:
         loss term is non-zero, t = y_i - y_j below the pair's margin, each pair counted once."""
         if self._n_active is None:  # slack rescaling: one count over the labels, on the same sort
             self._n_active = int(sqh.count_active(self._y_count, self.lev, self.order, self.qptr, self.nlev,
-                                                  self.qweight, self._terms[0][1]))
+                                                  self.qweight, self._terms[0].margin))
         return self._n_active
-
-    # -- products with X ----------------------------------------------------------------------
-    def scores(self, w: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-        out = np.empty(self.n_rows) if out is None else out
-        return csr_matvec(self.data, self.indices, self.indptr, w, out, self.vscale)
-
-    def _rmatvec(self, z: np.ndarray) -> np.ndarray:
-        """X' z: csr_rmatvec, or on very sparse rows squared_hinge.xt_product with fewer chunks (its
-        buffer kept from product to product)."""
-        if self._xt_part is None:
-            return csr_rmatvec(self.data, self.indices, self.indptr, z, np.empty(self.n_features), self.vscale)
-        return sqh.xt_product(self.data, self.indices, self.indptr, z, self._xt_part, np.empty(self.n_features),
-                              self.vscale)
 
     # -- loss in score space ------------------------------------------------------------------
     def loss_y(self, y: np.ndarray) -> float:
@@ -177,7 +168,7 @@ class PairwiseObjective:
         sqh.sort_queries(y, self.qptr, self._skip, self.order, RADIX_SORT_MIN)
         if self._single_term:  # the plain loss: straight into gy
             _, margin, squared, si = self._terms[0]
-            lev, nlev, qptr, order, ys, ls, _ = self._sets[si]
+            lev, nlev, qptr, order, ys, ls, _ = self._sweeps[si]
             loss, n_active = sqh.fun_grad_y(y, lev, qptr, nlev, order, ys, ls, self.gs, self.gy, self.qweight, margin,
                                             squared, self._sweep_scratch(qptr))
         else:  # a weighted sum of squared-hinge / hinge terms over the same sorted queries
@@ -185,7 +176,7 @@ class PairwiseObjective:
             self.gy[:] = 0.0
             loss, n_active = 0.0, 0.0
             for k, (coef, margin, squared, si) in enumerate(self._terms):
-                lev, nlev, qptr, order, ys, ls, select = self._sets[si]
+                lev, nlev, qptr, order, ys, ls, select = self._sweeps[si]
                 if select is not None:
                     self._gy0[:] = 0.0  # a view writes its own rows only
                 l_t, act = sqh.fun_grad_y(y, lev, qptr, nlev, order, ys, ls, self.gs[:order.shape[0]], self._gy0,
@@ -207,7 +198,7 @@ class PairwiseObjective:
     def _select_views(self):
         """Each view's rows in ascending y, query by query, taken from the whole sort (O(n) each)."""
         code_sorted = None
-        for lev, _, _, order, _, _, select in self._sets:
+        for lev, _, _, order, _, _, select in self._sweeps:
             if select is None:
                 continue
             if code_sorted is None:
@@ -225,11 +216,10 @@ class PairwiseObjective:
 
     def hess_vec_y(self, d: np.ndarray) -> np.ndarray:
         """H_L d in score space at the last evaluated point."""
-        if self.loss == "hinge":
-            raise ValueError("the hinge loss has no Hessian: use the bundle method")
+        self._need_hessian()
         if self._single_term:  # the result is written over the scratch _ds (valid until the next call)
             _, margin, _, si = self._terms[0]
-            _, nlev, qptr, order, ys, ls, _ = self._sets[si]
+            _, nlev, qptr, order, ys, ls, _ = self._sweeps[si]
             if d is self._ds:  # a previous result passed back in: the kernel would read what it writes
                 d = d.copy()
             return sqh.hess_vec_y(ys, ls, qptr, nlev, order, d, self._ds, self._zs, self._ds, self.qweight, margin,
@@ -238,7 +228,7 @@ class PairwiseObjective:
             d = d.copy()
         self._z[:] = 0.0
         for coef, margin, _, si in self._terms:
-            _, nlev, qptr, order, ys, ls, select = self._sets[si]
+            _, nlev, qptr, order, ys, ls, select = self._sweeps[si]
             if select is not None:
                 self._z0[:] = 0.0  # a view writes its own rows only
             m = order.shape[0]
@@ -249,13 +239,12 @@ class PairwiseObjective:
     def hess_diag(self) -> np.ndarray:
         """diag(X' H_L X) at the last evaluated point, in O(nnz log R) from the same sorted sweeps
         (squared_hinge.hess_diag_add); a sum of the loss's terms, clipped at 0 against rounding."""
-        if self.loss == "hinge":
-            raise ValueError("the hinge loss has no Hessian: use the bundle method")
+        self._need_hessian()
         if self._diag_chunks is None:
             self._diag_chunks = sqh.hess_diag_chunks(self.qptr, self.n_features, int(self.indptr[-1]))
         part = np.zeros((self._diag_chunks.shape[0] - 1, self.n_features))
         for coef, margin, _, si in self._terms:
-            _, nlev, qptr, order, ys, ls, _ = self._sets[si]
+            _, nlev, qptr, order, ys, ls, _ = self._sweeps[si]
             sqh.hess_diag_add(ys, ls, qptr, nlev, order, self.qweight, self.data, self.indices, self.indptr, margin,
                               coef, self._ds, part, self._diag_chunks, self.vscale)
         out = sum_chunks(part, np.empty(self.n_features))
@@ -275,8 +264,7 @@ class PairwiseObjective:
         queries, Z = H_L X_b by squared_hinge.hess_x_block, then X_b' Z (squared_hinge.xtz_add, not
         BLAS: its threads oversubscribe a busy machine and its sums may depend on them). O(nnz d +
         n d log R) time and one (rows x d) block of memory (dense_rows)."""
-        if self.loss == "hinge":
-            raise ValueError("the hinge loss has no Hessian: use the bundle method")
+        self._need_hessian()
         d = self.n_features
         H = np.zeros((d, d))
         rows = self.dense_rows()
@@ -291,7 +279,7 @@ class PairwiseObjective:
                 Zb = Z[:r1 - r0]
                 Zb[:, :] = 0.0
                 for coef, margin, _, si in self._terms:
-                    _, nlev, qptr, order, ys, ls, _ = self._sets[si]
+                    _, nlev, qptr, order, ys, ls, _ = self._sweeps[si]
                     sqh.hess_x_block(ys, ls, qptr, nlev, order, self.qweight, self.data, self.indices, self.indptr,
                                      margin, coef, q0, q1, r0, Zb, self.vscale)
                 sqh.xtz_add(self.data, self.indices, self.indptr, r0, r1, Zb, H, self.vscale)
@@ -300,31 +288,9 @@ class PairwiseObjective:
         H *= 0.5
         return H
 
-    # -- the objective in w -------------------------------------------------------------------
-    def evaluate(self, w: np.ndarray, y: np.ndarray) -> float:
-        """f(w) with y = X w given."""
-        return 0.5 * dot(w, w) + self.C * self.loss_y(y)
-
-    def gradient(self, w: np.ndarray) -> np.ndarray:
-        return w + self.C * self._rmatvec(self.gy)
-
-    def gradient_loss(self) -> np.ndarray:
-        """X^T dL/dy: the (sub)gradient of the loss term alone at the last evaluated point."""
-        return self._rmatvec(self.gy)
-
-    def hess_vec(self, s: np.ndarray) -> np.ndarray:
-        return s + self.C * self.hess_vec_loss(s)
-
-    def hess_vec_loss(self, s: np.ndarray) -> np.ndarray:
-        """X' H_L X s: the Hessian-vector product of the loss term alone at the last evaluated point
-        (what a worker of rankkit.distributed sums over its part)."""
-        csr_matvec(self.data, self.indices, self.indptr, s, self._delta, self.vscale)
-        return self._rmatvec(self.hess_vec_y(self._delta))
-
-    def fun_grad(self, w: np.ndarray) -> tuple[float, np.ndarray]:
-        """f(w) and its gradient (convenience for tests and scipy)."""
-        f = self.evaluate(w, self.scores(w))
-        return f, self.gradient(w)
+    def _need_hessian(self):
+        if not self.pair_loss.second_order:
+            raise ValueError(f"the {self.loss} loss has no Hessian: use the bundle method")
 
 
 def _threshold_level_sets(ds: Dataset, u: np.ndarray):
@@ -349,7 +315,7 @@ def _label_pair_views(ds: Dataset, u: np.ndarray, qweight: np.ndarray):
     """For every pair of distinct labels a > b (codes in the sorted distinct labels) present
     together in some query of non-zero weight: the view of the rows of those two labels in those
     queries, and its margin sqrt(u(a) - u(b)). u must be an increasing function of the label.
-    A view is (lev, nlev, qptr, order, ys, ls, select) as PairwiseObjective._sets holds them: the
+    A view is a Sweep with its select (a, b, the rows of the queries that hold both): the
     label codes as levels (the Fenwick trees sized by the number of distinct labels), so only the
     pairs between its two labels differ in level."""
     values = np.unique(ds.y)
@@ -376,7 +342,7 @@ def _label_pair_views(ds: Dataset, u: np.ndarray, qweight: np.ndarray):
             qptr = np.zeros(nq + 1, dtype=np.int64)
             np.cumsum(counts, out=qptr[1:])
             m = int(qptr[-1])
-            view = (code, nlev, qptr, np.zeros(m, dtype=np.int64), np.zeros(m), np.zeros(m, dtype=np.int32),
-                    (a, b, both[qrow]))
+            view = Sweep(code, nlev, qptr, np.zeros(m, dtype=np.int64), np.zeros(m), np.zeros(m, dtype=np.int32),
+                         (a, b, both[qrow]))
             out.append((view, float(np.sqrt(u_of[a] - u_of[b]))))
     return out

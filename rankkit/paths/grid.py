@@ -1,11 +1,17 @@
 """Regularisation paths and model selection for `rankkit path`.
 
-Grid path (`--method grid`, the glmnet experience at LETOR scale): the primal Newton solver over a
-log-spaced grid of C, from C_min, where w is still nearly zero, up by a factor `ratio`, each fit
-warm-started from the previous w (the optimum does not depend on the start; warm starts only save
-Newton iterations). Every point is evaluated on the validation set; `select` picks the best point or,
-with `1se`, the smallest C whose mean validation metric is within one standard error of the best
-(the "one standard error rule"). The points are compared on the same validation queries, so the
+Grid path (`--method grid`, the glmnet experience at LETOR scale): a fit at each C of a log-spaced
+grid, from C_min, where w is still nearly zero, up by a factor `ratio`, each fit warm-started from
+the previous w (the optimum does not depend on the start; warm starts only save iterations). The
+loop (path_over) knows no solver: the caller hands it fit(C, w0) -> FitResult and, for a solver
+that carries state from fit to fit beside w, the context the fits of one path share (`along`:
+Newton's CG preconditioner, rankkit.solvers.newton.path_memory). The Newton grid of `rankkit path`
+is rankkit.selection.grid_path; on a cluster, rankkit.distributed.path; `rankkit experiment`'s C
+paths, rankkit.experiments.
+
+Every point is evaluated on the validation set; `select` picks the best point or, with `1se`, the
+smallest C whose mean validation metric is within one standard error of the best (the "one
+standard error rule"). The points are compared on the same validation queries, so the
 standard error is that of the per-query *difference* to the best point (a paired comparison), not
 the spread of the best point's own per-query values: queries differ far more from each other than
 two models differ on one query, and the unpaired spread lets a nearly-zero w (the smallest C) pass.
@@ -51,7 +57,6 @@ from rankkit.metrics.ties import dataset_tiebreak
 from rankkit.metrics import parse_metric, per_query, per_query_table
 from rankkit.sparse import csr_matvec
 from rankkit.objectives.pairwise import PairwiseObjective
-from rankkit.solvers.newton import NewtonRankSVM, path_memory
 from rankkit.vectors import dot, norm
 
 DEFAULT_N_POINTS = 30
@@ -267,23 +272,6 @@ def select_point(points: list, select: str, valid: Dataset | None = None, values
     return best
 
 
-def grid_path(train: Dataset, valid: Dataset, Cs=None, metric: str = DEFAULT_METRIC, select: str = "best",
-              n_points: int = DEFAULT_N_POINTS, ratio: float = DEFAULT_RATIO, tol: float | None = None,
-              max_iter: int | None = None, warm_start: bool = True, log=None, warn=None,
-              convention: str = DEFAULT_CONVENTION, metrics=None, progress=None) -> PathResult:
-    """The Newton solver along a C grid (increasing), warm-started, evaluated on `valid`. Warnings
-    about the choice are in the result's `notes` (and passed to `warn` if given). metrics: every
-    metric to report at each point (`metric`, which selects, first)."""
-    parse_metric(metric)
-    train.require_pairs()
-    Cs = grid(train, n_points, ratio) if Cs is None else np.asarray(Cs, dtype=np.float64)
-    def fit(C, w0):
-        return NewtonRankSVM(C=C, tol=tol, max_iter=max_iter).fit(train, w0=w0)
-
-    return path_over(fit, Cs, valid, metric=metric, select=select, warm_start=warm_start, log=log, warn=warn,
-                     convention=convention, metrics=metrics, progress=progress)
-
-
 def reported_metrics(metric: str, metrics=None) -> tuple:
     """`metric` (which selects) first, then the others, each once."""
     names = tuple(dict.fromkeys([metric, *(metrics or ())]))
@@ -294,15 +282,17 @@ def reported_metrics(metric: str, metrics=None) -> tuple:
 
 def path_over(fit, Cs, valid: Dataset, metric: str = DEFAULT_METRIC, select: str = "best", warm_start: bool = True,
               log=None, warn=None, convention: str = DEFAULT_CONVENTION, metrics=None, progress=None,
-              label: str = "C", extend: bool = True) -> PathResult:
-    """The one grid-path loop: fit(C, w0) -> FitResult at each C in turn (in this process, or on a
-    cluster: rankkit.distributed.path), each warm-started from the previous w, scored on `valid`
-    under `convention` (ties as `rankkit eval` breaks them), then the choice by `metric`; every
-    metric of `metrics` is reported at each point. extend: a choice at an end of the grid extends it
-    past that end (the module docstring's edge rule). Warnings about the choice are in the result's
-    `notes` (and passed to `warn`). progress(done, total): called after each point. Warm-started,
-    the Newton fits also share their CG preconditioner (rankkit.solvers.newton.path_memory)."""
-    with path_memory() if warm_start else contextlib.nullcontext():  # Newton's CG preconditioner goes along with w
+              label: str = "C", extend: bool = True, along=None) -> PathResult:
+    """The one grid-path loop: fit(C, w0) -> FitResult (.w, .objective, .iterations, .n_active) at
+    each C in turn (in this process, or on a cluster: rankkit.distributed.path), each warm-started
+    from the previous w, scored on `valid` under `convention` (ties as `rankkit eval` breaks them),
+    then the choice by `metric`; every metric of `metrics` is reported at each point. extend: a
+    choice at an end of the grid extends it past that end (the module docstring's edge rule).
+    Warnings about the choice are in the result's `notes` (and passed to `warn`). progress(done,
+    total): called after each point. along: None, or a context manager factory entered around the
+    fits when they are warm-started: what the fits of one path share beside w (the solvers' state,
+    rankkit.solvers.newton.path_memory: Newton's CG preconditioner)."""
+    with along() if warm_start and along is not None else contextlib.nullcontext():
         return _path_over(fit, Cs, valid, metric, select, warm_start, log, warn, convention, metrics, progress, label,
                           extend)
 

@@ -5,8 +5,8 @@ solver is used, so listing the choices (`rankkit train --help`) does not load nu
 joins by adding one SolverSpec here and one module under rankkit/solvers/.
 
 Layer: algorithms (tests/test_architecture.py's LAYERS). The solvers may import the objectives,
-io, the kernels and data and the base; never paths/select.py, the use cases or a face. A solver
-reports why it stopped as a code and its figures (FitResult.stop, .detail).
+io, the kernels and data and the base; never the use cases or a face. A solver reports why it
+stopped as a code and its figures (FitResult.stop, .detail).
 """
 
 from __future__ import annotations

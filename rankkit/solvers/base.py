@@ -10,6 +10,7 @@ import numpy as np
 
 from rankkit.data import Dataset
 from rankkit.errors import DataError, UsageError
+from rankkit.objectives.losses import LOSSES, margin_rescaling_losses
 from rankkit.objectives.pairwise import PairwiseObjective
 from rankkit.objectives.rescale import canonical_rescale, label_values
 
@@ -160,9 +161,10 @@ class ExactRankSVM:
         values = {}
         if self.rescale and self.delta == "swap":
             raise UsageError("--delta swap is not a function of the labels: it needs --solver newton-pairs")
-        if self.rescale and self.rescale.startswith("margin") and self.loss in ("huber", "logistic"):
+        if (self.rescale and self.rescale.startswith("margin") and self.loss in LOSSES
+                and not LOSSES[self.loss].margin_rescaling):
             raise UsageError(f"--rescale {self.rescale} with --loss {self.loss} needs --solver newton-pairs (per-pair "
-                             "margins); the O(n log n) objective rescales the margin of the squared-hinge and hinge "
+                             f"margins); the O(n log n) objective rescales the margin of the {margin_rescaling_losses()} "
                              "losses (or use --rescale slack)")
         if self.rescale:  # label-based Delta: every rescaling without the pair list (objectives/rescale.py)
             key = {"margin-sqrt": "margin_sqrt_values", "margin-delta": "margin_offsets", "slack": "slack_values"}

@@ -22,7 +22,7 @@ to fit.
 
 The driver (truncated_newton) only talks to the objective through the NewtonObjective protocol,
 like liblinear's newton.h: LocalObjective runs it in this process, and
-rankkit.distributed.newton.DaskObjective runs the same driver on per-part partial sums.
+rankkit.parts.newton.DaskObjective runs the same driver on per-part partial sums.
 """
 
 from __future__ import annotations
@@ -442,7 +442,7 @@ class NewtonObjective(Protocol):
     check_finite(what, *values)               the error a non-finite number means, in the data's words
     clock() -> str                            the timing part of a progress line (since the last call)
 
-    Implemented by LocalObjective (one process) and rankkit.distributed.newton.DaskObjective
+    Implemented by LocalObjective (one process) and rankkit.parts.newton.DaskObjective
     (per-part partial sums on a cluster)."""
 
     n_features: int

@@ -1,7 +1,7 @@
 """The truncated Newton RankSVM on parts: the driver (CG, line search, stopping rule:
 rankkit.solvers.newton.truncated_newton, unchanged) runs on the client; each f/g, each
 Hessian-vector product and each line-search step is one round of per-part partial sums computed
-where the parts live (rankkit.distributed.worker): on the workers of a Dask cluster (Problem), or
+where the parts live (rankkit.parts.worker): on the workers of a Dask cluster (Problem), or
 in this process (LocalProblem: `rankkit train PARTS...` without --dask, fit_parts without a client).
 
     f(w)  = 0.5 w.w + C sum_k L_k(X_k w)          g = w + C sum_k X_k' dL_k/dy
@@ -44,8 +44,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from rankkit.distributed import worker as W
-from rankkit.distributed.cluster import ClusterError, cluster_failures, connect, watch, workers
+from rankkit.parts import worker as W
+from rankkit.parts.cluster import ClusterError, cluster_failures, connect, watch, workers
 from rankkit.io.parts import expand_parts, joined_name
 from rankkit.data import COMPACT_MIN_FEATURES
 from rankkit.errors import DataError, UsageError
@@ -102,7 +102,7 @@ class Problem:
 
     def _connect(self) -> None:
         client = self.client
-        self.watch = watch(client)  # every wait bounded (rankkit.distributed.cluster.Watch)
+        self.watch = watch(client)  # every wait bounded (rankkit.parts.cluster.Watch)
         live = self.watch.live() if client.status == "running" else workers(client)
         if not live:
             raise ClusterError("the Dask cluster has no worker")
@@ -417,7 +417,7 @@ class Problem:
 class LocalProblem(Problem):
     """A Problem whose parts are held by this process: `rankkit train PARTS...` (solver newton)
     and RankSVM.fit_parts without a cluster. The rounds run the workers' own task functions
-    (rankkit.distributed.worker) here, part after part, and Problem adds their results in part
+    (rankkit.parts.worker) here, part after part, and Problem adds their results in part
     order, as on a cluster: the same partial sums in the same order, so the same bytes as a fit on
     any cluster. Each part stays its own dataset (never joined): the memory is the parts' data
     and their objectives' vectors, the same as one file holding them, not the data twice."""

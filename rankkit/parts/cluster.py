@@ -205,7 +205,7 @@ def connect(address, log=None):
                 except Exception as exc:
                     raise ClusterError(f"--dask {address}: could not start a local Dask cluster ({short_text(exc)})") from None
                 client = Client(cluster, timeout=connect_timeout)
-                from rankkit.distributed import worker as W
+                from rankkit.parts import worker as W
 
                 client.run(W.set_threads, threads, callback_timeout=connect_timeout)
                 if log:

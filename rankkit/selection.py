@@ -1,14 +1,16 @@
 """Model selection along the regularisation path: the use case under `rankkit path` (rankkit.app.path)
 and `rankkit.regularization_path` (rankkit.regularization, the Python face), the same code.
 
-`path_on_datasets` runs the warm-started Newton grid (``method="grid"``) or the exact
+`path_on_datasets` runs the warm-started Newton grid (``method="grid"``, grid_path: the grid path
+algorithm of rankkit.paths.grid over the Newton fit) or the exact
 piecewise-linear path of the hinge-loss RankSVM (``method="exact"``, Zapien et al.) and evaluates
 every point on validation queries; `chosen_model` makes the chosen point a model (its header the
 path's facts); `path_curves` and `plot_path` draw the path.
 
-A use case (tests/test_architecture.py's layer table): it imports the path algorithms beside it
-(paths.grid, paths.exact), the training use case for the model header, and rankkit.plot; never a
-face (no estimator: the Python face builds its estimator from `chosen_model`'s model).
+A use case (tests/test_architecture.py's layer table): it imports the path algorithms below it
+(rankkit.paths.grid, rankkit.paths.exact), the training use case beside it for the model header,
+and rankkit.plot; never a face (no estimator: the Python face builds its estimator from
+`chosen_model`'s model).
 """
 
 from __future__ import annotations
@@ -19,9 +21,13 @@ from rankkit import training
 from rankkit.config import DEFAULT_CONVENTION
 from rankkit.errors import UsageError
 from rankkit.io.model import Model
-from rankkit.paths.grid import choose_method, exact_path_points, grid_path
+from rankkit.data import Dataset
+from rankkit.metrics import parse_metric
+from rankkit.paths.grid import (DEFAULT_METRIC, DEFAULT_N_POINTS, DEFAULT_RATIO, PathResult, choose_method,
+                                exact_path_points, grid, path_over)
 from rankkit.plot import PLOT_KINDS, Curves, check_plot_target, write_plot
 from rankkit.resources import check_memory
+from rankkit.solvers.newton import NewtonRankSVM, path_memory
 from rankkit.solvers.options import Words, check_depends
 
 __all__ = ["path_on_datasets", "chosen_model", "path_curves", "plot_path"]
@@ -31,6 +37,26 @@ CURVES_MAX_POINTS = 2000  # a longer path is drawn at this many of its points (e
 CURVES_DENSIFY = 400  # an exact path with fewer breakpoints is drawn with 8 points per segment (it is not
 #                       linear in C between breakpoints: lambda * w is linear in lambda)
 DECISION_MAX_DOCS = 40  # decision: at most this many documents of the query are drawn
+
+
+def grid_path(train: Dataset, valid: Dataset, Cs=None, metric: str = DEFAULT_METRIC, select: str = "best",
+              n_points: int = DEFAULT_N_POINTS, ratio: float = DEFAULT_RATIO, tol: float | None = None,
+              max_iter: int | None = None, warm_start: bool = True, log=None, warn=None,
+              convention: str = DEFAULT_CONVENTION, metrics=None, progress=None) -> PathResult:
+    """The Newton solver along a C grid (increasing), warm-started, evaluated on `valid`: the grid
+    path algorithm (rankkit.paths.grid.path_over) over the Newton fit, its CG preconditioner carried
+    along the path (rankkit.solvers.newton.path_memory). Warnings about the choice are in the
+    result's `notes` (and passed to `warn` if given). metrics: every metric to report at each point
+    (`metric`, which selects, first)."""
+    parse_metric(metric)
+    train.require_pairs()
+    Cs = grid(train, n_points, ratio) if Cs is None else np.asarray(Cs, dtype=np.float64)
+
+    def fit(C, w0):
+        return NewtonRankSVM(C=C, tol=tol, max_iter=max_iter).fit(train, w0=w0)
+
+    return path_over(fit, Cs, valid, metric=metric, select=select, warm_start=warm_start, log=log, warn=warn,
+                     convention=convention, metrics=metrics, progress=progress, along=path_memory)
 
 
 def path_on_datasets(train_ds, valid_ds, method: str | None = None, metric: str = "ndcg@10", select: str = "best",
