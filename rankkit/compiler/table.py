@@ -96,6 +96,7 @@ CALLS = [
 ]
 
 FIRST = [
+    ('rankkit.io.output', '_scan_scores', (('|u1', 1, 1, True, True), ('<f8', 1, 1, True, True), ('<f8', 1, 1, True, True), ('|b1', 1, 1, True, True), ('<i8', 1, 1, True, True), ('<i8', 1, 1, True, True), ('<i8', 1, 1, True, True), ('<i8', 1, 1, True, True))),
     ('rankkit.io.parse', '_code_range', (('<f8', 1, 1, True, True), '<f8', ('<i4', 1, 1, True, True), '<i8', '<i8')),
     ('rankkit.io.parse', '_count_range', (('|u1', 1, 1, False, True), ('<i8', 1, 1, True, True), '|b1', ('<i8', 2, 1, True, True), '<i8', '<i8')),
     ('rankkit.io.parse', '_fix_chunk_starts', (('<i8', 1, 1, True, True), ('<i8', 1, 1, True, True), ('<i8', 1, 1, True, True), '<i8')),
@@ -103,6 +104,7 @@ FIRST = [
     ('rankkit.io.parse', 'chunk_bounds', (('|u1', 1, 1, False, True), '<i8')),
     ('rankkit.io.parse', 'min_decimal_digits', (('<f8', 1, 1, True, True), '<i8')),
     ('rankkit.io.parse', 'query_blocks', (('<i8', 1, 1, True, True),)),
+    ('rankkit.io.parse', 'token_matrix', (('|u1', 1, 1, True, True), ('<i8', 1, 1, True, True), ('<i8', 1, 1, True, True), '<i8')),
     ('rankkit.metrics.kernels', 'metrics_range', (('<i8', 1, 1, True, True), ('<i8', 1, 1, True, True), ('<f8', 1, 1, True, True), ('<f8', 1, 1, True, True), ('<i8', 1, 1, True, True), '|b1', ('<i8', 1, 1, True, True), ('<f8', 1, 1, True, True), '<i8', ('<f8', 1, 1, True, True), '<i8', '<i8', ('<i8', 1, 1, True, True), '<i8', '<f8', '<i8', '<i8', '<f8', ('<f8', 2, 1, True, True), '<i8', '<i8')),
     ('rankkit.metrics.ties', 'lex_rank', (('|u1', 1, 1, False, True), ('<i8', 1, 1, True, True), ('<i8', 1, 1, True, True))),
     ('rankkit.objectives.squared_hinge', '_fun_grad_range', (('<f8', 1, 1, True, True), ('<i4', 1, 1, True, True), ('<i8', 1, 1, True, True), ('<i8', 1, 1, True, True), ('<i8', 1, 1, True, True), ('<f8', 1, 1, True, True), ('<i4', 1, 1, True, True), ('<f8', 1, 1, True, True), ('<f8', 1, 1, True, True), ('<f8', 1, 1, True, True), '<f8', '|b1', ('<f8', 1, 1, True, True), ('<f8', 1, 1, True, True), '<i8', '<i8')),
