@@ -262,6 +262,11 @@ def test_a_build_adds_only_the_calls_it_lacks(tmp_path):
     assert proc.stdout.split() == ["True", "3.0", "3", "False"], proc.stdout
     m4 = build.build(1, calls=[one], directory=str(d))  # not adding: a build of its own
     assert m4["added"] == 1 and [r["name"] for r in m4["modules"].values()] == ["rankkit_aot_0"]
+    for r in m4["modules"].values():  # a manifest of these sources that no build wrote: built afresh
+        r["name"] = "bogus"
+    (d / aot.MANIFEST).write_text(json.dumps(m4))
+    m5 = build.build(1, calls=[one, two], directory=str(d), add=True)
+    assert m5["added"] == 2 and [r["name"] for r in m5["modules"].values()] == ["rankkit_aot_0"]
 
 
 def test_every_kernel_called_from_python_is_in_the_table():

@@ -502,10 +502,15 @@ def built_calls(directory: str, fp: str) -> tuple[dict, set]:
     if m is None or m.get("fingerprint") != fp:
         return {}, set()
     modules = m["modules"]
-    if not all(os.path.isfile(os.path.join(directory, os.path.basename(f))) for f in modules):
+    try:
+        if not all(os.path.isfile(os.path.join(directory, os.path.basename(f))) for f in modules):
+            return {}, set()
+        for r in modules.values():
+            int(str(r["name"]).rsplit("_", 1)[1])  # rankkit_aot_<n>: the added modules are numbered after these
+        return modules, {(module, name, aot.as_key(key)) for r in modules.values()
+                         for module, name, key, _ in r["kernels"]}
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError):  # not a manifest this build wrote: start afresh
         return {}, set()
-    return modules, {(module, name, aot.as_key(key)) for r in modules.values()
-                     for module, name, key, _ in r["kernels"]}
 
 
 def build(jobs: int = 1, calls: list | None = None, directory: str | None = None, progress=None,
