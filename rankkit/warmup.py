@@ -361,23 +361,48 @@ def warm(jobs: int = 1, exercises=EXERCISES) -> tuple[float, str | None]:
     return time.perf_counter() - t, next((p for p in problems if p), None)
 
 
+def first_commands(tmp: str) -> None:
+    """The demo's first commands (`make demo`: train -v, predict, eval) on the small files of
+    write_exercise_data: the calls `python -m rankkit.warmup --first` builds (table.FIRST)."""
+    train, vali = os.path.join(tmp, "train.txt"), os.path.join(tmp, "vali.txt")
+    model, scores = os.path.join(tmp, "first.model"), os.path.join(tmp, "first.scores")
+    with open(os.devnull, "w") as devnull:
+        real = sys.stderr
+        sys.stderr = devnull  # -v's log
+        try:
+            _rankkit("train", train, model, "-C", "0.01", "-v")
+        finally:
+            sys.stderr = real
+    _rankkit("predict", vali, model, scores)
+    _rankkit("eval", vali, scores)
+
+
 def record(path: str = build.TABLE_PATH) -> int:
     """Rewrite the table of calls compiled ahead of time from what the common commands call
-    (developers, after changing a kernel's arguments); returns the number of calls."""
+    (developers, after changing a kernel's arguments), and the demo's first calls among them
+    (first_commands); returns the number of calls."""
     with tempfile.TemporaryDirectory(prefix="rankkit-record-") as tmp:
         calls = build.buildable(record_calls(tmp))
-    build.write_table(calls, path)
+    with tempfile.TemporaryDirectory(prefix="rankkit-record-") as tmp:
+        write_exercise_data(tmp)
+        dispatch.start_recording()
+        try:
+            first_commands(tmp)
+        finally:
+            first = dispatch.stop_recording()
+    build.write_table(calls, path, first=[c for c in calls if c in first])
     return len(calls)
 
 
-def build_ahead(jobs: int = 1, progress=None) -> tuple[float, int]:
-    """Compile the common kernel calls ahead of time (and write rankkit's bytecode); returns the
-    wall seconds and the number of calls compiled. Raises if it cannot be done here. progress: as
-    rankkit.compiler.build.build's."""
+def build_ahead(jobs: int = 1, progress=None, calls: list | None = None, add: bool = True) -> tuple[float, int]:
+    """Compile the common kernel calls (or `calls`) ahead of time (and write rankkit's bytecode);
+    returns the wall seconds and the number of calls compiled. add: only those a build of these
+    sources here lacks (rankkit.compiler.build.build). Raises if it cannot be done here. progress:
+    as rankkit.compiler.build.build's."""
     t = time.perf_counter()
     compile_bytecode()
-    manifest = build.build(jobs, progress=progress)
-    return time.perf_counter() - t, sum(len(r["kernels"]) for r in manifest["modules"].values())
+    manifest = build.build(jobs, calls=calls, progress=progress, add=add)
+    return time.perf_counter() - t, manifest.get("added", sum(len(r["kernels"]) for r in manifest["modules"].values()))
 
 
 class _Progress:
@@ -507,6 +532,9 @@ def _main(argv=None) -> int:
                     help="no summary line (errors are still one line on stderr); a progress line is shown only on a terminal")
     ap.add_argument("--force", action="store_true",
                     help="build again even if the kernels of these sources are already compiled ahead of time here")
+    ap.add_argument("--first", action="store_true",
+                    help="only the kernel calls of the demo's first commands (train, predict, eval; make demo "
+                    "runs them, then the whole build, which adds the rest)")
     ap.add_argument("--record", action="store_true",
                     help="developers: rewrite rankkit/compiler/table.py from the common commands' kernel calls")
     a = ap.parse_args(argv)
@@ -521,21 +549,23 @@ def _main(argv=None) -> int:
     jobs = a.jobs if a.jobs is not None else threads.usable_cores()
     processes = f"{jobs} process{'es' if jobs > 1 else ''}"
     progress = not a.quiet and _terminal()
+    wanted = build.first_table() if a.first else build.table()
     if not a.jit and not a.force:
         from rankkit.compiler import aot
 
         done = aot.status()
-        if done["dir"] is not None and done["calls"] >= len(build.table()):
+        if done["dir"] is not None and aot.covers(wanted):
             if not a.quiet:
-                print(f"rankkit: the kernels are already compiled ahead of time for this rankkit, in {done['dir']} "
+                what = "the demo's first kernels are" if a.first else "the kernels are"
+                print(f"rankkit: {what} already compiled ahead of time for this rankkit, in {done['dir']} "
                       "(--force builds them again)", file=sys.stderr)
             compile_bytecode()
             return 0
     if not a.jit:
         try:
-            with _Progress(f"compiling kernels ahead of time ({processes})", build.estimated_seconds(jobs),
+            with _Progress(f"compiling kernels ahead of time ({processes})", build.estimated_seconds(jobs, wanted),
                            progress) as shown:
-                seconds, n = build_ahead(jobs, shown.update)
+                seconds, n = build_ahead(jobs, shown.update, calls=wanted, add=not a.force)
         except Exception as exc:  # no C compiler, no numba.pycc, ...: the JIT cache instead
             if build.disk_error(exc):  # the JIT cache would go to the same place: nothing can be cached
                 where = str(exc.filename or "its directory")
@@ -546,7 +576,9 @@ def _main(argv=None) -> int:
                   f"{str(exc).splitlines()[0] if str(exc) else ''}); using numba's JIT cache", file=sys.stderr)
         else:
             if not a.quiet:
-                print(f"rankkit: {n} kernel calls compiled in {seconds:.1f} s", file=sys.stderr)
+                first = f" (the demo's first commands; `{prog}` compiles the other {len(build.table()) - len(wanted)})" \
+                    if a.first else ""
+                print(f"rankkit: {n} kernel calls compiled in {seconds:.1f} s{first}", file=sys.stderr)
             return 0
     with _Progress(f"compiling kernels into the cache ({processes})", None, progress):
         seconds, problem = warm(jobs, ALL if a.all else EXERCISES)

@@ -647,7 +647,8 @@ def bench_cold(rep: Report, peers, repeat, tmp):
 
     rep.add("### Cold start: the first runs, every kernel compiled into an empty cache\n",
             "Each command run once, in order, on the bundled sample with a fresh `NUMBA_CACHE_DIR`; then "
-            "`python -m rankkit.warmup` (what `make` runs before `make demo`: every kernel call of every "
+            "`python -m rankkit.warmup` (what `make warmup` runs; `make demo` builds its first commands' calls first, "
+            "then the rest: every kernel call of every "
             f"solver, loss, sampler, metric and the Dask worker path, {len(table.CALLS)} calls, compiled ahead "
             "of time, one process per core) into another empty cache (best of "
             f"{len(builds)}), and the demo's three commands after it.\n",

@@ -203,6 +203,72 @@ def test_every_solver_runs_on_the_build_without_numba(built):
         "the kernel calls differ from rankkit/compiler/table.py: run `python -m rankkit.warmup --record`"
 
 
+FIRST_SCRIPT = r"""
+import json, sys, tempfile
+from rankkit import warmup
+from rankkit.compiler import dispatch
+train, test, out = sys.argv[1:4]
+dispatch.start_recording()
+warmup._rankkit("train", train, out + "/M", "-C", "0.01", "-v")
+warmup._rankkit("predict", test, out + "/M", out + "/S")
+warmup._rankkit("eval", test, out + "/S")
+calls = dispatch.stop_recording()
+numba = sorted(m for m in sys.modules if m == "numba" or m.startswith(("numba.", "llvmlite")))
+print(json.dumps({"numba": numba, "calls": sorted(repr(c) for c in calls)}))
+"""
+
+
+def test_the_demos_first_commands_need_only_the_first_calls(built, tmp_path):
+    """Issue 39: `make demo` builds table.FIRST (python -m rankkit.warmup --first), runs its train
+    -v, predict and eval, and only then builds the rest: those three must make no kernel call
+    outside FIRST (one would compile on the spot, or not be covered), and FIRST is part of the table."""
+    assert set(build.first_table()) <= set(build.table())
+    env = _env()
+    env["NUMBA_CACHE_DIR"] = str(built)
+    proc = subprocess.run([sys.executable, "-c", FIRST_SCRIPT, str(SAMPLE_TRAIN), str(SAMPLE_TEST), str(tmp_path)],
+                          env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["numba"] == [], out["numba"][:10]
+    first = {repr(c) for c in build.first_table()}
+    assert out["calls"] and set(out["calls"]) <= first, \
+        f"calls of the demo's first commands not in FIRST: {sorted(set(out['calls']) - first)}; run `python -m rankkit.warmup --record`"
+
+
+def test_a_build_adds_only_the_calls_it_lacks(tmp_path):
+    """Issue 39: a build with add=True keeps the modules already there for these sources and
+    compiles only what they lack, in modules named after theirs (rankkit_aot_1 beside rankkit_aot_0);
+    nothing lacking: nothing compiled. Runs then find every call of both."""
+    one = ("rankkit.stats", "_sequential_sum", (("<f8", 1, 1, True, True),))
+    two = ("rankkit.sorting", "longest", (("<i8", 1, 1, True, True), "<i8", "<i8"))
+    d = tmp_path / aot.SUBDIR
+    m1 = build.build(1, calls=[one], directory=str(d), add=True)
+    assert m1["added"] == 1 and [r["name"] for r in m1["modules"].values()] == ["rankkit_aot_0"]
+    m2 = build.build(2, calls=[one, two], directory=str(d), add=True)
+    assert m2["added"] == 1
+    assert sorted(r["name"] for r in m2["modules"].values()) == ["rankkit_aot_0", "rankkit_aot_1"]
+    assert set(m1["modules"]) < set(m2["modules"]) and all((d / f).is_file() for f in m2["modules"])
+    before = sorted(os.listdir(d))
+    m3 = build.build(2, calls=[two, one], directory=str(d), add=True)
+    assert m3["added"] == 0 and sorted(os.listdir(d)) == before
+    script = ("import json, sys; from rankkit.compiler import aot, build; import rankkit.stats, rankkit.sorting, numpy as np\n"
+              "calls = [(m, n, tuple(tuple(a) if isinstance(a, list) else a for a in k)) for m, n, k in json.loads(sys.argv[1])]\n"
+              "print(aot.covers(calls), rankkit.stats._sequential_sum(np.ones(3)), "
+              "rankkit.sorting.longest(np.array([0, 2, 5]), 0, 2), 'numba' in sys.modules)")
+    env = _env()
+    env["NUMBA_CACHE_DIR"] = str(tmp_path)
+    proc = subprocess.run([sys.executable, "-c", script, json.dumps([one, two])], env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split() == ["True", "3.0", "3", "False"], proc.stdout
+    m4 = build.build(1, calls=[one], directory=str(d))  # not adding: a build of its own
+    assert m4["added"] == 1 and [r["name"] for r in m4["modules"].values()] == ["rankkit_aot_0"]
+    for r in m4["modules"].values():  # a manifest of these sources that no build wrote: built afresh
+        r["name"] = "bogus"
+    (d / aot.MANIFEST).write_text(json.dumps(m4))
+    m5 = build.build(1, calls=[one, two], directory=str(d), add=True)
+    assert m5["added"] == 2 and [r["name"] for r in m5["modules"].values()] == ["rankkit_aot_0"]
+
+
 def test_every_kernel_called_from_python_is_in_the_table():
     """Each kernel (rankkit.compiler.dispatch.kernels: every @njit in rankkit) is in the table of
     calls compiled ahead of time, or is only called by kernels that are (then it is compiled into
@@ -428,7 +494,7 @@ def test_a_build_whose_sources_changed_meanwhile_is_not_installed(tmp_path, monk
                 "compiled_from": "an edited source"}
 
     monkeypatch.setattr(build, "_compile_in_processes",
-                        lambda buckets, staging, progress=None: [fake_compile(i, b, staging) for i, b in enumerate(buckets)])
+                        lambda buckets, staging, progress=None, first=0: [fake_compile(i, b, staging) for i, b in enumerate(buckets)])
     with pytest.raises(RuntimeError, match="changed during the build"):
         build.build(1, calls=[("rankkit.stats", "_sequential_sum", (("<f8", 1, 1, True, True),))],
                          directory=str(tmp_path))
@@ -586,7 +652,7 @@ def test_warmup_that_cannot_cache_exits_2_in_one_line(monkeypatch, capsys, where
 
     from rankkit import warmup
 
-    def full_build(jobs, progress=None):
+    def full_build(jobs, progress=None, **kwargs):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), "/cache/rankkit-aot/.build-abc")
 
     def warm_fails(jobs, exercises):

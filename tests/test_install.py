@@ -100,3 +100,42 @@ def test_warmup_on_a_full_cache_is_one_line_exit_2_at_once(tmp_path):
     assert len(lines) == 1, lines
     assert lines[0].startswith(f"rankkit: error: cannot write the kernel cache in {cache}")
     assert "No space left on device" in lines[0] and "run `rankkit warmup` again" in lines[0]
+
+
+def _check_wheel_script():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("check_wheel", ROOT / "scripts" / "check_wheel.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_wheel_check_hands_its_build_to_make_test_only_for_the_same_fingerprint(tmp_path, monkeypatch):
+    """Issue 39 (CI time): .ci/run's wheel-check builds every kernel from the installed wheel, then
+    make test built them again into its own cache. The wheel's build is handed over only when it
+    was made for exactly the checkout's fingerprint (sources, toolchain, NUMBA_* settings, CPU) and
+    the suite's cache has none; whole (the manifest last, no temporary file left), and once."""
+    import json
+
+    from rankkit.compiler import aot
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    check_wheel = _check_wheel_script()
+    wheel_cache = tmp_path / "kernel-cache"
+    built = wheel_cache / aot.SUBDIR
+    built.mkdir(parents=True)
+    (built / "rankkit_aot_0-abc.so").write_bytes(b"machine code")
+    m = {"format": aot.FORMAT, "fingerprint": "0" * 64,
+         "modules": {"rankkit_aot_0-abc.so": {"name": "rankkit_aot_0", "sha256": "x", "kernels": []}}}
+    (built / aot.MANIFEST).write_text(json.dumps(m))
+    assert "not handed to make test" in check_wheel.share_build(wheel_cache)
+    assert not (tmp_path / "xdg").exists()
+    m["fingerprint"] = aot.fingerprint()
+    (built / aot.MANIFEST).write_text(json.dumps(m))
+    said = check_wheel.share_build(wheel_cache)
+    dest = Path(aot.suite_cache_dir()) / aot.SUBDIR
+    assert said.startswith("its build (1 module) handed to make test's kernel cache ") and str(dest.parent) in said
+    assert sorted(os.listdir(dest)) == [aot.MANIFEST, "rankkit_aot_0-abc.so"]
+    assert (dest / "rankkit_aot_0-abc.so").read_bytes() == b"machine code" and aot.read_manifest(str(dest)) == m
+    assert "already holds a build" in check_wheel.share_build(wheel_cache)

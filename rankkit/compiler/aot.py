@@ -266,7 +266,8 @@ def _known_sources(m: dict, stats: list) -> str | None:
     return rec["digest"] if rec.get("stats") == stats else None
 
 
-def _as_key(k) -> tuple:
+def as_key(k) -> tuple:
+    """An argument key as the table spells it (tuples), from the manifest's JSON (lists)."""
     return tuple(tuple(a) if isinstance(a, list) else a for a in k)
 
 
@@ -315,7 +316,7 @@ def _find() -> dict:
             for file, mod in m["modules"].items():
                 state["modules"][file] = {"name": str(mod["name"]), "sha256": str(mod["sha256"])}
                 for module, name, key, export in mod["kernels"]:
-                    state["kernels"].setdefault((module, name), []).append((_as_key(key), file, str(export)))
+                    state["kernels"].setdefault((module, name), []).append((as_key(key), file, str(export)))
             return state
     except Exception:  # an unreadable source, a manifest of the wrong shape: no ahead-of-time code
         pass
@@ -368,6 +369,13 @@ def exports(kernel) -> dict:
             if fn is not None:
                 out[key] = fn
         return out
+
+
+def covers(calls) -> bool:
+    """The build in use holds every one of `calls` ((module, kernel, argument key) as the table lists them)."""
+    status()
+    return all(any(k == as_key(key) for k, _, _ in _state["kernels"].get((module, name), ()))
+               for module, name, key in calls)
 
 
 def status() -> dict:

@@ -119,11 +119,15 @@ def unbuilt_kernels(in_table: set) -> list:
     return [k for k in kernels if k not in covered and f"{k.__module__}.{k.__qualname__}" not in NOT_BUILT]
 
 
-def write_table(calls: list, path: str = TABLE_PATH) -> None:
+def write_table(calls: list, path: str = TABLE_PATH, first: list = ()) -> None:
     lines = ['"""Kernel calls compiled ahead of time: (module, kernel, argument key) as',
              "rankkit.compiler.dispatch.arg_key gives it. Written by",
-             "`python -m rankkit.warmup --record`; do not edit by hand.\"\"\"", "", "CALLS = ["]
+             "`python -m rankkit.warmup --record`; do not edit by hand.", "",
+             "FIRST: those of the demo's first commands (train -v, predict, eval), built first by",
+             "`python -m rankkit.warmup --first` (make demo).\"\"\"", "", "CALLS = ["]
     lines += [f"    {c!r}," for c in calls]
+    lines += ["]", "", "FIRST = ["]
+    lines += [f"    {c!r}," for c in first]
     lines += ["]", ""]
     with open(path, "w", encoding="utf-8") as fh:
         fh.write("\n".join(lines))
@@ -133,6 +137,14 @@ def table() -> list:
     from rankkit.compiler import table as aot_table
 
     return list(aot_table.CALLS)
+
+
+def first_table() -> list:
+    """The table's calls that the demo's first commands make (train -v, predict and eval of a
+    small file): `make demo` builds these, runs them, then builds the rest."""
+    from rankkit.compiler import table as aot_table
+
+    return list(getattr(aot_table, "FIRST", ()))
 
 
 # -- compiling -----------------------------------------------------------------------------------------
@@ -268,18 +280,19 @@ def _compiler_output(out_dir: str):
         os.unlink(log)
 
 
-def compile_module(index: int, groups: list, out_dir: str) -> dict:
+def compile_module(index: int, groups: list, out_dir: str, first: int = 0) -> dict:
     """Compile the calls of (module, [(name, key), ...]) groups into one extension module in out_dir
     (numba's runtime helpers are compiled into every module: a few seconds each, so one module per
     process); returns its manifest record. Run in a process of its own (build does): it changes
-    how this process's numba compiles, for good."""
+    how this process's numba compiles, for good. The module is named rankkit_aot_<first + index>
+    (a build that adds to another's numbers its modules after the other's)."""
     from numba.core.typing import signature
 
     # every temporary file of the compile (pycc's build folder, the compiler probes of setuptools,
     # which leave theirs behind) inside out_dir, which the caller removes
     tempfile.tempdir = tempfile.mkdtemp(prefix=f"tmp{index}-", dir=out_dir)
     CC = _setup_compiler()
-    ext = f"rankkit_aot_{index}"
+    ext = f"rankkit_aot_{first + index}"
     # numba's C runtime helpers (allocation, error handling; no arithmetic of the kernels' own) are
     # compiled with Python's CFLAGS, -g -O3 here: without debug information and at -O1 they compile
     # in 1.3 s instead of 2.3 s per module. The compiler reads CFLAGS when it is made (in CC()).
@@ -353,7 +366,7 @@ def _read_counts(staging: str, n: int, last: list) -> list:
     return last
 
 
-def _compile_in_processes(buckets: list, staging: str, progress=None) -> list:
+def _compile_in_processes(buckets: list, staging: str, progress=None, first: int = 0) -> list:
     """compile_module for each bucket in its own spawned process; on any error or signal the
     workers are terminated at once (not waited for: a build takes tens of seconds). progress(calls
     compiled by each process, modules finished), if given, is called from this thread about 4 times
@@ -366,7 +379,7 @@ def _compile_in_processes(buckets: list, staging: str, progress=None) -> list:
     pool = ProcessPoolExecutor(max_workers=len(buckets), mp_context=multiprocessing.get_context("spawn"),
                                initializer=die_with_parent)
     try:
-        futures = [pool.submit(compile_module, i, b, staging) for i, b in enumerate(buckets)]
+        futures = [pool.submit(compile_module, i, b, staging, first) for i, b in enumerate(buckets)]
         counts = [0] * len(buckets)
         while True:
             finished, pending = wait(futures, timeout=0.25, return_when=FIRST_EXCEPTION)
@@ -404,17 +417,28 @@ _COMPILE_SECONDS = {"rankkit.solvers._sgd_kernels": 9.9, "rankkit.objectives.squ
                     "rankkit.solvers.factorized": 0.9, "rankkit.objectives.pairs": 0.5, "rankkit.stats": 0.2}
 
 
-def estimated_seconds(jobs: int) -> float:
-    """About how long the build of the table takes in `jobs` processes on this project's machine
-    (for a progress line; a slower machine takes longer)."""
-    jobs = max(1, jobs)
-    total = sum(_COMPILE_SECONDS.values())
-    return max(max(_COMPILE_SECONDS.values()), total / jobs) + 3.0  # + each process's start and C helpers
+def estimated_seconds(jobs: int, calls: list | None = None) -> float:
+    """About how long the build of `calls` (default: the table) takes in `jobs` processes on this
+    project's machine (for a progress line; a slower machine takes longer)."""
+    groups = _groups(table() if calls is None else calls)
+    jobs = max(1, min(jobs, len(groups)))
+    costs = [_share_cost(g) for g in groups] or [0.0]
+    return max(max(costs), sum(costs) / jobs) + 3.0  # + each process's start and C helpers
 
 
 def _cost(group) -> float:
     module, entries = group
     return _COMPILE_SECONDS.get(module, float(len(entries)))
+
+
+def _share_cost(group) -> float:
+    """_cost of a group that may hold only some of its module's calls in the table (a build of the
+    demo's first calls, or of the calls another build left): that share of the module's cost."""
+    module, entries = group
+    if module not in _COMPILE_SECONDS:
+        return float(len(entries))
+    in_table = sum(1 for m, _, _ in table() if m == module)
+    return _COMPILE_SECONDS[module] * min(1.0, len(entries) / max(in_table, 1))
 
 
 def compiled_share(bucket: list, done: int) -> float:
@@ -471,12 +495,34 @@ def _remove_stale_staging(directory: str, age: float = 3600.0) -> None:
             pass
 
 
-def build(jobs: int = 1, calls: list | None = None, directory: str | None = None, progress=None) -> dict:
+def built_calls(directory: str, fp: str) -> tuple[dict, set]:
+    """The modules (manifest records) of the build in `directory` if it was made for fingerprint
+    `fp` and every module file is still there, and the calls they hold; else ({}, set())."""
+    m = aot.read_manifest(directory)
+    if m is None or m.get("fingerprint") != fp:
+        return {}, set()
+    modules = m["modules"]
+    try:
+        if not all(os.path.isfile(os.path.join(directory, os.path.basename(f))) for f in modules):
+            return {}, set()
+        for r in modules.values():
+            int(str(r["name"]).rsplit("_", 1)[1])  # rankkit_aot_<n>: the added modules are numbered after these
+        return modules, {(module, name, aot.as_key(key)) for r in modules.values()
+                         for module, name, key, _ in r["kernels"]}
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError):  # not a manifest this build wrote: start afresh
+        return {}, set()
+
+
+def build(jobs: int = 1, calls: list | None = None, directory: str | None = None, progress=None,
+          add: bool = False) -> dict:
     """Compile `calls` (default: the table) in `jobs` processes and install them with their
     manifest; returns the manifest. Raises if anything fails (nothing is installed then).
     progress(calls compiled, modules finished, calls, modules, share), if given, is called a few times
     a second while the processes compile (rankkit.warmup's progress line); share is the part of the
-    calls' compile work done, by the costs of the calls compiled (compiled_share), in [0, 1]."""
+    calls' compile work done, by the costs of the calls compiled (compiled_share), in [0, 1].
+    add: keep the modules of a build already in `directory` for the same fingerprint and compile
+    only the calls it lacks (none: nothing is compiled); the manifest then lists both. The
+    manifest's key "added" holds the number of calls this build compiled."""
     calls = table() if calls is None else calls
     directory = directory or output_dir()
     os.makedirs(directory, exist_ok=True)
@@ -488,6 +534,19 @@ def build(jobs: int = 1, calls: list | None = None, directory: str | None = None
     if aot.source_stats() != stats:  # a file changed while being read: runs read the files (stats not kept)
         stats = None
     fp = aot.fingerprint(sources)
+    kept: dict = {}
+    if add:
+        kept, have = built_calls(directory, fp)
+        lacking = [c for c in calls if (c[0], c[1], aot.as_key(c[2])) not in have]
+        if not lacking:
+            manifest = aot.read_manifest(directory)
+            if manifest is not None and manifest.get("fingerprint") == fp:
+                manifest["added"] = 0
+                return manifest
+            kept = {}  # replaced meanwhile by another build: all of `calls`, on their own
+        else:
+            calls = lacking
+    first = 1 + max((int(r["name"].rsplit("_", 1)[1]) for r in kept.values()), default=-1)
     groups = _groups(calls)
     _remove_stale_staging(directory)
     staging = tempfile.mkdtemp(prefix=".build-", dir=directory)
@@ -496,8 +555,8 @@ def build(jobs: int = 1, calls: list | None = None, directory: str | None = None
         # one module per process (each module compiles numba's C helpers, ~2 s), the kernel groups
         # spread over them by their compile time, the longest first
         buckets = [[] for _ in range(jobs)]
-        for g in sorted(groups, key=lambda g: (-_cost(g), g[0])):
-            min(buckets, key=lambda b: sum(_cost(x) for x in b)).append(g)
+        for g in sorted(groups, key=lambda g: (-_share_cost(g), g[0])):
+            min(buckets, key=lambda b: sum(_share_cost(x) for x in b)).append(g)
         # always in spawned processes, even one: compile_module changes how this process's numba
         # compiles (_callees_as_ir_only), which must never reach a process that goes on to run kernels
         report = None
@@ -509,7 +568,7 @@ def build(jobs: int = 1, calls: list | None = None, directory: str | None = None
             def report(counts, modules):
                 share = sum(w * compiled_share(b, c) for w, b, c in zip(weights, buckets, counts)) / max(sum(weights), 1e-9)
                 progress(sum(counts), modules, n_calls, n_modules, share)
-        records = _compile_in_processes(buckets, staging, report)
+        records = _compile_in_processes(buckets, staging, report, first)
         # a source edited (and perhaps undone) while the build ran: the code may not be what the
         # fingerprint names, so nothing is installed
         if any(r.pop("compiled_from") != fp for r in records) or aot.fingerprint() != fp:
@@ -517,7 +576,8 @@ def build(jobs: int = 1, calls: list | None = None, directory: str | None = None
         for r in records:
             os.replace(os.path.join(staging, r["file"]), os.path.join(directory, r["file"]))
         manifest = {"format": aot.FORMAT, "fingerprint": fp, "built": time.strftime("%Y-%m-%d %H:%M:%S"),
-                    "sources": {"digest": sources, "stats": stats}, "modules": {r["file"]: r for r in records}}
+                    "sources": {"digest": sources, "stats": stats},
+                    "modules": {**kept, **{r["file"]: r for r in records}}}
         fd, tmp = tempfile.mkstemp(prefix=".manifest-", dir=directory)
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             json.dump(manifest, fh)
@@ -527,6 +587,7 @@ def build(jobs: int = 1, calls: list | None = None, directory: str | None = None
         os.replace(tmp, os.path.join(directory, aot.MANIFEST))
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+    manifest["added"] = len(calls)
     keep = set(manifest["modules"]) | {aot.MANIFEST}
     now = time.time()
     for f in os.listdir(directory):  # older builds' modules (a running process keeps its mapping);
