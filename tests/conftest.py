@@ -13,9 +13,13 @@ def pytest_configure(config):
     """A suite started in the background by a non-interactive shell (`cmd &`, nohup) has SIGINT
     ignored, and every process it starts inherits that: the tests of what Ctrl-C does to rankkit
     would then see rankkit (rightly) ignore it. They model a user at a terminal, so the suite's
-    processes get SIGINT's default back (a Python handler is reset to the default in a child)."""
+    processes get SIGINT's default back (a Python handler is reset to the default in a child).
+    Likewise SIGHUP under nohup (`nohup make test`: CI's log once showed a SIGHUP test's rankkit
+    complete its run, as it rightly does under nohup); the test of that case ignores SIGHUP itself."""
     if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+    if signal.getsignal(signal.SIGHUP) == signal.SIG_IGN:
+        signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
 
 def make_dataset(
