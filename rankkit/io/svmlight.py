@@ -289,8 +289,8 @@ def _parse_chunked(buf, source, zero_based, labels_optional, n_chunks):
     return data, indices, indptr, y, qid, has_qid, line_no, docspan
 
 
-# Plain files at least this large are read in blocks, twice (count, then parse), so that only one
-# block of their bytes is in memory: the reader's memory is the arrays plus one block. 8 MB blocks
+# Plain files at least this large are read once, in blocks (each counted, then parsed), so that only
+# one block of their bytes is in memory: the reader's memory is the arrays plus one block. 8 MB blocks
 # read as fast as 32 MB ones (two chunks for two threads each) and keep 24 MB less in memory.
 STREAM_MIN_BYTES = 16 << 20
 STREAM_BLOCK_BYTES = 8 << 20
@@ -342,11 +342,11 @@ def _count_block(view: np.ndarray, labels_optional: bool, hashing: bool = False)
 class FileDigest:
     """SHA-256 and byte count of the bytes read (pass as read_svmlight's `digest`).
 
-    later=True: a plain file large enough to be read in blocks is not hashed during its counting
-    pass (where the hash, slower than the count, held one of two cores) but once it is parsed,
+    later=True: a plain file large enough to be read in blocks is not hashed as its blocks are
+    counted (where the hash, slower than the count, held one of two cores) but once it is parsed,
     from a third read on a thread of its own while the caller goes on (a serial fit: Pegasos'
     steps leave the other core idle); the file must still have the size and modification time it
-    was parsed at when the hash is done, as between the reader's two passes. nbytes and
+    was parsed at when the hash is done, as at the end of the reader's pass. nbytes and
     hexdigest() wait for it, and raise the reader's DataError if the file changed meanwhile (so a
     model never records the checksum of other bytes than it was trained on). Any other input (a
     small, compressed or piped one) is hashed as it is read, as without it."""
