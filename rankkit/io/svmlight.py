@@ -471,16 +471,14 @@ def _narrow_in_place(indices: np.ndarray) -> np.ndarray:
     return indices.view(np.uint16)[:nnz]
 
 
-def _grown(arr: np.ndarray, used: int, need: int, fill=None) -> np.ndarray:
+def _grown(arr: np.ndarray, used: int, need: int) -> np.ndarray:
     """`arr` with room for at least `need` rows (entries): itself, or a new array of that many with
-    arr[:used] copied and, with `fill`, the rest set to it. Never zero-filled: the new rows stay
-    unwritten (not in memory) until the parser writes them."""
+    arr[:used] copied. Never filled: the new rows stay unwritten (not in memory) until the parser
+    writes them."""
     if arr.shape[0] >= need:
         return arr
     out = np.empty((need,) + arr.shape[1:], dtype=arr.dtype)
     out[:used] = arr[:used]
-    if fill is not None:
-        out[used:] = fill
     return out
 
 
@@ -569,7 +567,7 @@ def _parse_streaming(fd: int, size: int, name: str, zero_based: bool, labels_opt
             y, qid, line_no = _grown(y, row0, rows), _grown(qid, row0, rows), _grown(line_no, row0, rows)
             has_qid, indptr = _grown(has_qid, row0, rows), _grown(indptr, row0 + 1, rows + 1)
             if docspan is not None:
-                docspan = _grown(docspan, row0, rows, fill=-1)
+                docspan = _grown(docspan, row0, rows)
         if nnz1 > data.shape[0]:
             room = _room(nnz1, read, size, data.shape[0])
             data, indices = _grown(data, nnz0, room), _grown(indices, nnz0, room)
@@ -622,13 +620,14 @@ def _parse_streaming(fd: int, size: int, name: str, zero_based: bool, labels_opt
         if bool(np.any(spans[:, 0] >= 0)):
             piece, new = _compact_spans(view, spans)
             new[new[:, 0] >= 0] += piece_bytes
-            if docspan is None:  # the first docid: the rows before it have none
-                docspan = np.full((y.shape[0], 2), -1, dtype=np.int64)
+            if docspan is None:  # the first docid: the rows before it have none (the room after: written block by block)
+                docspan = np.empty((y.shape[0], 2), dtype=np.int64)
+                docspan[:row0] = -1
             docspan[row0:row1] = new
             pieces.append(piece)
             piece_bytes += len(piece)
             any_docid = True
-        elif docspan is not None:
+        elif docspan is not None:  # a block without docids after one with
             docspan[row0:row1] = -1
         row0, nnz0, line0 = row1, nnz1, line0 + int(counts[:, 2].sum())
         off += view.shape[0]
