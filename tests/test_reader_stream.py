@@ -1,6 +1,6 @@
-"""The block-streaming reader (large plain files, read twice in blocks: count, then parse) gives
-exactly what the whole-buffer reader gives, errors included, and notices a file that changes
-between its passes. Thresholds are lowered so that small files take the streaming path with many
+"""The block-streaming reader (large plain files, read once in blocks: each counted, then parsed
+into arrays that grow with the file) gives exactly what the whole-buffer reader gives, errors
+included, and notices a file that changes while it is read. Thresholds are lowered so that small files take the streaming path with many
 blocks and chunks."""
 
 from __future__ import annotations
@@ -110,6 +110,55 @@ def test_more_values_than_counted_is_caught_not_written(tmp_path, monkeypatch):
     _change_after_counting(monkeypatch, lambda: path.write_bytes(text.replace(b"#abcdefgh", b"2:1 3:1.0")))
     with pytest.raises(DataError, match=r"t\.txt: changed while being read"):
         read_svmlight(str(path))
+
+
+def test_each_byte_is_read_once(tmp_path, monkeypatch):
+    """One pass (issue 39): no counting pass over the whole file before the parse reads it again."""
+    path = tmp_path / "t.txt"
+    path.write_bytes(BASE)
+    _stream(monkeypatch, 1000)
+    original, read = S._read_at, []
+
+    def reading(fd, buf, offset, length, size, name):
+        read.append((offset, length))
+        return original(fd, buf, offset, length, size, name)
+
+    monkeypatch.setattr(S, "_read_at", reading)
+    ds = read_svmlight(str(path), narrow_indices=True, narrow_values=True)
+    offsets = [offset for offset, _ in read]
+    assert len(read) > 10 and offsets == sorted(set(offsets))  # forwards only (a block's cut tail is its next one's head)
+    assert max(o + n for o, n in read) == len(BASE) and ds.n_rows == 300
+
+
+def _denser_towards_the_end() -> bytes:
+    """Lines with long comments, then short ones (rows per byte grow ~20x), docids only in the
+    middle: the arrays outgrow the room the first blocks predicted, and docid spans start late."""
+    lines = BASE.splitlines(keepends=True)
+    out = []
+    for i, line in enumerate(lines):
+        head = line.split(b"#")[0].rstrip()
+        if i < 100:
+            out.append(head + b" # " + b"x" * 400 + b"\n")
+        elif i < 150:
+            out.append(head + b" # docid = D%d\n" % i)
+        else:
+            out.append(b" ".join(head.split()[:4]) + b"\n")  # label, qid, two features
+    return b"".join(out) + b"".join(b"%d qid:%d 1:0.5 2:%d\n" % (i % 3, 900 + i // 10, i) for i in range(3000))
+
+
+@pytest.mark.parametrize("block", [97, 1000, 4096])
+def test_streaming_a_file_denser_towards_its_end(tmp_path, monkeypatch, block):
+    text = _denser_towards_the_end()
+    path = tmp_path / "t.txt"
+    path.write_bytes(text)
+    whole = parse_bytes(np.frombuffer(text, dtype=np.uint8), str(path))
+    _stream(monkeypatch, block)
+    for narrow in (False, True):
+        ds = read_svmlight(str(path), narrow_indices=narrow, narrow_values=narrow)
+        _same(ds.with_float_values(), whole)
+        assert ds.docids()[120] == "D120" and ds.docids()[0] is None and ds.docids()[-1] is None
+        for a in (ds.data, ds.indices, ds.indptr, ds.y, ds.qid, ds.line):  # exactly their size, memory of their own
+            assert a.base is None or a.base.nbytes == a.nbytes
 
 
 # -- uint16 column indices (read_svmlight(narrow_indices=True): `rankkit train` with an exact solver) --

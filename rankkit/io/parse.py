@@ -3,8 +3,8 @@
 The file is cut at line boundaries into chunks (one for small files); a first pass counts each
 chunk's rows and non-zeros (one scan per line: exact for a valid file, never below what the parser
 writes), and the second pass parses every chunk straight into its final place in the output
-arrays. A large file is read in blocks, twice (count, then parse), so that only one block of its
-bytes is in memory at a time (rankkit.io.svmlight). The parser takes each line first in one scan
+arrays. A large file is read once, in blocks (each counted, then parsed), so that only one block of
+its bytes is in memory at a time (rankkit.io.svmlight). The parser takes each line first in one scan
 (`_fast_line`: the usual LETOR line, about 2.5x faster than the general path) and hands any other
 line, and every error, to the general path, which gives the same result for the lines both take
 (tests/test_reader_fast_line.py compares them line for line). Kernels never raise: they stop at the first bad token and return a

@@ -289,8 +289,8 @@ def _parse_chunked(buf, source, zero_based, labels_optional, n_chunks):
     return data, indices, indptr, y, qid, has_qid, line_no, docspan
 
 
-# Plain files at least this large are read in blocks, twice (count, then parse), so that only one
-# block of their bytes is in memory: the reader's memory is the arrays plus one block. 8 MB blocks
+# Plain files at least this large are read once, in blocks (each counted, then parsed), so that only
+# one block of their bytes is in memory: the reader's memory is the arrays plus one block. 8 MB blocks
 # read as fast as 32 MB ones (two chunks for two threads each) and keep 24 MB less in memory.
 STREAM_MIN_BYTES = 16 << 20
 STREAM_BLOCK_BYTES = 8 << 20
@@ -342,11 +342,11 @@ def _count_block(view: np.ndarray, labels_optional: bool, hashing: bool = False)
 class FileDigest:
     """SHA-256 and byte count of the bytes read (pass as read_svmlight's `digest`).
 
-    later=True: a plain file large enough to be read in blocks is not hashed during its counting
-    pass (where the hash, slower than the count, held one of two cores) but once it is parsed,
+    later=True: a plain file large enough to be read in blocks is not hashed as its blocks are
+    counted (where the hash, slower than the count, held one of two cores) but once it is parsed,
     from a third read on a thread of its own while the caller goes on (a serial fit: Pegasos'
     steps leave the other core idle); the file must still have the size and modification time it
-    was parsed at when the hash is done, as between the reader's two passes. nbytes and
+    was parsed at when the hash is done, as at the end of the reader's pass. nbytes and
     hexdigest() wait for it, and raise the reader's DataError if the file changed meanwhile (so a
     model never records the checksum of other bytes than it was trained on). Any other input (a
     small, compressed or piped one) is hashed as it is read, as without it."""
@@ -471,10 +471,49 @@ def _narrow_in_place(indices: np.ndarray) -> np.ndarray:
     return indices.view(np.uint16)[:nnz]
 
 
+def _grown(arr: np.ndarray, used: int, need: int) -> np.ndarray:
+    """`arr` with room for at least `need` rows (entries): itself, or a new array of that many with
+    arr[:used] copied. Never filled: the new rows stay unwritten (not in memory) until the parser
+    writes them."""
+    if arr.shape[0] >= need:
+        return arr
+    out = np.empty((need,) + arr.shape[1:], dtype=arr.dtype)
+    out[:used] = arr[:used]
+    return out
+
+
+def _trimmed(arr: np.ndarray, n: int) -> np.ndarray:
+    """arr[:n] as an array of its own of exactly n rows: `arr` shrunk in place (realloc; its tail,
+    never written, given back without a copy) when it owns its memory, else copied."""
+    if arr.shape[0] == n:
+        return arr
+    if not arr.flags.owndata or not arr.flags.c_contiguous:
+        return arr[:n].copy()
+    arr.resize((n,) + arr.shape[1:], refcheck=False)  # no view of it is kept (only the reader's, gone)
+    return arr
+
+
+# The first blocks fix how many rows and non-zeros the arrays have room for (the counts so far, per
+# byte, times the file's size), with this margin: a later block with more per byte grows them once.
+_ROOM_MARGIN = 1.0625
+
+
+def _room(need: int, read: int, size: int, room: int) -> int:
+    """Rows (or non-zeros) to make room for when `need` of them, counted in the first `read` bytes
+    of `size`, outgrow `room`: their rate so far over the whole file (with _ROOM_MARGIN), and at
+    least half as many again as `room` (a file denser towards its end grows them a few times, not
+    once a block)."""
+    return max(need, int(math.ceil(need / max(read, 1) * size * _ROOM_MARGIN)) + 1, room + room // 2)
+
+
 def _parse_streaming(fd: int, size: int, name: str, zero_based: bool, labels_optional: bool,
                      block_bytes: int | None = None, digest=None, narrow: bool = False, narrow_values: bool = False):
-    """The arrays of parse_bytes, and docids, from a plain file read in blocks: a counting pass,
-    then a parsing pass into arrays of the counted size. Memory: the arrays plus one block.
+    """The arrays of parse_bytes, and docids, from a plain file read in blocks, in one pass: each
+    block is read once, counted (exactly: its rows and non-zeros) and parsed into its place in
+    arrays that have room for the rows and non-zeros the blocks so far predict for the whole file
+    (np.empty: the room no block fills is never written, so never in memory, and is given back at
+    the end without a copy; a block beyond the room grows them). Memory: the arrays plus one block.
+    (perf, issue 39: a counting pass over the whole file before the parse read every byte twice.)
     `digest` (a hashlib object) is updated with every byte of the file, in order. `narrow`:
     column indices as uint16 while they all fit (each block parsed into an int32 scratch of the
     block's size and copied down; the first block with a larger column widens them to int32).
@@ -484,10 +523,25 @@ def _parse_streaming(fd: int, size: int, name: str, zero_based: bool, labels_opt
     that cannot be coded turns the values into float64 once). Returns (arrays, docids, scale)."""
     block_bytes = block_bytes or STREAM_BLOCK_BYTES
     buf = np.empty(min(size, block_bytes), dtype=np.uint8)
-    blocks = []
+    coding = narrow_values
+    data = np.empty(0, dtype=np.int32 if coding else np.float64)
+    indices = np.empty(0, dtype=np.uint16 if narrow else np.int32)
+    indptr = np.empty(1, dtype=np.int64)
+    y, qid, line_no = np.empty(0), np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
+    has_qid = np.empty(0, dtype=np.uint8)
+    docspan = None  # the whole file's docid spans, only once a block has a docid
+    # one block's scratch arrays, kept (and grown) across blocks: docid spans, slow literals,
+    # int32 column indices before they are copied down to uint16 (narrow), float64 values before
+    # they are coded (coding: `digits` is their d)
+    bspans = np.empty((0, 2), dtype=np.int64)
+    slow = np.empty((0, 4), dtype=np.int64)
+    scratch = np.empty(0, dtype=np.int32) if narrow else None
+    vscratch, digits = (np.empty(0, dtype=np.float64) if coding else None), 0
+    pieces, piece_bytes, any_docid = [], 0, False
+    row0 = nnz0 = line0 = 0
     off = 0
     cap = block_bytes
-    while off < size:  # pass 1: cut into blocks at line ends and count
+    while off < size:
         length = min(cap, size - off)
         if buf.shape[0] < length:
             buf = np.empty(length, dtype=np.uint8)
@@ -503,50 +557,44 @@ def _parse_streaming(fd: int, size: int, name: str, zero_based: bool, labels_opt
         bounds, counts = _count_block(view, labels_optional, hashing is not None)
         if hashing is not None:
             hashing.join()
-        blocks.append((off, view.shape[0], bounds, counts))
-        off += view.shape[0]
-    totals = sum(c.sum(axis=0) for _, _, _, c in blocks) if blocks else np.zeros(3, dtype=np.int64)
-    n, nnz = int(totals[0]), int(totals[1])
-    coding = narrow_values and nnz > 0
-    # the docid spans of one block at a time (bspans); the whole file's (docspan) only once a block has one
-    block_rows = max((int(c[:, 0].sum()) for *_, c in blocks), default=0)
-    data, indices, indptr, y, qid, has_qid, line_no, bspans = _row_arrays(
-        n, 0 if coding else nnz, np.uint16 if narrow else np.int32, nnz, block_rows)
-    docspan = None
-    block_nnz = max((int(c[:, 1].sum()) for *_, c in blocks), default=0)
-    # narrow: each block's int32 column indices, before they are copied down to uint16
-    scratch = np.empty(block_nnz, dtype=np.int32) if narrow and blocks else None
-    # coding: the int32 decimal codes of the values (digits: their d), each block's values parsed
-    # into a float64 scratch first
-    if coding:
-        data, digits, vscratch = np.empty(nnz, dtype=np.int32), 0, np.empty(block_nnz, dtype=np.float64)
-    pieces, piece_bytes, any_docid = [], 0, False
-    row0 = nnz0 = line0 = 0
-    for off, length, bounds, counts in blocks:  # pass 2: parse each block into place
-        _read_at(fd, buf, off, length, size, name)
-        view = _read_only(buf[:length])
+        view = _read_only(view)
         nc = counts.shape[0]
-        row1 = row0 + int(counts[:, 0].sum())
-        nnz1 = nnz0 + int(counts[:, 1].sum())
+        block_rows, block_nnz = int(counts[:, 0].sum()), int(counts[:, 1].sum())
+        row1, nnz1 = row0 + block_rows, nnz0 + block_nnz
+        read = off + view.shape[0]
+        if row1 > y.shape[0]:
+            rows = _room(row1, read, size, y.shape[0])
+            y, qid, line_no = _grown(y, row0, rows), _grown(qid, row0, rows), _grown(line_no, row0, rows)
+            has_qid, indptr = _grown(has_qid, row0, rows), _grown(indptr, row0 + 1, rows + 1)
+            if docspan is not None:
+                docspan = _grown(docspan, row0, rows)
+        if nnz1 > data.shape[0]:
+            room = _room(nnz1, read, size, data.shape[0])
+            data, indices = _grown(data, nnz0, room), _grown(indices, nnz0, room)
+        bspans = _grown(bspans, 0, block_rows)
+        slow = _grown(slow, 0, block_rows + block_nnz)
+        if scratch is not None:
+            scratch = _grown(scratch, 0, block_nnz)
+        if vscratch is not None:
+            vscratch = _grown(vscratch, 0, block_nnz)
         # the block is parsed into views of its own rows and non-zeros (positions relative to them)
         rows_at = _exclusive_cumsum(counts[:, 0])
         nnz_at = _exclusive_cumsum(counts[:, 1])
         line_before = line0 + _exclusive_cumsum(counts[:, 2])
         slow_at = _exclusive_cumsum(counts[:, 0] + counts[:, 1])
-        slow = np.empty((int(counts[:, 0].sum() + counts[:, 1].sum()), 4), dtype=np.int64)
         status = np.zeros((nc, 5), dtype=np.int64)
         parsed = np.zeros((nc, 3), dtype=np.int64)
         narrowing = indices.dtype == np.uint16
-        block_indices = scratch[: nnz1 - nnz0] if narrowing else indices[nnz0:nnz1]
-        block_data = vscratch[: nnz1 - nnz0] if coding else data[nnz0:nnz1]
+        block_indices = scratch[:block_nnz] if narrowing else indices[nnz0:nnz1]
+        block_data = vscratch[:block_nnz] if coding else data[nnz0:nnz1]
         block_indptr = indptr[row0 : row1 + 1]
         block_y, block_line = y[row0:row1], line_no[row0:row1]
         K.parse_chunks(view, bounds, bool(zero_based), bool(labels_optional), counts, rows_at, nnz_at, line_before,
                        slow_at, block_data, block_indices, block_indptr, block_y, qid[row0:row1], has_qid[row0:row1],
-                       block_line, bspans[: row1 - row0], slow, status, parsed)
+                       block_line, bspans[:block_rows], slow, status, parsed)
         _check_status(view, name, status, line_before, bounds)
-        if not np.array_equal(parsed[:, :2], counts[:, :2]):
-            raise _changed(name, "its content changed between the reader's two passes")
+        if not np.array_equal(parsed[:, :2], counts[:, :2]):  # cannot happen: count and parse read the same bytes
+            raise RuntimeError("reader: block counts disagree with the parser")
         if parsed[:, 2].any():
             sl_pieces = []
             for c in range(nc):
@@ -564,23 +612,34 @@ def _parse_streaming(fd: int, size: int, name: str, zero_based: bool, labels_opt
             if _fits_narrow(block_indices):
                 indices[nnz0:nnz1] = block_indices
             else:  # a column past uint16: int32 from here on (the narrow part widened once)
-                wide = np.empty(nnz, dtype=np.int32)
+                wide = np.empty(indices.shape[0], dtype=np.int32)
                 wide[:nnz0] = indices[:nnz0]
                 wide[nnz0:nnz1] = block_indices
                 indices, scratch = wide, None
-        spans = bspans[: row1 - row0]
+        spans = bspans[:block_rows]
         if bool(np.any(spans[:, 0] >= 0)):
             piece, new = _compact_spans(view, spans)
             new[new[:, 0] >= 0] += piece_bytes
-            if docspan is None:  # the first docid: the rows before it have none
-                docspan = np.full((n, 2), -1, dtype=np.int64)
+            if docspan is None:  # the first docid: the rows before it have none (the room after: written block by block)
+                docspan = np.empty((y.shape[0], 2), dtype=np.int64)
+                docspan[:row0] = -1
             docspan[row0:row1] = new
             pieces.append(piece)
             piece_bytes += len(piece)
             any_docid = True
+        elif docspan is not None:  # a block without docids after one with
+            docspan[row0:row1] = -1
         row0, nnz0, line0 = row1, nnz1, line0 + int(counts[:, 2].sum())
+        off += view.shape[0]
+    # no view of the arrays is left (they are trimmed in place)
+    block_indices = block_data = block_indptr = block_y = block_line = spans = None
+    n, nnz = row0, nnz0
+    if coding and nnz == 0:  # no value: float64, as without narrow_values
+        data, coding = np.empty(0, dtype=np.float64), False
+    data, indices, indptr = _trimmed(data, nnz), _trimmed(indices, nnz), _trimmed(indptr, n + 1)
+    y, qid, has_qid, line_no = _trimmed(y, n), _trimmed(qid, n), _trimmed(has_qid, n), _trimmed(line_no, n)
     indptr[n] = nnz
-    docids = (b"".join(pieces), docspan) if any_docid else None
+    docids = (b"".join(pieces), _trimmed(docspan, n)) if any_docid else None
     scale = DECIMAL_SCALES[digits] if coding else 1.0
     return (data, indices, indptr, y, qid, has_qid, line_no), docids, scale
 
