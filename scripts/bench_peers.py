@@ -993,6 +993,15 @@ def main() -> int:
     from rankkit.warmup import compile_bytecode
 
     compile_bytecode()  # as after `make`: no run compiles rankkit's modules from source (PYTHONDONTWRITEBYTECODE)
+    from rankkit.compiler import aot
+    from rankkit.compiler.table import CALLS
+
+    if aot.enabled() and not aot.covers(CALLS):
+        # without a build of these exact sources every rankkit run would import numba and load its
+        # JIT cache: about 0.25 s and 100 MB more per process, figures no user of `make` sees
+        print("bench-peers: no kernel build of these sources covers every kernel call: run `make warmup` "
+              "(or `python -m rankkit.warmup`) first, or `make bench-peers`", file=sys.stderr)
+        return 2
     rep = Report()
     rep.data["load"] = load_now()
     with tempfile.TemporaryDirectory(prefix="rankkit-bench-peers-") as tmp:
