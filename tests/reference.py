@@ -5,6 +5,8 @@ The fast kernels are checked against these. Tolerances used across the suite are
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from rankkit.data import Dataset
@@ -78,6 +80,12 @@ def pair_loss(t: float, loss: str) -> tuple[float, float, float]:
         if t >= 0:
             return (1 - t) ** 2, -2 * (1 - t), 2.0
         return 1 - 2 * t, -2.0, 0.0
+    if loss == "hinge":  # value and subgradient
+        return (1 - t, -1.0, 0.0) if t < 1 else (0.0, 0.0, 0.0)
+    if loss == "logistic":  # log(1 + e^-t), RankNet's, term by term (e^-t past the double range: -t)
+        value = math.log1p(math.exp(-t)) if t > -700 else -t
+        s = 1 / (1 + math.exp(t)) if t < 700 else 0.0  # sigma(-t)
+        return value, -s, s * (1 - s)
     raise ValueError(loss)
 
 

@@ -1,7 +1,7 @@
 """The pairwise objectives the solvers minimise, as a family: value, gradient and Hessian-vector
 product of 0.5 ||w||^2 + C L(Xw). losses.py: one class per pair loss (SquaredHinge, Huber, Hinge,
 Logistic; LOSSES = {name: class}), each its per-pair math (the terms the sweeps add up, its code in
-the pair kernel, value / slope / curvature). base.py: PairObjective, what every objective shares
+the pair kernel, whether it has a Hessian and takes a moved margin). base.py: PairObjective, what every objective shares
 (the dataset's arrays, the products with X, the protocol scores / evaluate / gradient / hess_vec
 over a loss in score space). Two structures over it: pairwise.py's PairwiseObjective (one sort per
 query, a sweep per term of squared_hinge.py's kernels: O(n log n); rescale.py's margin and slack

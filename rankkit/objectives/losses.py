@@ -5,9 +5,8 @@ add only theirs to the data handling of their base:
 
     terms(margin)     the loss as sum_k coef_k max(0, margin_k - t)^p, p = 2 (squared) or 1 (hinge):
                       what the O(n log n) sweeps (squared_hinge.py) add up over one sort
-    code              the loss's code in the explicit pair kernel (pairs.pair_fun_grad)
-    value, slope,     the exact loss and its first and (generalised) second derivative at t, in
-    curvature         NumPy: the reference the kernels and the tests are held to
+    code              the loss's code in the explicit pair kernel (pairs.pair_fun_grad: its exact
+                      value and derivatives, held to tests/reference.py's pair_loss)
     second_order      False for a loss with no Hessian (hinge: value and subgradient, the bundle method)
     margin_rescaling  whether the O(n log n) objective can move the margin (rescale.py: a margin
                       other than 1 is a sum of shifted terms only for a single squared or plain hinge)
@@ -18,13 +17,11 @@ ValueError "unknown loss 'name'").
 
 from __future__ import annotations
 
-import numpy as np
-
 from rankkit.objectives.logistic import DEFAULT_PIECES, DEFAULT_RANGE, piecewise_quadratic
 
 
 class PairLoss:
-    """A pair loss (see the module docstring); subclasses set the class attributes and the methods."""
+    """A pair loss (see the module docstring); subclasses set the class attributes and terms()."""
 
     name = ""
     code = -1
@@ -34,15 +31,6 @@ class PairLoss:
     def terms(self, margin: float = 1.0) -> list[tuple[float, float, bool]]:
         """[(coef, margin, squared)]: the loss at the pair margin `margin` as a weighted sum of
         max(0, margin_k - t)^2 (squared) or max(0, margin_k - t) terms."""
-        raise NotImplementedError
-
-    def value(self, t):
-        raise NotImplementedError
-
-    def slope(self, t):
-        raise NotImplementedError
-
-    def curvature(self, t):
         raise NotImplementedError
 
     def __repr__(self) -> str:
@@ -57,15 +45,6 @@ class SquaredHinge(PairLoss):
     def terms(self, margin=1.0):
         return [(1.0, margin, True)]
 
-    def value(self, t):
-        return np.maximum(0.0, 1.0 - np.asarray(t, dtype=np.float64)) ** 2
-
-    def slope(self, t):
-        return -2.0 * np.maximum(0.0, 1.0 - np.asarray(t, dtype=np.float64))
-
-    def curvature(self, t):
-        return np.where(np.asarray(t) < 1.0, 2.0, 0.0)
-
 
 class Huber(PairLoss):
     """Chapelle & Keerthi's decomposition max(0, 1 - t)^2 - max(0, -t)^2: quadratic for 0 <= t < 1,
@@ -77,18 +56,6 @@ class Huber(PairLoss):
     def terms(self, margin=1.0):
         return [(1.0, 1.0, True), (-1.0, 0.0, True)]
 
-    def value(self, t):
-        t = np.asarray(t, dtype=np.float64)
-        return np.maximum(0.0, 1.0 - t) ** 2 - np.maximum(0.0, -t) ** 2
-
-    def slope(self, t):
-        t = np.asarray(t, dtype=np.float64)
-        return -2.0 * np.maximum(0.0, 1.0 - t) + 2.0 * np.maximum(0.0, -t)
-
-    def curvature(self, t):
-        t = np.asarray(t)
-        return np.where((t >= 0.0) & (t < 1.0), 2.0, 0.0)
-
 
 class Hinge(PairLoss):
     """max(0, 1 - t): value and subgradient only (the bundle method)."""
@@ -98,15 +65,6 @@ class Hinge(PairLoss):
 
     def terms(self, margin=1.0):
         return [(1.0, margin, False)]
-
-    def value(self, t):
-        return np.maximum(0.0, 1.0 - np.asarray(t, dtype=np.float64))
-
-    def slope(self, t):
-        return np.where(np.asarray(t) < 1.0, -1.0, 0.0)
-
-    def curvature(self, t):
-        return np.zeros(np.shape(t))
 
 
 class Logistic(PairLoss):
@@ -123,26 +81,8 @@ class Logistic(PairLoss):
     def terms(self, margin=1.0):
         return [(a_m, c_m, True) for c_m, a_m in zip(*(v.tolist() for v in piecewise_quadratic(self.pieces, self.T)))]
 
-    def value(self, t):
-        t = np.asarray(t, dtype=np.float64)
-        return np.maximum(-t, 0.0) + np.log1p(np.exp(-np.abs(t)))  # log(1 + e^-t) without overflow
-
-    def slope(self, t):
-        return -_sigma_neg(t)
-
-    def curvature(self, t):
-        s = _sigma_neg(t)
-        return s * (1.0 - s)
-
     def __repr__(self) -> str:
         return f"Logistic(pieces={self.pieces}, T={self.T})"
-
-
-def _sigma_neg(t):
-    """sigma(-t) = 1 / (1 + e^t) without overflow."""
-    t = np.asarray(t, dtype=np.float64)
-    e = np.exp(-np.abs(t))
-    return np.where(t >= 0.0, e / (1.0 + e), 1.0 / (1.0 + e))
 
 
 LOSSES: dict[str, type[PairLoss]] = {cls.name: cls for cls in (SquaredHinge, Huber, Hinge, Logistic)}
