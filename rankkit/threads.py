@@ -208,8 +208,8 @@ def own_running() -> int:
                 stat = fh.read()
         except OSError:  # the thread ended meanwhile
             continue
-        state = stat[stat.rfind(b")") + 2 : stat.rfind(b")") + 3]  # after "pid (comm) "
-        n += state == b"R"
+        end = stat.rfind(b")")  # the state follows "pid (comm) "
+        n += stat[end + 2 : end + 3] == b"R"
     return max(1, n)
 
 
