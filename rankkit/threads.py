@@ -348,18 +348,48 @@ def split(weights_end: "object", n: int, work: int) -> list[tuple[int, int]]:
 def run(kernel, parts: list[tuple[int, int]], *args) -> list:
     """kernel(*args, lo, hi) for every part, the first on this thread and the others on the pool;
     returns their results in part order."""
-    global _pool, _pool_size, _no_new_threads
     _check_cancel()
-    if len(parts) == 1 or _no_new_threads:
+    futures = _on_pool(kernel, [(*args, lo, hi) for lo, hi in parts[1:]]) if len(parts) > 1 else None
+    if futures is None:
         return [kernel(*args, lo, hi) for lo, hi in parts]
+    first = kernel(*args, *parts[0])
+    return [first] + [f.result() for f in futures]
+
+
+def run_each(kernel, n: int, *args) -> None:
+    """kernel(*args, c, c + 1) for every item c < n, the items taken one at a time, in turn, by this
+    thread and count() - 1 pool threads: a thread whose core is shared (with another process, or
+    with this process's own thread hashing the file being read) takes fewer items, where the fixed
+    ranges of run() would leave the other threads waiting for its last one. For kernels whose items
+    write only their own outputs: which thread takes which item changes no result."""
+    _check_cancel()
+    t = min(count(), n)
+    items = iter(range(n))  # next() on it is atomic (the GIL): each item is taken once
+
+    def take() -> None:
+        for c in items:
+            kernel(*args, c, c + 1)
+
+    futures = _on_pool(take, [()] * (t - 1)) if t > 1 else None
+    take()
+    for f in futures or ():
+        f.result()
+
+
+def _on_pool(fn, calls: list[tuple]):
+    """fn(*call) for each call submitted to the pool (grown to len(calls) threads): their futures;
+    None when no thread can be started (the caller then runs every call on its own thread)."""
+    global _pool, _pool_size, _no_new_threads
+    if _no_new_threads:
+        return None
     try:
-        if _pool is None or _pool_size < len(parts) - 1:
+        if _pool is None or _pool_size < len(calls):
             from concurrent.futures import ThreadPoolExecutor
 
             stop_pool()
-            _pool_size = len(parts) - 1
+            _pool_size = len(calls)
             _pool = ThreadPoolExecutor(max_workers=_pool_size, thread_name_prefix="rankkit")
-        futures = [_pool.submit(kernel, *args, lo, hi) for lo, hi in parts[1:]]
+        return [_pool.submit(fn, *call) for call in calls]
     except RuntimeError as exc:  # "can't start new thread" (ulimit -u, a process or memory limit)
         if "can't start new thread" not in str(exc):
             raise
@@ -368,9 +398,7 @@ def run(kernel, parts: list[tuple[int, int]], *args) -> list:
         _no_new_threads = True
         _pool.shutdown(wait=True, cancel_futures=True)
         _pool, _pool_size = None, 0
-        return [kernel(*args, lo, hi) for lo, hi in parts]
-    first = kernel(*args, *parts[0])
-    return [first] + [f.result() for f in futures]
+        return None
 
 
 def stop_pool() -> None:

@@ -293,3 +293,37 @@ def test_later_digest_of_an_input_not_read_in_blocks_is_hashed_as_it_is_read(tmp
     digest = S.FileDigest(later=True)
     read_svmlight(str(path), digest=digest)
     assert held == [] and digest.hexdigest() == hashlib.sha256(BASE).hexdigest()
+
+
+def test_each_block_is_hashed_beside_its_count_and_parse(tmp_path, monkeypatch):
+    """`rankkit train` (Newton) hashes each block of a large file on a thread while the block is
+    counted and parsed, and waits for it only before the next block is read into the buffer
+    (waiting after the count left a core idle while the hash finished). The hash here is taken
+    only when it is waited for: the buffer must still hold the block then, or the digest is not
+    the file's."""
+    import hashlib
+
+    path = tmp_path / "t.txt"
+    path.write_bytes(BASE)
+    _stream(monkeypatch, 1000)
+    events = []
+    read_at, parse_chunks = S._read_at, S.K.parse_chunks
+
+    class Deferred:
+        def __init__(self, digest, view):
+            self.digest, self.view = digest, view
+            events.append("hash")
+
+        def join(self):
+            events.append("join")
+            self.digest.update(memoryview(self.view))
+
+    monkeypatch.setattr(S, "_hash_beside", Deferred)
+    monkeypatch.setattr(S, "_read_at", lambda *a: events.append("read") or read_at(*a))
+    monkeypatch.setattr(S.K, "parse_chunks", lambda *a: events.append("parse") or parse_chunks(*a))
+    digest = S.FileDigest()
+    read_svmlight(str(path), digest=digest)
+    assert digest.hexdigest() == hashlib.sha256(BASE).hexdigest() and digest.nbytes == len(BASE)
+    blocks = events.count("hash")
+    assert blocks > 3 and events.count("join") == blocks
+    assert events == ["read", "hash", "parse", "join"] * blocks, events

@@ -128,3 +128,78 @@ def test_weights_do_not_depend_on_blas_threads(tmp_path):
         text = (tmp_path / f"m{t}.txt").read_text()
         out[t] = text[text.index("\nweights ") : text.index("\nchecksum ")]
     assert out["1"] == out["2"]
+
+
+def _record_items(seen, lock):
+    import threading
+
+    def kernel(scale, lo, hi):
+        with lock:
+            seen.append((lo, hi, threading.get_ident(), scale))
+    return kernel
+
+
+@pytest.mark.parametrize("n_threads", [1, 2, 3])
+@pytest.mark.parametrize("n", [0, 1, 2, 7, 40])
+def test_run_each_takes_every_item_once(n_threads, n):
+    """run_each: kernel(*args, c, c + 1) for every c < n, each exactly once, on at most count() threads."""
+    import threading
+
+    seen, lock = [], threading.Lock()
+    with threads.limited(n_threads):
+        threads.run_each(_record_items(seen, lock), n, 2.5)
+    assert sorted((lo, hi) for lo, hi, _, _ in seen) == [(c, c + 1) for c in range(n)]
+    assert all(s == 2.5 for *_, s in seen)
+    assert len({t for _, _, t, _ in seen}) <= max(1, min(n_threads, n))
+
+
+def test_run_each_lets_a_fast_thread_take_a_slow_ones_items():
+    """The items are taken in turn: while one thread is held on its first item, the other takes
+    every other item (run()'s fixed ranges would give each thread half)."""
+    import threading
+
+    release, taken, lock = threading.Event(), [], threading.Lock()
+    first = threading.get_ident()
+
+    def kernel(lo, hi):
+        with lock:
+            taken.append((lo, threading.get_ident()))
+        if threading.get_ident() == first and len(taken) == 1:
+            release.wait(5)  # the calling thread's first item: held until the pool is done
+
+    def hold_then_release():
+        # the pool thread takes the other items while the caller is held
+        while True:
+            with lock:
+                if len(taken) >= 10:
+                    break
+            threading.Event().wait(0.001)
+        release.set()
+
+    watcher = threading.Thread(target=hold_then_release, daemon=True)
+    watcher.start()
+    with threads.limited(2):
+        threads.run_each(kernel, 10)
+    watcher.join(5)
+    assert sorted(c for c, _ in taken) == list(range(10))
+    by_caller = [c for c, t in taken if t == first]
+    assert len(by_caller) < 5, taken  # the held thread took fewer than half
+
+
+def test_run_each_runs_on_the_caller_when_no_thread_can_be_started(monkeypatch):
+    from concurrent.futures import ThreadPoolExecutor
+
+    import threading
+
+    def refuse(self, *a, **k):
+        raise RuntimeError("can't start new thread")
+
+    threads.stop_pool()
+    monkeypatch.setattr(ThreadPoolExecutor, "submit", refuse)
+    monkeypatch.setattr(threads, "_no_new_threads", False)
+    seen, lock = [], threading.Lock()
+    with threads.limited(2):
+        threads.run_each(_record_items(seen, lock), 6, 1.0)
+    assert sorted(lo for lo, *_ in seen) == list(range(6))
+    assert {t for _, _, t, _ in seen} == {threading.get_ident()}
+    assert threads._no_new_threads

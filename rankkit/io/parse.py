@@ -848,10 +848,8 @@ def _count_range(buf, bounds, labels_optional, counts, c0, c1):
 
 def count_chunks(buf, bounds, labels_optional, counts):
     """counts[c] = (rows, non-zeros (an upper bound, exact without errors), newlines) of chunk c;
-    chunks split over the threads (rankkit.threads)."""
-    nc = bounds.shape[0] - 1
-    threads.run(_count_range, threads.split(bounds, nc, int(bounds[-1] - bounds[0])), buf, bounds, labels_optional,
-                counts)
+    the chunks taken in turn by the threads (rankkit.threads.run_each)."""
+    threads.run_each(_count_range, bounds.shape[0] - 1, buf, bounds, labels_optional, counts)
 
 
 @njit
@@ -899,12 +897,11 @@ def parse_chunks(
     up what parse_svmlight wrote relative to the chunk (row pointers, line numbers, byte offsets
     relative to buf). Slow-number entries of chunk c start at slow_at[c]. Chunk c writes at most
     counts[c] rows and non-zeros (more: status OVER_CAPACITY). parsed[c] = (rows, nnz, slow).
-    Chunks are split over the threads (rankkit.threads). The chunks may be one block of a larger
-    file: indptr's last entry is set to len(data)."""
-    nc = bounds.shape[0] - 1
-    threads.run(_parse_range, threads.split(bounds, nc, int(bounds[-1] - bounds[0])), buf, bounds, zero_based,
-                labels_optional, counts, rows_at, nnz_at, line_before, slow_at, data, indices, indptr, y, qid, has_qid,
-                line_no, docspan, slow, status, parsed)
+    The chunks are taken in turn by the threads (rankkit.threads.run_each). The chunks may be one
+    block of a larger file: indptr's last entry is set to len(data)."""
+    threads.run_each(_parse_range, bounds.shape[0] - 1, buf, bounds, zero_based, labels_optional, counts, rows_at,
+                     nnz_at, line_before, slow_at, data, indices, indptr, y, qid, has_qid, line_no, docspan, slow,
+                     status, parsed)
     # chunk c wrote indptr[r0 + n] relative to k0, and it is entry r0 of chunk c + 1: set each
     # chunk's first entry once every chunk is done
     _fix_chunk_starts(rows_at, nnz_at, indptr, data.shape[0])

@@ -18,7 +18,6 @@ the one function every face opens a data file with.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import math
 import os
@@ -327,15 +326,13 @@ def _last_line_end(view: np.ndarray) -> int:
     return 0
 
 
-def _count_block(view: np.ndarray, labels_optional: bool, hashing: bool = False):
-    """(chunk bounds, counts) of one block; `hashing`: a thread hashes the block meanwhile, so the
-    count leaves it a core (the chunks, which the parsing pass reuses, stay those of all cores)."""
+def _count_block(view: np.ndarray, labels_optional: bool):
+    """(chunk bounds, counts) of one block."""
     view = _read_only(view)
     nc = _n_chunks(view.shape[0])
     bounds = K.chunk_bounds(view, nc)
     counts = np.zeros((nc, 3), dtype=np.int64)
-    with threads.limited(max(1, threads.count() - 1)) if hashing else contextlib.nullcontext():
-        K.count_chunks(view, bounds, bool(labels_optional), counts)
+    K.count_chunks(view, bounds, bool(labels_optional), counts)
     return bounds, counts
 
 
@@ -541,8 +538,15 @@ def _parse_streaming(fd: int, size: int, name: str, zero_based: bool, labels_opt
     row0 = nnz0 = line0 = 0
     off = 0
     cap = block_bytes
+    # the thread hashing the last block (started once it is read, it runs beside the block's count
+    # and parse, whose chunks the other threads take in turn: threads.run_each), joined before
+    # the next block is read into the buffer: every block's own bytes hashed, in file order
+    hashing = None
     while off < size:
         length = min(cap, size - off)
+        if hashing is not None:
+            hashing.join()
+            hashing = None
         if buf.shape[0] < length:
             buf = np.empty(length, dtype=np.uint8)
         _read_at(fd, buf, off, length, size, name)
@@ -554,9 +558,7 @@ def _parse_streaming(fd: int, size: int, name: str, zero_based: bool, labels_opt
                 continue
             view = view[:cut]
         hashing = _hash_beside(digest, view) if digest is not None else None
-        bounds, counts = _count_block(view, labels_optional, hashing is not None)
-        if hashing is not None:
-            hashing.join()
+        bounds, counts = _count_block(view, labels_optional)
         view = _read_only(view)
         nc = counts.shape[0]
         block_rows, block_nnz = int(counts[:, 0].sum()), int(counts[:, 1].sum())
@@ -631,6 +633,8 @@ def _parse_streaming(fd: int, size: int, name: str, zero_based: bool, labels_opt
             docspan[row0:row1] = -1
         row0, nnz0, line0 = row1, nnz1, line0 + int(counts[:, 2].sum())
         off += view.shape[0]
+    if hashing is not None:
+        hashing.join()
     # no view of the arrays is left (they are trimmed in place)
     block_indices = block_data = block_indptr = block_y = block_line = spans = None
     n, nnz = row0, nnz0
