@@ -37,8 +37,9 @@ all: test
 # (--no-compile: pip would compile every module of numpy, scipy and numba, ~9 s of CPU; a run
 # compiles what it imports). pip is upgraded only if it cannot install a pyproject project in
 # editable mode (21.3, PEP 660): a bundled pip usually can.
+PIP_STAMP := $(VENV)/.pip
 BUNDLED := $(PYTHON) -c "import ensurepip, glob, os; print(' '.join(sorted(glob.glob(os.path.join(os.path.dirname(ensurepip.__file__), '_bundled', '*.whl')))))"
-$(STAMP): pyproject.toml
+$(PIP_STAMP):
 	@wheels=$$($(BUNDLED) 2>/dev/null); pip=$$(for w in $$wheels; do case $$w in */pip-*) echo $$w;; esac; done); \
 	if [ -n "$$pip" ]; then \
 		echo "$(PYTHON) -m venv --without-pip $(VENV); pip and setuptools from ensurepip's wheels" && \
@@ -51,8 +52,19 @@ $(STAMP): pyproject.toml
 	@# --quiet twice: pip's errors only (a machine's index settings it cannot use drew a warning per package)
 	@$(PY) -c "import sys, pip; sys.exit(tuple(int(v) for v in pip.__version__.split('.')[:2]) < (21, 3))" 2>/dev/null || \
 		PYTHONWARNINGS=ignore $(PY) -m pip install --quiet --quiet 'pip>=21.3'
+	@touch $(PIP_STAMP)
+
+$(STAMP): $(PIP_STAMP) pyproject.toml
 	PYTHONWARNINGS=ignore $(PY) -m pip install --quiet --quiet --no-compile -e .
 	@touch $(STAMP)
+
+# What the ahead-of-time build needs (numpy and numba, as pyproject.toml's dependencies spell them):
+# make demo installs these first and builds its first kernels while pip installs the rest.
+KERNEL_DEPS = $(shell awk '/^dependencies = \[/ {f = 1; next} f && /^\]/ {exit} f' pyproject.toml | grep -oE '"(numpy|numba)[^"]*"' | tr -d '"')
+KERNEL_DEPS_STAMP := $(VENV)/.kernel-deps-installed
+$(KERNEL_DEPS_STAMP): $(PIP_STAMP) pyproject.toml
+	PYTHONWARNINGS=ignore $(PY) -m pip install --quiet --quiet --no-compile $(KERNEL_DEPS)
+	@touch $(KERNEL_DEPS_STAMP)
 
 # ... and what the tests need besides (make venv, test, test-all, fuzz, wheel-check)
 $(TEST_STAMP): $(STAMP)
@@ -73,8 +85,25 @@ $(WARM_STAMP): $(STAMP) $(SOURCES)
 	$(PY) -m rankkit.warmup
 	@touch $(WARM_STAMP)
 
-$(FIRST_STAMP): $(STAMP) $(SOURCES)
-	$(PY) -m rankkit.warmup --first
+# On a fresh clone the first build starts as soon as numpy and numba are installed (the build imports
+# nothing else: rankkit from the checkout, PYTHONPATH, the same files the editable install then
+# points to, so the same fingerprint), while pip installs scipy, click and rankkit (~6 s); its
+# summary is shown when both are done. If it failed or could not build ahead of time (no C compiler:
+# the JIT cache needs the whole install), `python -m rankkit.warmup --first` runs again after the
+# install, as before, and reports. If the install fails, the build is stopped.
+$(FIRST_STAMP): $(PIP_STAMP) pyproject.toml $(SOURCES)
+	@if $(MAKE) -q $(STAMP) 2>/dev/null; then \
+		echo "$(PY) -m rankkit.warmup --first" && $(PY) -m rankkit.warmup --first || exit $$?; \
+	else \
+		$(MAKE) --no-print-directory $(KERNEL_DEPS_STAMP) || exit $$?; \
+		log=$(VENV)/.first-build.log; \
+		echo "PYTHONPATH=. $(PY) -m rankkit.warmup --first 2>$$log &  (beside the rest of the install)"; \
+		PYTHONPATH=$(CURDIR) $(PY) -m rankkit.warmup --first >$$log 2>&1 & build=$$!; \
+		$(MAKE) --no-print-directory $(STAMP) || { status=$$?; kill $$build 2>/dev/null; wait $$build; exit $$status; }; \
+		if wait $$build; then cat $$log; else \
+			echo "$(PY) -m rankkit.warmup --first" && $(PY) -m rankkit.warmup --first || exit $$?; \
+		fi; \
+	fi
 	@touch $(FIRST_STAMP)
 
 demo: $(FIRST_STAMP)
