@@ -92,7 +92,7 @@ $(WARM_STAMP): $(STAMP) $(SOURCES)
 # the JIT cache needs the whole install), `python -m rankkit.warmup --first` runs again after the
 # install, as before, and reports. If the install fails, the build is stopped.
 $(FIRST_STAMP): $(PIP_STAMP) pyproject.toml $(SOURCES)
-	@if $(MAKE) -q $(STAMP) 2>/dev/null; then \
+	@if $(MAKE) --no-print-directory -q $(STAMP) 2>/dev/null; then \
 		echo "$(PY) -m rankkit.warmup --first" && $(PY) -m rankkit.warmup --first || exit $$?; \
 	else \
 		$(MAKE) --no-print-directory $(KERNEL_DEPS_STAMP) || exit $$?; \
