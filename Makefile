@@ -63,7 +63,7 @@ $(STAMP): $(PIP_STAMP) pyproject.toml
 KERNEL_DEPS = $(shell awk '/^dependencies = \[/ {f = 1; next} f && /^\]/ {exit} f' pyproject.toml | grep -oE '"(numpy|numba)[^"]*"' | tr -d '"')
 KERNEL_DEPS_STAMP := $(VENV)/.kernel-deps-installed
 $(KERNEL_DEPS_STAMP): $(PIP_STAMP) pyproject.toml
-	PYTHONWARNINGS=ignore $(PY) -m pip install --quiet --quiet --no-compile $(KERNEL_DEPS)
+	PYTHONWARNINGS=ignore $(PY) -m pip install --quiet --quiet --no-compile $(foreach d,$(KERNEL_DEPS),'$(d)')
 	@touch $(KERNEL_DEPS_STAMP)
 
 # ... and what the tests need besides (make venv, test, test-all, fuzz, wheel-check)
