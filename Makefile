@@ -95,7 +95,7 @@ $(FIRST_STAMP): $(PIP_STAMP) pyproject.toml $(SOURCES)
 	@if $(MAKE) --no-print-directory -q $(STAMP) 2>/dev/null; then \
 		echo "$(PY) -m rankkit.warmup --first" && $(PY) -m rankkit.warmup --first || exit $$?; \
 	else \
-		$(MAKE) --no-print-directory $(KERNEL_DEPS_STAMP) || exit $$?; \
+		$(MAKE) --no-print-directory -q $(KERNEL_DEPS_STAMP) 2>/dev/null || $(MAKE) --no-print-directory $(KERNEL_DEPS_STAMP) || exit $$?; \
 		log=$(VENV)/.first-build.log; \
 		echo "PYTHONPATH=. $(PY) -m rankkit.warmup --first 2>$$log &  (beside the rest of the install)"; \
 		PYTHONPATH=$(CURDIR) $(PY) -m rankkit.warmup --first >$$log 2>&1 & build=$$!; \
