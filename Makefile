@@ -34,8 +34,9 @@ all: test
 # pip and setuptools come instead from the wheels the Python bundles for ensurepip, installed by
 # that pip wheel itself (1.9 s). A Python without them (Debian's python3 without python3-venv) takes
 # `python -m venv` as before, which says what to install. Nothing is byte-compiled at install
-# (--no-compile: pip would compile every module of numpy, scipy and numba, ~9 s of CPU; a run
-# compiles what it imports). pip is upgraded only if it cannot install a pyproject project in
+# (--no-compile: pip would compile every module of numpy, scipy and numba, ~9 s of CPU; Python
+# compiles what a run imports, and keeps it unless PYTHONDONTWRITEBYTECODE is set: then each process
+# compiles its imports again, ~1 s of CPU for a build process's numba). pip is upgraded only if it cannot install a pyproject project in
 # editable mode (21.3, PEP 660): a bundled pip usually can.
 PIP_STAMP := $(VENV)/.pip
 BUNDLED := $(PYTHON) -c "import ensurepip, glob, os; print(' '.join(sorted(glob.glob(os.path.join(os.path.dirname(ensurepip.__file__), '_bundled', '*.whl')))))"
@@ -48,13 +49,13 @@ $(PIP_STAMP):
 	else \
 		echo "$(PYTHON) -m venv $(VENV)" && $(PYTHON) -m venv $(VENV); \
 	fi
-	@# PYTHONWARNINGS reaches pip's isolated build: setuptools' notices about editable installs are not ours to show
-	@# --quiet twice: pip's errors only (a machine's index settings it cannot use drew a warning per package)
 	@$(PY) -c "import sys, pip; sys.exit(tuple(int(v) for v in pip.__version__.split('.')[:2]) < (21, 3))" 2>/dev/null || \
 		PYTHONWARNINGS=ignore $(PY) -m pip install --quiet --quiet 'pip>=21.3'
 	@touch $(PIP_STAMP)
 
 $(STAMP): $(PIP_STAMP) pyproject.toml
+	@# PYTHONWARNINGS reaches pip's isolated build: setuptools' notices about editable installs are not ours to show
+	@# --quiet twice: pip's errors only (a machine's index settings it cannot use drew a warning per package)
 	PYTHONWARNINGS=ignore $(PY) -m pip install --quiet --quiet --no-compile -e .
 	@touch $(STAMP)
 
@@ -97,7 +98,7 @@ $(FIRST_STAMP): $(PIP_STAMP) pyproject.toml $(SOURCES)
 	else \
 		$(MAKE) --no-print-directory -q $(KERNEL_DEPS_STAMP) 2>/dev/null || $(MAKE) --no-print-directory $(KERNEL_DEPS_STAMP) || exit $$?; \
 		log=$(VENV)/.first-build.log; \
-		echo "PYTHONPATH=. $(PY) -m rankkit.warmup --first 2>$$log &  (beside the rest of the install)"; \
+		echo "PYTHONPATH=. $(PY) -m rankkit.warmup --first >$$log 2>&1 &  (beside the rest of the install)"; \
 		PYTHONPATH=$(CURDIR) $(PY) -m rankkit.warmup --first >$$log 2>&1 & build=$$!; \
 		$(MAKE) --no-print-directory $(STAMP) || { status=$$?; kill $$build 2>/dev/null; wait $$build; exit $$status; }; \
 		if wait $$build; then cat $$log; else \
