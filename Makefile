@@ -29,15 +29,43 @@ OUT    := out
 all: test
 
 # The demo's environment: rankkit and its four dependencies only (the first run: the test extras,
-# scikit-learn, dask, pandas, ..., took a third of the install's time). pip is upgraded only if it
-# cannot install a pyproject project in editable mode (21.3, PEP 660): a venv's own pip usually can.
-$(STAMP): pyproject.toml
-	$(PYTHON) -m venv $(VENV)
+# scikit-learn, dask, pandas, ..., took a third of the install's time). The venv is made without
+# ensurepip's install of pip (it byte-compiles all of pip: ~4.5 s of a fresh clone's first run);
+# pip and setuptools come instead from the wheels the Python bundles for ensurepip, installed by
+# that pip wheel itself (1.9 s). A Python without them (Debian's python3 without python3-venv) takes
+# `python -m venv` as before, which says what to install. Nothing is byte-compiled at install
+# (--no-compile: pip would compile every module of numpy, scipy and numba, ~9 s of CPU; Python
+# compiles what a run imports, and keeps it unless PYTHONDONTWRITEBYTECODE is set: then each process
+# compiles its imports again, ~1 s of CPU for a build process's numba). pip is upgraded only if it cannot install a pyproject project in
+# editable mode (21.3, PEP 660): a bundled pip usually can.
+PIP_STAMP := $(VENV)/.pip
+BUNDLED := $(PYTHON) -c "import ensurepip, glob, os; print(' '.join(sorted(glob.glob(os.path.join(os.path.dirname(ensurepip.__file__), '_bundled', '*.whl')))))"
+$(PIP_STAMP):
+	@wheels=$$($(BUNDLED) 2>/dev/null); pip=$$(for w in $$wheels; do case $$w in */pip-*) echo $$w;; esac; done); \
+	if [ -n "$$pip" ]; then \
+		echo "$(PYTHON) -m venv --without-pip $(VENV); pip and setuptools from ensurepip's wheels" && \
+		$(PYTHON) -m venv --without-pip $(VENV) && \
+		PYTHONWARNINGS=ignore $(PY) $$pip/pip install --quiet --quiet --no-compile --no-index --disable-pip-version-check $$wheels; \
+	else \
+		echo "$(PYTHON) -m venv $(VENV)" && $(PYTHON) -m venv $(VENV); \
+	fi
+	@$(PY) -c "import sys, pip; sys.exit(tuple(int(v) for v in pip.__version__.split('.')[:2]) < (21, 3))" 2>/dev/null || \
+		PYTHONWARNINGS=ignore $(PY) -m pip install --quiet --quiet 'pip>=21.3'
+	@touch $(PIP_STAMP)
+
+$(STAMP): $(PIP_STAMP) pyproject.toml
 	@# PYTHONWARNINGS reaches pip's isolated build: setuptools' notices about editable installs are not ours to show
 	@# --quiet twice: pip's errors only (a machine's index settings it cannot use drew a warning per package)
-	PYTHONWARNINGS=ignore $(PY) -m pip install --quiet --quiet 'pip>=21.3'
-	PYTHONWARNINGS=ignore $(PY) -m pip install --quiet --quiet -e .
+	PYTHONWARNINGS=ignore $(PY) -m pip install --quiet --quiet --no-compile -e .
 	@touch $(STAMP)
+
+# What the ahead-of-time build needs (numpy and numba, as pyproject.toml's dependencies spell them):
+# make demo installs these first and builds its first kernels while pip installs the rest.
+KERNEL_DEPS = $(shell awk '/^dependencies = \[/ {f = 1; next} f && /^\]/ {exit} f' pyproject.toml | grep -oE '"(numpy|numba)[^"]*"' | tr -d '"')
+KERNEL_DEPS_STAMP := $(VENV)/.kernel-deps-installed
+$(KERNEL_DEPS_STAMP): $(PIP_STAMP) pyproject.toml
+	PYTHONWARNINGS=ignore $(PY) -m pip install --quiet --quiet --no-compile $(foreach d,$(KERNEL_DEPS),'$(d)')
+	@touch $(KERNEL_DEPS_STAMP)
 
 # ... and what the tests need besides (make venv, test, test-all, fuzz, wheel-check)
 $(TEST_STAMP): $(STAMP)
@@ -58,8 +86,25 @@ $(WARM_STAMP): $(STAMP) $(SOURCES)
 	$(PY) -m rankkit.warmup
 	@touch $(WARM_STAMP)
 
-$(FIRST_STAMP): $(STAMP) $(SOURCES)
-	$(PY) -m rankkit.warmup --first
+# On a fresh clone the first build starts as soon as numpy and numba are installed (the build imports
+# nothing else: rankkit from the checkout, PYTHONPATH, the same files the editable install then
+# points to, so the same fingerprint), while pip installs scipy, click and rankkit (~6 s); its
+# summary is shown when both are done. If it failed or could not build ahead of time (no C compiler:
+# the JIT cache needs the whole install), `python -m rankkit.warmup --first` runs again after the
+# install, as before, and reports. If the install fails, the build is stopped.
+$(FIRST_STAMP): $(PIP_STAMP) pyproject.toml $(SOURCES)
+	@if $(MAKE) --no-print-directory -q $(STAMP) 2>/dev/null; then \
+		echo "$(PY) -m rankkit.warmup --first" && $(PY) -m rankkit.warmup --first || exit $$?; \
+	else \
+		$(MAKE) --no-print-directory -q $(KERNEL_DEPS_STAMP) 2>/dev/null || $(MAKE) --no-print-directory $(KERNEL_DEPS_STAMP) || exit $$?; \
+		log=$(VENV)/.first-build.log; \
+		echo "PYTHONPATH=. $(PY) -m rankkit.warmup --first >$$log 2>&1 &  (beside the rest of the install)"; \
+		PYTHONPATH=$(CURDIR) $(PY) -m rankkit.warmup --first >$$log 2>&1 & build=$$!; \
+		$(MAKE) --no-print-directory $(STAMP) || { status=$$?; kill $$build 2>/dev/null; wait $$build; exit $$status; }; \
+		if wait $$build; then cat $$log; else \
+			echo "$(PY) -m rankkit.warmup --first" && $(PY) -m rankkit.warmup --first || exit $$?; \
+		fi; \
+	fi
 	@touch $(FIRST_STAMP)
 
 demo: $(FIRST_STAMP)

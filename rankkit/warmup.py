@@ -31,7 +31,6 @@ import numpy as np
 
 import rankkit
 from rankkit import threads
-from rankkit.cli import cli
 from rankkit.compiler import build, dispatch
 from rankkit.io import svmlight
 
@@ -54,6 +53,10 @@ def write_exercise_data(tmp: str) -> None:
 
 
 def _rankkit(*args: str) -> None:
+    # imported here: the ahead-of-time build needs numpy and numba only (make demo starts it while
+    # pip is still installing click and scipy: tests/test_first_run.py)
+    from rankkit.cli import cli
+
     with open(os.devnull, "w") as devnull:
         real = sys.stdout
         sys.stdout = devnull
