@@ -39,8 +39,16 @@ $(STAMP): pyproject.toml
 	PYTHONWARNINGS=ignore $(PY) -m pip install --quiet --quiet -e .
 	@touch $(STAMP)
 
-# ... and what the tests need besides (make venv, test, test-all, fuzz, wheel-check)
-$(TEST_STAMP): $(STAMP)
+# what scripts/check_wheel.py needs besides rankkit's own dependencies (`build`), installed before the
+# test extras, so that .ci/run's `make -j2 venv wheel-check` installs those while the wheel is built,
+# installed and checked (two pip runs of one core each, side by side; never two into one environment)
+BUILD_STAMP := $(VENV)/.build-installed
+$(BUILD_STAMP): $(STAMP)
+	PYTHONWARNINGS=ignore $(PY) -m pip install --quiet --quiet 'build>=1'
+	@touch $(BUILD_STAMP)
+
+# ... and what the tests need besides (make venv, test, test-all, fuzz)
+$(TEST_STAMP): $(BUILD_STAMP)
 	PYTHONWARNINGS=ignore $(PY) -m pip install --quiet --quiet -e '.[test]'
 	@touch $(TEST_STAMP)
 
@@ -97,7 +105,7 @@ test-all: $(TEST_STAMP)
 	NUMBA_CACHE_DIR=$$cache $(PY) -m pytest -q $(XDIST) -m '' tests; status=$$?; \
 	$(SUITE_CACHE_DONE) $$cache; exit $$status
 
-wheel-check: $(TEST_STAMP)
+wheel-check: $(BUILD_STAMP)
 	@$(PY) scripts/check_wheel.py
 
 # Many more random mutations of real files than the suite's default (RANKKIT_FUZZ_CASES to change it).
