@@ -43,7 +43,9 @@ def no_temp_files(directory: Path) -> bool:
 def primed(tmp_path_factory):
     """A kernel cache holding what train, predict and eval compile, and a model trained with it.
     jit_env: the same cache with RANKKIT_AOT=0, for the tests of numba's JIT cache (the build `make
-    test` puts in the suite's cache would run instead, and leave nothing in the JIT cache to damage)."""
+    test` puts in the suite's cache would run instead, and leave nothing in the JIT cache to damage):
+    they damage csr_matvec's entries, which train and predict compile (a signature each); eval's
+    kernels (about 16 s of a core) are compiled by the JIT where they are tested, tests/test_aot.py."""
     d = tmp_path_factory.mktemp("primed")
     cache = os.environ.get("NUMBA_CACHE_DIR") or str(d / "cache")
     env = dict(_env(), NUMBA_CACHE_DIR=cache)
@@ -51,7 +53,7 @@ def primed(tmp_path_factory):
     for e in (env, jit_env):
         assert run(["train", SAMPLE_TRAIN, "m.txt", "-C", "0.01"], d, e).returncode == 0
         assert run(["predict", SAMPLE_TEST, "m.txt", "s.txt"], d, e).returncode == 0
-        assert run(["eval", SAMPLE_TEST, "s.txt"], d, e).returncode == 0
+    assert run(["eval", SAMPLE_TEST, "s.txt"], d, env).returncode == 0
     return {"dir": d, "cache": cache, "env": env, "jit_env": jit_env, "model": d / "m.txt",
             "scores": (d / "s.txt").read_bytes()}
 
@@ -242,6 +244,22 @@ def _cg(*a, **k):
             os.kill(os.getpid(), signal.{sig})
     return _real(*a, **k)
 newton.cg_steps = _cg
+"""
+# For folds side by side: a fit's Newton steps after the signal was sent wait until it has reached
+# the process, and half a second more (the main thread acts on it within 0.05 s). On a loaded
+# machine (load 4) the folds in flight otherwise ran to their end, and wrote their models, before
+# the main thread next ran: a failure of the test's timing, not of rankkit.
+AT_NEWTON_HELD = AT_NEWTON + """
+from rankkit import interrupts
+_cg_sending = newton.cg_steps
+def _cg_held(*a, **k):
+    if len(_calls) >= 2:
+        t = time.monotonic()
+        while interrupts.received() is None and time.monotonic() - t < 30:
+            time.sleep(0.002)
+        time.sleep(0.5)
+    return _cg_sending(*a, **k)
+newton.cg_steps = _cg_held
 """
 AT_READ = """
 import os, signal
@@ -566,7 +584,7 @@ def test_signal_while_folds_train_side_by_side(tmp_path, primed, sig):
     the signal's status and one line; no fold starts after it, the fits in flight stop at their
     next kernel call (at most a model being written completes), and no temporary file is left."""
     folds = _folds(tmp_path, n=3)
-    inject = AT_NEWTON.format(sig=sig, inside_kernel=True)
+    inject = AT_NEWTON_HELD.format(sig=sig, inside_kernel=True)
     proc = run(["path", "--folds", folds, "-C", "0.01", "-C", "0.1", "-C", "1", "--out-dir", "m", "--jobs", "2"],
                tmp_path, primed["env"], inject=inject)
     err = proc.stderr.decode()
