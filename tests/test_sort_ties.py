@@ -200,3 +200,74 @@ def test_metric_ranking_of_a_long_query_is_the_stable_one():
     neg, order, tmp = np.empty(n), np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
     rank(scores, 2, n, neg, order, tmp)
     assert np.array_equal(order, np.argsort(-scores[2:2 + n], kind="stable"))
+
+
+def _nearly(order, rng, swaps):
+    """order with `swaps` random adjacent transpositions (a last sort at slightly other scores)."""
+    order = order.copy()
+    for i in rng.integers(0, max(order.shape[0] - 1, 1), swaps if order.shape[0] > 1 else 0):
+        order[i], order[i + 1] = order[i + 1], order[i]
+    return order
+
+
+@pytest.mark.parametrize("y", list(_cases()))
+@pytest.mark.parametrize("offset", [0, 3])
+@pytest.mark.parametrize("start", ["sorted", "nearly", "reversed", "random", "rows"])
+def test_resort_order_is_the_stable_argsort_from_any_permutation(y, offset, start):
+    """resort_order: insertion from whatever permutation order[s:e] holds gives np.argsort(kind=
+    "stable") (nans last, ties and -0.0/0.0 in row order); given up past the move limit, it says
+    so and leaves a permutation of the query's rows; rows outside s:e untouched."""
+    from rankkit.sorting import resort_limit, resort_order
+
+    rng = np.random.default_rng(len(y) + offset)
+    n = y.shape[0]
+    full = np.concatenate([np.full(offset, -7.0), y, [1.0, 2.0]])
+    ref = np.argsort(y, kind="stable") + offset
+    rows = np.arange(offset, offset + n, dtype=np.int64)
+    begin = {"sorted": ref, "nearly": _nearly(ref, rng, 20), "reversed": ref[::-1], "random": rng.permutation(rows),
+             "rows": rows}[start]
+    for limit in (10**12, int(resort_limit(n)), 5):
+        order = np.arange(full.shape[0], dtype=np.int64)
+        order[offset:offset + n] = begin
+        done = resort_order(full, offset, offset + n, order, limit)
+        assert np.array_equal(np.sort(order[offset:offset + n]), rows)  # a permutation of the rows
+        assert order[:offset].tolist() == list(range(offset)) and order[offset + n:].tolist() == [offset + n, offset + n + 1]
+        if done:
+            assert np.array_equal(order[offset:offset + n], ref)
+        else:
+            assert limit < 10**12
+    if start in ("sorted", "nearly") and n:  # few moves: never given up at the objective's limit
+        order = np.arange(full.shape[0], dtype=np.int64)
+        order[offset:offset + n] = begin
+        assert resort_order(full, offset, offset + n, order, int(resort_limit(n)))
+
+
+def test_objective_sorts_from_the_last_order_with_the_same_bits():
+    """PairwiseObjective re-sorts each query from its last order (resort_order): along a sequence
+    of points (far apart, then close, then the same) the loss, gradient, Hessian-vector product and
+    order equal, bit for bit, those of an objective made afresh at each point (whose sort starts
+    from row order), and each query's order is its stable argsort."""
+    from rankkit.objectives.pairwise import PairwiseObjective
+    from tests.conftest import make_dataset
+
+    ds = make_dataset(seed=11, sizes=(1, 40, 3, 90, 25, 2, 60), n_features=5, n_labels=4, density=0.8)
+    rng = np.random.default_rng(1)
+    points = [np.zeros(ds.n_features)]
+    for step in (1.0, 0.3, 0.01, 0.001, 0.0):
+        points.append(points[-1] + step * rng.standard_normal(ds.n_features))
+    s = np.linspace(-1, 1, ds.n_features)
+
+    def at(obj, w):
+        y = obj.scores(w)
+        return obj.evaluate(w, y), obj.gradient(w), obj.hess_vec(s), obj.order.copy(), y
+
+    carried = PairwiseObjective(ds, 1.0)
+    for w in points:
+        a = at(carried, w)
+        b = at(PairwiseObjective(ds, 1.0), w)
+        assert a[0] == b[0] and all(np.array_equal(x, z) for x, z in zip(a[1:4], b[1:4]))
+        y, qptr = a[4], ds.qptr
+        for q in range(qptr.shape[0] - 1):
+            lo, hi = qptr[q], qptr[q + 1]
+            if len(np.unique(ds.y[lo:hi])) >= 2:  # (one-label queries are never sorted)
+                assert np.array_equal(a[3][lo:hi], lo + np.argsort(y[lo:hi], kind="stable"))

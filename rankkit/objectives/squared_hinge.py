@@ -42,7 +42,7 @@ import numpy as np
 
 from rankkit import threads
 from rankkit.compiler.dispatch import njit
-from rankkit.sorting import RADIX_MIN, longest, radix_order, stable_order
+from rankkit.sorting import RADIX_MIN, longest, radix_order, resort_limit, resort_order, stable_order
 
 
 # The Fenwick helpers take int64 levels only (the sweeps pass np.int64(ls[p]) and R - 1 - ls[p]):
@@ -121,17 +121,20 @@ def _sort_range(y, qptr, skip, order, radix_min, q0, q1):
     for q in range(q0, q1):
         if skip[q]:
             continue
-        if qptr[q + 1] - qptr[q] >= radix_min:
-            radix_order(y, qptr[q], qptr[q + 1], order)
-        else:
-            stable_order(y, qptr[q], qptr[q + 1], order, tmp)
+        s, e = qptr[q], qptr[q + 1]
+        if e - s >= radix_min:
+            radix_order(y, s, e, order)
+        elif not resort_order(y, s, e, order, resort_limit(e - s)):
+            stable_order(y, s, e, order, tmp)
 
 
 def sort_queries(y, qptr, skip, order, radix_min=RADIX_MIN):
     """order[s:e] = rows of query q in ascending y (stable: ties in row order), for every query
     with skip[q] == 0: queries of at least radix_min rows by radix (rankkit.sorting.radix_order,
-    linear: the AUC problem's one query of a million), shorter ones by the kernel's merge sort;
-    the same permutation either way. Queries are split over the threads (rankkit.threads).
+    linear: the AUC problem's one query of a million), shorter ones re-sorted from the order they
+    hold (each query's rows in some order: the last sort's, or row order at the start) by
+    insertion while that moves few rows (rankkit.sorting.resort_order), else by the kernel's
+    merge sort; the same permutation every way. Queries are split over the threads (rankkit.threads).
     """
     nq = qptr.shape[0] - 1
     threads.run(_sort_range, threads.split(qptr, nq, int(qptr[-1]) * 4), y, qptr, skip, order, int(radix_min))
