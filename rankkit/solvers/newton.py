@@ -66,11 +66,6 @@ FAR_SLOPE = 0.1  # t = 1 passing Armijo's test is followed by a search to |phi'(
 # CG's steps from thousands to a few. Along a warm-started path (CGMemory) the next fit starts at
 # the level reached and reuses the last matrix built.
 PRECONDITIONERS = ("auto", "diag", "dense", "none")
-# LocalObjective sums X d from CG's steps (one axpy over the rows each) for at most this many steps per
-# stored value of a row on average, and forms it with one product X d (all the stored values) past
-# that: a product of the 200k LETOR file (46 values a row) took 6 ms on 2 threads, a step's axpy
-# 0.3 ms on one (issue 39), so 46 * 0.4 = 18 steps cost about one product
-XD_STEPS_PER_NNZ = 0.4
 PLAIN_STEPS = 20
 SPREAD_DIAG = 100.0  # auto, d <= DENSE_MAX_FEATURES: the diagonal from the start when max / median of the
 # features' sums of squares exceed this (sparse text data, whose column norms follow word frequencies,
@@ -114,15 +109,13 @@ def conjugate_gradient(hess_vec, b: np.ndarray, rtol: float, max_iter: int, m_in
 
 
 def cg_steps(hess_vec, b: np.ndarray, rtol: float, max_iter: int, m_inv=None, x0=None, r0=None,
-             certify: float | None = None, on_step=None):
+             certify: float | None = None):
     """Solve H x = b for symmetric positive definite H until ||b - H x|| <= rtol ||b||.
     m_inv: None, the inverse of a diagonal preconditioner M as an array, or a function v -> M^-1 v
     (preconditioned CG, the same stopping test on the unpreconditioned residual, so the same
     accuracy is asked of every preconditioner). x0, r0: continue from x0 with residual r0 = b - H x0
     (a restart, e.g. with another preconditioner); from x = 0 otherwise. certify: also stop as soon
     as decrement_bound(b, x, r) <= certify (for H >= I: b' H^-1 b is then certainly below it).
-    on_step(alpha, x): called after each step x += alpha p, before the next hess_vec (what the
-    objective's last product saw was p: LocalObjective sums the steps' X p into X x).
     Returns (x, iterations, residual norm, residual)."""
     x = np.zeros_like(b) if x0 is None else x0.copy()
     r = b.copy() if r0 is None else r0.copy()
@@ -145,8 +138,6 @@ def cg_steps(hess_vec, b: np.ndarray, rtol: float, max_iter: int, m_inv=None, x0
                 break
             alpha = rr / pHp
             x += alpha * p
-            if on_step is not None:
-                on_step(alpha, x)
             r -= alpha * Hp
             rr_new = dot(r, r)
             p *= rr_new / rr
@@ -165,8 +156,6 @@ def cg_steps(hess_vec, b: np.ndarray, rtol: float, max_iter: int, m_inv=None, x0
             break
         alpha = rz / pHp
         x += alpha * p
-        if on_step is not None:
-            on_step(alpha, x)
         r -= alpha * Hp
         rr = dot(r, r)
         z = solve(r)
@@ -309,8 +298,6 @@ class Preconditioned:
         residual of the returned x is left in self.residual."""
         total = 0
         b_norm = float(norm(b))
-        if x is None and hasattr(self.obj, "new_direction"):
-            self.obj.new_direction()  # CG starts from 0: the steps it reports (cg_step) make X x
         while True:
             m_inv = self._m_inv(self.level) if self.level else None
             if self.level and self.point[0] < self.level:  # the objective has no such preconditioner
@@ -323,8 +310,7 @@ class Preconditioned:
                 cap = min(cap, (PLAIN_STEPS_DENSE if direct else PLAIN_STEPS) if self.level == 0 else DIAG_STEPS)
             if stale:
                 cap = min(cap, STALE_STEPS if self.level == 2 else STALE_DIAG_STEPS)
-            x, it, res, r = cg_steps(self.obj.hess_vec, b, rtol, cap, m_inv, x, r, certify,
-                                     getattr(self.obj, "cg_step", None))
+            x, it, res, r = cg_steps(self.obj.hess_vec, b, rtol, cap, m_inv, x, r, certify)
             total += it
             self.residual = r
             if res <= rtol * b_norm or it < cap or total >= CG_MAX_ITER or not (escalate or stale):
@@ -480,12 +466,7 @@ class NewtonObjective(Protocol):
 class LocalObjective:
     """NewtonObjective over a PairwiseObjective or ExplicitPairObjective in this process: three
     score-space vectors for the whole run (memory: issue 11), y = Xw, delta = Xd and the line
-    search's trial scores, which become the next y (y + t delta, never X w afresh).
-
-    delta is summed from the products CG's steps made anyway (d = sum of alpha_k p_k, and each
-    Hessian-vector product formed X p_k: X d = sum of alpha_k X p_k, cg_step), not formed by a
-    product X d of its own: one product over the data fewer per Newton step (issue 39), for one
-    axpy over the rows per CG step, while those cost less than the product (XD_STEPS_PER_NNZ)."""
+    search's trial scores, which become the next y (y + t delta, never X w afresh)."""
 
     def __init__(self, obj, ds: Dataset | None = None, solver_name: str = "newton"):
         self.obj, self.ds, self.solver_name = obj, ds, solver_name
@@ -506,10 +487,6 @@ class LocalObjective:
         self._y = np.zeros(self.obj.n_rows) if not np.any(w) else self.obj.scores(w)
         self._delta = np.empty_like(self._y)
         self._trial = np.empty_like(self._y)
-        data = getattr(self.obj, "data", None)
-        per_row = (data.shape[0] if data is not None else 0) / max(self.obj.n_rows, 1)
-        self._xd_budget = max(1, int(per_row * XD_STEPS_PER_NNZ))  # CG steps summed before X d costs less
-        self.new_direction()
         f = self.obj.evaluate(w, self._y)
         return f, self.obj.gradient(w)
 
@@ -538,31 +515,8 @@ class LocalObjective:
         H[np.diag_indices_from(H)] += 1.0
         return H
 
-    def new_direction(self):
-        """CG starts a direction from 0 (Preconditioned.solve): its steps' sum starts again."""
-        self._xd_of, self._xd_steps = None, 0
-
-    def cg_step(self, alpha, x):
-        """CG took x += alpha p, p being what the last hess_vec multiplied: delta += alpha X p, so
-        that delta = X x (the iterate `x`, which linesearch_and_update then recognises as d).
-        Past the budget, the sum stops and linesearch_and_update forms X d with one product."""
-        xs = getattr(self.obj, "last_xs", None)
-        if xs is None or self._xd_steps < 0:
-            return
-        if self._xd_steps >= self._xd_budget:
-            self._xd_of, self._xd_steps = None, -1
-            return
-        if self._xd_steps == 0:
-            np.multiply(xs, alpha, out=self._delta)
-        else:
-            np.multiply(xs, alpha, out=self._trial)  # (the trial scores are free until the line search)
-            self._delta += self._trial
-        self._xd_of, self._xd_steps = x, self._xd_steps + 1
-
     def linesearch_and_update(self, w, d, f, g, gd):
-        if d is not self._xd_of:  # not the iterate CG summed X x for: one product
-            self.obj.scores(d, out=self._delta)
-        self._xd_of, self._xd_steps = None, -1
+        self.obj.scores(d, out=self._delta)
         t, f_new = line_search(self.obj, w, self._y, d, self._delta, f, gd, self._trial)
         if t == 0.0:
             return 0.0, w, f, g
