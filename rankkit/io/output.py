@@ -55,12 +55,7 @@ def _scan_scores(buf, pow10, values, slow, starts, ends, line_no, status):
     row = 0
     while pos < n:
         line += 1
-        end = pos
-        while end < n and buf[end] != _LF and buf[end] != _CR:
-            end += 1
-        nxt = end + 1
-        if nxt < n and buf[end] == _CR and buf[nxt] == _LF:
-            nxt += 1
+        end, nxt = P.line_end(buf, pos, n)
         i = pos
         while i < end and P.is_space(buf[i]):
             i += 1

@@ -271,6 +271,19 @@ def _parse_uint(buf, s, e, limit):
 
 
 @njit
+def line_end(buf, pos, n):
+    """(end, next) of the line starting at pos: it ends at LF, CR LF or a lone CR (classic Mac),
+    and the next one starts after that (the score-file and trec readers' line cut)."""
+    end = pos
+    while end < n and buf[end] != _LF and buf[end] != _CR:
+        end += 1
+    nxt = end + 1
+    if nxt < n and buf[end] == _CR and buf[nxt] == _LF:
+        nxt += 1
+    return end, nxt
+
+
+@njit
 def _line_bounds(buf, pos, n):
     """For the line starting at pos: (end of line, start of the next line, end of content before
     '#', first non-space). A line ends at LF, CR LF or a lone CR (classic Mac). One scan."""

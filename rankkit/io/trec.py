@@ -76,12 +76,7 @@ def _scan(buf, n_fields, id_a, id_b, num_field, pow10, spans, line_no, values, s
     row = 0
     while pos < n:
         line += 1
-        end = pos
-        while end < n and buf[end] != _LF and buf[end] != _CR:
-            end += 1
-        nxt = end + 1  # a line ends at LF, CR LF or a lone CR
-        if nxt < n and buf[end] == _CR and buf[nxt] == _LF:
-            nxt += 1
+        end, nxt = P.line_end(buf, pos, n)
         k = 0
         i = pos
         while True:
