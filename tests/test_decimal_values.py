@@ -265,6 +265,80 @@ def test_sparse_kernels_same_bits_on_codes(tmp_path):
         np.testing.assert_allclose(a, r, rtol=1e-12, atol=1e-9)
 
 
+def _edge_codes(rng, d):
+    """int32 codes where a quotient by 10**d is most likely to round wrong: the int32 limits,
+    around the powers of two and of ten, multiples of 10**d and their neighbours, and random ones."""
+    lim = 2**31 - 1
+    parts = [np.arange(-4096, 4097), np.arange(lim - 4096, lim + 1), np.arange(-lim, -lim + 4097),
+             rng.integers(-lim, lim + 1, 200_000)]
+    for e in range(1, 31):
+        parts.append(np.arange(2**e - 64, 2**e + 65))
+        parts.append(-np.arange(2**e - 64, 2**e + 65))
+    for e in range(1, 10):
+        parts.append(np.arange(10**e - 64, 10**e + 65))
+    parts.append(rng.integers(-(lim // 10**d), lim // 10**d + 1, 20_000) * 10**d + rng.integers(-2, 3, 20_000))
+    c = np.concatenate(parts)
+    return c[(c >= -lim) & (c <= lim)].astype(np.int32)
+
+
+@pytest.mark.parametrize("d", range(10))
+def test_value_at_is_the_correctly_rounded_quotient(d):
+    """rankkit.sparse.value_at reads a code k as RN(k / 10**d) by a multiply and two FMAs
+    (Markstein), not a division: every kernel that reads values through it must give the very
+    doubles of the division (a plain k * RN(1 / 10**d) misses about one in six). Read back as
+    X e_1 (one entry a row: 0.0 + v * 1.0 == v), X' z with z = 1 (one entry a column) and the
+    columns' sums of squares."""
+    from rankkit.sparse import column_sumsq, csr_matvec, csr_rmatvec
+
+    scale = DECIMAL_SCALES[d]
+    codes = _edge_codes(np.random.default_rng(d), d)
+    want = codes / scale  # numpy's division: correctly rounded
+    n = codes.shape[0]
+    got = csr_matvec(codes, np.zeros(n, dtype=np.uint16), np.arange(n + 1, dtype=np.int64), np.ones(1), np.empty(n), scale)
+    assert np.array_equal(_bits(got), _bits(want))
+    m = 2048  # n one-entry rows, column r % m: X' 1 and the sums of squares add each column's few values in row order
+    cols = (np.arange(n) % m).astype(np.uint16)
+    ref_sum, ref_sq = np.zeros(m), np.zeros(m)
+    np.add.at(ref_sum, cols, want)  # the brute-force sums: unbuffered, row by row in order
+    np.add.at(ref_sq, cols, want * want)
+    ref_abs = np.zeros(m)
+    np.add.at(ref_abs, cols, np.abs(want))
+    indptr = np.arange(n + 1, dtype=np.int64)
+    got_sum = csr_rmatvec(codes, cols, indptr, np.ones(n), np.empty(m), scale)
+    got_sq = column_sumsq(codes, cols, np.empty(m), scale)
+    assert np.array_equal(_bits(got_sq), _bits(ref_sq))
+    assert np.all(np.abs(got_sum - ref_sum) <= 1e-13 * ref_abs)  # X' z adds chunk by chunk (rankkit.sparse)
+    assert np.array_equal(_bits(got_sum), _bits(csr_rmatvec(want, cols, indptr, np.ones(n), np.empty(m))))
+
+
+@pytest.mark.fuzz
+def test_value_at_every_int32_code():
+    """Under `make fuzz` (RANKKIT_FUZZ_CASES >= 50000): every int32 code under every scale 10**d,
+    d = 1..9 (d = 0 is data[t] itself), value_at equal to the division (about 20 s). In the suite:
+    a seeded window of 2**20 codes a scale."""
+    import os
+
+    from rankkit.compiler.dispatch import njit
+    from rankkit.sparse import value_at
+
+    @njit(cache=False)
+    def mismatches(lo, hi, scale):
+        cell = np.empty(1, dtype=np.int32)
+        bad = 0
+        for c in range(lo, hi):
+            cell[0] = c
+            if value_at(cell, 0, scale) != np.float64(c) / scale:
+                bad += 1
+        return bad
+
+    every = int(os.environ.get("RANKKIT_FUZZ_CASES", "0")) >= 50000
+    rng = np.random.default_rng(7)
+    for d in range(1, 10):
+        lo = -(2**31) if every else int(rng.integers(-(2**31), 2**31 - 2**20))
+        hi = 2**31 if every else lo + 2**20
+        assert mismatches(lo, hi, DECIMAL_SCALES[d]) == 0, (d, lo, hi)
+
+
 @pytest.mark.parametrize("loss", ["squared-hinge", "huber", "logistic"])
 @pytest.mark.parametrize("precondition", ["none", "diag", "dense"])
 def test_newton_same_bits_on_codes(tmp_path, loss, precondition):

@@ -42,6 +42,7 @@ import numpy as np
 
 from rankkit import threads
 from rankkit.compiler.dispatch import njit
+from rankkit.sparse import value_at
 from rankkit.sorting import RADIX_MIN, longest, radix_order, resort_limit, resort_order, stable_order
 
 
@@ -482,7 +483,7 @@ def _query_hdiag(ys, ls, order, s, e, R, data, indices, indptr, vscale, vtree, c
                 while i > 0:
                     acc += vtree[i, col]
                     i -= i & (-i)
-                out[col] -= 2.0 * scale * (data[a] if vscale == 1.0 else data[a] / vscale) * acc
+                out[col] -= 2.0 * scale * value_at(data, a, vscale) * acc
     # clear the vector tree along the paths that were written
     for q in range(p + 1, e):
         lv = np.int64(ls[q])
@@ -508,7 +509,7 @@ def _query_hdiag(ys, ls, order, s, e, R, data, indices, indptr, vscale, vtree, c
         if c > 0.0:
             row = order[t]
             for a in range(indptr[row], indptr[row + 1]):
-                v = (data[a] if vscale == 1.0 else data[a] / vscale)
+                v = value_at(data, a, vscale)
                 out[indices[a]] += scale * c * v * v
 
 
@@ -565,7 +566,7 @@ def hess_diag_add(ys, ls, qptr, nlev, order, qweight, data, indices, indptr, mar
 def _vec_insert(vtree, R, level, data, indices, vscale, lo, hi):
     for a in range(lo, hi):
         col = indices[a]
-        v = (data[a] if vscale == 1.0 else data[a] / vscale)
+        v = value_at(data, a, vscale)
         i = level + 1
         while i < R:  # node R (the sum of every level) is never read: prefixes are of levels < R
             vtree[i, col] += v
@@ -623,7 +624,7 @@ def _query_hx(ys, ls, order, s, e, R, data, indices, indptr, vscale, r0, vtree, 
         c = cs[t - s]
         zr = Z[row - r0]
         for a in range(indptr[row], indptr[row + 1]):
-            zr[indices[a]] += 2.0 * scale * c * (data[a] if vscale == 1.0 else data[a] / vscale)
+            zr[indices[a]] += 2.0 * scale * c * value_at(data, a, vscale)
         for col in range(Z.shape[1]):
             zr[col] += 2.0 * scale * acc[t - s, col]
 
@@ -658,7 +659,7 @@ def _xtz_rows(data, indices, indptr, vscale, r0, r1, Z, H, i0, i1):
         for a in range(indptr[r], indptr[r + 1]):
             i = indices[a]
             if i0 <= i < i1:
-                v = (data[a] if vscale == 1.0 else data[a] / vscale)
+                v = value_at(data, a, vscale)
                 hi = H[i]
                 for c in range(d):
                     hi[c] += v * zr[c]
@@ -705,7 +706,7 @@ def _xt_chunk_rows(data, indices, indptr, vscale, z, part, c0, c1):
             zi = z[i]
             if zi != 0.0:
                 for t in range(indptr[i], indptr[i + 1]):
-                    p[indices[t]] += (data[t] if vscale == 1.0 else data[t] / vscale) * zi
+                    p[indices[t]] += value_at(data, t, vscale) * zi
 
 
 @njit

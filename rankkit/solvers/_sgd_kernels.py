@@ -7,10 +7,10 @@ qptr int64[Q+1] (query q = rows qptr[q]:qptr[q+1]). A preference pair is two doc
 query with different labels, the higher label first; with x = x_a - x_b and label +1 the margin is
 p = w.x and the hinge loss max(0, 1 - p).
 
-Values: every kernel reads value t as `data[t] / scale`. With float64 data and scale 1.0 that is
-data[t] itself (x / 1.0 == x exactly); with int32 decimal codes (rankkit.data.Dataset.value_scale,
-10**d: the reader stored k where the file's value is the double k / 10**d, checked value by value)
-it is that same double, since k and 10**d are exact doubles and IEEE division rounds correctly.
+Values: every kernel reads value t as `value_at(data, t, scale)` (rankkit.sparse): data[t] itself
+with float64 data and scale 1.0; with int32 decimal codes (rankkit.data.Dataset.value_scale, 10**d:
+the reader stored k where the file's value is the double k / 10**d, checked value by value) the
+correctly rounded k / 10**d, that same double (by one multiply and two FMAs, no division).
 So a run gives the same bits on either storage (tests/test_decimal_values.py).
 
 The index (`build_index`, six int64 arrays, passed on in this order, INDEX_FIELDS):
@@ -106,6 +106,7 @@ import numpy as np
 
 from rankkit.compiler.dispatch import NumbaGlobal, njit
 from rankkit.sorting import longest, stable_order
+from rankkit.sparse import value_at
 
 SAMPLERS = {"indexed": 0, "uniform": 1, "query-norm": 2, "roc": 3, "sofia": 4}
 LEARNERS = {"sgd": 0, "pegasos": 1, "pa": 2, "romma": 3, "logreg": 4, "margin-perceptron": 5, "pair-sgd": 6,
@@ -499,16 +500,16 @@ def _row_dot(data, indices, indptr, scale, r, v):
         j3 = indices[t + 3]
         if min(min(j0, j1), min(j2, j3)) < 0 or max(max(j0, j1), max(j2, j3)) >= d:
             return 0.0, False
-        a0 += (data[t] / scale) * v[j0]
-        a1 += (data[t + 1] / scale) * v[j1]
-        a2 += (data[t + 2] / scale) * v[j2]
-        a3 += (data[t + 3] / scale) * v[j3]
+        a0 += value_at(data, t, scale) * v[j0]
+        a1 += value_at(data, t + 1, scale) * v[j1]
+        a2 += value_at(data, t + 2, scale) * v[j2]
+        a3 += value_at(data, t + 3, scale) * v[j3]
         t += 4
     while t < hi:
         j = indices[t]
         if j < 0 or j >= d:
             return 0.0, False
-        a0 += (data[t] / scale) * v[j]
+        a0 += value_at(data, t, scale) * v[j]
         t += 1
     return (a0 + a1) + (a2 + a3), True
 
@@ -519,9 +520,9 @@ def _difference(data, indices, indptr, scale, a, b, xv, xs, xc):
     summed from the difference itself, exact for near-identical rows where ||x_a||^2 + ||x_b||^2
     - 2 x_a.x_b would be rounding noise. xv: zeros of len(w), left zero. Returns (m, ||x||^2)."""
     for t in range(indptr[a], indptr[a + 1]):
-        xv[indices[t]] += (data[t] / scale)
+        xv[indices[t]] += value_at(data, t, scale)
     for t in range(indptr[b], indptr[b + 1]):
-        xv[indices[t]] -= (data[t] / scale)
+        xv[indices[t]] -= value_at(data, t, scale)
     xx = 0.0
     m = 0
     for t in range(indptr[a], indptr[a + 1]):
@@ -569,25 +570,25 @@ def _add_row(data, indices, indptr, scale, r, c, v, s):
     t = indptr[r]
     while t + 4 <= hi:
         j = indices[t]
-        dj = c * (data[t] / scale)
+        dj = c * value_at(data, t, scale)
         a0 += dj * (2.0 * s * v[j] + dj)
         v[j] += dj * inv
         j = indices[t + 1]
-        dj = c * (data[t + 1] / scale)
+        dj = c * value_at(data, t + 1, scale)
         a1 += dj * (2.0 * s * v[j] + dj)
         v[j] += dj * inv
         j = indices[t + 2]
-        dj = c * (data[t + 2] / scale)
+        dj = c * value_at(data, t + 2, scale)
         a2 += dj * (2.0 * s * v[j] + dj)
         v[j] += dj * inv
         j = indices[t + 3]
-        dj = c * (data[t + 3] / scale)
+        dj = c * value_at(data, t + 3, scale)
         a3 += dj * (2.0 * s * v[j] + dj)
         v[j] += dj * inv
         t += 4
     while t < hi:
         j = indices[t]
-        dj = c * (data[t] / scale)
+        dj = c * value_at(data, t, scale)
         a0 += dj * (2.0 * s * v[j] + dj)
         v[j] += dj * inv
         t += 1
