@@ -52,13 +52,14 @@ def value_at(data, t, scale):
     bounded X.v and X'z: 11.6 -> 7.6 ms and 12.1 -> 7.2 ms on the 200k file, one thread).
     Markstein's theorem: with r = RN(1/scale) and q = RN(x r) within one ulp of x / scale, the
     remainder x - q scale is exact in one FMA and RN(q + (x - q scale) r) = RN(x / scale). Checked
-    for every int32 code and every scale 10**d, d = 1..9 (`make fuzz`: tests/test_kernels.py)."""
+    for every int32 code and every scale 10**d, d = 1..9 (`make fuzz`: tests/test_decimal_values.py)."""
     x = np.float64(data[t])
-    if scale == 1.0:
+    s = np.float64(scale)
+    if s == 1.0:
         return x
-    r = 1.0 / scale
+    r = 1.0 / s
     q = x * r
-    return _fma(_fma(-q, scale, x), r, q)
+    return _fma(_fma(-q, s, x), r, q)
 
 
 # At most this many doubles of per-chunk buffers for X^T z; at most MAX_CHUNKS chunks.
