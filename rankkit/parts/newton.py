@@ -12,8 +12,11 @@ scores follow the one-process rule (rankkit.solvers.newton.LocalObjective): y = 
 point, then y += t delta along the steps (the accepted line-search trial's scores become the
 point's: no new product, no new sort), X w afresh at the returned point. A part that lost them
 (its worker was lost, or it moved to another worker) answers NEED_LINEAGE, and the client sends
-the point's lineage (the first w, each step's direction and length), which the part replays:
-the same bits.
+the point's lineage (the first w, each step's direction and length, and the CG steps (alpha, p)
+whose X p summed its X d), which the part replays: the same bits. X d is summed from CG's
+products as one process sums it (rankkit.solvers.newton.SummedXd, the same directions): each
+Hessian-vector round carries the previous CG step's alpha, the line search's first round the last
+one (DaskObjective.cg_step; no round of its own).
 
 The partial sums are added in part order (never in order of arrival), and each part's sum is a
 deterministic function of its data and the point, so the model has the same bytes for any number
