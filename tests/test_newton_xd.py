@@ -133,3 +133,26 @@ def test_a_direction_cg_did_not_make_gets_a_product(count_products, monkeypatch)
     before = products.n
     obj2.linesearch_and_update(w, d2, f, g, float(g @ d2))
     assert products.n == before
+
+
+def test_the_budgets_of_summed_directions(monkeypatch):
+    """SummedXd, the rule both faces follow: at most max(1, int(0.4 nnz / rows)) steps a direction
+    (the next step closes it: a product), and the summed steps' p of a fit at most 0.1 nnz doubles
+    (counted at the line search: a direction whose next step would pass it is a product)."""
+    xd = newton.SummedXd(nnz=4600, n_rows=100, n_features=10)  # 46 a row: 18 steps; 460 doubles: 46 steps of p
+    assert xd.max_steps == 18 and xd.kept_left == 460.0
+    assert newton.SummedXd(nnz=10, n_rows=100, n_features=1).max_steps == 1  # at least one
+    x = object()
+    assert xd.step(x) == -1  # no direction started
+    for n in (18, 18):
+        xd.new_direction()
+        assert [xd.step(x) for _ in range(n)] == list(range(n))
+        assert xd.take(x) == n  # CG's own iterate: summed
+    assert xd.kept_left == 460.0 - 36 * 10
+    xd.new_direction()
+    assert [xd.step(x) for _ in range(11)] == list(range(10)) + [-1]  # 100 doubles left: 10 steps
+    assert xd.take(x) == 0 and xd.kept_left == 100.0  # a product, nothing kept
+    xd.new_direction()
+    assert [xd.step(x) for _ in range(3)] == [0, 1, 2] and xd.take(x.__class__()) == 0  # another d: a product
+    xd.new_direction()
+    assert [xd.step(x) for _ in range(20)] == list(range(10)) + [-1] * 10 and xd.take(x) == 0
