@@ -71,7 +71,9 @@ PRECONDITIONERS = ("auto", "diag", "dense", "none")
 # X d over the data per Newton step. A direction is summed for at most XD_STEPS_PER_NNZ steps per
 # stored value of a row on average (the whole data's nnz / rows, the same on every part), and X d
 # is a product past that: a product of the 200k LETOR file (46 values a row) took 6 ms on 2
-# threads, a step's axpy 0.3 ms on one, so 46 * 0.4 = 18 steps cost about one product. On parts
+# threads, a step's axpy 0.3 ms on one, so 46 * 0.4 = 18 steps cost about one product (with the
+# decimal codes read by value_at: 4.0 ms against 0.07 ms, min of 30, so 0.4 errs on the side of
+# the product; that file's directions take 1-3 steps, MSLR's 2-6, either way summed). On parts
 # (rankkit.parts.newton) the client keeps each summed step's (alpha, p) for a part that must replay
 # the lineage: a fit sums directions while those p take at most XD_KEPT_PER_NNZ doubles per stored
 # value of the data (a product afterwards; both faces count alike, so the same bits)
