@@ -3,7 +3,8 @@
 first round the last one, and the parts add alpha X p into their delta (rankkit.parts.worker).
 Checked in this process (LocalProblem runs the workers' task functions): the line search forms no
 product X d where the direction was summed; one part is `rankkit train FILE`'s fit bit for bit
-with the sum, past the step budget and past the lineage budget (rankkit.solvers.newton.SummedXd);
+with the sum, past the step budget and past the lineage budget (rankkit.solvers.newton.SummedXd),
+with each preconditioner on raw feature scales, and with a sum continued across CG's restart;
 a part lost in the middle of CG, or just before the line search, replays the direction's steps
 (alpha, p) from the lineage, the same bytes; and a task run twice (a batch submitted again when
 the workers change under it) adds its step once."""
@@ -193,3 +194,46 @@ def test_a_task_run_twice_adds_its_step_once(parts, reference, monkeypatch):
     res, _ = fit_newton(parts, None, **FIT)
     _same(res, reference)
     assert not replayed  # the sums stayed whole: no part needed the lineage
+
+
+@pytest.mark.parametrize("precondition", ["auto", "diag", "dense"])
+def test_one_raw_part_is_train_file_bit_for_bit_through_the_preconditioners(tmp_path, monkeypatch, precondition):
+    """MSLR-like feature scales (CG preconditioned by the diagonal from the start, escalating to the
+    d x d matrix, each restart continuing CG's sum from its iterate): one part and the file, the
+    same bytes, with directions summed."""
+    from tests.test_distributed_bytes import _raw
+
+    raw = tmp_path / "raw.txt"
+    raw.write_bytes(b"".join(_raw(ln) for ln in SAMPLE.read_bytes().splitlines(True)))
+    summed = []
+    real = newton.SummedXd.take
+    monkeypatch.setattr(newton.SummedXd, "take", lambda self, d: summed.append(real(self, d)) or summed[-1])
+    prob = parts_newton.LocalProblem([str(raw)])
+    try:
+        one = prob.fit(1.0, precondition=precondition, max_iter=30)
+    finally:
+        prob.close()
+    on_parts = list(summed)
+    summed.clear()
+    ds = read_svmlight(str(raw), narrow_indices=True)
+    obj = newton.LocalObjective(NewtonRankSVM(C=1.0).objective(ds), ds)
+    ref = newton.truncated_newton(obj, max_iter=30, precondition=precondition)
+    _same(one, ref)
+    assert on_parts == summed and any(summed)
+
+
+def test_a_sum_continued_across_a_restart_is_train_file_bit_for_bit(monkeypatch):
+    """C = 100 on the sample: a direction takes 5 plain CG steps, then the d x d preconditioner and
+    CG continues from its iterate (a copy): the sum goes on over the 6 steps (budgets raised), on
+    one part as in one process, the same bytes."""
+    monkeypatch.setattr(newton, "XD_STEPS_PER_NNZ", 1e9)
+    monkeypatch.setattr(newton, "XD_KEPT_PER_NNZ", 1e9)
+    summed = []
+    real = newton.SummedXd.take
+    monkeypatch.setattr(newton.SummedXd, "take", lambda self, d: summed.append(real(self, d)) or summed[-1])
+    fit = dict(C=100.0, tol=1e-12)
+    one = fit_newton([str(SAMPLE)], None, **fit)[0]
+    on_parts = list(summed)
+    summed.clear()
+    _same(one, NewtonRankSVM(**fit).fit(read_svmlight(str(SAMPLE), narrow_indices=True)))
+    assert on_parts == summed and max(summed) > newton.PLAIN_STEPS_DENSE  # summed across the restart
