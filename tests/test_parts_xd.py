@@ -83,13 +83,16 @@ class Products:
 
 
 def test_parts_sum_x_d_and_the_line_search_makes_no_product(parts, monkeypatch):
+    """No product X d on any part, and no round of its own: the alphas ride on the rounds there were."""
     counted = Products(monkeypatch)
-    fit_newton(parts, None, **FIT)
+    res, facts = fit_newton(parts, None, **FIT)
     assert counted.searches and counted.searches == [(True, 0)] * len(counted.searches)
     monkeypatch.setattr(newton, "XD_KEPT_PER_NNZ", 0.0)  # no direction summed: X d by a product on each part
     counted.searches.clear()
-    fit_newton(parts, None, **FIT)
+    res0, facts0 = fit_newton(parts, None, **FIT)
     assert counted.searches == [(False, 3)] * len(counted.searches)
+    assert (res.iterations, res.extra["cg_iterations"]) == (res0.iterations, res0.extra["cg_iterations"])
+    assert facts["rounds"] == facts0["rounds"]
 
 
 @pytest.mark.parametrize("budget", ["default", "one step", "kept for two directions", "none"])
