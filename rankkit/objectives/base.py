@@ -87,9 +87,16 @@ class PairObjective:
 
     def hess_vec_loss(self, s: np.ndarray) -> np.ndarray:
         """X' H_L X s: the Hessian-vector product of the loss term alone at the last evaluated point
-        (what a worker of rankkit.distributed sums over its part)."""
+        (what a worker of rankkit.distributed sums over its part). X s stays in last_xs."""
         csr_matvec(self.data, self.indices, self.indptr, s, self._delta, self.vscale)
         return self.rmatvec(self.hess_vec_y(self._delta))
+
+    @property
+    def last_xs(self) -> np.ndarray:
+        """X s of the last hess_vec / hess_vec_loss (hess_vec_y reads it and writes elsewhere), the
+        same bits as scores(s), until the next one: the Newton driver sums CG's steps' X p into
+        X d instead of a product (rankkit.solvers.newton.SummedXd)."""
+        return self._delta
 
     def fun_grad(self, w: np.ndarray) -> tuple[float, np.ndarray]:
         """f(w) and its gradient (convenience for tests and scipy)."""

@@ -12,8 +12,11 @@ scores follow the one-process rule (rankkit.solvers.newton.LocalObjective): y = 
 point, then y += t delta along the steps (the accepted line-search trial's scores become the
 point's: no new product, no new sort), X w afresh at the returned point. A part that lost them
 (its worker was lost, or it moved to another worker) answers NEED_LINEAGE, and the client sends
-the point's lineage (the first w, each step's direction and length), which the part replays:
-the same bits.
+the point's lineage (the first w, each step's direction and length, and the CG steps (alpha, p)
+whose X p summed its X d), which the part replays: the same bits. X d is summed from CG's
+products as one process sums it (rankkit.solvers.newton.SummedXd, the same directions): each
+Hessian-vector round carries the previous CG step's alpha, the line search's first round the last
+one (DaskObjective.cg_step; no round of its own).
 
 The partial sums are added in part order (never in order of arrival), and each part's sum is a
 deterministic function of its data and the point, so the model has the same bytes for any number
@@ -55,7 +58,7 @@ from rankkit.io.svmlight import display_name
 from rankkit.objectives.rescale import canonical_rescale
 from rankkit.paths.grid import c_min_of_spread
 from rankkit.solvers.base import DEFAULT_MAX_ITER, DEFAULT_TOL, MAGNITUDE_LIMIT, FitResult, quiet_fp
-from rankkit.solvers.newton import DENSE_MAX_FEATURES, minimise_along, truncated_newton
+from rankkit.solvers.newton import DENSE_MAX_FEATURES, SummedXd, minimise_along, truncated_newton
 from rankkit.solvers.options import check_dask
 from rankkit.training import Plan, cluster_facts, fit_outcome, model_header, needs_warning, stop_words
 from rankkit.vectors import dot
@@ -138,10 +141,10 @@ class Problem:
 
         return self.watch.gather(submit)
 
-    def _round(self, fn, *args, sent_bytes=0, point=None):
+    def _round(self, fn, *args, sent_bytes=0, point=None, direction=None):
         """One task per part, results in part order. A part that answers NEED_LINEAGE (it lost
-        the scores of `point`: its worker was lost, or it moved) is asked again with the point's
-        lineage, and replays it: the same results."""
+        the scores of `point`, or the summed X d of `direction`: its worker was lost, or it moved)
+        is asked again with their lineage, and replays it: the same results."""
         t0 = time.perf_counter()
         tag = f"rankkit-{fn.__name__}-{self.fit_id[:8]}-{self.rounds}"
         self.rounds += 1
@@ -166,7 +169,7 @@ class Problem:
                 break
             if point is None or attempt:
                 raise RuntimeError(f"rankkit: a part could not rebuild the point {point!r}")  # never: a bug
-            lineage = self.lineage(point)
+            lineage = self.lineage(point, direction)
             batch = args + (lineage,)
             sent_bytes += _nbytes(lineage)
         wall = time.perf_counter() - t0
@@ -288,7 +291,7 @@ class Problem:
     # -- the points of a fit and their lineage ----------------------------------------------------
     def new_fit(self) -> None:
         """Forget the lineage of the previous fit (its points are never asked for again)."""
-        self._fresh, self._steps, self._dirs = {}, {}, {}
+        self._fresh, self._steps, self._dirs, self._sums = {}, {}, {}, {}
 
     def fresh(self, w) -> str:
         """A point whose scores the parts compute afresh, X w."""
@@ -296,9 +299,14 @@ class Problem:
         self._fresh[key] = np.array(w, dtype=np.float64, copy=True)
         return key
 
-    def direction(self, d) -> str:
-        key = self.new_key("d")
+    def direction(self, d, key=None, summed=None) -> str:
+        """A direction of the line search: its key (a new one, or the one its CG steps were summed
+        under); summed: its CG steps [(alpha, p), ...] when the parts sum X d from them (the
+        lineage a part replays), None when X d is a product."""
+        key = self.new_key("d") if key is None else key
         self._dirs[key] = np.array(d, dtype=np.float64, copy=True)
+        if summed is not None:
+            self._sums[key] = summed
         return key
 
     def step(self, key, dkey, t: float) -> tuple:
@@ -308,13 +316,15 @@ class Problem:
         self._steps[child] = (key, dkey, float(t))
         return child, ("step", key, dkey, float(t))
 
-    def lineage(self, key) -> tuple:
-        """(w0, [(d, t), ...]): the fit's first point and the steps that lead to `key`."""
+    def lineage(self, key, direction=None) -> tuple:
+        """(w0, [(d, t, summed), ...], summed): the fit's first point, the steps that lead to `key`
+        (summed: the direction's CG steps [(alpha, p), ...] when X d was summed from them, else
+        None), and the CG steps of `direction` (the line search's, None if not asked)."""
         steps = []
         while key in self._steps:
             key, dkey, t = self._steps[key]
-            steps.append((self._dirs[dkey], t))
-        return self._fresh[key], steps[::-1]
+            steps.append((self._dirs[dkey], t, self._sums.get(dkey)))
+        return self._fresh[key], steps[::-1], None if direction is None else self._sums[direction]
 
     # -- the objective as partial sums -------------------------------------------------------------
     def fg(self, key, how):
@@ -328,8 +338,10 @@ class Problem:
             active += a
         return loss, g, active
 
-    def hv(self, key, how, s):
-        outs = self._round(W.hv, key, how, s, sent_bytes=_nbytes(how) + s.nbytes, point=key)
+    def hv(self, key, how, s, acc=None, pkey=None):
+        """The sum of the parts' X_k' H_k X_k s; acc: the previous CG step to add to the summed X d
+        first (worker.hv), pkey: this round's name."""
+        outs = self._round(W.hv, key, how, s, acc, pkey, sent_bytes=_nbytes(how) + s.nbytes + _nbytes(acc), point=key)
         z = np.zeros(self.n_features)
         for zk in outs:
             z += zk
@@ -343,11 +355,16 @@ class Problem:
             total += x
         return total
 
-    def ls(self, key, how, dkey, d, t):
+    def ls(self, key, how, dkey, d, t, summed=None):
         """(L, slopes): L summed over the parts at the trial w + t d, and slopes() -> (g_y.delta,
         delta.H_y.delta) summed over them (each in part order). On a cluster one round gives all
-        three (a round trip is dear); LocalProblem asks the slopes only when the search needs them."""
-        outs = self._round(W.ls, key, how, dkey, d, float(t), True, sent_bytes=_nbytes(how) + d.nbytes, point=key)
+        three (a round trip is dear); LocalProblem asks the slopes only when the search needs them.
+        summed: None (the parts form X d by a product), or (n, last step) (worker.ls: X d summed
+        from the direction's n CG steps; d itself is then not sent)."""
+        d = d if summed is None else None
+        outs = self._round(W.ls, key, how, dkey, d, float(t), True, summed,
+                           sent_bytes=_nbytes(how) + _nbytes(d) + _nbytes(summed), point=key,
+                           direction=None if summed is None else dkey)
         L = gyd = dhd = 0.0
         for a, b, c in outs:
             L += a
@@ -441,12 +458,14 @@ class LocalProblem(Problem):
     def _call(self, fn, k, *args):
         return fn(self.specs[k], *args)
 
-    def ls(self, key, how, dkey, d, t):
+    def ls(self, key, how, dkey, d, t, summed=None):
         """Problem.ls with the slopes computed only when asked (the same numbers, the same order):
         a step whose t = 1 passes Armijo's test never needs them."""
         t = float(t)
         L = 0.0
-        for a in self._round(W.ls, key, how, dkey, d, t, False, point=key):
+        d = d if summed is None else None
+        for a in self._round(W.ls, key, how, dkey, d, t, False, summed, point=key,
+                             direction=None if summed is None else dkey):
             L += a
 
         def slopes():
@@ -488,6 +507,9 @@ class DaskObjective:
         self.prob, self.C = prob, float(C)
         self.n_features = prob.n_features
         self.n_active = 0
+        self._xd = SummedXd(prob.nnz, prob.n_rows, prob.n_features)  # as LocalObjective decides
+        self._pending = self._last_p = self._dkey = None  # the step whose alpha the next round brings
+        self._steps = []  # the direction's summed CG steps [(alpha, p), ...]: the lineage of its X d
 
     def _point(self, key, how, w):
         """f and g at the point `key` (w its weights; how: worker._ensure_y)."""
@@ -505,7 +527,31 @@ class DaskObjective:
         return out
 
     def hess_vec(self, s):
-        return s + self.C * self.prob.hv(self._key, self._how, s)
+        """One round: the previous CG step's alpha rides on it (the parts add alpha X p to their
+        summed X d before this product, whose X s is the next step's X p)."""
+        acc, self._pending = self._pending, None
+        pkey = self.prob.new_key("p")
+        self._last_p = (pkey, np.array(s, dtype=np.float64, copy=True)) if self._xd.steps >= 0 else None
+        return s + self.C * self.prob.hv(self._key, self._how, s, acc, pkey)
+
+    def new_direction(self):
+        """CG starts a direction from 0 (as LocalObjective.new_direction)."""
+        self._xd.new_direction()
+        self._pending = self._dkey = None
+        self._steps = []
+
+    def cg_step(self, alpha, x):
+        """CG took x += alpha p after hess_vec(p): the parts will add alpha X p (with the next
+        round); the client keeps (alpha, p) for a part that must replay the direction."""
+        k = self._xd.step(x)
+        if k < 0:
+            self._pending = None
+            return
+        if k == 0:
+            self._dkey = self.prob.new_key("d")
+        pkey, p = self._last_p
+        self._steps.append((float(alpha), p))
+        self._pending = (self._dkey, k, pkey, float(alpha))
 
     # CG's preconditioner (rankkit.solvers.newton.Preconditioned): one round each
     def column_sumsq(self):
@@ -526,10 +572,14 @@ class DaskObjective:
 
     def linesearch_and_update(self, w, d, f, g, gd):
         """rankkit.solvers.newton.line_search with phi, phi' and phi'' summed over the parts."""
-        key, how, dkey, C = self._key, self._how, self.prob.direction(d), self.C
+        key, how, C = self._key, self._how, self.C
+        n = self._xd.take(d)  # > 0: X d summed from CG's n steps (SummedXd), the last one's alpha sent here
+        summed = (n, self._pending) if n else None
+        dkey = self.prob.direction(d, self._dkey, self._steps) if n else self.prob.direction(d)
+        self._pending = None
 
         def phi(t):  # L, and the slopes g_y.delta and delta.H_y.delta, summed over the parts at w + t d
-            L, slopes = self.prob.ls(key, how, dkey, d, t)
+            L, slopes = self.prob.ls(key, how, dkey, d, t, summed)
             wt = w + d if t == 1.0 else w + t * d  # as line_search forms it
             return 0.5 * dot(wt, wt) + C * L, slopes
 

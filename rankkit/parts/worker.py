@@ -17,6 +17,12 @@ model the same bytes.
     hv        X' H_k X s at w                              (re-sorts only if the state moved)
     ls        L_k, gy.delta, delta' H_k delta at y + t delta (delta = X d kept per direction)
 
+delta = X d is summed from CG's own products as one process sums it (rankkit.solvers.newton.SummedXd):
+each hv round brings the step length alpha of the previous round's p (its X p is still in the
+objective's last_xs) and the part adds alpha X p into delta before its product; the line search's
+first round brings the last one. A part that lost the sum (its worker was lost, it moved) replays
+the direction's steps (alpha, p) from the lineage, the same bits.
+
 Nothing here imports dask: the functions are plain and testable in-process.
 """
 
@@ -38,6 +44,7 @@ from rankkit.io.svmlight import FileDigest, read_svmlight
 from rankkit.sparse import csr_matvec
 from rankkit.solvers.base import ExactRankSVM
 from rankkit.solvers.base import check_magnitude as _check_magnitude
+from rankkit.solvers.newton import add_step_scores
 from rankkit.vectors import dot
 
 _STATE: dict = {}  # (fit_id, part) -> _Part
@@ -92,6 +99,10 @@ class _Part:
     trial: np.ndarray | None = None  # the last line-search trial's scores y + t delta
     trial_key: object = None  # (point key, direction key, t) of those
     at: object = None  # the point the objective's sorted state belongs to
+    xp_key: object = None  # the hv round whose X p is in obj.last_xs
+    sum_key: object = None  # the direction whose X d is being summed into delta (CG's steps so far)
+    sum_steps: int = 0  # how many of its steps delta holds
+    sum_last: object = None  # the hv round of the last step added
     extra: dict = field(default_factory=dict)
 
 
@@ -326,14 +337,59 @@ def _ensure_y(st: _Part, key, how, lineage=None):
         return st.y
     if lineage is None:
         return None
-    w0, steps = lineage
+    w0, steps = lineage[0], lineage[1]
+    st.sum_key = st.xp_key = None  # the buffers below are overwritten
     y = st.obj.scores(w0, st.y if st.y is not None else None)
-    for d, t in steps:
-        st.delta = st.obj.scores(d, st.delta)
+    for d, t, summed in steps:
+        if summed is None:
+            st.delta = st.obj.scores(d, st.delta)
+        else:
+            _replay_sum(st, summed, y)
         step_scores(y, st.delta, t, st.delta)
         np.copyto(y, st.delta)
     st.y, st.y_key, st.delta_key = y, key, None
     return y
+
+
+def _scratch(st: _Part, y) -> np.ndarray:
+    """The trial scores' buffer as the scratch of a sum (free between line searches, as
+    LocalObjective's): never y itself."""
+    if st.trial is None or st.trial is y:
+        st.trial = np.empty(st.obj.n_rows)
+    st.trial_key = None
+    return st.trial
+
+
+def _add_step(st: _Part, acc, y) -> None:
+    """acc = (direction key, k, hv round, alpha): CG's step k took alpha times the p of that hv
+    round, whose X p is in last_xs: delta += alpha X p (rankkit.solvers.newton.add_step_scores).
+    A part that cannot (its sum or its product was lost) drops the sum: its line search replays
+    the direction from the lineage."""
+    if acc is None:
+        return
+    dkey, k, pkey, alpha = acc
+    if st.sum_key == dkey and st.sum_steps == k + 1 and st.sum_last == pkey:
+        return  # added already (the same task run twice)
+    if st.xp_key != pkey or (k > 0 and (st.sum_key != dkey or st.sum_steps != k)):
+        st.sum_key = None
+        return
+    if k == 0:
+        if st.delta is None:
+            st.delta = np.empty(st.obj.n_rows)
+        st.delta_key = None
+    add_step_scores(st.delta, st.obj.last_xs, alpha, k == 0, _scratch(st, y))
+    st.sum_key, st.sum_steps, st.sum_last = dkey, k + 1, pkey
+
+
+def _replay_sum(st: _Part, summed, y) -> None:
+    """delta = the sum of alpha X p over a direction's CG steps [(alpha, p), ...], step by step
+    as they were added (each X p into last_xs, the buffer the hv round's product used)."""
+    if st.delta is None:
+        st.delta = np.empty(st.obj.n_rows)
+    scratch = _scratch(st, y)
+    st.sum_key = st.xp_key = None
+    for k, (alpha, p) in enumerate(summed):
+        add_step_scores(st.delta, st.obj.scores(p, st.obj.last_xs), alpha, k == 0, scratch)
 
 
 def _ensure_at(st: _Part, key, how, lineage=None) -> bool:
@@ -357,11 +413,16 @@ def fg(st: _Part, spec: PartSpec, key, how, lineage=None) -> tuple:
 
 
 @_timed
-def hv(st: _Part, spec: PartSpec, key, how, s, lineage=None) -> np.ndarray:
-    """X' H_k X s at the point `key`."""
+def hv(st: _Part, spec: PartSpec, key, how, s, acc=None, pkey=None, lineage=None) -> np.ndarray:
+    """X' H_k X s at the point `key`; before it, acc's step added to the summed X d (_add_step);
+    pkey names this round (its X s is the next step's X p)."""
     if not _ensure_at(st, key, how, lineage):
         return NEED_LINEAGE
-    return st.obj.hess_vec_loss(s)
+    _add_step(st, acc, st.y)
+    st.xp_key = None
+    out = st.obj.hess_vec_loss(s)
+    st.xp_key = pkey
+    return out
 
 
 @_timed
@@ -376,17 +437,27 @@ def precond(st: _Part, spec: PartSpec, key, how, kind: str, lineage=None) -> np.
 
 
 @_timed
-def ls(st: _Part, spec: PartSpec, key, how, dkey, d, t: float, slopes: bool = True, lineage=None):
+def ls(st: _Part, spec: PartSpec, key, how, dkey, d, t: float, slopes: bool = True, summed=None, lineage=None):
     """(L_k, gy.delta, delta' H_k delta) at y + t delta, delta = X d, y the scores of the point
     `key`: one step of the line search (on a cluster the slopes come with it: one round; without
     `slopes`, L_k alone, and ls_slopes gives them when the search asks). The trial's scores are
-    kept: the point the step reaches."""
+    kept: the point the step reaches. summed: None (delta = X d, a product), or (n, acc): delta
+    is the sum of the direction's n CG steps, the last one acc's (_add_step; None if an hv round
+    brought it), replayed from the lineage's third entry if this part lost it."""
     y = _ensure_y(st, key, how, lineage)
     if y is None:
         return NEED_LINEAGE
     if st.delta_key != dkey:
-        st.delta = st.obj.scores(d, st.delta)
-        st.delta_key = dkey
+        if summed is None:
+            st.delta = st.obj.scores(d, st.delta)
+        else:
+            n, acc = summed
+            _add_step(st, acc, y)
+            if st.sum_key != dkey or st.sum_steps != n:
+                if lineage is None:
+                    return NEED_LINEAGE
+                _replay_sum(st, lineage[2], y)
+        st.delta_key, st.sum_key = dkey, None
     delta = st.delta
     if st.trial is None or st.trial is y:
         st.trial = np.empty_like(y)

@@ -66,6 +66,19 @@ FAR_SLOPE = 0.1  # t = 1 passing Armijo's test is followed by a search to |phi'(
 # CG's steps from thousands to a few. Along a warm-started path (CGMemory) the next fit starts at
 # the level reached and reuses the last matrix built.
 PRECONDITIONERS = ("auto", "diag", "dense", "none")
+# The line search's scores X d, summed from the products X p that CG's steps made anyway (SummedXd;
+# issue 39): X d = sum of alpha_k X p_k, one axpy over the rows per CG step instead of one product
+# X d over the data per Newton step. A direction is summed for at most XD_STEPS_PER_NNZ steps per
+# stored value of a row on average (the whole data's nnz / rows, the same on every part), and X d
+# is a product past that: a product of the 200k LETOR file (46 values a row) took 6 ms on 2
+# threads, a step's axpy 0.3 ms on one, so 46 * 0.4 = 18 steps cost about one product (with the
+# decimal codes read by value_at: 4.0 ms against 0.07 ms, min of 30, so 0.4 errs on the side of
+# the product; that file's directions take 1-3 steps, MSLR's 2-6, either way summed). On parts
+# (rankkit.parts.newton) the client keeps each summed step's (alpha, p) for a part that must replay
+# the lineage: a fit sums directions while those p take at most XD_KEPT_PER_NNZ doubles per stored
+# value of the data (a product afterwards; both faces count alike, so the same bits)
+XD_STEPS_PER_NNZ = 0.4
+XD_KEPT_PER_NNZ = 0.1
 PLAIN_STEPS = 20
 SPREAD_DIAG = 100.0  # auto, d <= DENSE_MAX_FEATURES: the diagonal from the start when max / median of the
 # features' sums of squares exceed this (sparse text data, whose column norms follow word frequencies,
@@ -109,13 +122,15 @@ def conjugate_gradient(hess_vec, b: np.ndarray, rtol: float, max_iter: int, m_in
 
 
 def cg_steps(hess_vec, b: np.ndarray, rtol: float, max_iter: int, m_inv=None, x0=None, r0=None,
-             certify: float | None = None):
+             certify: float | None = None, on_step=None):
     """Solve H x = b for symmetric positive definite H until ||b - H x|| <= rtol ||b||.
     m_inv: None, the inverse of a diagonal preconditioner M as an array, or a function v -> M^-1 v
     (preconditioned CG, the same stopping test on the unpreconditioned residual, so the same
     accuracy is asked of every preconditioner). x0, r0: continue from x0 with residual r0 = b - H x0
     (a restart, e.g. with another preconditioner); from x = 0 otherwise. certify: also stop as soon
     as decrement_bound(b, x, r) <= certify (for H >= I: b' H^-1 b is then certainly below it).
+    on_step(alpha, x): called after each step x += alpha p, before the next hess_vec (the last
+    product the objective made was H p: SummedXd sums the steps' X p into X x).
     Returns (x, iterations, residual norm, residual)."""
     x = np.zeros_like(b) if x0 is None else x0.copy()
     r = b.copy() if r0 is None else r0.copy()
@@ -138,6 +153,8 @@ def cg_steps(hess_vec, b: np.ndarray, rtol: float, max_iter: int, m_inv=None, x0
                 break
             alpha = rr / pHp
             x += alpha * p
+            if on_step is not None:
+                on_step(alpha, x)
             r -= alpha * Hp
             rr_new = dot(r, r)
             p *= rr_new / rr
@@ -156,6 +173,8 @@ def cg_steps(hess_vec, b: np.ndarray, rtol: float, max_iter: int, m_inv=None, x0
             break
         alpha = rz / pHp
         x += alpha * p
+        if on_step is not None:
+            on_step(alpha, x)
         r -= alpha * Hp
         rr = dot(r, r)
         z = solve(r)
@@ -298,6 +317,8 @@ class Preconditioned:
         residual of the returned x is left in self.residual."""
         total = 0
         b_norm = float(norm(b))
+        if x is None and hasattr(self.obj, "new_direction"):
+            self.obj.new_direction()  # CG starts from 0: the steps it reports (cg_step) make X x
         while True:
             m_inv = self._m_inv(self.level) if self.level else None
             if self.level and self.point[0] < self.level:  # the objective has no such preconditioner
@@ -310,7 +331,8 @@ class Preconditioned:
                 cap = min(cap, (PLAIN_STEPS_DENSE if direct else PLAIN_STEPS) if self.level == 0 else DIAG_STEPS)
             if stale:
                 cap = min(cap, STALE_STEPS if self.level == 2 else STALE_DIAG_STEPS)
-            x, it, res, r = cg_steps(self.obj.hess_vec, b, rtol, cap, m_inv, x, r, certify)
+            x, it, res, r = cg_steps(self.obj.hess_vec, b, rtol, cap, m_inv, x, r, certify,
+                                     getattr(self.obj, "cg_step", None))
             total += it
             self.residual = r
             if res <= rtol * b_norm or it < cap or total >= CG_MAX_ITER or not (escalate or stale):
@@ -444,6 +466,9 @@ class NewtonObjective(Protocol):
     check_finite(what, *values)               the error a non-finite number means, in the data's words
     clock() -> str                            the timing part of a progress line (since the last call)
 
+and, optionally, new_direction() and cg_step(alpha, x) (cg_steps' on_step): CG starts a direction
+from 0, and took its step x += alpha p after hess_vec(p) (SummedXd: X d summed from the steps).
+
     Implemented by LocalObjective (one process) and rankkit.parts.newton.DaskObjective
     (per-part partial sums on a cluster)."""
 
@@ -465,10 +490,63 @@ class NewtonObjective(Protocol):
     def clock(self) -> str: ...
 
 
+def add_step_scores(delta: np.ndarray, xp: np.ndarray, alpha: float, first: bool, scratch: np.ndarray) -> None:
+    """delta += alpha X p for one CG step (xp = X p): delta = alpha xp at the first step, else alpha
+    xp formed in `scratch` and added. The one arithmetic of a summed X d, in this process, on a
+    part, and when a part replays its lineage (rankkit.parts.worker): the same bits everywhere."""
+    if first:
+        np.multiply(xp, alpha, out=delta)
+    else:
+        np.multiply(xp, alpha, out=scratch)
+        delta += scratch
+
+
+class SummedXd:
+    """Which directions' X d is summed from CG's steps (XD_STEPS_PER_NNZ, XD_KEPT_PER_NNZ), decided
+    alike by LocalObjective and rankkit.parts.newton.DaskObjective from the whole data's nnz, rows
+    and features: so the two faces sum the same directions and form the same bits.
+
+    new_direction()   CG starts from 0
+    step(x) -> k      CG took its step k (0, 1, ...) to the iterate x: sum it; -1: not summed (this
+                      direction is past the budget: its X d will be a product)
+    take(d) -> n      at the line search: n > 0 steps summed make X d when d is the iterate they
+                      reached, 0: a product (and the direction is closed either way)"""
+
+    def __init__(self, nnz: int, n_rows: int, n_features: int):
+        self.max_steps = max(1, int(nnz / max(n_rows, 1) * XD_STEPS_PER_NNZ))
+        self.kept_left = XD_KEPT_PER_NNZ * nnz  # doubles of the summed steps' p a fit may still keep
+        self.n_features = max(n_features, 1)
+        self.of, self.steps = None, -1
+
+    def new_direction(self) -> None:
+        self.of, self.steps = None, 0
+
+    def step(self, x) -> int:
+        if self.steps < 0:
+            return -1
+        if self.steps >= self.max_steps or (self.steps + 1) * self.n_features > self.kept_left:
+            self.of, self.steps = None, -1
+            return -1
+        k = self.steps
+        self.of, self.steps = x, k + 1
+        return k
+
+    def take(self, d) -> int:
+        n = self.steps if self.steps > 0 and d is self.of else 0
+        self.kept_left -= n * self.n_features
+        self.of, self.steps = None, -1
+        return n
+
+
 class LocalObjective:
     """NewtonObjective over a PairwiseObjective or ExplicitPairObjective in this process: three
     score-space vectors for the whole run (memory: issue 11), y = Xw, delta = Xd and the line
-    search's trial scores, which become the next y (y + t delta, never X w afresh)."""
+    search's trial scores, which become the next y (y + t delta, never X w afresh).
+
+    delta is summed from the products CG's steps made anyway (d = sum of alpha_k p_k and each
+    Hessian-vector product formed X p_k: X d = sum of alpha_k X p_k, cg_step), not formed by a
+    product X d of its own: one product over the data fewer per Newton step (issue 39), for one
+    axpy over the rows per CG step, within SummedXd's budget (a product past it)."""
 
     def __init__(self, obj, ds: Dataset | None = None, solver_name: str = "newton"):
         self.obj, self.ds, self.solver_name = obj, ds, solver_name
@@ -489,6 +567,10 @@ class LocalObjective:
         self._y = np.zeros(self.obj.n_rows) if not np.any(w) else self.obj.scores(w)
         self._delta = np.empty_like(self._y)
         self._trial = np.empty_like(self._y)
+        indptr = getattr(self.obj, "indptr", None)
+        summable = indptr is not None and hasattr(self.obj, "last_xs")
+        self._xd = SummedXd(int(indptr[-1]) if summable else 0, self.obj.n_rows, self.n_features)
+        self._summable = summable
         f = self.obj.evaluate(w, self._y)
         return f, self.obj.gradient(w)
 
@@ -517,8 +599,22 @@ class LocalObjective:
         H[np.diag_indices_from(H)] += 1.0
         return H
 
+    def new_direction(self):
+        """CG starts a direction from 0 (Preconditioned.solve): its steps' sum starts again."""
+        if self._summable:
+            self._xd.new_direction()
+
+    def cg_step(self, alpha, x):
+        """CG took x += alpha p, p being what the last hess_vec multiplied: delta += alpha X p, so
+        that delta = X x (the iterate `x`, which linesearch_and_update then takes as d). The
+        trial scores are free until the line search: the scratch of the sum."""
+        k = self._xd.step(x)
+        if k >= 0:
+            add_step_scores(self._delta, self.obj.last_xs, alpha, k == 0, self._trial)
+
     def linesearch_and_update(self, w, d, f, g, gd):
-        self.obj.scores(d, out=self._delta)
+        if not self._xd.take(d):  # not the iterate whose X x CG's steps summed: one product
+            self.obj.scores(d, out=self._delta)
         t, f_new = line_search(self.obj, w, self._y, d, self._delta, f, gd, self._trial)
         if t == 0.0:
             return 0.0, w, f, g
