@@ -22,6 +22,48 @@ def pytest_configure(config):
         signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
 
+# The order in which `make test`'s two processes take the test files (pytest-xdist --dist loadfile,
+# with --no-loadscope-reorder: xdist would otherwise hand out the files with the most tests first,
+# which left the few long Dask files to the end, one process running them while the other had
+# finished). Longest first (the longest-processing-time rule: the last files handed out are short,
+# so both processes finish together); files not listed follow in their usual order. Seconds of a
+# whole run on 2 busy cores (2026-11-28; pytest --durations, summed per file). test_aot.py comes
+# first and test_faults.py only after three Dask files: both compile train's and predict's kernels
+# by the JIT into the suite's kernel cache (their reference runs), and the one that starts second
+# should load them, not compile them again beside the first.
+HEAVY_FIRST = (
+    "test_aot.py",                # 135 s
+    "test_distributed_bytes.py",  # 55 s
+    "test_dask_collections.py",   # 40 s
+    "test_distributed.py",        # 43 s
+    "test_faults.py",             # 92 s
+    "test_shared_dirs.py",        # 38 s
+    "test_experiment_inputs.py",  # 29 s
+    "test_dask_hung.py",          # 27 s
+    "test_eval_cli.py",           # 23 s
+    "test_api.py",                # 22 s
+    "test_habits.py",             # 21 s
+    "test_cli.py",                # 21 s
+    "test_sgd_kernels.py",        # 20 s
+    "test_threads.py",            # 15 s
+    "test_faces_io.py",           # 15 s
+    "test_distributed_kills.py",  # 13 s
+    "test_sgd_solvers.py",        # 13 s
+    "test_thread_policy.py",      # 13 s
+    "test_sort_ties.py",          # 13 s
+    "test_i27a_products.py",      # 12 s
+    "test_architecture.py",       # 11 s
+    "test_edges.py",              # 11 s
+)
+
+
+def pytest_collection_modifyitems(session, config, items):
+    """Files in HEAVY_FIRST's order, then the rest as collected (a stable sort: each file's tests
+    keep their order). Every process sorts the same collection the same way, as xdist requires."""
+    rank = {name: i for i, name in enumerate(HEAVY_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(HEAVY_FIRST)))
+
+
 def make_dataset(
     seed: int = 0,
     sizes=(1, 2, 7, 30, 12, 5, 1, 25, 9),
