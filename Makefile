@@ -151,9 +151,10 @@ demo: $(FIRST_STAMP)
 SUITE_CACHE := $(PY) -m rankkit.compiler.build --suite-cache
 SUITE_CACHE_DONE := $(PY) -m rankkit.compiler.build --suite-cache-done
 # The test files run in TEST_JOBS processes (pytest-xdist; each file whole in one process, so a
-# file's fixtures are made once); TEST_JOBS=0 runs them in this process, one after the other.
+# file's fixtures are made once), handed out longest first (tests/conftest.py's HEAVY_FIRST; xdist
+# would reorder them by their number of tests); TEST_JOBS=0 runs them in this process, one after the other.
 TEST_JOBS ?= 2
-XDIST = $(if $(filter 0,$(TEST_JOBS)),,-n $(TEST_JOBS) --dist loadfile)
+XDIST = $(if $(filter 0,$(TEST_JOBS)),,-n $(TEST_JOBS) --dist loadfile --no-loadscope-reorder)
 
 test: $(TEST_STAMP)
 	@cache=$$($(SUITE_CACHE)) || exit $$?; \

@@ -8,6 +8,7 @@ and do not count."""
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from pathlib import Path
 
@@ -28,9 +29,32 @@ def _modules() -> dict[str, Path]:
 MODULES = _modules()
 
 
-def _imports(name: str, path: Path):
-    """(target module, imported name or None, inside a function?) of every rankkit import."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+def _tree(path: Path) -> ast.Module:
+    """The file's syntax tree, parsed once per test process while the file is unchanged (the
+    checks below each read every module; callers only walk it)."""
+    st = path.stat()
+    return _parsed(path, st.st_mtime_ns, st.st_size)
+
+
+@functools.lru_cache(maxsize=None)
+def _parsed(path: Path, mtime_ns: int, size: int) -> ast.Module:
+    return ast.parse(path.read_text(encoding="utf-8"))
+
+
+def _imports(name: str, path: Path) -> tuple:
+    """(target module, imported name or None, inside a function?) of every rankkit import (found
+    once per test process while the file is unchanged: the tree walks cost ~1 s of a core per check)."""
+    st = path.stat()
+    return _found_imports(name, path, st.st_mtime_ns, st.st_size)
+
+
+@functools.lru_cache(maxsize=None)
+def _found_imports(name: str, path: Path, mtime_ns: int, size: int) -> tuple:
+    return tuple(_walk_imports(name, path))
+
+
+def _walk_imports(name: str, path: Path):
+    tree = _tree(path)
     package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
     inside = set()
     typing_only = set()
@@ -265,7 +289,7 @@ def test_the_core_speaks_no_faces_language():
     for m, p in MODULES.items():
         if _place(m)[0] >= faces:
             continue
-        for node in ast.walk(ast.parse(p.read_text(encoding="utf-8"))):
+        for node in ast.walk(_tree(p)):
             if isinstance(node, ast.arg) and node.arg == "style":
                 found.append(f"{m}: a parameter style (line {node.lineno})")
             elif isinstance(node, ast.Constant) and node.value in ("cli", "python"):

@@ -229,8 +229,7 @@ def _same_fit(one: Path, dist: Path):
 def test_cli_dask_local_on_a_part_with_a_group_file_equals_one_process(tmp_path):
     """`rankkit train rank.train M --dask local:2` with rank.train.query beside it: the model of
     `rankkit train rank.train M` (201 queries on LightGBM's example, not one of 3,005 documents:
-    the same query, document and pair counts, the objective to rounding); the same for the
-    gzipped file with the group file of its stem, given by a relative path."""
+    the same query, document and pair counts, the objective to rounding)."""
     d, name = _files_for_cli(tmp_path)
     one = run_rankkit("train", name, "one.model", *TIGHT, cwd=d)
     assert one.returncode == 0, one.stderr
@@ -239,6 +238,17 @@ def test_cli_dask_local_on_a_part_with_a_group_file_equals_one_process(tmp_path)
     dist = run_rankkit("train", name, "dist.model", *TIGHT, "--dask", "local:2", cwd=d)
     assert dist.returncode == 0, dist.stderr
     _same_fit(d / "one.model", d / "dist.model")
+
+
+@needs_dask
+@pytest.mark.slow  # another LocalCluster (~4 s of CPU); make test holds the same case on a scheduler:
+# tests/test_distributed_bytes.py::test_dask_on_one_file_is_rankkit_train_on_it (a gzipped LightGBM file,
+# the group file of its stem, a relative path: the same bytes as one process)
+def test_cli_dask_local_on_a_gzipped_file_by_a_relative_path_equals_one_process(tmp_path):
+    """The same for the gzipped file with the group file of its stem, given by a relative path."""
+    d, name = _files_for_cli(tmp_path)
+    one = run_rankkit("train", name, "one.model", *TIGHT, cwd=d)
+    assert one.returncode == 0, one.stderr
     (d / (name + ".gz")).write_bytes(gzip.compress((d / name).read_bytes()))
     packed = run_rankkit("train", f"../{d.name}/{name}.gz", "packed.model", *TIGHT, "--dask", "local:2", cwd=d)
     assert packed.returncode == 0, packed.stderr
