@@ -241,10 +241,10 @@ def test_scheduler_without_worker_is_one_line_after_the_timeout(dask_procs, part
     """No worker at all: exit 2 after RANKKIT_DASK_TIMEOUT seconds, one line, the old model kept."""
     dask_procs.scheduler()
     t0 = time.monotonic()
-    run = _train(dask_procs, parts, tmp_path, timeout=5)
+    run = _train(dask_procs, parts, tmp_path, timeout=3)
     run.wait()
     assert time.monotonic() - t0 < HANG
-    _one_line_failure(run, tmp_path, f"--dask {dask_procs.address}: the scheduler has no worker (waited 5 s")
+    _one_line_failure(run, tmp_path, f"--dask {dask_procs.address}: the scheduler has no worker (waited 3 s")
 
 
 def test_last_worker_killed_mid_fit_and_none_joins(dask_procs, parts, tmp_path):
@@ -252,14 +252,14 @@ def test_last_worker_killed_mid_fit_and_none_joins(dask_procs, parts, tmp_path):
     dask_procs.scheduler()
     w = dask_procs.worker()
     dask_procs.wait_workers(1)
-    run = _train(dask_procs, parts, tmp_path, timeout=5)
+    run = _train(dask_procs, parts, tmp_path, timeout=3)
     _wait_held(dask_procs, run, len(parts))
     run.pause()
     os.killpg(w.pid, signal.SIGKILL)
     w.wait(timeout=30)
     run.resume()
     run.wait()
-    _one_line_failure(run, tmp_path, "the Dask cluster has had no worker for 5 s (RANKKIT_DASK_TIMEOUT); no output written")
+    _one_line_failure(run, tmp_path, "the Dask cluster has had no worker for 3 s (RANKKIT_DASK_TIMEOUT); no output written")
 
 
 # -- make test-all ---------------------------------------------------------------------------------
