@@ -42,8 +42,8 @@ import numpy as np
 
 from rankkit import threads
 from rankkit.compiler.dispatch import njit
-from rankkit.sparse import value_at
 from rankkit.sorting import RADIX_MIN, longest, radix_order, resort_limit, resort_order, stable_order
+from rankkit.sparse import value_at
 
 
 # The Fenwick helpers take int64 levels only (the sweeps pass np.int64(ls[p]) and R - 1 - ls[p]):
