@@ -273,7 +273,8 @@ def _parse_uint(buf, s, e, limit):
 @njit
 def line_end(buf, pos, n):
     """(end, next) of the line starting at pos: it ends at LF, CR LF or a lone CR (classic Mac),
-    and the next one starts after that (the score-file and trec readers' line cut)."""
+    and the next one starts after that (a comment's end in the svmlight parser; the score-file and
+    trec readers' line cut)."""
     end = pos
     while end < n and buf[end] != _LF and buf[end] != _CR:
         end += 1
@@ -506,12 +507,7 @@ def _fast_line(buf, pos, n, zero_based, data, indices, k, pow10):
             nxt += 1
         return True, k, nxt, label, q, flags, np.int64(-1), np.int64(-1)
     if c == _HASH:
-        end = i
-        while end < n and buf[end] != _LF and buf[end] != _CR:
-            end += 1
-        nxt = end + 1
-        if nxt < n and buf[end] == _CR and buf[nxt] == _LF:
-            nxt += 1
+        end, nxt = line_end(buf, i, n)
         d0, d1 = _docid_span(buf, i, end)
         return True, k, min(nxt, n), label, q, flags, np.int64(d0), np.int64(d1)
     return fail
