@@ -352,8 +352,8 @@ def _ensure_y(st: _Part, key, how, lineage=None):
 
 
 def _scratch(st: _Part, y) -> np.ndarray:
-    """The trial scores' buffer as the scratch of a sum (free between line searches, as
-    LocalObjective's): never y itself."""
+    """The trial scores' buffer, never y itself: a line search's trial, or the scratch of a sum
+    (free between line searches, as LocalObjective's)."""
     if st.trial is None or st.trial is y:
         st.trial = np.empty(st.obj.n_rows)
     st.trial_key = None
@@ -459,9 +459,7 @@ def ls(st: _Part, spec: PartSpec, key, how, dkey, d, t: float, slopes: bool = Tr
                 _replay_sum(st, lineage[2], y)
         st.delta_key, st.sum_key = dkey, None
     delta = st.delta
-    if st.trial is None or st.trial is y:
-        st.trial = np.empty_like(y)
-    step_scores(y, delta, t, st.trial)
+    step_scores(y, delta, t, _scratch(st, y))
     loss = st.obj.loss_y(st.trial)
     st.at = st.trial_key = (key, dkey, t)
     if not slopes:
